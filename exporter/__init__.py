@@ -1,0 +1,44 @@
+"""exporter: an ONNX export engine for PyTorch with the API of the TorchScript-era ``torch.onnx.export``.
+
+Opsets 7 to 16. Our own engine: it captures with TorchScript and converts with its own symbolic functions;
+it never calls ``torch.onnx``.
+"""
+
+from exporter import symbolics as _symbolics  # noqa: F401  (registers the built-in symbolics)
+from exporter import errors
+from exporter.api import (
+    DEFAULT_OPSET,
+    ExportResult,
+    OperatorExportTypes,
+    TrainingMode,
+    export,
+    export_to_pretty_string,
+    is_in_onnx_export,
+    select_model_mode_for_export,
+)
+from exporter.errors import (
+    CheckerError,
+    OnnxExporterError,
+    SymbolicValueError,
+    UnsupportedOperatorError,
+)
+from exporter.registry import MAX_OPSET, MIN_OPSET, parse_args
+
+__all__ = [
+    "DEFAULT_OPSET",
+    "MAX_OPSET",
+    "MIN_OPSET",
+    "CheckerError",
+    "ExportResult",
+    "OnnxExporterError",
+    "OperatorExportTypes",
+    "SymbolicValueError",
+    "TrainingMode",
+    "UnsupportedOperatorError",
+    "errors",
+    "export",
+    "export_to_pretty_string",
+    "is_in_onnx_export",
+    "parse_args",
+    "select_model_mode_for_export",
+]

@@ -1,0 +1,406 @@
+"""Argument checking and orchestration: capture -> convert -> optimize -> assemble -> validate -> write."""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import inspect
+import io
+import logging
+import sys
+from dataclasses import dataclass
+from typing import Any, Collection, Mapping, Sequence
+
+import numpy as np
+import onnx
+import torch
+
+from exporter import dtypes, ir, passes, serialize
+from exporter.capture import Capture, capture, split_args
+from exporter.convert import Converter
+from exporter.errors import CheckerError, ExportArgumentError
+from exporter.graph_context import ExportSession
+from exporter.registry import MAX_OPSET, MIN_OPSET
+
+DEFAULT_OPSET = 14
+logger = logging.getLogger("exporter")
+
+
+class TrainingMode(enum.IntEnum):
+    """In which mode the model is exported (as in ``torch.onnx.TrainingMode``)."""
+
+    EVAL = 0
+    PRESERVE = 1
+    TRAINING = 2
+
+
+class OperatorExportTypes(enum.IntEnum):
+    """How operators are exported (as in ``torch.onnx.OperatorExportTypes``)."""
+
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
+
+_in_export = False
+
+
+def is_in_onnx_export() -> bool:
+    """True only while :func:`export` of this engine is running."""
+    return _in_export
+
+
+@contextlib.contextmanager
+def _exporting():
+    global _in_export
+    previous, _in_export = _in_export, True
+    try:
+        yield
+    finally:
+        _in_export = previous
+
+
+@contextlib.contextmanager
+def select_model_mode_for_export(model: Any, mode: TrainingMode):
+    """Context manager putting ``model`` in the mode ``mode`` asks for, restoring its original mode after."""
+    if not isinstance(model, torch.nn.Module):
+        yield
+        return
+    original = model.training
+    if mode == TrainingMode.TRAINING:
+        model.train(True)
+    elif mode == TrainingMode.EVAL:
+        model.train(False)
+    try:
+        yield
+    finally:
+        model.train(original)
+
+
+@dataclass
+class ExportResult:
+    """What one export produced: the ModelProto and facts the harness records."""
+
+    model: onnx.ModelProto
+    capture: Capture
+    input_names: list[str]
+    output_names: list[str]
+
+
+def export(
+    model: torch.nn.Module | torch.jit.ScriptModule | torch.jit.ScriptFunction,
+    args: tuple[Any, ...] | torch.Tensor,
+    f: Any,
+    export_params: bool = True,
+    verbose: bool = False,
+    training: TrainingMode = TrainingMode.EVAL,
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+    operator_export_type: OperatorExportTypes = OperatorExportTypes.ONNX,
+    opset_version: int | None = None,
+    do_constant_folding: bool = True,
+    dynamic_axes: Mapping[str, Mapping[int, str]] | Mapping[str, Sequence[int]] | None = None,
+    keep_initializers_as_inputs: bool | None = None,
+    custom_opsets: Mapping[str, int] | None = None,
+    export_modules_as_functions: bool | Collection[type[torch.nn.Module]] = False,
+) -> ExportResult:
+    """Export ``model`` to ONNX, with the semantics of the TorchScript-era ``torch.onnx.export``.
+
+    ``model`` is traced (an ``nn.Module``) or used as scripted (``ScriptModule``/``ScriptFunction``) and
+    converted at ``opset_version`` (7 to 16, default 14). ``args`` is a tuple of positional arguments, a single
+    tensor, or a tuple whose last element is a dict of keyword arguments; non-tensor arguments are baked in.
+    ``f`` is a file path or a binary file object; nothing is written unless the whole export succeeds and the
+    model passes ``onnx.checker.check_model(full_check=True)``.
+
+    ``input_names``/``output_names`` name the graph inputs (the flat tensor arguments, then the parameters
+    when they are inputs) and outputs in order; a shorter list names a prefix. ``dynamic_axes`` maps an input
+    or output name to ``{axis: name}`` or to a list of axes (named ``<name>_dynamic_axes_<k>``).
+    ``keep_initializers_as_inputs`` also lists parameters as graph inputs (always on below opset 9);
+    ``export_params=False`` leaves the parameters out, so they become plain inputs. ``training`` selects
+    eval, preserve or training mode; ``operator_export_type`` chooses how unconvertible ops are handled;
+    ``custom_opsets`` gives versions to custom domains (default 1). Returns an :class:`ExportResult`.
+    """
+    opset = _check_opset(opset_version)
+    serialize.check_destination(f)
+    training = TrainingMode(training)
+    operator_export_type = OperatorExportTypes(operator_export_type)
+    dynamic_axes = dict(dynamic_axes or {})
+    _check_dynamic_axes_shape(dynamic_axes)
+    if export_modules_as_functions and opset < 15:
+        raise ExportArgumentError(
+            f"export_modules_as_functions needs opset >= 15 (ONNX local functions), got opset {opset}"
+        )
+    if keep_initializers_as_inputs is None or opset < 9:
+        keep_initializers_as_inputs = opset < 9 or bool(keep_initializers_as_inputs)
+
+    with _exporting(), select_model_mode_for_export(model, training):
+        is_training = _is_training(model, training)
+        captured = capture(model, args)
+        names_in = _input_names(model, args, captured, input_names)
+        names_out = _output_names(captured, output_names)
+        _check_dynamic_axes_names(dynamic_axes, names_in, names_out)
+        axes = _normalize_dynamic_axes(dynamic_axes)
+
+        session = ExportSession(
+            opset=opset,
+            static_shapes=not axes,
+            training=is_training,
+            operator_export_type=operator_export_type,
+            custom_opsets=dict(custom_opsets or {}),
+        )
+        inputs, params = _graph_inputs(captured, names_in, axes, export_params)
+        graph = Converter(session).convert_graph(captured.graph, inputs + params)
+        graph.inputs = inputs if export_params else inputs + params
+        graph.initializers = params if export_params else []
+        _name_outputs(graph, names_out)
+        passes.optimize(
+            graph, opset, do_constant_folding=do_constant_folding and not is_training, fold_params=not is_training
+        )
+        model_proto = _assemble(graph, session, keep_initializers_as_inputs and export_params, axes, captured)
+    external = _needs_external_data(graph)
+    if not external:
+        _check(model_proto)
+    if verbose:
+        print(pretty_text(model_proto), file=sys.stdout)
+    serialize.write(model_proto, f, external, validate_path=_check if external else None)
+    return ExportResult(model_proto, captured, names_in, names_out)
+
+
+def export_to_pretty_string(model: Any, args: Any, **kwargs: Any) -> str:
+    """Export like :func:`export` and return the ONNX graph as readable text instead of writing a file."""
+    result = export(model, args, io.BytesIO(), **kwargs)
+    return pretty_text(result.model)
+
+
+def pretty_text(model: onnx.ModelProto) -> str:
+    import onnx.printer
+
+    stripped = onnx.ModelProto()
+    stripped.CopyFrom(model)
+    for tensor in stripped.graph.initializer:
+        tensor.ClearField("raw_data")
+    return onnx.printer.to_text(stripped)
+
+
+# -- argument checks ------------------------------------------------------------------------------------------
+def _check_opset(opset_version: int | None) -> int:
+    opset = DEFAULT_OPSET if opset_version is None else opset_version
+    if not isinstance(opset, int) or not MIN_OPSET <= opset <= MAX_OPSET:
+        raise ExportArgumentError(
+            f"unsupported opset_version {opset_version!r}: this exporter supports opsets {MIN_OPSET} to {MAX_OPSET}"
+        )
+    return opset
+
+
+def _check_dynamic_axes_shape(dynamic_axes: dict) -> None:
+    for key, axes in dynamic_axes.items():
+        if not isinstance(key, str):
+            raise ExportArgumentError(f"dynamic_axes keys must be input or output names (str), got {key!r}")
+        if isinstance(axes, Mapping):
+            items = list(axes.keys())
+        elif isinstance(axes, (list, tuple)):
+            items = list(axes)
+        else:
+            raise ExportArgumentError(f"dynamic_axes[{key!r}] must be a dict {{axis: name}} or a list of axes")
+        if not all(isinstance(a, int) for a in items):
+            raise ExportArgumentError(f"dynamic_axes[{key!r}]: axes must be ints, got {items!r}")
+
+
+def _check_dynamic_axes_names(dynamic_axes: dict, names_in: list[str], names_out: list[str]) -> None:
+    known = set(names_in) | set(names_out)
+    for key in dynamic_axes:
+        if key not in known:
+            raise ExportArgumentError(
+                f"dynamic_axes names {key!r}, which is neither an input nor an output; "
+                f"inputs: {names_in[:8]}{'...' if len(names_in) > 8 else ''}, outputs: {names_out}"
+            )
+
+
+def _normalize_dynamic_axes(dynamic_axes: dict) -> dict[str, dict[int, str]]:
+    normalized: dict[str, dict[int, str]] = {}
+    for key, axes in dynamic_axes.items():
+        if isinstance(axes, Mapping):
+            normalized[key] = {int(a): str(n) for a, n in axes.items()}
+        else:
+            normalized[key] = {int(a): f"{key}_dynamic_axes_{k + 1}" for k, a in enumerate(axes)}
+    return normalized
+
+
+def _is_training(model: Any, mode: TrainingMode) -> bool:
+    if mode == TrainingMode.TRAINING:
+        return True
+    if mode == TrainingMode.PRESERVE:
+        return bool(getattr(model, "training", False))
+    return False
+
+
+# -- naming ------------------------------------------------------------------------------------------------
+def _default_user_input_names(model: Any, args: Any, count: int) -> list[str]:
+    """Names from ``forward``'s signature when each argument is one tensor; else input_0, input_1, ..."""
+    positional, kwargs = split_args(args)
+    try:
+        forward = model.forward if isinstance(model, torch.nn.Module) else model
+        signature = inspect.signature(forward)
+        bound = signature.bind(*positional, **kwargs)
+    except (TypeError, ValueError):
+        return [f"input_{i}" for i in range(count)]
+    names = []
+    for name, value in bound.arguments.items():
+        if isinstance(value, torch.Tensor):
+            names.append(name)
+        elif isinstance(value, (tuple, list, dict)):
+            from exporter.capture import flatten
+
+            leaves, _ = flatten(value)
+            names.extend(f"{name}_{k}" for k in range(len(leaves)))
+    if len(names) != count or len(set(names)) != count:
+        return [f"input_{i}" for i in range(count)]
+    return names
+
+
+def _input_names(model, args, captured: Capture, input_names) -> list[str]:
+    user = _default_user_input_names(model, args, len(captured.user_inputs))
+    names = user + [name for name, _ in captured.params]
+    for index, name in enumerate(list(input_names or [])[: len(names)]):
+        names[index] = name
+    if len(set(names)) != len(names):
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        raise ExportArgumentError(f"input names must be unique; repeated: {duplicates}")
+    return names
+
+
+def _output_names(captured: Capture, output_names) -> list[str]:
+    count = len(list(captured.graph.outputs()))
+    names = [f"output_{i}" if count > 1 else "output" for i in range(count)]
+    for index, name in enumerate(list(output_names or [])[:count]):
+        names[index] = name
+    return names
+
+
+def _graph_inputs(captured: Capture, names: list[str], axes: dict, export_params: bool):
+    user_count = len(captured.user_inputs)
+    inputs = []
+    for name, tensor in zip(names[:user_count], captured.user_inputs):
+        shape = list(tensor.shape)
+        for axis, dim_name in axes.get(name, {}).items():
+            if not -len(shape) <= axis < len(shape):
+                raise ExportArgumentError(f"dynamic_axes[{name!r}] names axis {axis}, but the input has rank {len(shape)}")
+            shape[axis] = dim_name
+        inputs.append(ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(shape)))
+    params = []
+    for name, (_, tensor) in zip(names[user_count:], captured.params):
+        array = _param_array(tensor)
+        value = ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(tensor.shape), is_param=True)
+        value.const = array if export_params else None
+        params.append(value)
+    return inputs, params
+
+
+def _param_array(tensor: torch.Tensor) -> np.ndarray:
+    tensor = tensor.detach().cpu()
+    if tensor.dtype == torch.bfloat16:
+        return tensor.float().numpy()
+    return tensor.numpy()
+
+
+def _name_outputs(graph: ir.Graph, names: list[str]) -> None:
+    """Give outputs their names; an output that is an input, a parameter or a repeated value gets an Identity."""
+    from exporter.graph_context import GraphContext
+
+    seen: set[int] = set()
+    protected = {id(v) for v in graph.inputs} | {id(v) for v in graph.initializers}
+    renamed = []
+    for value, name in zip(graph.outputs, names):
+        if id(value) in seen or id(value) in protected or value.producer is None:
+            ctx = GraphContext(ExportSession(opset=MIN_OPSET), graph)
+            copy = ctx.op("Identity", value)
+            copy.dtype, copy.shape, copy.kind = value.dtype, value.shape, value.kind
+            value = copy
+        seen.add(id(value))
+        value.name = name
+        renamed.append(value)
+    graph.outputs = renamed
+
+
+# -- assembly and validation -------------------------------------------------------------------------------------
+def _assemble(graph: ir.Graph, session: ExportSession, params_as_inputs: bool, axes: dict, captured: Capture):
+    _uniquify_names(graph)
+    static_shapes = {}
+    for value, example in zip(graph.outputs, captured.example_outputs or []):
+        if value.kind == ir.TENSOR and isinstance(example, torch.Tensor):
+            static_shapes[value.name] = tuple(example.shape)
+    output_shapes = {}
+    for value in graph.outputs:
+        shape = list(static_shapes.get(value.name, value.shape or ())) if not axes else list(value.shape or [])
+        for axis, dim_name in axes.get(value.name, {}).items():
+            if axis < len(shape):
+                shape[axis] = dim_name
+        output_shapes[value.name] = tuple(shape) if (value.shape is not None or value.name in static_shapes) else None
+    graph_proto = serialize.graph_to_proto(graph, params_as_inputs, output_shapes)
+    model = serialize.make_model(graph_proto, session.opset, session.custom_opsets, session.used_domains)
+    if axes:
+        _refine_output_shapes(model, axes)
+    return model
+
+
+def _uniquify_names(graph: ir.Graph) -> None:
+    """Make every value name unique across the model (ONNX requires SSA names, subgraphs included)."""
+    taken: set[str] = set()
+    fixed = {id(v) for v in graph.inputs + graph.outputs + graph.initializers}
+
+    def claim(value: ir.Value) -> None:
+        if id(value) in fixed and value.name not in taken:
+            taken.add(value.name)
+            return
+        base, k = value.name, 1
+        while value.name in taken:
+            value.name = f"{base}_{k}"
+            k += 1
+        taken.add(value.name)
+
+    for value in graph.inputs + graph.initializers + graph.outputs:
+        claim(value)
+
+    def visit(g: ir.Graph) -> None:
+        for value in g.inputs if g is not graph else []:
+            claim(value)
+        for node in g.nodes:
+            for value in node.outputs:
+                if id(value) not in fixed:
+                    claim(value)
+            for sub in g.subgraphs_of(node):
+                visit(sub)
+
+    visit(graph)
+
+
+def _refine_output_shapes(model: onnx.ModelProto, axes: dict) -> None:
+    """Use ONNX shape inference for output dims, with the declared dynamic axes named."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except Exception:
+        return
+    by_name = {o.name: o for o in inferred.graph.output}
+    for output in model.graph.output:
+        source = by_name.get(output.name)
+        if source is None or not source.type.tensor_type.HasField("shape"):
+            continue
+        output.type.tensor_type.shape.CopyFrom(source.type.tensor_type.shape)
+        for axis, dim_name in axes.get(output.name, {}).items():
+            dims = output.type.tensor_type.shape.dim
+            if axis < len(dims):
+                dims[axis].Clear()
+                dims[axis].dim_param = dim_name
+
+
+def _needs_external_data(graph: ir.Graph) -> bool:
+    total = sum(v.const.nbytes for v in graph.initializers if v.const is not None)
+    return total >= serialize.TWO_GIB - (64 << 20)
+
+
+def _check(model_or_path) -> None:
+    try:
+        onnx.checker.check_model(model_or_path, full_check=True)
+    except Exception as error:
+        raise CheckerError(f"the exported model fails the ONNX checker: {error}") from error

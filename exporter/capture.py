@@ -1,0 +1,247 @@
+"""Capture: turn a model and its example arguments into a TorchScript graph ready for conversion.
+
+``nn.Module``s are traced; ``ScriptModule``s and ``ScriptFunction``s contribute their own graph. Scripted
+functions called inside a traced module stay scripted (their control flow survives inlining). The result
+is one flat graph: inputs are the flattened tensor arguments followed by the parameters and buffers it
+reads (named after their ``state_dict`` keys), outputs are the flattened tensor results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from exporter.errors import CaptureError, ExportArgumentError
+
+_WRAPPER_PREFIX = "model."
+
+
+@dataclass
+class Capture:
+    graph: torch._C.Graph
+    user_inputs: list[torch.Tensor]
+    params: list[tuple[str, torch.Tensor]]
+    example_outputs: list[torch.Tensor] | None
+    tracer_warnings: list[str] = field(default_factory=list)
+
+
+def split_args(args: Any) -> tuple[tuple, dict]:
+    """Split ``export``'s ``args`` into positional arguments and keyword arguments, as documented.
+
+    A tensor is a 1-tuple; a trailing dict holds keyword arguments; a trailing empty dict means the dict
+    before it is positional.
+    """
+    if isinstance(args, torch.Tensor):
+        return (args,), {}
+    if not isinstance(args, tuple):
+        args = (args,)
+    if args and isinstance(args[-1], dict):
+        if not args[-1]:
+            return args[:-1], {}
+        return args[:-1], dict(args[-1])
+    return args, {}
+
+
+def flatten(obj: Any) -> tuple[list[torch.Tensor], Callable[[list], Any]]:
+    """Tensor leaves of a nested tuple/list/dict and a function rebuilding the structure from new leaves.
+
+    Non-tensor leaves are kept as they are (they are hard-coded into the exported graph, as documented).
+    """
+    leaves: list[torch.Tensor] = []
+
+    def walk(node):
+        if isinstance(node, torch.Tensor):
+            index = len(leaves)
+            leaves.append(node)
+            return lambda flat: flat[index]
+        if isinstance(node, (tuple, list)):
+            parts = [walk(item) for item in node]
+            kind = type(node)
+            if kind not in (tuple, list):  # named tuples
+                return lambda flat: kind(*[p(flat) for p in parts])
+            return lambda flat: kind(p(flat) for p in parts)
+        if isinstance(node, dict):
+            parts = {key: walk(value) for key, value in node.items()}
+            return lambda flat: {key: p(flat) for key, p in parts.items()}
+        return lambda flat: node
+
+    rebuild = walk(obj)
+    return leaves, rebuild
+
+
+def flatten_outputs(obj: Any) -> list[torch.Tensor]:
+    """Tensor outputs in order; dict values in insertion order; None is dropped; other values are errors."""
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if obj is None:
+        return []
+    if isinstance(obj, (tuple, list)):
+        return [t for item in obj for t in flatten_outputs(item)]
+    if isinstance(obj, dict):
+        return [t for value in obj.values() for t in flatten_outputs(value)]
+    raise ExportArgumentError(
+        f"the model returned a non-tensor output of type {type(obj).__name__} ({obj!r}); "
+        "ONNX outputs must be tensors (or tuples, lists and dicts of tensors)"
+    )
+
+
+class _FlatCall(torch.nn.Module):
+    """Calls ``model`` with its structured arguments rebuilt from flat tensors, and flattens the result."""
+
+    def __init__(self, model: torch.nn.Module, rebuild: Callable):
+        super().__init__()
+        self.model = model
+        self._rebuild = rebuild
+
+    def forward(self, *flat):
+        args, kwargs = self._rebuild(list(flat))
+        return tuple(flatten_outputs(self.model(*args, **kwargs)))
+
+
+@contextlib.contextmanager
+def quiet_torchscript(tracer_warnings: list[str] | None = None):
+    """Silence TorchScript's deprecation noise; collect TracerWarnings for our own reporting."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for warning in caught:
+        if issubclass(warning.category, torch.jit.TracerWarning):
+            if tracer_warnings is not None:
+                tracer_warnings.append(str(warning.message))
+        elif not issubclass(warning.category, (DeprecationWarning, FutureWarning, UserWarning)):
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+
+
+def capture(model: Any, args: Any) -> Capture:
+    """Capture ``model`` called with ``args`` as a flat TorchScript graph (see module docstring)."""
+    positional, kwargs = split_args(args)
+    if isinstance(model, torch.jit.ScriptFunction):
+        return _capture_scripted(model, model.graph, None, positional, kwargs, state_dict={})
+    if isinstance(model, torch.jit.ScriptModule):
+        return _capture_scripted(model, model.forward.graph, model._c, positional, kwargs, _state_dict(model))
+    if isinstance(model, torch.nn.Module):
+        return _capture_traced(model, positional, kwargs)
+    raise ExportArgumentError(
+        f"model must be a torch.nn.Module, torch.jit.ScriptModule or torch.jit.ScriptFunction, got {type(model).__name__}"
+    )
+
+
+def _state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return dict(model.state_dict(keep_vars=True))
+
+
+def _capture_traced(model: torch.nn.Module, positional: tuple, kwargs: dict) -> Capture:
+    flat, rebuild = flatten((positional, kwargs))
+    wrapper = _FlatCall(model, rebuild)
+    tracer_warnings: list[str] = []
+    try:
+        with quiet_torchscript(tracer_warnings), torch.no_grad():
+            traced = torch.jit.trace(wrapper, tuple(flat), strict=False, check_trace=False)
+            outputs = list(traced(*flat))
+    except ExportArgumentError:
+        raise
+    except Exception as error:
+        raise CaptureError(f"tracing {type(model).__name__} failed: {type(error).__name__}: {error}") from error
+    graph = traced.graph.copy()
+    captured = _finish(graph, traced._c, flat, _WRAPPER_PREFIX, _state_dict(model))
+    captured.example_outputs = outputs
+    captured.tracer_warnings = tracer_warnings
+    return captured
+
+
+def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) -> Capture:
+    if kwargs:
+        raise ExportArgumentError("keyword arguments are not supported for ScriptModule/ScriptFunction models")
+    flat, _ = flatten(positional)
+    try:
+        with quiet_torchscript(), torch.no_grad():
+            outputs = flatten_outputs(model(*positional))
+    except ExportArgumentError:
+        raise
+    except Exception as error:
+        raise CaptureError(f"running the scripted model failed: {type(error).__name__}: {error}") from error
+    graph = graph.copy()
+    user_inputs = list(graph.inputs())[1:] if module_c is not None else list(graph.inputs())
+    for value, tensor in zip(user_inputs, flat):
+        if isinstance(tensor, torch.Tensor) and value.type().kind() == "TensorType":
+            value.setType(torch._C.TensorType.create_from_tensor(tensor))
+    return _finish(graph, module_c, flat, "", state_dict, outputs)
+
+
+def _finish(graph, module_c, flat, prefix, state_dict, outputs=None) -> Capture:
+    torch._C._jit_pass_inline(graph)
+    params = _lift_attributes(graph, module_c, prefix, state_dict) if module_c is not None else []
+    torch._C._jit_pass_lower_all_tuples(graph)
+    torch._C._jit_pass_dce(graph)
+    return Capture(graph=graph, user_inputs=list(flat), params=params, example_outputs=outputs)
+
+
+def _lift_attributes(graph, module_c, prefix: str, state_dict: dict[str, torch.Tensor]) -> list[tuple[str, torch.Tensor]]:
+    """Replace ``prim::GetAttr`` chains rooted at ``self`` by graph inputs (tensors) or constants (the rest)."""
+    self_value = next(iter(graph.inputs()))
+    objects: dict[Any, tuple[Any, str]] = {self_value.unique(): (module_c, "")}
+    lifted: dict[int, Any] = {}  # TensorImpl address -> graph input
+    lifted_params: list[tuple[str, torch.Tensor, Any]] = []
+    for node in graph.findAllNodes("prim::GetAttr", True):
+        owner = node.input()
+        if owner.unique() not in objects:
+            raise CaptureError(f"unsupported attribute access {node.s('name')!r}: its owner is not a module")
+        obj, path = objects[owner.unique()]
+        name = node.s("name")
+        attr = obj.getattr(name) if hasattr(obj, "getattr") else getattr(obj, name)
+        attr_path = f"{path}.{name}" if path else name
+        output = node.output()
+        if isinstance(attr, torch.Tensor):
+            key = attr._cdata
+            if key not in lifted:
+                param_name = attr_path[len(prefix):] if attr_path.startswith(prefix) else attr_path
+                graph_input = graph.addInput(param_name.replace(".", "_"))
+                graph_input.setType(torch._C.TensorType.create_from_tensor(attr))
+                lifted[key] = graph_input
+                lifted_params.append((param_name, attr.detach(), graph_input))
+            output.replaceAllUsesWith(lifted[key])
+        elif _is_constant_like(attr):
+            graph.setInsertPoint(node)
+            output.replaceAllUsesWith(graph.insertConstant(attr))
+        else:
+            objects[output.unique()] = (attr, attr_path)
+    graph.setInsertPoint(graph.return_node())
+    torch._C._jit_pass_dce(graph)
+    if not self_value.uses():
+        graph.eraseInput(0)
+    else:
+        raise CaptureError("the model passes `self` to an operation that cannot be exported")
+    order = {name: index for index, name in enumerate(state_dict)}
+    lifted_params.sort(key=lambda item: order.get(item[0], len(order)))
+    _reorder_inputs(graph, [item[2] for item in lifted_params])
+    return [(name, tensor) for name, tensor, _ in lifted_params]
+
+
+def _reorder_inputs(graph, param_inputs) -> None:
+    """Put the lifted parameter inputs last, in ``param_inputs`` order (TorchScript appends them in use order)."""
+    count = len(param_inputs)
+    if count == 0:
+        return
+    current = list(graph.inputs())[-count:]
+    if [v.unique() for v in current] == [v.unique() for v in param_inputs]:
+        return
+    replacements = []
+    for value in param_inputs:
+        fresh = graph.addInput(value.debugName())
+        fresh.setType(value.type())
+        value.replaceAllUsesWith(fresh)
+        replacements.append(fresh)
+    for index in reversed(range(len(list(graph.inputs())) - 2 * count, len(list(graph.inputs())) - count)):
+        graph.eraseInput(index)
+
+
+def _is_constant_like(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str, torch.device, torch.dtype)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_constant_like(v) for v in value)
+    return False

@@ -1,0 +1,95 @@
+"""Mappings between torch dtypes, TorchScript scalar-type names and ONNX element types."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from onnx import TensorProto
+
+TORCH_TO_ONNX: dict[torch.dtype, int] = {
+    torch.float32: TensorProto.FLOAT,
+    torch.float64: TensorProto.DOUBLE,
+    torch.float16: TensorProto.FLOAT16,
+    torch.bfloat16: TensorProto.BFLOAT16,
+    torch.int8: TensorProto.INT8,
+    torch.int16: TensorProto.INT16,
+    torch.int32: TensorProto.INT32,
+    torch.int64: TensorProto.INT64,
+    torch.uint8: TensorProto.UINT8,
+    torch.bool: TensorProto.BOOL,
+    torch.complex64: TensorProto.COMPLEX64,
+    torch.complex128: TensorProto.COMPLEX128,
+}
+ONNX_TO_TORCH: dict[int, torch.dtype] = {v: k for k, v in TORCH_TO_ONNX.items()}
+
+# TorchScript's TensorType.scalarType() names.
+SCALAR_NAME_TO_TORCH: dict[str, torch.dtype] = {
+    "Float": torch.float32,
+    "Double": torch.float64,
+    "Half": torch.float16,
+    "BFloat16": torch.bfloat16,
+    "Char": torch.int8,
+    "Short": torch.int16,
+    "Int": torch.int32,
+    "Long": torch.int64,
+    "Byte": torch.uint8,
+    "Bool": torch.bool,
+    "ComplexFloat": torch.complex64,
+    "ComplexDouble": torch.complex128,
+}
+
+# The integer codes TorchScript uses for a ``dtype`` argument (the ScalarType enum).
+_SCALAR_TYPE_CODES = [
+    torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
+    torch.float64, None, torch.complex64, torch.complex128, torch.bool, None, None, None, torch.bfloat16,
+]
+
+
+def torch_dtype_from_code(code: int) -> torch.dtype:
+    """The torch dtype for TorchScript's integer ScalarType code (as found in ``dtype`` arguments)."""
+    dtype = _SCALAR_TYPE_CODES[code] if 0 <= code < len(_SCALAR_TYPE_CODES) else None
+    if dtype is None:
+        raise ValueError(f"unsupported ScalarType code {code}")
+    return dtype
+
+
+def code_from_torch_dtype(dtype: torch.dtype) -> int:
+    """TorchScript's integer ScalarType code for ``dtype``."""
+    return _SCALAR_TYPE_CODES.index(dtype)
+
+
+def onnx_from_torch(dtype: torch.dtype) -> int:
+    try:
+        return TORCH_TO_ONNX[dtype]
+    except KeyError:
+        raise ValueError(f"torch dtype {dtype} has no ONNX element type") from None
+
+
+def torch_from_onnx(elem_type: int) -> torch.dtype:
+    return ONNX_TO_TORCH[elem_type]
+
+
+def numpy_from_onnx(elem_type: int) -> np.dtype:
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    return tensor_dtype_to_np_dtype(elem_type)
+
+
+def onnx_from_numpy(dtype: np.dtype) -> int:
+    from onnx.helper import np_dtype_to_tensor_dtype
+
+    return np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16})
+INTEGER_TYPES = frozenset(
+    {TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8}
+)
+
+
+def is_float(elem_type: int | None) -> bool:
+    return elem_type in FLOAT_TYPES
+
+
+def is_integer(elem_type: int | None) -> bool:
+    return elem_type in INTEGER_TYPES

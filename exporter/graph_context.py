@@ -1,0 +1,301 @@
+"""The ``g`` handed to every symbolic: emits ONNX nodes into the graph under construction.
+
+``g.op("Name", *inputs, alpha_f=1.0, axes_i=[0], value_t=tensor, outputs=2)`` follows the documented
+attribute-suffix convention (``_i`` int, ``_f`` float, ``_s`` string, ``_t`` tensor, ``_g`` graph, and the
+list forms ``_is``/``_fs``/``_ss``); ``"domain::Name"`` emits into a custom domain.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from onnx import AttributeProto, TensorProto
+
+from exporter import dtypes, ir
+
+_SUFFIX_TYPES = {
+    "i": AttributeProto.INT,
+    "f": AttributeProto.FLOAT,
+    "s": AttributeProto.STRING,
+    "t": AttributeProto.TENSOR,
+    "g": AttributeProto.GRAPH,
+    "is": AttributeProto.INTS,
+    "fs": AttributeProto.FLOATS,
+    "ss": AttributeProto.STRINGS,
+}
+
+# Ops whose output element type is fixed or follows an attribute; everything else follows its first input.
+_BOOL_OUTPUT_OPS = frozenset(
+    {"Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf"}
+)
+_INT64_OUTPUT_OPS = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero", "NonMaxSuppression"})
+
+
+@dataclass
+class ExportSession:
+    """State shared by every graph context of one export."""
+
+    opset: int
+    static_shapes: bool = True
+    training: bool = False
+    operator_export_type: Any = None
+    custom_opsets: dict[str, int] = field(default_factory=dict)
+    convert_block: Callable | None = None  # set by the converter: (ctx, ts_block, input_values) -> ir.Graph
+    _counter: Any = field(default_factory=lambda: itertools.count())
+    used_domains: set[str] = field(default_factory=set)
+
+    def fresh_name(self, hint: str) -> str:
+        return f"{hint}_{next(self._counter)}"
+
+
+class GraphContext:
+    """Emits nodes into ``graph``; one context per (sub)graph under construction."""
+
+    def __init__(self, session: ExportSession, graph: ir.Graph):
+        self.session = session
+        self.graph = graph
+        self.node = None  # the TorchScript node being converted
+        self.scope = ""
+
+    # -- basic facts -------------------------------------------------------------------------------------
+    @property
+    def opset(self) -> int:
+        return self.session.opset
+
+    @property
+    def static_shapes(self) -> bool:
+        return self.session.static_shapes
+
+    @property
+    def training(self) -> bool:
+        return self.session.training
+
+    def subcontext(self, graph: ir.Graph) -> GraphContext:
+        sub = GraphContext(self.session, graph)
+        sub.node = self.node
+        sub.scope = self.scope
+        return sub
+
+    # -- node emission -----------------------------------------------------------------------------------
+    def op(self, name: str, *inputs: Any, outputs: int = 1, **attributes: Any):
+        """Append an ONNX node and return its output value (or a tuple of them when ``outputs > 1``)."""
+        domain, _, op_type = name.rpartition("::")
+        if domain in ("onnx", "ai.onnx"):
+            domain = ""
+        if domain:
+            self.session.used_domains.add(domain)
+        in_values = [None if x is None else self.value(x) for x in inputs]
+        attrs, attr_types = _parse_attributes(attributes)
+        out_values = [ir.Value(self.session.fresh_name(op_type)) for _ in range(outputs)]
+        node = ir.Node(
+            op_type, in_values, out_values, attrs, domain=domain, name=self.session.fresh_name(f"{self.scope}{op_type}")
+        )
+        node.attr_types = attr_types
+        for value in out_values:
+            value.producer = node
+        if outputs == 1:
+            out_values[0].dtype = _infer_dtype(op_type, domain, in_values, attrs)
+        self.graph.nodes.append(node)
+        return out_values[0] if outputs == 1 else tuple(out_values)
+
+    def const(self, payload: Any, dtype: torch.dtype | int | None = None) -> ir.Value:
+        """A Constant node holding ``payload`` (a Python scalar or list, numpy array or torch tensor)."""
+        array = _to_array(payload, dtype)
+        value = self.op("Constant", value_t=array)
+        value.const = array
+        value.dtype = dtypes.onnx_from_numpy(array.dtype)
+        value.shape = tuple(array.shape)
+        return value
+
+    def value(self, x: Any, dtype: torch.dtype | int | None = None) -> ir.Value:
+        """``x`` as a graph value: values pass through, Python and tensor constants become Constant nodes."""
+        if isinstance(x, ir.Value):
+            return x
+        if x is None:
+            raise TypeError("None cannot be used as a tensor input")
+        return self.const(x, dtype)
+
+    # -- type facts --------------------------------------------------------------------------------------
+    def dtype(self, x: Any) -> int | None:
+        """The ONNX element type of a value or constant (Python ints are int64, floats float32)."""
+        if isinstance(x, ir.Value):
+            return x.dtype
+        if isinstance(x, torch.Tensor):
+            return dtypes.onnx_from_torch(x.dtype)
+        if isinstance(x, bool):
+            return TensorProto.BOOL
+        if isinstance(x, int):
+            return TensorProto.INT64
+        if isinstance(x, float):
+            return TensorProto.FLOAT
+        if isinstance(x, np.ndarray):
+            return dtypes.onnx_from_numpy(x.dtype)
+        return None
+
+    def rank(self, x: Any) -> int | None:
+        if isinstance(x, ir.Value):
+            return x.rank
+        if isinstance(x, (torch.Tensor, np.ndarray)):
+            return x.ndim
+        if isinstance(x, (int, float, bool)):
+            return 0
+        return None
+
+    def shape(self, x: Any) -> tuple | None:
+        if isinstance(x, ir.Value):
+            return x.shape
+        if isinstance(x, (torch.Tensor, np.ndarray)):
+            return tuple(x.shape)
+        return ()
+
+    def dims(self, x: Any) -> list | None:
+        """Per-dim sizes that may be baked into the graph: ints where known, None or a name where not."""
+        if isinstance(x, ir.Value) and x.const is None and not self.static_shapes:
+            shape = self.inferred_shape(x)
+        else:
+            shape = self.shape(x)
+        return None if shape is None else [d if isinstance(d, int) else None for d in shape]
+
+    def static_dims(self, x: Any) -> list[int] | None:
+        """The full shape as ints when every dim is known and may be baked in; else None."""
+        dims = self.dims(x)
+        if dims is None or any(d is None for d in dims):
+            return None
+        return dims
+
+    def inferred_shape(self, x: ir.Value) -> tuple | None:
+        """Shape of ``x`` from ONNX shape inference over the graph built so far; symbolic dims are str."""
+        if x.producer is None or self.graph.parent is not None:
+            return x.shape if x.producer is None else None
+        if x.inferred_shape is None:
+            from exporter.shape_inference import infer_value_shape
+
+            x.inferred_shape = infer_value_shape(self.graph, x, self.opset, self.session.used_domains)
+        return x.inferred_shape
+
+    def set_type(self, value: ir.Value, dtype: int | None = None, shape: tuple | None = None) -> ir.Value:
+        if dtype is not None:
+            value.dtype = dtype
+        if shape is not None:
+            value.shape = tuple(shape)
+        return value
+
+    # -- subgraphs -----------------------------------------------------------------------------------------
+    def convert_block(self, block, input_values: list[ir.Value], name: str) -> ir.Graph:
+        """Convert a TorchScript block into an ONNX subgraph whose inputs are ``input_values``."""
+        return self.session.convert_block(self, block, input_values, name)
+
+
+def _to_array(payload: Any, dtype: torch.dtype | int | None) -> np.ndarray:
+    if isinstance(payload, torch.Tensor):
+        tensor = payload.detach().cpu()
+        if dtype is not None:
+            tensor = tensor.to(dtype if isinstance(dtype, torch.dtype) else dtypes.torch_from_onnx(dtype))
+        if tensor.dtype == torch.bfloat16:
+            tensor = tensor.float()
+        return tensor.numpy().copy()
+    if isinstance(payload, np.ndarray):
+        array = payload
+    elif isinstance(payload, bool) or (isinstance(payload, (list, tuple)) and payload and isinstance(payload[0], bool)):
+        array = np.array(payload, dtype=np.bool_)
+    elif isinstance(payload, (list, tuple)) and any(isinstance(p, float) for p in payload):
+        array = np.array(payload, dtype=np.float32)
+    elif isinstance(payload, (list, tuple)):
+        array = np.array(payload, dtype=np.int64)
+    elif isinstance(payload, int):
+        array = np.array(payload, dtype=np.int64)
+    elif isinstance(payload, float):
+        array = np.array(payload, dtype=np.float32)
+    else:
+        array = np.asarray(payload)
+    if dtype is not None:
+        elem = dtype if isinstance(dtype, int) else dtypes.onnx_from_torch(dtype)
+        array = array.astype(dtypes.numpy_from_onnx(elem))
+    return np.ascontiguousarray(array)
+
+
+def _parse_attributes(attributes: dict[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
+    attrs: dict[str, Any] = {}
+    types: dict[str, int] = {}
+    for key, raw in attributes.items():
+        if raw is None:
+            continue
+        name, _, suffix = key.rpartition("_")
+        if suffix not in _SUFFIX_TYPES or not name:
+            name, attr_type = key, _infer_attribute_type(raw)
+        else:
+            attr_type = _SUFFIX_TYPES[suffix]
+            if attr_type == AttributeProto.INT and isinstance(raw, (list, tuple)):
+                attr_type = AttributeProto.INTS
+            elif attr_type == AttributeProto.FLOAT and isinstance(raw, (list, tuple)):
+                attr_type = AttributeProto.FLOATS
+            elif attr_type == AttributeProto.STRING and isinstance(raw, (list, tuple)):
+                attr_type = AttributeProto.STRINGS
+        attrs[name] = _coerce_attribute(raw, attr_type)
+        types[name] = attr_type
+    return attrs, types
+
+
+def _infer_attribute_type(raw: Any) -> int:
+    if isinstance(raw, bool) or isinstance(raw, int):
+        return AttributeProto.INT
+    if isinstance(raw, float):
+        return AttributeProto.FLOAT
+    if isinstance(raw, str):
+        return AttributeProto.STRING
+    if isinstance(raw, (torch.Tensor, np.ndarray)):
+        return AttributeProto.TENSOR
+    if isinstance(raw, ir.Graph):
+        return AttributeProto.GRAPH
+    if isinstance(raw, (list, tuple)):
+        if all(isinstance(x, (int, bool)) for x in raw):
+            return AttributeProto.INTS
+        if all(isinstance(x, (int, float)) for x in raw):
+            return AttributeProto.FLOATS
+        if all(isinstance(x, str) for x in raw):
+            return AttributeProto.STRINGS
+    raise TypeError(f"cannot infer the ONNX attribute type of {raw!r}")
+
+
+def _coerce_attribute(raw: Any, attr_type: int) -> Any:
+    if attr_type == AttributeProto.INT:
+        return int(raw)
+    if attr_type == AttributeProto.FLOAT:
+        return float(raw)
+    if attr_type == AttributeProto.STRING:
+        return str(raw)
+    if attr_type == AttributeProto.INTS:
+        return [int(x) for x in raw]
+    if attr_type == AttributeProto.FLOATS:
+        return [float(x) for x in raw]
+    if attr_type == AttributeProto.STRINGS:
+        return [str(x) for x in raw]
+    if attr_type == AttributeProto.TENSOR:
+        return _to_array(raw, None)
+    return raw
+
+
+def _infer_dtype(op_type: str, domain: str, inputs: list[ir.Value | None], attrs: dict[str, Any]) -> int | None:
+    if domain:
+        return None
+    if op_type in _BOOL_OUTPUT_OPS:
+        return TensorProto.BOOL
+    if op_type in _INT64_OUTPUT_OPS:
+        return TensorProto.INT64
+    if op_type == "Cast":
+        return attrs.get("to")
+    if op_type in ("Constant", "ConstantOfShape"):
+        value = attrs.get("value")
+        return dtypes.onnx_from_numpy(value.dtype) if value is not None else TensorProto.FLOAT
+    if op_type in ("Where",) and len(inputs) > 1 and inputs[1] is not None:
+        return inputs[1].dtype
+    if op_type in ("EyeLike", "RandomNormalLike", "RandomUniformLike") and "dtype" in attrs:
+        return attrs["dtype"]
+    if op_type in ("Range",):
+        return inputs[0].dtype if inputs and inputs[0] is not None else None
+    first = next((v for v in inputs if v is not None), None)
+    return first.dtype if first is not None else None

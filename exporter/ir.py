@@ -1,0 +1,80 @@
+"""The in-memory ONNX graph that the converter builds and the passes rewrite.
+
+Deliberately small: values know their producer, element type and (possibly symbolic) shape, and a value
+with a known constant payload carries it, which is what constant folding and the symbolics need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# Value kinds.
+TENSOR = "tensor"
+SEQUENCE = "sequence"
+
+
+@dataclass(eq=False)
+class Value:
+    name: str
+    dtype: int | None = None  # ONNX element type
+    shape: tuple | None = None  # each dim: int, str (symbolic) or None; None = rank unknown
+    producer: Node | None = None
+    const: np.ndarray | None = None  # payload of a Constant node output or an initializer
+    kind: str = TENSOR
+    is_param: bool = False  # an initializer that holds a model parameter or buffer
+    inferred_shape: tuple | None = None  # cached result of ONNX shape inference (dynamic-shape exports)
+    is_number: bool = False  # a TorchScript int/float/bool (a "wrapped number" for type promotion)
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"Value({self.name!r})"
+
+
+@dataclass(eq=False)
+class Node:
+    op_type: str
+    inputs: list[Value | None]
+    outputs: list[Value]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    domain: str = ""
+    name: str = ""
+    doc_string: str = ""
+
+    def __repr__(self) -> str:
+        return f"Node({self.domain + '::' if self.domain else ''}{self.op_type}, {self.name!r})"
+
+
+@dataclass(eq=False)
+class Graph:
+    name: str
+    parent: Graph | None = None
+    inputs: list[Value] = field(default_factory=list)
+    outputs: list[Value] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+    initializers: list[Value] = field(default_factory=list)
+
+    def subgraphs_of(self, node: Node) -> list[Graph]:
+        return [a for a in node.attrs.values() if isinstance(a, Graph)]
+
+    def all_nodes(self):
+        """Every node of this graph and of its nested subgraphs."""
+        for node in self.nodes:
+            yield node
+            for sub in self.subgraphs_of(node):
+                yield from sub.all_nodes()
+
+
+def consumers(graph: Graph) -> dict[int, list[Node]]:
+    """Map id(value) -> nodes (in this graph and nested subgraphs) that read it."""
+    users: dict[int, list[Node]] = {}
+    for node in graph.all_nodes():
+        for value in node.inputs:
+            if value is not None:
+                users.setdefault(id(value), []).append(node)
+    return users

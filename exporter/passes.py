@@ -1,0 +1,151 @@
+"""Graph optimizations on the in-memory ONNX graph: constant folding, identity removal, dead-code elimination."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from exporter import dtypes, ir
+
+_NON_DETERMINISTIC = frozenset(
+    {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
+)
+_MAX_FOLDED_ELEMENTS = 1 << 26
+
+
+def optimize(graph: ir.Graph, opset: int, do_constant_folding: bool, fold_params: bool) -> None:
+    """Run the passes in place on the main graph and its subgraphs."""
+    if do_constant_folding:
+        fold_constants(graph, opset, fold_params)
+    eliminate_identities(graph)
+    remove_dead_nodes(graph)
+    if opset < 9:
+        hoist_constants(graph, graph)
+
+
+def hoist_constants(graph: ir.Graph, main: ir.Graph) -> None:
+    """Turn Constant nodes into main-graph initializers (Constant only holds floats before opset 9)."""
+    kept = []
+    for node in graph.nodes:
+        for sub in graph.subgraphs_of(node):
+            hoist_constants(sub, main)
+        if node.op_type == "Constant" and not node.domain and node.outputs[0].const is not None:
+            value = node.outputs[0]
+            value.producer = None
+            main.initializers.append(value)
+            continue
+        kept.append(node)
+    graph.nodes = kept
+
+
+def _is_known(value: ir.Value | None, fold_params: bool) -> bool:
+    return value is None or (value.const is not None and (fold_params or not value.is_param))
+
+
+def fold_constants(graph: ir.Graph, opset: int, fold_params: bool) -> None:
+    """Replace nodes whose inputs are all constant by Constant nodes holding their results."""
+    folded_nodes = []
+    for node in graph.nodes:
+        for sub in graph.subgraphs_of(node):
+            fold_constants(sub, opset, fold_params)
+        if node.op_type == "Constant" or node.domain or node.op_type in _NON_DETERMINISTIC:
+            folded_nodes.append(node)
+            continue
+        if graph.subgraphs_of(node) or not all(_is_known(v, fold_params) for v in node.inputs):
+            folded_nodes.append(node)
+            continue
+        results = _evaluate(node, opset)
+        if results is None:
+            folded_nodes.append(node)
+            continue
+        for value, array in zip(node.outputs, results):
+            constant = ir.Node("Constant", [], [value], {"value": array}, name=f"{node.name}_folded")
+            constant.attr_types = {"value": onnx.AttributeProto.TENSOR}
+            value.producer = constant
+            value.const = array
+            value.dtype = dtypes.onnx_from_numpy(array.dtype)
+            value.shape = tuple(array.shape)
+            folded_nodes.append(constant)
+    graph.nodes = folded_nodes
+
+
+def _evaluate(node: ir.Node, opset: int) -> list[np.ndarray] | None:
+    from onnx.reference import ReferenceEvaluator
+
+    if any(v is not None and v.const is not None and v.const.size > _MAX_FOLDED_ELEMENTS for v in node.inputs):
+        return None
+    names = [f"i{k}" if v is not None else "" for k, v in enumerate(node.inputs)]
+    out_names = [f"o{k}" for k in range(len(node.outputs))]
+    attrs = [helper.make_attribute(k, _attr_payload(v), attr_type=node.attr_types[k]) for k, v in node.attrs.items()]
+    proto = helper.make_node(node.op_type, names, out_names)
+    proto.attribute.extend(attrs)
+    try:
+        evaluator = ReferenceEvaluator(proto, opsets={"": opset})
+        feeds = {n: v.const for n, v in zip(names, node.inputs) if v is not None}
+        results = evaluator.run(None, feeds)
+    except Exception:
+        return None
+    return [np.asarray(r) for r in results]
+
+
+def _attr_payload(value):
+    if isinstance(value, np.ndarray):
+        return numpy_helper.from_array(value)
+    return value
+
+
+def eliminate_identities(graph: ir.Graph) -> None:
+    """Drop Identity nodes whose output is not a graph output, reading their input directly instead."""
+    outputs = {id(v) for v in graph.outputs}
+    replacements: dict[int, ir.Value] = {}
+    kept = []
+    for node in graph.nodes:
+        for sub in graph.subgraphs_of(node):
+            eliminate_identities(sub)
+        if node.op_type == "Identity" and not node.domain and id(node.outputs[0]) not in outputs:
+            source = node.inputs[0]
+            replacements[id(node.outputs[0])] = replacements.get(id(source), source)
+            continue
+        kept.append(node)
+    graph.nodes = kept
+    if replacements:
+        _rewire(graph, replacements)
+
+
+def _rewire(graph: ir.Graph, replacements: dict[int, ir.Value]) -> None:
+    for node in graph.all_nodes():
+        node.inputs = [replacements.get(id(v), v) if v is not None else None for v in node.inputs]
+    for sub_node in graph.all_nodes():
+        for sub in graph.subgraphs_of(sub_node):
+            sub.outputs = [replacements.get(id(v), v) for v in sub.outputs]
+
+
+def remove_dead_nodes(graph: ir.Graph) -> None:
+    """Remove nodes (and initializers) that no graph output depends on; subgraph reads count as uses."""
+    live: set[int] = {id(v) for v in graph.outputs}
+    kept: list[ir.Node] = []
+    for node in reversed(graph.nodes):
+        if any(id(v) in live for v in node.outputs):
+            kept.append(node)
+            for value in _reads(graph, node):
+                live.add(id(value))
+    graph.nodes = list(reversed(kept))
+    for node in graph.nodes:
+        for sub in graph.subgraphs_of(node):
+            remove_dead_nodes(sub)
+    graph.initializers = [v for v in graph.initializers if id(v) in live]
+
+
+def _reads(graph: ir.Graph, node: ir.Node):
+    for value in node.inputs:
+        if value is not None:
+            yield value
+    for sub in graph.subgraphs_of(node):
+        for inner in sub.all_nodes():
+            for value in inner.inputs:
+                if value is not None:
+                    yield value
+        yield from sub.outputs

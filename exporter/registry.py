@@ -1,0 +1,179 @@
+"""The symbolic registry: TorchScript op name -> variants, each valid since an opset.
+
+Dispatch picks the variant with the highest ``since`` that is <= the target opset. User registrations
+(``register_custom_op_symbolic``) live in their own layer and win over built-ins at their opset and above.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from exporter import ir
+from exporter.errors import SymbolicValueError, UnsupportedOperatorError
+
+MIN_OPSET = 7
+MAX_OPSET = 16
+
+
+@dataclass(frozen=True)
+class Variant:
+    since: int
+    fn: Callable
+
+
+class SymbolicRegistry:
+    def __init__(self) -> None:
+        self._builtin: dict[str, list[Variant]] = {}
+        self._custom: dict[str, list[Variant]] = {}
+
+    def register(self, name: str, since: int, fn: Callable, *, custom: bool = False) -> None:
+        table = self._custom if custom else self._builtin
+        variants = [v for v in table.get(name, []) if v.since != since]
+        variants.append(Variant(since, fn))
+        table[name] = sorted(variants, key=lambda v: v.since)
+
+    def unregister(self, name: str, since: int) -> None:
+        variants = [v for v in self._custom.get(name, []) if v.since != since]
+        if variants:
+            self._custom[name] = variants
+        else:
+            self._custom.pop(name, None)
+
+    def lookup(self, name: str, opset: int) -> Callable:
+        """The symbolic for ``name`` at ``opset``; raises UnsupportedOperatorError naming the minimum opset."""
+        for table in (self._custom, self._builtin):
+            fn = _pick(table.get(name, []), opset)
+            if fn is not None:
+                return fn
+        raise UnsupportedOperatorError(name, opset, self.min_opset(name))
+
+    def is_supported(self, name: str, opset: int) -> bool:
+        return any(_pick(t.get(name, []), opset) for t in (self._custom, self._builtin))
+
+    def min_opset(self, name: str) -> int | None:
+        sinces = [v.since for t in (self._custom, self._builtin) for v in t.get(name, [])]
+        return min(sinces) if sinces else None
+
+    def names(self) -> list[str]:
+        return sorted(set(self._builtin) | set(self._custom))
+
+    def variants(self, name: str) -> list[Variant]:
+        return list(self._builtin.get(name, []))
+
+
+def _pick(variants: list[Variant], opset: int) -> Callable | None:
+    best = None
+    for variant in variants:
+        if variant.since <= opset:
+            best = variant.fn
+    return best
+
+
+REGISTRY = SymbolicRegistry()
+
+
+def symbolic(*names: str, since: int = MIN_OPSET):
+    """Decorator registering a built-in symbolic for one or more TorchScript op names since an opset."""
+
+    def decorate(fn: Callable) -> Callable:
+        for name in names:
+            REGISTRY.register(name, since, fn)
+        return fn
+
+    return decorate
+
+
+def unsupported(name: str, opset: int, reason: str) -> UnsupportedOperatorError:
+    """An error for an op that has a symbolic but cannot express this particular use at this opset."""
+    return UnsupportedOperatorError(name, opset, reason=reason)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# parse_args: turning constant inputs into Python values.
+
+def _is_dynamic(arg: Any) -> bool:
+    return isinstance(arg, ir.Value) and arg.const is None
+
+
+def _constant_payload(arg: Any) -> Any:
+    if isinstance(arg, ir.Value):
+        return arg.const
+    if isinstance(arg, torch.Tensor):
+        return arg.detach().cpu().numpy()
+    return arg
+
+
+def _scalar(arg: Any, kind: type, descriptor: str) -> Any:
+    if arg is None:
+        return None
+    if _is_dynamic(arg):
+        raise SymbolicValueError(f"expected a constant {kind.__name__} ('{descriptor}'), got a value computed at run time")
+    payload = _constant_payload(arg)
+    if hasattr(payload, "item"):
+        payload = payload.item() if getattr(payload, "size", 1) == 1 else payload
+    return kind(payload)
+
+
+def _scalar_list(arg: Any, kind: type, descriptor: str) -> list | None:
+    if arg is None:
+        return None
+    if _is_dynamic(arg):
+        raise SymbolicValueError(f"expected a constant list ('{descriptor}'), got a value computed at run time")
+    payload = _constant_payload(arg)
+    if isinstance(payload, (list, tuple)):
+        return [_scalar(item, kind, descriptor) for item in payload]
+    if hasattr(payload, "tolist"):
+        values = payload.tolist()
+        return [kind(v) for v in (values if isinstance(values, list) else [values])]
+    return [kind(payload)]
+
+
+_PARSERS: dict[str, Callable[[Any], Any]] = {
+    "v": lambda arg: arg,
+    "i": lambda arg: _scalar(arg, int, "i"),
+    "f": lambda arg: _scalar(arg, float, "f"),
+    "b": lambda arg: _scalar(arg, bool, "b"),
+    "s": lambda arg: _scalar(arg, str, "s"),
+    "is": lambda arg: _scalar_list(arg, int, "is"),
+    "fs": lambda arg: _scalar_list(arg, float, "fs"),
+    "t": lambda arg: arg if isinstance(arg, torch.Tensor) else torch.as_tensor(_constant_payload(arg)),
+    "none": lambda arg: None,
+}
+
+
+def parse_args(*descriptors: str):
+    """Decorator converting a symbolic's positional inputs according to ``descriptors``.
+
+    ``"v"`` passes the value through, ``"i"``/``"f"``/``"b"``/``"s"`` require a constant int/float/bool/str,
+    ``"is"``/``"fs"`` a constant list of ints/floats, ``"t"`` a constant tensor, and ``"none"`` drops the input.
+    Extra inputs beyond the descriptors are passed through unchanged. A dynamic input where a constant is
+    required raises :class:`SymbolicValueError` naming the argument.
+    """
+    for descriptor in descriptors:
+        if descriptor not in _PARSERS:
+            raise ValueError(f"unknown parse_args descriptor {descriptor!r}")
+
+    def decorate(fn: Callable) -> Callable:
+        names = fn.__code__.co_varnames[1 : fn.__code__.co_argcount]
+
+        @functools.wraps(fn)
+        def wrapper(g, *args, **kwargs):
+            parsed = []
+            for index, arg in enumerate(args):
+                if index >= len(descriptors):
+                    parsed.append(arg)
+                    continue
+                try:
+                    parsed.append(_PARSERS[descriptors[index]](arg))
+                except SymbolicValueError as error:
+                    name = names[index] if index < len(names) else f"#{index}"
+                    raise SymbolicValueError(f"argument '{name}': {error}") from None
+            return fn(g, *parsed, **kwargs)
+
+        return wrapper
+
+    return decorate

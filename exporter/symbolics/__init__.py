@@ -1,0 +1,9 @@
+"""The op library: importing this package registers every built-in symbolic, one module per op family."""
+
+from exporter.symbolics import (  # noqa: F401
+    elementwise,
+    nn,
+    pooling,
+    prim,
+    shape,
+)

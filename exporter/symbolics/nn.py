@@ -1,0 +1,156 @@
+"""Neural-network layers: convolution, batch normalization, linear, dropout."""
+
+from __future__ import annotations
+
+import torch
+
+from exporter.registry import parse_args, symbolic, unsupported
+from exporter.symbolics._helpers import constant_value, require_rank, unsqueeze
+
+
+def _conv(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    rank = require_rank(g, weight, "weight")
+    spatial = rank - 2
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = [0] * spatial
+        else:
+            kernel = list(weight.shape[2:]) if weight.shape else None
+            if kernel is None or any(not isinstance(k, int) for k in kernel):
+                raise unsupported(g.node.kind(), g.opset, "padding='same' needs a static kernel size")
+            if any((d * (k - 1)) % 2 for d, k in zip(dilation, kernel)):
+                return _conv_auto_pad_same(g, input, weight, bias, stride, dilation, groups)
+            padding = [d * (k - 1) // 2 for d, k in zip(dilation, kernel)]
+    attrs = dict(
+        strides_i=_expand(stride, spatial),
+        pads_i=_expand(padding, spatial) * 2,
+        dilations_i=_expand(dilation, spatial),
+        group_i=groups,
+        kernel_shape_i=list(weight.shape[2:]) if weight.shape and all(isinstance(k, int) for k in weight.shape[2:]) else None,
+    )
+    inputs = [input, weight] + ([bias] if bias is not None else [])
+    if transposed:
+        if any(output_padding):
+            attrs["output_padding_i"] = _expand(output_padding, spatial)
+        return g.op("ConvTranspose", *inputs, **attrs)
+    return g.op("Conv", *inputs, **attrs)
+
+
+def _conv_auto_pad_same(g, input, weight, bias, stride, dilation, groups):
+    spatial = weight.rank - 2
+    inputs = [input, weight] + ([bias] if bias is not None else [])
+    return g.op("Conv", *inputs, strides_i=_expand(stride, spatial), dilations_i=_expand(dilation, spatial),
+                group_i=groups, auto_pad_s="SAME_UPPER")
+
+
+def _expand(values, count):
+    values = list(values) if isinstance(values, (list, tuple)) else [values]
+    return values * count if len(values) == 1 else values
+
+
+@symbolic("aten::_convolution")
+@parse_args("v", "v", "v", "is", "is", "is", "b", "is", "i")
+def convolution_internal(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, *flags):
+    return _conv(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+
+@symbolic("aten::convolution")
+@parse_args("v", "v", "v", "is", "is", "is", "b", "is", "i")
+def convolution(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    return _conv(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+
+@symbolic("aten::conv1d", "aten::conv2d", "aten::conv3d")
+def conv_nd(g, input, weight, bias, stride, padding, dilation, groups):
+    padding = constant_value(padding)
+    return _conv(g, input, weight, bias, constant_value(stride), padding, constant_value(dilation), False, [0],
+                 int(constant_value(groups)))
+
+
+@symbolic("aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d")
+def conv_transpose_nd(g, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    return _conv(g, input, weight, bias, constant_value(stride), constant_value(padding), constant_value(dilation),
+                 True, constant_value(output_padding), int(constant_value(groups)))
+
+
+@symbolic("aten::batch_norm")
+@parse_args("v", "v", "v", "v", "v", "b", "f", "f", "b")
+def batch_norm(g, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    channels = _channels(g, input, running_mean, weight)
+    if weight is None:
+        weight = g.const(torch.ones(channels), input.dtype)
+    if bias is None:
+        bias = g.const(torch.zeros(channels), input.dtype)
+    if running_mean is None or running_var is None:
+        return _batch_norm_from_batch_statistics(g, input, weight, bias, eps)
+    if training and g.training:
+        return _batch_norm_training(g, input, weight, bias, running_mean, running_var, momentum, eps)
+    attrs = {"epsilon_f": eps}
+    if g.opset < 9:
+        attrs["spatial_i"] = 1
+    out = g.op("BatchNormalization", input, weight, bias, running_mean, running_var, **attrs)
+    out.shape = input.shape
+    return out
+
+
+def _channels(g, input, *candidates):
+    for c in candidates:
+        if c is not None and c.shape:
+            return c.shape[0]
+    if input.shape and isinstance(input.shape[1], int):
+        return input.shape[1]
+    raise unsupported(g.node.kind(), g.opset, "the channel count is not known")
+
+
+def _batch_norm_from_batch_statistics(g, input, weight, bias, eps):
+    """Normalize with the batch's own statistics (track_running_stats=False)."""
+    rank = require_rank(g, input)
+    axes = [0] + list(range(2, rank))
+    from exporter.symbolics._helpers import reduce_op, scalar_like
+
+    mean = reduce_op(g, "ReduceMean", input, axes, True)
+    centered = g.op("Sub", input, mean)
+    var = reduce_op(g, "ReduceMean", g.op("Mul", centered, centered), axes, True)
+    denom = g.op("Sqrt", g.op("Add", var, scalar_like(g, eps, input)))
+    shape = [1, -1] + [1] * (rank - 2)
+    from exporter.symbolics._helpers import reshape
+
+    scale = reshape(g, weight, shape)
+    shift = reshape(g, bias, shape)
+    return g.op("Add", g.op("Mul", g.op("Div", centered, denom), scale), shift)
+
+
+def _batch_norm_training(g, input, weight, bias, running_mean, running_var, momentum, eps):
+    if g.opset < 9:
+        raise unsupported(g.node.kind(), g.opset, "batch norm in training mode needs opset >= 9")
+    if g.opset >= 14:
+        out, _, _ = g.op("BatchNormalization", input, weight, bias, running_mean, running_var,
+                         epsilon_f=eps, momentum_f=1 - momentum, training_mode_i=1, outputs=3)
+        return out
+    return _batch_norm_from_batch_statistics(g, input, weight, bias, eps)
+
+
+@symbolic("aten::linear")
+def linear(g, input, weight, bias=None):
+    if input.rank == 2 and bias is not None:
+        return g.op("Gemm", input, weight, bias, transB_i=1)
+    out = g.op("MatMul", input, g.op("Transpose", weight, perm_i=[1, 0]))
+    if bias is not None:
+        out = g.op("Add", out, bias)
+    return out
+
+
+@symbolic("aten::dropout", "aten::dropout_", "aten::feature_dropout", "aten::alpha_dropout",
+          "aten::feature_alpha_dropout")
+@parse_args("v", "f", "b")
+def dropout(g, input, p, train):
+    if not train or not g.training or p == 0:
+        return input
+    if g.node.kind() != "aten::dropout" and g.node.kind() != "aten::dropout_":
+        raise unsupported(g.node.kind(), g.opset, "only plain dropout can be exported in training mode")
+    if g.opset < 12:
+        raise unsupported(g.node.kind(), g.opset, "dropout in training mode needs opset >= 12")
+    ratio = g.const(p, input.dtype)
+    out, _ = g.op("Dropout", input, ratio, g.const(True), outputs=2)
+    out.dtype, out.shape = input.dtype, input.shape
+    return out

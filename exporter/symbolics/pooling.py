@@ -1,0 +1,107 @@
+"""Pooling: max, average and their adaptive and global forms."""
+
+from __future__ import annotations
+
+import math
+
+from exporter.registry import parse_args, symbolic, unsupported
+from exporter.symbolics._helpers import require_rank
+
+
+def _spatial(g, input):
+    return require_rank(g, input) - 2
+
+
+def _expand(values, count, default=None):
+    values = list(values) if values else list(default or [])
+    return values * count if len(values) == 1 else values
+
+
+def _ceil_mode_pads(g, input, kernel, stride, pads, dilation):
+    """Extra end padding that makes floor-mode pooling produce ceil-mode output sizes (opsets < 10)."""
+    dims = g.dims(input)
+    if dims is None or any(d is None for d in dims[2:]):
+        raise unsupported(g.node.kind(), g.opset, "ceil_mode=True with dynamic spatial sizes needs opset >= 10")
+    spatial = dims[2:]
+    extra = []
+    for size, k, s, p, d in zip(spatial, kernel, stride, pads, dilation):
+        effective = d * (k - 1) + 1
+        ceil_out = math.ceil((size + 2 * p - effective) / s) + 1
+        if (ceil_out - 1) * s >= size + p:
+            ceil_out -= 1
+        floor_out = (size + 2 * p - effective) // s + 1
+        extra.append((ceil_out - floor_out) * s)
+    return extra
+
+
+def _pool(g, op_type, input, kernel, stride, padding, dilation, ceil_mode, **extra_attrs):
+    spatial = _spatial(g, input)
+    kernel = _expand(kernel, spatial)
+    stride = _expand(stride, spatial, kernel)
+    padding = _expand(padding, spatial, [0])
+    dilation = _expand(dilation, spatial, [1])
+    pads = padding + padding
+    attrs = dict(kernel_shape_i=kernel, strides_i=stride, **extra_attrs)
+    if any(d != 1 for d in dilation):
+        if g.opset < 10:
+            raise unsupported(g.node.kind(), g.opset, "dilated pooling needs opset >= 10")
+        attrs["dilations_i"] = dilation
+    if ceil_mode:
+        if g.opset >= 10:
+            attrs["ceil_mode_i"] = 1
+        else:
+            extra = _ceil_mode_pads(g, input, kernel, stride, padding, dilation)
+            pads = padding + [p + e for p, e in zip(padding, extra)]
+    return g.op(op_type, input, pads_i=pads, **attrs)
+
+
+@symbolic("aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d")
+@parse_args("v", "is", "is", "is", "is", "b")
+def max_pool(g, input, kernel_size, stride, padding, dilation, ceil_mode):
+    return _pool(g, "MaxPool", input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+@symbolic("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d")
+@parse_args("v", "is", "is", "is", "b", "b", "none")
+def avg_pool(g, input, kernel_size, stride, padding, ceil_mode, count_include_pad=True, divisor_override=None):
+    if _has_divisor(g):
+        raise unsupported(g.node.kind(), g.opset, "divisor_override has no ONNX equivalent")
+    if ceil_mode and g.opset < 10 and not count_include_pad:
+        raise unsupported(g.node.kind(), g.opset, "ceil_mode=True without count_include_pad needs opset >= 10")
+    return _pool(g, "AveragePool", input, kernel_size, stride, padding, [1], ceil_mode,
+                 count_include_pad_i=int(count_include_pad))
+
+
+def _has_divisor(g) -> bool:
+    inputs = list(g.node.inputs())
+    if len(inputs) < 7:
+        return False
+    return inputs[6].type().kind() != "NoneType"
+
+
+def _adaptive(g, op_type, global_op, input, output_size):
+    spatial = _spatial(g, input)
+    output_size = _expand(output_size, spatial)
+    if all(o == 1 for o in output_size):
+        return g.op(global_op, input)
+    dims = g.dims(input)
+    if dims is None or any(d is None for d in dims[2:]):
+        raise unsupported(g.node.kind(), g.opset, "adaptive pooling to a size other than 1 needs static spatial sizes")
+    sizes = dims[2:]
+    if any(s % o for s, o in zip(sizes, output_size)):
+        raise unsupported(g.node.kind(), g.opset, "adaptive pooling needs input sizes divisible by the output sizes")
+    kernel = [s // o for s, o in zip(sizes, output_size)]
+    return g.op(op_type, input, kernel_shape_i=kernel, strides_i=kernel, pads_i=[0] * (2 * spatial))
+
+
+@symbolic("aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d")
+@parse_args("v", "is")
+def adaptive_avg_pool(g, input, output_size):
+    return _adaptive(g, "AveragePool", "GlobalAveragePool", input, output_size)
+
+
+@symbolic("aten::adaptive_max_pool1d", "aten::adaptive_max_pool2d", "aten::adaptive_max_pool3d")
+@parse_args("v", "is")
+def adaptive_max_pool(g, input, output_size):
+    out = _adaptive(g, "MaxPool", "GlobalMaxPool", input, output_size)
+    return out, None

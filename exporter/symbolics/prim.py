@@ -1,0 +1,96 @@
+"""TorchScript primitives: lists, tuples, numbers and the conversions between them."""
+
+from __future__ import annotations
+
+import torch
+
+from exporter import dtypes, ir
+from exporter.errors import SymbolicValueError
+from exporter.registry import symbolic
+from exporter.symbolics._helpers import INT64, cast, constant_value, is_value, output_dtype
+
+
+@symbolic("prim::ListConstruct", "prim::TupleConstruct")
+def list_construct(g, *items):
+    return list(items)
+
+
+@symbolic("prim::ListUnpack", "prim::TupleUnpack")
+def list_unpack(g, items):
+    if isinstance(items, (list, tuple)):
+        return list(items) if len(items) != 1 else items[0]
+    from exporter.symbolics.sequence import unpack_sequence
+
+    return unpack_sequence(g, items, len(list(g.node.outputs())))
+
+
+@symbolic("prim::TupleIndex", "aten::__getitem__")
+def getitem(g, items, index):
+    if isinstance(items, (list, tuple)) and not is_value(index):
+        return items[int(constant_value(index))]
+    from exporter.symbolics.sequence import sequence_at
+
+    return sequence_at(g, items, index)
+
+
+@symbolic("prim::NumToTensor", "aten::detach", "aten::clone", "aten::contiguous", "prim::unchecked_cast",
+          "aten::alias", "aten::lift_fresh", "aten::lift", "aten::dequantize", "aten::_set_item", "aten::resolve_conj",
+          "aten::resolve_neg")
+def passthrough(g, x, *unused):
+    return x
+
+
+@symbolic("aten::Int", "aten::ScalarImplicit", "aten::IntImplicit")
+def to_int(g, x):
+    if not is_value(x):
+        return int(constant_value(x))
+    out = cast(g, x, INT64)
+    out.is_number = True
+    return out
+
+
+@symbolic("aten::Float", "aten::FloatImplicit")
+def to_float(g, x):
+    if not is_value(x):
+        return float(constant_value(x))
+    out = cast(g, x, output_dtype(g) or 11)
+    out.is_number = True
+    return out
+
+
+@symbolic("aten::Bool", "aten::BoolImplicit")
+def to_bool(g, x):
+    if not is_value(x):
+        return bool(constant_value(x))
+    return cast(g, x, 9)
+
+
+@symbolic("prim::dtype")
+def dtype_of(g, x):
+    if not isinstance(x, ir.Value) or x.dtype is None:
+        raise SymbolicValueError("the dtype of this tensor is not known at export time")
+    return dtypes.code_from_torch_dtype(dtypes.torch_from_onnx(x.dtype))
+
+
+@symbolic("prim::device", "prim::layout")
+def device_or_layout(g, x):
+    return None
+
+
+@symbolic("aten::warn", "prim::RaiseException", "aten::_assert_async")
+def side_effect_only(g, *args):
+    return None
+
+
+@symbolic("aten::tensor", "aten::scalar_tensor", "aten::as_tensor")
+def tensor_from_data(g, data, dtype=None, device=None, *unused):
+    from exporter.symbolics._helpers import to_int64_list_value, torch_dtype_arg
+
+    target = torch_dtype_arg(dtype)
+    if not is_value(data) and not (isinstance(data, list) and any(is_value(d) for d in data)):
+        return torch.tensor(constant_value(data), dtype=target)
+    if isinstance(data, list):
+        value = to_int64_list_value(g, data)
+    else:
+        value = data
+    return cast(g, value, output_dtype(g) or value.dtype)
