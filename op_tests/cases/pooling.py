@@ -1,0 +1,18 @@
+"""Cases for pooling."""
+
+import torch
+import torch.nn.functional as F
+
+from op_tests.harness import OpCase
+
+CASES = [
+    OpCase("max_pool2d", lambda k: (torch.randn(1 + k, 2, 9, 9),), fn=lambda x: F.max_pool2d(x, 3, 2)),
+    OpCase("max_pool2d", lambda k: (torch.randn(1 + k, 2, 10, 10),), sample="ceil_mode",
+           fn=lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True)),
+    OpCase("max_pool2d", lambda k: (torch.randn(1 + k, 2, 10, 10),), sample="dilation", min_opset=10,
+           fn=lambda x: F.max_pool2d(x, 3, 1, dilation=2)),
+    OpCase("adaptive_avg_pool2d", lambda k: (torch.randn(1 + k, 3, 8, 8),), fn=lambda x: F.adaptive_avg_pool2d(x, 1)),
+    OpCase("adaptive_avg_pool2d", lambda k: (torch.randn(1 + k, 3, 8, 8),), sample="to_2x2",
+           fn=lambda x: F.adaptive_avg_pool2d(x, 2)),
+    OpCase("avg_pool2d", lambda k: (torch.randn(1 + k, 3, 8, 8),), fn=lambda x: F.avg_pool2d(x, 3, 2, padding=1)),
+]

@@ -1,0 +1,248 @@
+"""The per-operator test harness: one OpCase per op sample, run at an opset, static or dynamic, on a provider.
+
+A case names its op (``name``, used in test ids), builds a model (a function of tensors or a module),
+and makes sample inputs for two size variants: variant 0 is exported, variant 1 (different sizes on the
+axes that should be dynamic) is fed to the dynamic export as a second check. Axes whose sizes differ between
+the variants become the dynamic axes. Below ``min_opset`` the case must raise UnsupportedOperatorError naming
+that minimum.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+OPSETS = tuple(range(7, 17))
+
+# (rtol, atol) per (dtype, provider). fp32 CPU follows the legacy OpInfo consistency tests (1e-5/2e-5) relaxed
+# to 1e-4 rtol because ONNX Runtime uses different (vectorized) math libraries for transcendental functions.
+TOLERANCES: dict[tuple[str, str], tuple[float, float]] = {
+    ("float32", "cpu"): (1e-4, 2e-5),
+    ("float32", "cuda"): (1e-4, 1e-5),
+    ("float64", "cpu"): (1e-7, 1e-7),
+    ("float64", "cuda"): (1e-7, 1e-7),
+    ("float16", "cpu"): (1e-3, 1e-3),
+    ("float16", "cuda"): (1e-3, 1e-3),
+}
+
+
+@dataclass
+class OpCase:
+    op: str  # the ATen op under test, without namespace, e.g. "gather" or "max_pool2d"
+    inputs: Callable[[int], tuple]  # size variant (0 or 1) -> positional example inputs
+    sample: str = ""  # what this sample exercises, e.g. "negative_dim"; part of the test id
+    fn: Callable[..., Any] | None = None  # a function of the inputs ...
+    module: Callable[[], torch.nn.Module] | None = None  # ... or a module factory
+    min_opset: int = 7  # lowest opset that must export and run
+    rtol: float | None = None  # overrides of the per-dtype tolerance, with a reason
+    atol: float | None = None
+    tolerance_reason: str = ""
+    dynamic: bool = True  # False when dynamic shapes make no sense for this op
+    known_failures: dict[int, str] = field(default_factory=dict)  # opset -> reason naming the ONNX/ORT limitation
+
+    @property
+    def name(self) -> str:
+        return f"{self.op}_{self.sample}" if self.sample else self.op
+
+    def build(self) -> torch.nn.Module:
+        if self.module is not None:
+            return self.module().eval()
+        return _FunctionModule(self.fn).eval()
+
+    def dynamic_axes(self, names: list[str]) -> dict[str, list[int]]:
+        first, second = self.inputs(0), self.inputs(1)
+        axes: dict[str, list[int]] = {}
+        for name, a, b in zip(names, first, second):
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim():
+                differing = [i for i in range(a.dim()) if a.shape[i] != b.shape[i]]
+                if differing:
+                    axes[name] = differing
+        return axes
+
+    def has_dynamic_variant(self) -> bool:
+        return self.dynamic and bool(self.dynamic_axes([f"input_{i}" for i in range(len(self.inputs(0)))]))
+
+
+class _FunctionModule(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+@dataclass
+class CaseResult:
+    status: str  # pass | mismatch | unsupported | export_error | checker_error | ort_error | skipped
+    error: str = ""
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    rtol: float | None = None
+    atol: float | None = None
+    export_seconds: float | None = None
+    ort_ms: float | None = None
+    torch_ms: float | None = None
+    node_count: int | None = None
+    op_types: list[str] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+    stage: str = ""
+
+
+def input_names(count: int) -> list[str]:
+    return [f"input_{i}" for i in range(count)]
+
+
+def _flat_outputs(out: Any) -> list[torch.Tensor]:
+    from exporter.capture import flatten_outputs
+
+    return flatten_outputs(out)
+
+
+def _feeds(session, tensors: list) -> dict[str, np.ndarray]:
+    names = [i.name for i in session.get_inputs()]
+    arrays = [t.detach().cpu().numpy() for t in tensors if isinstance(t, torch.Tensor)]
+    return dict(zip(names, arrays))
+
+
+def make_session(model_bytes: bytes, provider: str):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    if provider == "cuda":
+        providers = [("CUDAExecutionProvider", {"use_tf32": 0}), "CPUExecutionProvider"]
+    else:
+        providers = ["CPUExecutionProvider"]
+    return ort.InferenceSession(model_bytes, options, providers=providers)
+
+
+def compare(expected: list[torch.Tensor], actual: list[np.ndarray], provider: str, case: OpCase) -> tuple[bool, str, float, float, float, float]:
+    """(ok, message, max_abs, max_rel, rtol, atol) comparing PyTorch outputs with ONNX Runtime's."""
+    if len(expected) != len(actual):
+        return False, f"output count differs: torch {len(expected)}, onnx {len(actual)}", 0.0, 0.0, 0.0, 0.0
+    worst_abs = worst_rel = 0.0
+    used_rtol = used_atol = 0.0
+    for index, (e, a) in enumerate(zip(expected, actual)):
+        e_np = e.detach().cpu().numpy()
+        if tuple(e_np.shape) != tuple(a.shape):
+            return False, f"output {index}: shape {tuple(a.shape)} != torch {tuple(e_np.shape)}", worst_abs, worst_rel, 0, 0
+        if e_np.dtype != a.dtype:
+            return False, f"output {index}: dtype {a.dtype} != torch {e_np.dtype}", worst_abs, worst_rel, 0, 0
+        if e_np.dtype.kind in "biu":
+            diff = np.abs(e_np.astype(np.int64) - a.astype(np.int64)) if e_np.size else np.zeros(1)
+            worst_abs = max(worst_abs, float(diff.max()) if diff.size else 0.0)
+            if not np.array_equal(e_np, a):
+                return False, f"output {index}: integer values differ (max abs {worst_abs})", worst_abs, worst_rel, 0, 0
+            continue
+        rtol, atol = TOLERANCES.get((str(e_np.dtype), provider), (1e-4, 1e-5))
+        rtol = case.rtol if case.rtol is not None else rtol
+        atol = case.atol if case.atol is not None else atol
+        used_rtol, used_atol = max(used_rtol, rtol), max(used_atol, atol)
+        if e_np.size == 0:
+            continue
+        finite = np.isfinite(e_np) & np.isfinite(a)
+        same_special = (np.isnan(e_np) & np.isnan(a)) | (np.isinf(e_np) & (e_np == a))
+        if not np.all(finite | same_special):
+            return False, f"output {index}: NaN/Inf positions differ", worst_abs, worst_rel, rtol, atol
+        diff = np.abs(e_np[finite].astype(np.float64) - a[finite].astype(np.float64))
+        if diff.size:
+            rel = diff / np.maximum(np.abs(e_np[finite].astype(np.float64)), 1e-12)
+            worst_abs = max(worst_abs, float(diff.max()))
+            worst_rel = max(worst_rel, float(rel.max()))
+        if not np.allclose(a, e_np, rtol=rtol, atol=atol, equal_nan=True):
+            return False, f"output {index}: max abs error {worst_abs:.3g}, max rel error {worst_rel:.3g} (rtol {rtol}, atol {atol})", worst_abs, worst_rel, rtol, atol
+    return True, "", worst_abs, worst_rel, used_rtol, used_atol
+
+
+def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> CaseResult:
+    """Export ``case`` at ``opset`` and compare ONNX Runtime with PyTorch (on both size variants if dynamic)."""
+    import exporter
+    from exporter.errors import CheckerError, UnsupportedOperatorError
+
+    torch.manual_seed(0)
+    model = case.build()
+    example = case.inputs(0)
+    names = input_names(len(example))
+    axes = case.dynamic_axes(names) if dynamic else None
+    result = CaseResult(status="pass", dtypes=sorted({str(t.dtype).replace("torch.", "") for t in example if isinstance(t, torch.Tensor)}))
+    buffer = io.BytesIO()
+    start = time.perf_counter()
+    try:
+        exported = exporter.export(model, tuple(example), buffer, opset_version=opset, input_names=names, dynamic_axes=axes)
+    except UnsupportedOperatorError as error:
+        result.status, result.stage, result.error = "unsupported", "convert", str(error)
+        return result
+    except CheckerError as error:
+        result.status, result.stage, result.error = "checker_error", "checker", str(error)
+        return result
+    except Exception as error:  # the harness records every failure; the test decides
+        result.status, result.stage = "export_error", "convert"
+        result.error = f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=4)}"
+        return result
+    result.export_seconds = time.perf_counter() - start
+    result.node_count = len(exported.model.graph.node)
+    result.op_types = sorted({n.op_type for n in exported.model.graph.node})
+    try:
+        session = make_session(buffer.getvalue(), provider)
+    except Exception as error:
+        result.status, result.stage, result.error = "ort_error", "ort_load", f"{type(error).__name__}: {error}"
+        return result
+    variants = [0, 1] if dynamic else [0]
+    for variant in variants:
+        inputs = case.inputs(variant)
+        with torch.no_grad():
+            t0 = time.perf_counter()
+            expected = _flat_outputs(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
+            result.torch_ms = (time.perf_counter() - t0) * 1e3
+        try:
+            t0 = time.perf_counter()
+            actual = session.run(None, _feeds(session, list(inputs)))
+            result.ort_ms = (time.perf_counter() - t0) * 1e3
+        except Exception as error:
+            result.status, result.stage, result.error = "ort_error", "ort_run", f"{type(error).__name__}: {error}"
+            return result
+        ok, message, max_abs, max_rel, rtol, atol = compare(expected, actual, provider, case)
+        result.max_abs_error = max(result.max_abs_error or 0.0, max_abs)
+        result.max_rel_error = max(result.max_rel_error or 0.0, max_rel)
+        result.rtol, result.atol = rtol, atol
+        if not ok:
+            result.status, result.stage = "mismatch", "accuracy"
+            result.error = f"size variant {variant}: {message}"
+            return result
+    return result
+
+
+def results_path() -> str | None:
+    return os.environ.get("OP_TESTS_RESULTS")
+
+
+def record(case: OpCase, opset: int, dynamic: bool, provider: str, result: CaseResult) -> None:
+    """Append the case's result to the JSONL results file named by $OP_TESTS_RESULTS (one file per worker)."""
+    path = results_path()
+    if not path:
+        return
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    target = f"{path}.{worker}.part"
+    row = {
+        "case_id": f"op/{case.name}/opset{opset}/{'dynamic' if dynamic else 'static'}/{provider}",
+        "kind": "op",
+        "name": case.name,
+        "op": case.op,
+        "opset": opset,
+        "provider": provider,
+        "mode": "dynamic" if dynamic else "static",
+        "expected_min_opset": case.min_opset,
+        **result.__dict__,
+    }
+    with open(target, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row) + "\n")

@@ -1,0 +1,53 @@
+"""Every op case at every opset 7-16, static and dynamic, on ONNX Runtime's CPU provider (and CUDA where present).
+
+Ids read ``test_op[gather-opset13-dynamic]``, so ``pytest op_tests -k "gather and opset13"`` selects them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from op_tests.cases import all_cases
+from op_tests.harness import OPSETS, record, run_case
+
+CASES = all_cases()
+
+
+def _params():
+    for case in CASES:
+        for opset in OPSETS:
+            modes = ["static", "dynamic"] if case.has_dynamic_variant() and opset >= case.min_opset else ["static"]
+            for mode in modes:
+                yield pytest.param(case, opset, mode == "dynamic", id=f"{case.name}-opset{opset}-{mode}")
+
+
+PARAMS = list(_params())
+
+
+def _check(case, opset, dynamic, provider):
+    result = run_case(case, opset, dynamic, provider)
+    record(case, opset, dynamic, provider, result)
+    if opset < case.min_opset:
+        assert result.status == "unsupported", (
+            f"{case.name} should be unsupported below opset {case.min_opset}, got {result.status}: {result.error}"
+        )
+        assert f"needs opset >= {case.min_opset}" in result.error, result.error
+        return
+    if opset in case.known_failures:
+        pytest.xfail(case.known_failures[opset])
+    assert result.status == "pass", f"[{result.stage}] {result.error}"
+
+
+@pytest.mark.parametrize("case, opset, dynamic", PARAMS)
+def test_op(case, opset, dynamic):
+    _check(case, opset, dynamic, "cpu")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case, opset, dynamic", PARAMS)
+def test_op_cuda(case, opset, dynamic, cuda_available):
+    if not cuda_available:
+        pytest.skip("no CUDA device with ONNX Runtime's CUDAExecutionProvider on this machine")
+    if opset < case.min_opset:
+        pytest.skip("the unsupported-opset error is provider independent; checked by test_op")
+    _check(case, opset, dynamic, "cuda")
