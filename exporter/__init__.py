@@ -1,7 +1,7 @@
-"""exporter: an ONNX export engine for PyTorch with the API of the TorchScript-era ``torch.onnx.export``.
+"""exporter: an ONNX export engine for PyTorch with the API of the TorchScript-era PyTorch ONNX exporter (``export`` of torch 1.x).
 
 Opsets 7 to 16. Our own engine: it captures with TorchScript and converts with its own symbolic functions;
-it never calls ``torch.onnx``.
+it never calls PyTorch's own ONNX exporter.
 """
 
 from exporter import symbolics as _symbolics  # noqa: F401  (registers the built-in symbolics)

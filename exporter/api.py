@@ -27,7 +27,7 @@ logger = logging.getLogger("exporter")
 
 
 class TrainingMode(enum.IntEnum):
-    """In which mode the model is exported (as in ``torch.onnx.TrainingMode``)."""
+    """In which mode the model is exported (same members as PyTorch's ONNX ``TrainingMode``)."""
 
     EVAL = 0
     PRESERVE = 1
@@ -35,7 +35,7 @@ class TrainingMode(enum.IntEnum):
 
 
 class OperatorExportTypes(enum.IntEnum):
-    """How operators are exported (as in ``torch.onnx.OperatorExportTypes``)."""
+    """How operators are exported (same members as PyTorch's ONNX ``OperatorExportTypes``)."""
 
     ONNX = 0
     ONNX_ATEN = 1
@@ -105,7 +105,7 @@ def export(
     custom_opsets: Mapping[str, int] | None = None,
     export_modules_as_functions: bool | Collection[type[torch.nn.Module]] = False,
 ) -> ExportResult:
-    """Export ``model`` to ONNX, with the semantics of the TorchScript-era ``torch.onnx.export``.
+    """Export ``model`` to ONNX, with the semantics of the TorchScript-era PyTorch ONNX exporter.
 
     ``model`` is traced (an ``nn.Module``) or used as scripted (``ScriptModule``/``ScriptFunction``) and
     converted at ``opset_version`` (7 to 16, default 14). ``args`` is a tuple of positional arguments, a single

@@ -1,0 +1,52 @@
+"""Sessions: tests, conformance, report, bench, gate, lint. Every session installs the locked environment with uv."""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["tests"]
+
+LOCK = "requirements.lock"
+
+
+def install(session: nox.Session) -> None:
+    """The locked dependency set (torch 2.13.0 + torchvision 0.28.0, resolved by uv) plus this project."""
+    session.install("-r", LOCK)
+    session.install("--no-deps", "-e", ".")
+
+
+def _workers() -> str:
+    return os.environ.get("TEST_WORKERS", str(max(2, os.cpu_count() or 2)))
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Unit tests (tests/) and per-op tests across opsets 7-16 (op_tests/), in parallel with xdist."""
+    install(session)
+    args = session.posargs or ["tests", "op_tests"]
+    session.run("python", "-m", "pytest", "-n", _workers(), "-q", "--max-worker-restart=8", *args)
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """The conformance run (quick tier on CPU by default) followed by the HTML report."""
+    install(session)
+    session.run("python", "-m", "conformance", "run", *session.posargs)
+
+
+@nox.session
+def report(session: nox.Session) -> None:
+    """Build the HTML coverage report from results JSONL files."""
+    install(session)
+    session.run("python", "-m", "reports", "build", *(session.posargs or ["results"]))
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Export-speed and graph-quality benchmarks against torch.onnx (dynamo=False)."""
+    install(session)
+    session.run("python", "-m", "benchmarks", *session.posargs)

@@ -1,0 +1,263 @@
+"""export(): argument checking, naming, dynamic axes, initializers, IR versions, files and verbose output."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+import exporter
+from exporter.errors import CaptureError, CheckerError, ExportArgumentError, OnnxExporterError, UnsupportedOperatorError
+from tests.conftest import export_bytes, run_onnx
+
+
+class TwoLayer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(4, 8)
+        self.bn = torch.nn.BatchNorm1d(8)
+        self.fc2 = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.bn(self.fc1(x))))
+
+
+def _model():
+    return TwoLayer().eval()
+
+
+@pytest.mark.parametrize("opset", [6, 17, 0, "14"])
+def test_unsupported_opset_is_rejected_before_writing(tmp_path, opset):
+    target = tmp_path / "m.onnx"
+    with pytest.raises(ExportArgumentError, match="supports opsets 7 to 16"):
+        exporter.export(_model(), torch.randn(2, 4), str(target), opset_version=opset)
+    assert not target.exists()
+
+
+def test_dynamic_axes_name_that_is_not_an_input_or_output(tmp_path):
+    target = tmp_path / "m.onnx"
+    with pytest.raises(ExportArgumentError, match="'z'.*neither an input nor an output"):
+        exporter.export(_model(), torch.randn(2, 4), str(target), input_names=["x"], output_names=["y"],
+                        dynamic_axes={"z": [0]})
+    assert not target.exists()
+
+
+def test_dynamic_axes_must_be_dict_or_list():
+    with pytest.raises(ExportArgumentError, match="must be a dict"):
+        exporter.export(_model(), torch.randn(2, 4), io.BytesIO(), input_names=["x"], dynamic_axes={"x": 0})
+
+
+def test_non_tensor_output_is_a_clear_error(tmp_path):
+    class ReturnsInt(torch.nn.Module):
+        def forward(self, x):
+            return x * 2, 3
+
+    target = tmp_path / "m.onnx"
+    with pytest.raises(OnnxExporterError, match="non-tensor output of type int"):
+        exporter.export(ReturnsInt(), torch.randn(2), str(target))
+    assert not target.exists()
+
+
+def test_unsupported_operator_leaves_no_file_and_names_op(tmp_path, monkeypatch):
+    from exporter.registry import REGISTRY
+
+    monkeypatch.setattr(REGISTRY, "_builtin", {k: v for k, v in REGISTRY._builtin.items() if k != "aten::relu"})
+    target = tmp_path / "m.onnx"
+    with pytest.raises(UnsupportedOperatorError, match="aten::relu is not exportable at opset 14"):
+        exporter.export(_model(), torch.randn(2, 4), str(target))
+    assert not target.exists()
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_existing_file_is_kept_when_export_fails(tmp_path):
+    target = tmp_path / "m.onnx"
+    target.write_bytes(b"previous")
+    with pytest.raises(ExportArgumentError):
+        exporter.export(_model(), torch.randn(2, 4), str(target), opset_version=17)
+    assert target.read_bytes() == b"previous"
+
+
+def test_untraceable_model_raises_capture_error():
+    class Broken(torch.nn.Module):
+        def forward(self, x):
+            raise RuntimeError("boom")
+
+    with pytest.raises(CaptureError, match="tracing Broken failed: RuntimeError: boom"):
+        exporter.export(Broken(), torch.randn(2), io.BytesIO())
+
+
+def test_missing_directory_is_rejected(tmp_path):
+    with pytest.raises(ExportArgumentError, match="does not exist"):
+        exporter.export(_model(), torch.randn(2, 4), str(tmp_path / "no" / "m.onnx"))
+
+
+def test_text_file_object_is_rejected(tmp_path):
+    with open(tmp_path / "m.onnx", "w") as handle, pytest.raises(ExportArgumentError, match="binary mode"):
+        exporter.export(_model(), torch.randn(2, 4), handle)
+
+
+def test_path_and_file_object_produce_the_same_model(tmp_path):
+    model, x = _model(), torch.randn(2, 4)
+    exporter.export(model, x, str(tmp_path / "a.onnx"))
+    with open(tmp_path / "b.onnx", "wb") as handle:
+        exporter.export(model, x, handle)
+    a, b = onnx.load(str(tmp_path / "a.onnx")), onnx.load(str(tmp_path / "b.onnx"))
+    assert a.graph == b.graph
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "temporary files left behind"
+
+
+def test_default_names_come_from_forward_signature_and_state_dict():
+    data, result = export_bytes(_model(), torch.randn(2, 4), keep_initializers_as_inputs=True)
+    model = onnx.load_from_string(data)
+    assert model.graph.input[0].name == "x"
+    assert {t.name for t in model.graph.initializer} <= set(_model().state_dict())
+    assert [i.name for i in model.graph.input][1:] == [t.name for t in model.graph.initializer]
+
+
+def test_input_names_longer_than_inputs_name_parameters_in_state_dict_order():
+    names = ["actual_input_1"] + [f"learned_{i}" for i in range(len(_model().state_dict()))]
+    data, result = export_bytes(_model(), torch.randn(2, 4), input_names=names, output_names=["output1"],
+                                opset_version=9, do_constant_folding=False, keep_initializers_as_inputs=True)
+    model = onnx.load_from_string(data)
+    state_names = [n for n, _ in result.capture.params]
+    assert [i.name for i in model.graph.input][0] == "actual_input_1"
+    assert model.graph.output[0].name == "output1"
+    order = list(_model().state_dict())
+    assert state_names == [n for n in order if n in state_names]
+    renamed = {t.name for t in model.graph.initializer}
+    assert renamed <= set(names[1:])
+
+
+def test_keep_initializers_as_inputs_both_ways_and_forced_below_opset_9():
+    x = torch.randn(2, 4)
+    with_inputs = onnx.load_from_string(export_bytes(_model(), x, keep_initializers_as_inputs=True)[0])
+    without = onnx.load_from_string(export_bytes(_model(), x, keep_initializers_as_inputs=False)[0])
+    forced = onnx.load_from_string(export_bytes(_model(), x, opset_version=8, keep_initializers_as_inputs=False)[0])
+    assert len(with_inputs.graph.input) == 1 + len(with_inputs.graph.initializer)
+    assert [i.name for i in without.graph.input] == ["x"]
+    init_names = {t.name for t in forced.graph.initializer}
+    assert init_names and init_names <= {i.name for i in forced.graph.input}
+
+
+def test_export_params_false_makes_parameters_plain_inputs():
+    model, x = _model(), torch.randn(2, 4)
+    data, result = export_bytes(model, x, export_params=False)
+    proto = onnx.load_from_string(data)
+    assert not proto.graph.initializer
+    feeds = {"x": x.numpy()}
+    feeds.update({name: tensor.numpy() for name, tensor in result.capture.params})
+    (out,) = run_onnx(data, {k: v for k, v in feeds.items() if k in {i.name for i in proto.graph.input}})
+    np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("opset, ir_version", [(7, 3), (8, 3), (9, 4), (10, 5), (11, 6), (12, 7), (13, 7), (14, 7), (15, 8), (16, 8)])
+def test_ir_version_and_opset_import_follow_the_opset(opset, ir_version):
+    proto = onnx.load_from_string(export_bytes(_model(), torch.randn(2, 4), opset_version=opset)[0])
+    assert proto.ir_version == ir_version
+    assert [(o.domain, o.version) for o in proto.opset_import] == [("", opset)]
+
+
+def test_default_opset_is_14():
+    proto = onnx.load_from_string(export_bytes(_model(), torch.randn(2, 4))[0])
+    assert proto.opset_import[0].version == 14
+
+
+def test_dynamic_axes_both_forms_become_dim_params_and_work_at_other_sizes():
+    model = _model()
+    data, _ = export_bytes(model, torch.randn(2, 4), input_names=["x"], output_names=["y"],
+                           dynamic_axes={"x": {0: "batch"}, "y": [0]})
+    proto = onnx.load_from_string(data)
+    assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert proto.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "y_dynamic_axes_1"
+    x5 = torch.randn(5, 4)
+    (out,) = run_onnx(data, {"x": x5.numpy()})
+    np.testing.assert_allclose(out, model(x5).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_static_export_has_fixed_dims():
+    proto = onnx.load_from_string(export_bytes(_model(), torch.randn(2, 4), input_names=["x"])[0])
+    assert [d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim] == [2, 4]
+    assert [d.dim_value for d in proto.graph.output[0].type.tensor_type.shape.dim] == [2, 3]
+
+
+def test_constant_folding_switch():
+    class WithConstantMath(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(4, 3))
+
+        def forward(self, x):
+            return x @ self.weight.transpose(0, 1)
+
+    folded = onnx.load_from_string(export_bytes(WithConstantMath(), torch.randn(2, 3))[0])
+    unfolded = onnx.load_from_string(export_bytes(WithConstantMath(), torch.randn(2, 3), do_constant_folding=False)[0])
+    assert "Transpose" not in {n.op_type for n in folded.graph.node}
+    assert "Transpose" in {n.op_type for n in unfolded.graph.node}
+
+
+def test_verbose_prints_readable_graph(capsys):
+    exporter.export(_model(), torch.randn(2, 4), io.BytesIO(), verbose=True, input_names=["actual_input_1"])
+    printed = capsys.readouterr().out
+    assert "actual_input_1" in printed and "Gemm" in printed
+
+
+def test_export_to_pretty_string():
+    text = exporter.export_to_pretty_string(_model(), torch.randn(2, 4), opset_version=11)
+    assert "Gemm" in text and "opset_import" in text
+
+
+def test_keyword_arguments_as_trailing_dict():
+    class TakesKeywords(torch.nn.Module):
+        def forward(self, x, y=None, scale=2.0):
+            return x * scale + (y if y is not None else 0)
+
+    x, y = torch.randn(3), torch.randn(3)
+    data, result = export_bytes(TakesKeywords(), (x, {"y": y}))
+    assert result.input_names[:2] == ["x", "y"]
+    (out,) = run_onnx(data, {"x": x.numpy(), "y": y.numpy()})
+    np.testing.assert_allclose(out, (x * 2 + y).numpy(), rtol=1e-6)
+
+
+def test_checker_failure_writes_nothing(tmp_path, monkeypatch):
+    import exporter.api as api
+
+    def failing_check(model):
+        raise CheckerError("the exported model fails the ONNX checker: injected")
+
+    monkeypatch.setattr(api, "_check", failing_check)
+    target = tmp_path / "m.onnx"
+    with pytest.raises(CheckerError):
+        exporter.export(_model(), torch.randn(2, 4), str(target))
+    assert not target.exists()
+
+
+def test_scripted_module_and_function_export():
+    class Scripted(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(3, 2)
+
+        def forward(self, x):
+            return torch.relu(self.fc(x))
+
+    module = torch.jit.script(Scripted().eval())
+    x = torch.randn(4, 3)
+    data, result = export_bytes(module, (x,))
+    assert {n for n, _ in result.capture.params} == {"fc.weight", "fc.bias"}
+    (out,) = run_onnx(data, {result.input_names[0]: x.numpy()})
+    np.testing.assert_allclose(out, module(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_model_mode_is_restored_after_export():
+    model = _model().train()
+    exporter.export(model, torch.randn(2, 4), io.BytesIO())
+    assert model.training
+
+
+def test_errors_share_one_base_class():
+    for error in (ExportArgumentError, CaptureError, UnsupportedOperatorError, CheckerError, exporter.SymbolicValueError):
+        assert issubclass(error, OnnxExporterError)
