@@ -46,6 +46,14 @@ def report(session: nox.Session) -> None:
 
 
 @nox.session
+def gate(session: nox.Session) -> None:
+    """Fail when conformance results regress against the committed baseline (baselines/)."""
+    install(session)
+    args = session.posargs or ["results/conformance.jsonl"]
+    session.run("python", "-m", "conformance.gate", *args)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Export-speed and graph-quality benchmarks against torch.onnx (dynamo=False)."""
     install(session)

@@ -96,10 +96,13 @@ class _FlatCall(torch.nn.Module):
         super().__init__()
         self.model = model
         self._rebuild = rebuild
+        self.last_outputs: tuple = ()
 
     def forward(self, *flat):
         args, kwargs = self._rebuild(list(flat))
-        return tuple(flatten_outputs(self.model(*args, **kwargs)))
+        # Kept so the trace's own run provides the example outputs (no second forward pass).
+        self.last_outputs = tuple(flatten_outputs(self.model(*args, **kwargs)))
+        return self.last_outputs
 
 
 @contextlib.contextmanager
@@ -141,7 +144,7 @@ def _capture_traced(model: torch.nn.Module, positional: tuple, kwargs: dict) -> 
     try:
         with quiet_torchscript(tracer_warnings), torch.no_grad():
             traced = torch.jit.trace(wrapper, tuple(flat), strict=False, check_trace=False)
-            outputs = list(traced(*flat))
+        outputs = [t.detach() for t in wrapper.last_outputs]
     except ExportArgumentError:
         raise
     except Exception as error:

@@ -20,6 +20,8 @@ def optimize(graph: ir.Graph, opset: int, do_constant_folding: bool, fold_params
     """Run the passes in place on the main graph and its subgraphs."""
     if do_constant_folding:
         fold_constants(graph, opset, fold_params)
+        if fold_params:
+            fuse_conv_batchnorm(graph)
     eliminate_identities(graph)
     remove_dead_nodes(graph)
     if opset < 9:
@@ -94,6 +96,53 @@ def _evaluate(node: ir.Node, opset: int) -> list[np.ndarray] | None:
 def _attr_payload(value):
     if isinstance(value, np.ndarray):
         return numpy_helper.from_array(value)
+    return value
+
+
+def fuse_conv_batchnorm(graph: ir.Graph) -> None:
+    """Fold an inference BatchNormalization into the Conv that feeds it (new weight and bias initializers)."""
+    users = ir.consumers(graph)
+    outputs = {id(v) for v in graph.outputs}
+    replacements: dict[int, ir.Value] = {}
+    kept = []
+    for node in graph.nodes:
+        conv = _fusable_conv(node, users, outputs)
+        if conv is None:
+            kept.append(node)
+            continue
+        scale, shift, mean, var = (v.const.astype(np.float64) for v in node.inputs[1:5])
+        factor = scale / np.sqrt(var + node.attrs.get("epsilon", 1e-5))
+        weight = conv.inputs[1].const
+        bias = conv.inputs[2].const if len(conv.inputs) > 2 and conv.inputs[2] is not None else np.zeros(len(factor))
+        fused_weight = (weight * factor.reshape(-1, *([1] * (weight.ndim - 1)))).astype(weight.dtype)
+        fused_bias = ((bias - mean) * factor + shift).astype(weight.dtype)
+        conv.inputs = [conv.inputs[0], _initializer(graph, conv.inputs[1], fused_weight, "fused_weight"),
+                       _initializer(graph, conv.inputs[1], fused_bias, "fused_bias")]
+        replacements[id(node.outputs[0])] = conv.outputs[0]
+        conv.outputs[0].dtype, conv.outputs[0].shape = node.outputs[0].dtype, node.outputs[0].shape
+    graph.nodes = kept
+    if replacements:
+        _rewire(graph, replacements)
+
+
+def _fusable_conv(node: ir.Node, users: dict[int, list[ir.Node]], outputs: set[int]) -> ir.Node | None:
+    if node.op_type != "BatchNormalization" or node.domain or len(node.outputs) != 1 or node.attrs.get("training_mode"):
+        return None
+    conv = node.inputs[0].producer
+    if conv is None or conv.op_type != "Conv" or conv.domain or id(conv.outputs[0]) in outputs:
+        return None
+    if len(users.get(id(conv.outputs[0]), [])) != 1:
+        return None
+    constants = list(node.inputs[1:5]) + list(conv.inputs[1:])
+    if not all(v is not None and v.const is not None for v in constants):
+        return None
+    return conv
+
+
+def _initializer(graph: ir.Graph, like: ir.Value, payload: np.ndarray, suffix: str) -> ir.Value:
+    value = ir.Value(f"{like.name}_{suffix}", like.dtype, tuple(payload.shape))
+    value.const = payload
+    graph.initializers.append(value)
     return value
 
 

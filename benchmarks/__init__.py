@@ -1,0 +1,1 @@
+"""Benchmarks: export speed and exported-graph quality against the torch.onnx peer (dynamo=False)."""

@@ -1,0 +1,206 @@
+"""``python -m benchmarks``: ours vs the torch.onnx peer, alternating, in one process and one run.
+
+For each model and opset: export wall time (median of several runs after a warm-up), peak RSS growth during
+export, node count, file size, op histogram, and ONNX Runtime CPU latency of both exported models on the same
+inputs. Writes JSON and a markdown table of ratios ours/peer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import io
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+
+import exporter
+from benchmarks.models import MODELS
+
+
+class PeakRss:
+    """Samples the process's resident set size while exporting; reports the growth over the start."""
+
+    def __init__(self, interval: float = 0.005):
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+
+    @staticmethod
+    def rss() -> int:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    def __enter__(self):
+        self.start = self.peak = self.rss()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.rss())
+            time.sleep(self.interval)
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.rss())
+
+    @property
+    def growth_mb(self) -> float:
+        return (self.peak - self.start) / 2**20
+
+
+def export_ours(model, args, opset, kwargs) -> bytes:
+    buffer = io.BytesIO()
+    exporter.export(model, args, buffer, opset_version=opset, **kwargs)
+    return buffer.getvalue()
+
+
+def export_peer(model, args, opset, kwargs) -> bytes:
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, args, buffer, opset_version=opset, dynamo=False, **kwargs)
+    return buffer.getvalue()
+
+
+EXPORTERS = {"ours": export_ours, "peer": export_peer}
+
+
+def graph_stats(data: bytes) -> dict:
+    model = onnx.load_from_string(data)
+    histogram = collections.Counter(node.op_type for node in model.graph.node)
+    return {"node_count": len(model.graph.node), "file_size": len(data), "op_histogram": dict(sorted(histogram.items()))}
+
+
+def ort_latency_ms(data: bytes, args: tuple, repeats: int) -> float:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    flat = [t for t in _flat_tensors(args)]
+    feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), flat)}
+    session.run(None, feeds)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        session.run(None, feeds)
+        samples.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(samples)
+
+
+def _flat_tensors(obj):
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from _flat_tensors(item)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            yield from _flat_tensors(item)
+
+
+def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
+    model, args, kwargs = MODELS[name]()
+    row: dict = {"model": name, "opset": opset}
+    times: dict[str, list[float]] = {"ours": [], "peer": []}
+    outputs: dict[str, bytes] = {}
+    peaks: dict[str, float] = {}
+    for side, export in EXPORTERS.items():  # warm-up, and catch failures per side
+        try:
+            with PeakRss() as rss:
+                outputs[side] = export(model, args, opset, kwargs)
+            peaks[side] = rss.growth_mb
+        except Exception as error:
+            row[f"{side}_error"] = f"{type(error).__name__}: {str(error)[:300]}"
+    for _ in range(runs):  # alternate ours and the peer so drift affects both alike
+        for side, export in EXPORTERS.items():
+            if side in outputs:
+                start = time.perf_counter()
+                export(model, args, opset, kwargs)
+                times[side].append(time.perf_counter() - start)
+    for side in EXPORTERS:
+        if side not in outputs:
+            continue
+        row[side] = {
+            "export_s": statistics.median(times[side]),
+            "peak_rss_growth_mb": peaks[side],
+            **graph_stats(outputs[side]),
+        }
+        try:
+            row[side]["ort_ms"] = ort_latency_ms(outputs[side], args, latency_repeats)
+        except Exception as error:
+            row[side]["ort_error"] = f"{type(error).__name__}: {str(error)[:300]}"
+    if "ours" in row and "peer" in row:
+        row["ratios"] = {
+            key: row["ours"][key] / row["peer"][key]
+            for key in ("export_s", "node_count", "file_size", "ort_ms", "peak_rss_growth_mb")
+            if row["ours"].get(key) and row["peer"].get(key)
+        }
+    return row
+
+
+def markdown_table(rows: list[dict]) -> str:
+    lines = [
+        "| model | opset | export s (ours/peer) | ratio | nodes (ours/peer) | ratio | ORT ms (ours/peer) | ratio | peak MB (ours/peer) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        ours, peer, ratios = row.get("ours", {}), row.get("peer", {}), row.get("ratios", {})
+
+        def pair(key, fmt):
+            a, b = ours.get(key), peer.get(key)
+            return f"{fmt.format(a) if a is not None else 'fail'} / {fmt.format(b) if b is not None else 'fail'}"
+
+        def ratio(key):
+            return f"{ratios[key]:.2f}" if key in ratios else "-"
+
+        lines.append(
+            f"| {row['model']} | {row['opset']} | {pair('export_s', '{:.2f}')} | {ratio('export_s')} | "
+            f"{pair('node_count', '{}')} | {ratio('node_count')} | {pair('ort_ms', '{:.2f}')} | {ratio('ort_ms')} | "
+            f"{pair('peak_rss_growth_mb', '{:.0f}')} |"
+        )
+    for row in rows:
+        for side in ("ours", "peer"):
+            if f"{side}_error" in row:
+                lines.append(f"\n- {row['model']} opset {row['opset']}: {side} failed: {row[side + '_error']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--opsets", nargs="*", type=int, default=[11, 14, 16])
+    parser.add_argument("--runs", type=int, default=3, help="timed exports per side after the warm-up")
+    parser.add_argument("--latency-repeats", type=int, default=20)
+    parser.add_argument("--out", default="results/bench")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(max(1, (os.cpu_count() or 2)))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name in args.models:
+        for opset in args.opsets:
+            print(f"benchmarking {name} at opset {opset} ...", file=sys.stderr, flush=True)
+            rows.append(bench_one(name, opset, args.runs, args.latency_repeats))
+            (out / "bench.json").write_text(json.dumps(rows, indent=1))
+    table = markdown_table(rows)
+    (out / "bench.md").write_text(table + "\n")
+    print(table)
+    print(f"\nwritten: {out / 'bench.json'} and {out / 'bench.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
