@@ -7,20 +7,21 @@ import enum
 import inspect
 import io
 import logging
+import re
 import sys
 from dataclasses import dataclass
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
 import onnx
 import torch
 
-from exporter import dtypes, ir, passes, serialize
+from exporter import dtypes, ir, local_functions, passes, serialize
 from exporter.capture import Capture, capture, split_args
 from exporter.convert import Converter
 from exporter.errors import CheckerError, ExportArgumentError
 from exporter.graph_context import ExportSession
-from exporter.registry import MAX_OPSET, MIN_OPSET
+from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY
 
 DEFAULT_OPSET = 14
 logger = logging.getLogger("exporter")
@@ -59,6 +60,107 @@ def _exporting():
         yield
     finally:
         _in_export = previous
+
+
+_CUSTOM_NAME = re.compile(r"^[A-Za-z0-9_.\-]+::[A-Za-z_\-][A-Za-z0-9_.\-]*$")
+
+
+def register_custom_op_symbolic(symbolic_name: str, symbolic_fn: Callable, opset_version: int) -> None:
+    """Register ``symbolic_fn`` for the TorchScript op ``symbolic_name`` ("<namespace>::<op>") from ``opset_version`` on.
+
+    The function is called as ``symbolic_fn(g, *inputs)`` like a built-in symbolic and may emit ops of a
+    custom domain with ``g.op("domain::Op", ...)``. It wins over a built-in symbolic of the same op at
+    ``opset_version`` and above; registering ``prim::PythonOp`` takes over every autograd.Function.
+    """
+    _check_custom_name(symbolic_name)
+    if not callable(symbolic_fn):
+        raise ExportArgumentError(f"symbolic_fn for {symbolic_name!r} must be callable")
+    REGISTRY.register(symbolic_name, _check_opset(opset_version), symbolic_fn, custom=True)
+
+
+def unregister_custom_op_symbolic(symbolic_name: str, opset_version: int) -> None:
+    """Remove the symbolic registered for ``symbolic_name`` at ``opset_version``; a built-in one applies again."""
+    _check_custom_name(symbolic_name)
+    REGISTRY.unregister(symbolic_name, _check_opset(opset_version))
+
+
+def _check_custom_name(symbolic_name: str) -> None:
+    if not isinstance(symbolic_name, str) or not _CUSTOM_NAME.match(symbolic_name):
+        raise ExportArgumentError(
+            f"symbolic name must look like '<namespace>::<op>' (e.g. 'custom_ops::foo'), got {symbolic_name!r}"
+        )
+
+
+def unconvertible_ops(
+    model: Any, args: Any, training: TrainingMode = TrainingMode.EVAL, opset_version: int | None = None
+) -> tuple[torch._C.Graph, list[str]]:
+    """The captured TorchScript graph and every op in it that has no symbolic at ``opset_version``, all at once.
+
+    Approximate, as documented: ops removed during conversion are listed too, and ops that are supported
+    only for some arguments are not.
+    """
+    opset = _check_opset(opset_version)
+    with _exporting(), select_model_mode_for_export(model, TrainingMode(training)):
+        captured = capture(model, args)
+    missing: list[str] = []
+    _collect_unconvertible(captured.graph.nodes(), opset, missing)
+    return captured.graph, missing
+
+
+def _collect_unconvertible(nodes, opset: int, missing: list[str]) -> None:
+    from exporter.convert import PYTHON_OP, python_op_class
+
+    for node in nodes:
+        kind = node.kind()
+        if kind == "prim::Constant":
+            continue
+        if kind == PYTHON_OP and not REGISTRY.is_supported(kind, opset):
+            if getattr(python_op_class(node), "symbolic", None) is None and node.hasAttribute("Subgraph"):
+                _collect_unconvertible(node.g("Subgraph").nodes(), opset, missing)
+            continue
+        if not REGISTRY.is_supported(kind, opset) and kind not in missing:
+            missing.append(kind)
+        for block in node.blocks():
+            _collect_unconvertible(block.nodes(), opset, missing)
+
+
+_log_handler: logging.Handler | None = None
+
+
+def enable_log() -> None:
+    """Log the export stages (capture, convert, optimize, assemble, write) to stderr."""
+    global _log_handler
+    if _log_handler is None:
+        _log_handler = logging.StreamHandler()
+        _log_handler.setFormatter(logging.Formatter("exporter: %(message)s"))
+        logger.addHandler(_log_handler)
+    logger.setLevel(logging.INFO)
+
+
+def disable_log() -> None:
+    """Stop logging the export stages."""
+    global _log_handler
+    if _log_handler is not None:
+        logger.removeHandler(_log_handler)
+        _log_handler = None
+    logger.setLevel(logging.NOTSET)
+
+
+def is_log_enabled() -> bool:
+    return _log_handler is not None
+
+
+@contextlib.contextmanager
+def _logging_if(enabled: bool):
+    """``verbose=True`` turns logging on for one export, as documented."""
+    if not enabled or is_log_enabled():
+        yield
+        return
+    enable_log()
+    try:
+        yield
+    finally:
+        disable_log()
 
 
 @contextlib.contextmanager
@@ -131,11 +233,15 @@ def export(
         raise ExportArgumentError(
             f"export_modules_as_functions needs opset >= 15 (ONNX local functions), got opset {opset}"
         )
-    if keep_initializers_as_inputs is None or opset < 9:
-        keep_initializers_as_inputs = opset < 9 or bool(keep_initializers_as_inputs)
+    if keep_initializers_as_inputs is None:
+        keep_initializers_as_inputs = operator_export_type != OperatorExportTypes.ONNX
+    keep_initializers_as_inputs = opset < 9 or bool(keep_initializers_as_inputs)
+    if not serialize.is_path(f) and export_params and _parameter_bytes(model) >= serialize.EXTERNAL_DATA_THRESHOLD:
+        serialize.require_path_for_external_data(f)
 
-    with _exporting(), select_model_mode_for_export(model, training):
+    with _exporting(), _logging_if(verbose), select_model_mode_for_export(model, training):
         is_training = _is_training(model, training)
+        logger.info("capturing %s (training=%s)", type(model).__name__, is_training)
         captured = capture(model, args)
         names_in = _input_names(model, args, captured, input_names)
         names_out = _output_names(captured, output_names)
@@ -150,20 +256,38 @@ def export(
             custom_opsets=dict(custom_opsets or {}),
         )
         inputs, params = _graph_inputs(captured, names_in, axes, export_params)
-        graph = Converter(session).convert_graph(captured.graph, inputs + params)
+        logger.info("converting %d TorchScript nodes at opset %d", len(list(captured.graph.nodes())), opset)
+        converter = Converter(session)
+        graph = converter.convert_graph(captured.graph, inputs + params)
         graph.inputs = inputs if export_params else inputs + params
         graph.initializers = params if export_params else []
         _name_outputs(graph, names_out)
+        logger.info("optimizing %d ONNX nodes", len(graph.nodes))
         passes.optimize(
             graph, opset, do_constant_folding=do_constant_folding and not is_training, fold_params=not is_training
         )
-        model_proto = _assemble(graph, session, keep_initializers_as_inputs and export_params, axes, captured)
-    external = _needs_external_data(graph)
-    if not external:
-        _check(model_proto)
-    if verbose:
-        print(pretty_text(model_proto), file=sys.stdout)
-    serialize.write(model_proto, f, external, validate_path=_check if external else None)
+        external = _needs_external_data(graph)
+        if external:
+            serialize.require_path_for_external_data(f)
+        with contextlib.ExitStack() as stack:
+            stage = stack.enter_context(serialize.ExternalDataStage(f)) if external else None
+            logger.info("assembling the ModelProto (%d nodes)%s", len(graph.nodes), " with external data" if external else "")
+            model_proto = _assemble(
+                graph, session, keep_initializers_as_inputs and export_params, axes, captured,
+                tensor_writer=stage.tensor if stage else None,
+            )
+            if export_modules_as_functions:
+                local_functions.export_modules_as_functions(
+                    model_proto, model, converter.node_scopes, export_modules_as_functions
+                )
+            if verbose:
+                print(pretty_text(model_proto), file=sys.stdout)
+            logger.info("checking and writing the model")
+            if stage:
+                stage.commit(model_proto, validate_path=_check)
+            else:
+                _check(model_proto)
+                serialize.write(model_proto, f)
     return ExportResult(model_proto, captured, names_in, names_out)
 
 
@@ -324,7 +448,9 @@ def _name_outputs(graph: ir.Graph, names: list[str]) -> None:
 
 
 # -- assembly and validation -------------------------------------------------------------------------------------
-def _assemble(graph: ir.Graph, session: ExportSession, params_as_inputs: bool, axes: dict, captured: Capture):
+def _assemble(
+    graph: ir.Graph, session: ExportSession, params_as_inputs: bool, axes: dict, captured: Capture, tensor_writer=None
+):
     _uniquify_names(graph)
     static_shapes = {}
     for value, example in zip(graph.outputs, captured.example_outputs or []):
@@ -337,7 +463,7 @@ def _assemble(graph: ir.Graph, session: ExportSession, params_as_inputs: bool, a
             if axis < len(shape):
                 shape[axis] = dim_name
         output_shapes[value.name] = tuple(shape) if (value.shape is not None or value.name in static_shapes) else None
-    graph_proto = serialize.graph_to_proto(graph, params_as_inputs, output_shapes)
+    graph_proto = serialize.graph_to_proto(graph, params_as_inputs, output_shapes, tensor_writer)
     model = serialize.make_model(graph_proto, session.opset, session.custom_opsets, session.used_domains)
     if axes:
         _refine_output_shapes(model, axes)
@@ -396,7 +522,15 @@ def _refine_output_shapes(model: onnx.ModelProto, axes: dict) -> None:
 
 def _needs_external_data(graph: ir.Graph) -> bool:
     total = sum(v.const.nbytes for v in graph.initializers if v.const is not None)
-    return total >= serialize.TWO_GIB - (64 << 20)
+    return total >= serialize.EXTERNAL_DATA_THRESHOLD
+
+
+def _parameter_bytes(model: Any) -> int:
+    """Bytes of the model's distinct parameters and buffers (0 for functions)."""
+    if not isinstance(model, torch.nn.Module):
+        return 0
+    tensors = {t.data_ptr(): t for t in model.state_dict().values() if isinstance(t, torch.Tensor)}
+    return sum(t.numel() * t.element_size() for t in tensors.values())
 
 
 def _check(model_or_path) -> None:

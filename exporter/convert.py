@@ -9,12 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from exporter import dtypes, ir
 from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.registry import REGISTRY
+
+# operator_export_type values (the members of api.OperatorExportTypes; compared by value to avoid an import cycle).
+_ONNX, _ONNX_ATEN, _ONNX_ATEN_FALLBACK, _ONNX_FALLTHROUGH = 0, 1, 2, 3
+ATEN_DOMAIN = "org.pytorch.aten"
+PYTHON_OP = "prim::PythonOp"
 
 # Ops never evaluated at export time even when their inputs are constant.
 _NOT_FOLDABLE_WORDS = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "empty", "poisson")
@@ -46,6 +52,9 @@ class Converter:
     def __init__(self, session: ExportSession):
         self.session = session
         session.convert_block = self._convert_block
+        session.inline_block = self._inline_block
+        # ONNX node name -> TorchScript scope of the node it came from (export_modules_as_functions groups by it).
+        self.node_scopes: dict[str, str] = {}
 
     # -- graphs and blocks ------------------------------------------------------------------------------
     def convert_graph(self, ts_graph, input_values: list[ir.Value]) -> ir.Graph:
@@ -68,6 +77,14 @@ class Converter:
         self._convert_nodes(sub, block.nodes(), env)
         graph.outputs = [self._as_output(sub, env[v.unique()], force_local=True) for v in block.returnNode().inputs()]
         return graph
+
+    def _inline_block(self, ctx: GraphContext, block, inputs: list[Any]) -> list[Any]:
+        """Convert a TorchScript block into ``ctx``'s own graph (a branch chosen at export time); its results."""
+        env = dict(self._env_stack[-1])
+        for ts_input, value in zip(block.inputs(), inputs):
+            env[ts_input.unique()] = value
+        self._convert_nodes(ctx, block.nodes(), env)
+        return [env[v.unique()] for v in block.returnNode().inputs()]
 
     def _as_output(self, ctx: GraphContext, result: Any, force_local: bool = False) -> ir.Value:
         if not isinstance(result, ir.Value):
@@ -103,19 +120,75 @@ class Converter:
             if folded is not _NOT_EVALUATED:
                 self._bind(node, folded, env)
                 return
-        symbolic_fn = self._lookup(node)
         ctx.node = node
         ctx.scope = _scope_of(node)
+        first_new = len(ctx.graph.nodes)
+        result = self._convert_with_fallback(ctx, node, args)
+        ctx.node = node
+        scope = node.scopeName()
+        for onnx_node in ctx.graph.nodes[first_new:] if scope else ():
+            self.node_scopes.setdefault(onnx_node.name, scope)
+        self._bind(node, result, env)
+
+    def _convert_with_fallback(self, ctx: GraphContext, node, args: list[Any]) -> Any:
+        """Convert one node as ``operator_export_type`` asks: symbolic, ATen node, or the node as it is."""
+        kind = node.kind()
+        export_type = self.session.operator_export_type or _ONNX
+        is_aten = kind.startswith("aten::")
+        if export_type == _ONNX_ATEN and is_aten:
+            return _emit_aten(ctx, node, args)
+        if kind == PYTHON_OP and not REGISTRY.is_supported(PYTHON_OP, self.session.opset):
+            return self._convert_python_op(ctx, node, args, export_type)
         try:
-            result = symbolic_fn(ctx, *args)
+            return self._call_symbolic(ctx, node, args)
+        except UnsupportedOperatorError:
+            # Nodes a failed symbolic may have emitted are unused and removed by dead-code elimination.
+            if export_type == _ONNX_ATEN_FALLBACK and is_aten:
+                return _emit_aten(ctx, node, args)
+            if export_type == _ONNX_FALLTHROUGH:
+                return _emit_unconverted(ctx, node, args)
+            raise
+
+    def _call_symbolic(self, ctx: GraphContext, node, args: list[Any]) -> Any:
+        kind = node.kind()
+        symbolic_fn = self._lookup(node)
+        try:
+            return symbolic_fn(ctx, *args)
         except OnnxExporterError as error:
             if isinstance(error, UnsupportedOperatorError) or str(error).startswith(kind):
                 raise
             raise type(error)(f"{kind}: {error}") from error
-        self._bind(node, result, env)
 
     def _lookup(self, node):
         return REGISTRY.lookup(node.kind(), self.session.opset)
+
+    # -- torch.autograd.Function calls ------------------------------------------------------------------
+    def _convert_python_op(self, ctx: GraphContext, node, args: list[Any], export_type: int) -> Any:
+        """An autograd.Function: its static ``symbolic`` if it has one; else kept (fallthrough) or inlined."""
+        function_class = python_op_class(node)
+        symbolic_fn = getattr(function_class, "symbolic", None)
+        if symbolic_fn is not None:
+            try:
+                return symbolic_fn(ctx, *python_op_arguments(node, args))
+            except OnnxExporterError as error:
+                raise type(error)(f"{node.pyname()}.symbolic: {error}") from error
+        if export_type in (_ONNX_FALLTHROUGH, _ONNX_ATEN_FALLBACK):
+            return _emit_unconverted(ctx, node, args)
+        if not node.hasAttribute("Subgraph"):
+            raise UnsupportedOperatorError(
+                f"{PYTHON_OP} {node.pyname()}", self.session.opset,
+                reason="the autograd.Function has no `symbolic` and tracing recorded no subgraph to inline",
+            )
+        return self._inline_subgraph(ctx, node.g("Subgraph"), args)
+
+    def _inline_subgraph(self, ctx: GraphContext, subgraph, args: list[Any]) -> Any:
+        """Convert the ops the traced Function ran, in place of the Function node."""
+        env: dict[int, Any] = {}
+        for ts_input, value in zip(subgraph.inputs(), args):
+            env[ts_input.unique()] = value
+        self._convert_nodes(ctx, subgraph.nodes(), env)
+        results = [env[v.unique()] for v in subgraph.return_node().inputs()]
+        return results[0] if len(results) == 1 else tuple(results)
 
     def _bind(self, node, result: Any, env: dict[int, Any]) -> None:
         outputs = list(node.outputs())
@@ -142,14 +215,84 @@ class Converter:
             value.is_number = True
 
 
+def python_op_class(node):
+    """The autograd.Function subclass a traced ``prim::PythonOp`` node calls."""
+    apply = node.pyobj()
+    return getattr(apply, "__self__", apply)
+
+
+def python_op_arguments(node, tensor_args: list[Any]) -> list[Any]:
+    """The Function's arguments in call order: tensors from the graph, non-tensors from the node's scalars.
+
+    ``cconv`` lists the call order: ``d`` for a graph input, ``c`` for a Python scalar argument.
+    """
+    tensors, scalars = iter(tensor_args), iter(node.scalar_args())
+    return [next(tensors) if kind == "d" else next(scalars) for kind in node.cconv()]
+
+
+def _emit_aten(ctx: GraphContext, node, args: list[Any]) -> Any:
+    """An ``ATen`` node in domain org.pytorch.aten naming the operator (and overload), as documented."""
+    name, overload = _schema_name(node)
+    return _emit_node(ctx, node, args, f"{ATEN_DOMAIN}::ATen", operator_s=name, overload_name_s=overload)
+
+
+def _emit_unconverted(ctx: GraphContext, node, args: list[Any]) -> Any:
+    """The TorchScript node as it is, in a custom domain named after its namespace (ONNX_FALLTHROUGH)."""
+    namespace, _, op_name = node.kind().partition("::")
+    domain = ATEN_DOMAIN if namespace == "aten" else namespace
+    if node.kind() == PYTHON_OP:
+        function_class = python_op_class(node)
+        return _emit_node(ctx, node, args, f"{domain}::PythonOp", name_s=node.pyname(),
+                          module_s=getattr(function_class, "__module__", ""))
+    return _emit_node(ctx, node, args, f"{domain}::{op_name}")
+
+
+def _emit_node(ctx: GraphContext, node, args: list[Any], name: str, **attributes: Any) -> Any:
+    """Emit one unconverted node: constant arguments become Constant inputs, None an empty input."""
+    inputs = []
+    for arg in args:
+        if isinstance(arg, (list, tuple)) and any(isinstance(a, ir.Value) and a.rank not in (0, None) for a in arg):
+            inputs.extend(arg)  # a tensor list: one input per tensor
+        elif isinstance(arg, (list, tuple)) and any(isinstance(a, ir.Value) for a in arg):
+            from exporter.symbolics._helpers import to_int64_list_value
+
+            inputs.append(to_int64_list_value(ctx, arg))
+        elif isinstance(arg, str):
+            inputs.append(ctx.const(np.array([arg], dtype=object)))
+        elif isinstance(arg, (torch.device, torch.dtype, torch.layout, torch.memory_format)):
+            inputs.append(None)  # placement and storage choices mean nothing to the runtime
+        else:
+            inputs.append(arg)
+    count = len(list(node.outputs()))
+    return ctx.op(name, *inputs, outputs=count, **attributes)
+
+
+def _schema_name(node) -> tuple[str, str]:
+    try:
+        schema = node.schema()
+    except RuntimeError:
+        schema = "(no schema)"
+    if schema == "(no schema)":
+        return node.kind().partition("::")[2], ""
+    qualified = schema.partition("(")[0]
+    base, _, overload = qualified.partition(".")
+    return base.partition("::")[2], overload
+
+
 def _copy_type(value: ir.Value, like: ir.Value) -> ir.Value:
     value.dtype, value.shape, value.kind = like.dtype, like.shape, like.kind
     return value
 
 
 def _scope_of(node) -> str:
+    """Node-name prefix from the module path: ``__module.model/__module.model.a/__module.model.a.lin`` -> ``/a/lin/``."""
+    from exporter.local_functions import instance_paths
+
     scope = node.scopeName()
-    return f"/{scope.replace('__module.model', '').strip('.').replace('.', '/')}/" if scope else ""
+    if not scope:
+        return ""
+    paths = instance_paths(scope)
+    return f"/{paths[-1].replace('.', '/')}/" if paths else "/"
 
 
 _NOT_EVALUATED = object()
@@ -167,7 +310,7 @@ def _foldable(node, args: list[Any]) -> bool:
     kind = node.kind()
     if not kind.startswith("aten::") or kind.endswith("_") or any(w in kind for w in _NOT_FOLDABLE_WORDS):
         return False
-    if node.blocks() if hasattr(node, "blocks") else False:
+    if list(node.blocks()):  # blocks() is an iterator, truthy even when empty
         return False
     return all(_is_constant(a) for a in args)
 

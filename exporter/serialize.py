@@ -18,6 +18,12 @@ from exporter.errors import ExportArgumentError
 PRODUCER_NAME = "onnx-export-engine"
 PRODUCER_VERSION = "0.1.0"
 TWO_GIB = 2**31
+# Initializer bytes from which a model is written with external data (protobuf cannot serialize 2 GiB; the
+# margin leaves room for the graph itself). A module constant so tests can lower it.
+EXTERNAL_DATA_THRESHOLD = TWO_GIB - (64 << 20)
+# Tensors at least this large go to the external data file; smaller ones stay inline.
+EXTERNAL_TENSOR_MIN_BYTES = 1024
+_EXTERNAL_ALIGNMENT = 4096
 
 # The IR version that introduced each opset: a model stamped with it loads in every runtime of that era.
 _IR_VERSION_FOR_OPSET = {7: 3, 8: 3, 9: 4, 10: 5, 11: 6, 12: 7, 13: 7, 14: 7, 15: 8, 16: 8}
@@ -34,10 +40,16 @@ def value_info(value: ir.Value, shape: tuple | None = None) -> onnx.ValueInfoPro
     return helper.make_tensor_value_info(value.name, value.dtype or 0, shape)
 
 
-def graph_to_proto(graph: ir.Graph, inputs_with_params: bool, output_shapes: dict | None = None) -> onnx.GraphProto:
-    """Serialize ``graph`` (and its subgraphs). Initializers are listed as inputs too when asked."""
+def graph_to_proto(
+    graph: ir.Graph, inputs_with_params: bool, output_shapes: dict | None = None, tensor_writer=None
+) -> onnx.GraphProto:
+    """Serialize ``graph`` (and its subgraphs). Initializers are listed as inputs too when asked.
+
+    ``tensor_writer(array, name) -> TensorProto`` makes the initializers (default: inline data).
+    """
+    tensor_writer = tensor_writer or (lambda array, name: numpy_helper.from_array(array, name))
     nodes = [node_to_proto(node) for node in graph.nodes]
-    initializers = [numpy_helper.from_array(np.asarray(v.const), v.name) for v in graph.initializers]
+    initializers = [tensor_writer(np.asarray(v.const), v.name) for v in graph.initializers]
     inputs = [value_info(v) for v in graph.inputs]
     if inputs_with_params:
         inputs += [value_info(v) for v in graph.initializers]
@@ -99,23 +111,12 @@ def check_destination(f: Any) -> None:
         raise ExportArgumentError("f must be opened in binary mode")
 
 
-def write(model: onnx.ModelProto, f: Any, external_data: bool, validate_path=None) -> None:
-    """Write ``model`` to ``f``; paths are written atomically (temp file + rename), never half-written.
-
-    With external data, ``validate_path`` is called on the staged model file before anything is moved into place.
-    """
+def write(model: onnx.ModelProto, f: Any) -> None:
+    """Write ``model`` (its data inline) to ``f``; paths are written atomically (temp file + rename)."""
     if not is_path(f):
-        if external_data:
-            raise ExportArgumentError(
-                "the model is larger than 2 GiB and needs external data files; pass a file path as f, not a file object"
-            )
         f.write(model.SerializeToString())
         return
-    target = Path(f).expanduser().resolve()
-    if not external_data:
-        _atomic_write_bytes(target, model.SerializeToString())
-        return
-    _write_with_external_data(model, target, validate_path)
+    _atomic_write_bytes(Path(f).expanduser().resolve(), model.SerializeToString())
 
 
 def _atomic_write_bytes(target: Path, payload: bytes) -> None:
@@ -133,20 +134,62 @@ def external_data_location(target: Path) -> str:
     return f"{target.name}.data"
 
 
-def _write_with_external_data(model: onnx.ModelProto, target: Path, validate_path) -> None:
-    location = external_data_location(target)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        staged_model = staging / target.name
-        onnx.save_model(
-            model, staged_model, save_as_external_data=True, all_tensors_to_one_file=True,
-            location=location, size_threshold=1024,
+def require_path_for_external_data(f: Any) -> None:
+    if not is_path(f):
+        raise ExportArgumentError(
+            "the model's parameters exceed 2 GiB, so it needs an external data file next to the model file; "
+            "pass a file path as f, not a file object"
         )
+
+
+class ExternalDataStage:
+    """Writes a model whose large tensors live in ``<model file name>.data`` next to the model file.
+
+    Tensors are streamed to the data file as the ModelProto is assembled (``tensor``), so no in-memory copy
+    of the weights is ever made; both files are staged in a temporary folder beside the target, validated
+    there, and moved into place only when everything succeeded.
+    """
+
+    def __init__(self, f: Any):
+        require_path_for_external_data(f)
+        self.target = Path(f).expanduser().resolve()
+        self.location = external_data_location(self.target)
+        self.staging = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", dir=self.target.parent))
+        self._data = open(self.staging / self.location, "wb")
+
+    def __enter__(self) -> ExternalDataStage:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._data.close()
+        for leftover in self.staging.iterdir():
+            leftover.unlink()
+        self.staging.rmdir()
+
+    def tensor(self, array: np.ndarray, name: str) -> onnx.TensorProto:
+        """A TensorProto for ``array``: data appended to the external file when large, else inline."""
+        if array.nbytes < EXTERNAL_TENSOR_MIN_BYTES or array.dtype == object:
+            return numpy_helper.from_array(array, name)
+        array = np.ascontiguousarray(array)
+        if array.dtype.byteorder == ">":
+            array = array.astype(array.dtype.newbyteorder("<"))
+        padding = -self._data.tell() % _EXTERNAL_ALIGNMENT
+        self._data.write(b"\0" * padding)
+        offset = self._data.tell()
+        self._data.write(array.reshape(-1).view(np.uint8).data)
+        proto = onnx.TensorProto(name=name, dims=list(array.shape), data_type=helper.np_dtype_to_tensor_dtype(array.dtype))
+        proto.data_location = onnx.TensorProto.EXTERNAL
+        for key, value in (("location", self.location), ("offset", offset), ("length", array.nbytes)):
+            entry = proto.external_data.add()
+            entry.key, entry.value = key, str(value)
+        return proto
+
+    def commit(self, model: onnx.ModelProto, validate_path=None) -> None:
+        """Write the model file, validate the staged pair with ``validate_path``, then move both into place."""
+        self._data.close()
+        staged_model = self.staging / self.target.name
+        staged_model.write_bytes(model.SerializeToString())
         if validate_path is not None:
             validate_path(str(staged_model))
-        os.replace(staging / location, target.parent / location)
-        os.replace(staged_model, target)
-    finally:
-        for leftover in staging.iterdir():
-            leftover.unlink()
-        staging.rmdir()
+        os.replace(self.staging / self.location, self.target.parent / self.location)
+        os.replace(staged_model, self.target)
