@@ -215,7 +215,8 @@ def _to_array(payload: Any, dtype: torch.dtype | int | None) -> np.ndarray:
     if dtype is not None:
         elem = dtype if isinstance(dtype, int) else dtypes.onnx_from_torch(dtype)
         array = array.astype(dtypes.numpy_from_onnx(elem))
-    return np.ascontiguousarray(array)
+    # np.ascontiguousarray turns 0-d arrays into 1-d ones; keep scalars scalar.
+    return np.ascontiguousarray(array).reshape(array.shape)
 
 
 def _parse_attributes(attributes: dict[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
