@@ -160,11 +160,11 @@ def shape_of(g: GraphContext, x: Any) -> Any:
 
 
 def dim_size(g: GraphContext, x: Any, dim: int) -> Any:
-    """Size of dimension ``dim``: an int when static, else a 0-d int64 value."""
-    dims = g.static_dims(x)
+    """Size of dimension ``dim``: an int when static (even if other dims are dynamic), else a 0-d int64 value."""
+    dims = g.dims(x)
     rank = g.rank(x)
-    if dims is not None:
-        return dims[normalize_dim(dim, rank)]
+    if dims is not None and dims[normalize_dim(dim, len(dims))] is not None:
+        return dims[normalize_dim(dim, len(dims))]
     shape = g.op("Shape", g.value(x))
     index = g.const(normalize_dim(dim, rank) if rank is not None else dim, torch.int64)
     out = g.op("Gather", shape, index, axis_i=0)

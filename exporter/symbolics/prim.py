@@ -33,7 +33,15 @@ def getitem(g, items, index):
     return sequence_at(g, items, index)
 
 
-@symbolic("prim::NumToTensor", "aten::detach", "aten::clone", "aten::contiguous", "prim::unchecked_cast",
+@symbolic("prim::NumToTensor")
+def num_to_tensor(g, x):
+    """A number as a 0-d tensor; constant numbers become tensors so that later aten ops on them fold eagerly."""
+    if is_value(x):
+        return x
+    return torch.tensor(constant_value(x))
+
+
+@symbolic("aten::detach", "aten::clone", "aten::contiguous", "prim::unchecked_cast",
           "aten::alias", "aten::lift_fresh", "aten::lift", "aten::dequantize", "aten::_set_item", "aten::resolve_conj",
           "aten::resolve_neg")
 def passthrough(g, x, *unused):

@@ -1,0 +1,338 @@
+"""Resizing: upsample/interpolate (nearest, nearest-exact, linear, bilinear, trilinear, bicubic) and grid_sample.
+
+PyTorch's sampling rules, and the ONNX spelling that reproduces each exactly:
+  nearest        src = floor(dst * scale)              Resize-11 asymmetric + nearest_mode floor
+  nearest-exact  src = floor((dst + 0.5) * scale)      Resize-11 half_pixel + round_prefer_ceil
+  linear/cubic   src = (dst + 0.5) * scale - 0.5       Resize-11 half_pixel (also for an output length of 1,
+                 (align_corners=False)                  where pytorch_half_pixel would give 0 instead)
+  linear/cubic   src = dst * (in - 1) / (out - 1)      Resize-11 align_corners
+                 (align_corners=True)
+  bicubic        Keys kernel with a = -0.75            cubic_coeff_a = -0.75
+where ``scale`` is 1 / scale_factor when the caller gave scale factors, else in / out. So scale factors go to
+ONNX as ``scales`` (ORT then divides by the same factor) and explicit sizes as ``sizes``.
+
+Before opset 11, Upsample-7/9 and Resize-10 only know the asymmetric transform, and ORT rounds nearest
+indices up when down-sampling: they are exact only for nearest with integer factors. Every other case is
+emulated, when the spatial sizes are static, by gathering the source rows PyTorch would read and blending
+them with PyTorch's own weights (computed here with its formulas); otherwise it needs opset >= 11.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from exporter import dtypes
+from exporter.registry import parse_args, symbolic, unsupported
+from exporter.symbolics._helpers import (
+    FLOAT,
+    constant_value,
+    is_value,
+    require_rank,
+    slice_op,
+    to_int64_list_value,
+)
+
+_CUBIC_COEFF_A = -0.75
+
+
+# -- argument decoding -------------------------------------------------------------------------------------------
+def _spatial_count(g, input) -> int:
+    return require_rank(g, input) - 2
+
+
+def _is_vec_overload(g) -> bool:
+    return "scale_factors" in str(g.node.schema())
+
+
+def _scales_argument(g, input, scale_args) -> list[float] | None:
+    """Per-axis scale factors (None when the caller gave sizes); accepts both the .vec and per-axis overloads."""
+    spatial = _spatial_count(g, input)
+    if _is_vec_overload(g):
+        factors = scale_args[0] if scale_args else None
+        if factors is None:
+            return None
+        factors = [float(constant_value(f)) for f in factors]
+        return factors * spatial if len(factors) == 1 else factors
+    given = [None if s is None else float(constant_value(s)) for s in scale_args]
+    if all(s is None for s in given):
+        return None
+    if any(s is None or s <= 0 for s in given):
+        raise unsupported(g.node.kind(), g.opset, "scale factors given for some axes only have no ONNX equivalent")
+    return given
+
+
+def _size_argument(output_size) -> list | None:
+    if output_size is None:
+        return None
+    if is_value(output_size):
+        return [output_size]  # a 1-D value holding every spatial size
+    return list(output_size)
+
+
+def _static_ints(items) -> list[int] | None:
+    if items is None or any(is_value(i) for i in items):
+        return None
+    return [int(constant_value(i)) for i in items]
+
+
+class _Request:
+    """One resize: where the output size comes from and how output coordinates map to input coordinates."""
+
+    def __init__(self, g, input, output_size, scale_args, mode: str, align_corners: bool = False):
+        self.input = input
+        self.mode = mode  # nearest | nearest_exact | linear | cubic
+        self.align_corners = align_corners
+        self.spatial = _spatial_count(g, input)
+        self.scales = _scales_argument(g, input, scale_args)
+        self.size = _size_argument(output_size)
+        dims = g.dims(input)
+        self.in_dims = None if dims is None else dims[2:]
+        if self.scales is not None and self.size is not None and not _is_vec_overload(g):
+            self._check_consistent(g)
+
+    def _check_consistent(self, g) -> None:
+        sizes = _static_ints(self.size)
+        if self.in_dims is None or None in self.in_dims or sizes is None:
+            return
+        for length, scale, out in zip(self.in_dims, self.scales, sizes):
+            if math.floor(length * scale) != out:
+                raise unsupported(g.node.kind(), g.opset,
+                                  f"output size {out} is not floor({length} * {scale}), which ONNX Resize requires")
+
+    @property
+    def static_in(self) -> list[int] | None:
+        if self.in_dims is None or any(d is None for d in self.in_dims):
+            return None
+        return list(self.in_dims)
+
+    def static_out(self) -> list[int] | None:
+        sizes = _static_ints(self.size) if self.size is not None and len(self.size) == self.spatial else None
+        if sizes is not None:
+            return sizes
+        if self.scales is not None and self.static_in is not None:
+            return [int(math.floor(length * scale)) for length, scale in zip(self.static_in, self.scales)]
+        return None
+
+    def onnx_scales(self) -> list[float]:
+        """The scale factors for ONNX: PyTorch copies an axis whose linear resize keeps its length, whatever the
+        factor (say 1.2 on a length of 3), so such an axis gets the factor 1."""
+        lengths = self.in_dims if self.in_dims is not None else [None] * self.spatial
+        return [
+            1.0 if self.mode == "linear" and length is not None and math.floor(length * scale) == length else scale
+            for length, scale in zip(lengths, self.scales)
+        ]
+
+    def uses_scales(self) -> bool:
+        """Whether PyTorch maps coordinates with the caller's scale factors (so ONNX must receive scales)."""
+        return self.scales is not None
+
+
+# -- opset 11+: Resize -------------------------------------------------------------------------------------------
+_RESIZE_ATTRIBUTES = {
+    "nearest": dict(mode_s="nearest", coordinate_transformation_mode_s="asymmetric", nearest_mode_s="floor"),
+    "nearest_exact": dict(mode_s="nearest", coordinate_transformation_mode_s="half_pixel",
+                          nearest_mode_s="round_prefer_ceil"),
+    "linear": dict(mode_s="linear"),
+    "cubic": dict(mode_s="cubic", cubic_coeff_a_f=_CUBIC_COEFF_A),
+}
+
+
+def _full_sizes(g, request: _Request):
+    """The int64 ``sizes`` input of Resize: batch and channel sizes followed by the requested spatial sizes."""
+    dims = g.dims(request.input)
+    leading = dims[:2] if dims is not None else [None, None]
+    spatial = request.size
+    if len(spatial) == 1 and is_value(spatial[0]) and spatial[0].rank == 1:
+        spatial_value = to_int64_list_value(g, spatial[0])
+    else:
+        spatial_value = None
+    if spatial_value is None and all(d is not None for d in leading):
+        return to_int64_list_value(g, list(leading) + list(spatial))
+    head = slice_op(g, g.op("Shape", request.input), [0], [0], [2])
+    tail = spatial_value if spatial_value is not None else to_int64_list_value(g, spatial)
+    out = g.op("Concat", head, tail, axis_i=0)
+    out.shape = (request.spatial + 2,)
+    return out
+
+
+def _resize_11(g, request: _Request):
+    attributes = dict(_RESIZE_ATTRIBUTES[request.mode])
+    if request.mode in ("linear", "cubic"):
+        attributes["coordinate_transformation_mode_s"] = "align_corners" if request.align_corners else "half_pixel"
+    empty = g.const(np.zeros(0, dtype=np.float32))
+    missing = empty if g.opset < 13 else None
+    if request.uses_scales():
+        scales = g.const(np.array([1.0, 1.0] + request.onnx_scales(), dtype=np.float32))
+        return g.op("Resize", request.input, missing, scales, **attributes)
+    return g.op("Resize", request.input, missing, empty if g.opset < 13 else None, _full_sizes(g, request),
+                **attributes)
+
+
+# -- opsets 7-10: Upsample / Resize-10 for integer nearest factors, gathers otherwise -----------------------------
+def _integer_factors(g, request: _Request) -> list[int] | None:
+    if request.uses_scales():
+        factors = request.scales
+    else:
+        sizes, lengths = _static_ints(request.size), request.static_in
+        if sizes is None or lengths is None or len(sizes) != request.spatial:
+            return None
+        factors = [out / length for out, length in zip(sizes, lengths)]
+    if all(float(f).is_integer() and f >= 1 for f in factors):
+        return [int(f) for f in factors]
+    return None
+
+
+def _upsample_nearest_legacy(g, input, factors: list[int]):
+    scales = [1.0, 1.0] + [float(f) for f in factors]
+    if g.opset < 9:
+        return g.op("Upsample", input, mode_s="nearest", scales_f=scales)
+    op_type = "Upsample" if g.opset == 9 else "Resize"
+    return g.op(op_type, input, g.const(np.array(scales, dtype=np.float32)), mode_s="nearest")
+
+
+def _resize_legacy(g, request: _Request):
+    if request.mode == "nearest":
+        factors = _integer_factors(g, request)
+        if factors is not None:
+            return _upsample_nearest_legacy(g, request.input, factors)
+    if not _gatherable(request):
+        raise unsupported(g.node.kind(), g.opset,
+                          f"{request.mode} resize with dynamic spatial sizes needs opset >= 11")
+    return _resize_by_gathers(g, request)
+
+
+def _gatherable(request: _Request) -> bool:
+    return request.static_in is not None and request.static_out() is not None
+
+
+def _resize_by_gathers(g, request: _Request):
+    """Resample one spatial axis after another, reading the rows PyTorch reads with PyTorch's weights."""
+    lengths, outs = request.static_in, request.static_out()
+    result = request.input
+    for axis, (length, out) in enumerate(zip(lengths, outs)):
+        scale = request.scales[axis] if request.uses_scales() else None
+        result = _resample_axis(g, result, axis + 2, length, out, scale, request)
+    return result
+
+
+def _compute_type(g, input):
+    """The numpy type PyTorch computes source coordinates in (its 'opmath' type: float for half, else same)."""
+    return np.float64 if g.dtype(input) == dtypes.onnx_from_torch(torch.float64) else np.float32
+
+
+def _coordinate_scale(length: int, out: int, scale: float | None, align_corners: bool, real):
+    if align_corners:
+        return real((length - 1) / (out - 1)) if out > 1 else real(0)
+    if scale is not None and scale > 0:
+        return real(1.0 / scale)
+    return real(length) / real(out)
+
+
+def _taps(mode: str, length: int, out: int, scale: float | None, align_corners: bool, real):
+    """(indices, weights): PyTorch's source indices and blend weights per output position, one row per tap."""
+    dst = np.arange(out, dtype=real)
+    ratio = _coordinate_scale(length, out, scale, align_corners, real)
+    if mode in ("nearest", "nearest_exact"):
+        offset = real(0.5) if mode == "nearest_exact" else real(0)
+        return [np.minimum(np.floor((dst + offset) * ratio).astype(np.int64), length - 1)], None
+    source = ratio * dst if align_corners else ratio * (dst + real(0.5)) - real(0.5)
+    if mode == "linear":
+        if out == length:
+            return [np.arange(out)], None
+        source = np.maximum(source, real(0))
+        low = source.astype(np.int64)
+        high = low + (low < length - 1)
+        upper = np.clip(source - low.astype(real), 0, 1).astype(real)
+        return [low, high], [real(1) - upper, upper]
+    base = np.floor(source)
+    t = (source - base).astype(real)
+    base = base.astype(np.int64)
+    a = real(_CUBIC_COEFF_A)
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = [far(t + 1), near(t), near(1 - t), far(2 - t)]
+    indices = [np.clip(base + k, 0, length - 1) for k in (-1, 0, 1, 2)]
+    return indices, [w.astype(real) for w in weights]
+
+
+def _resample_axis(g, x, axis: int, length: int, out: int, scale, request: _Request):
+    real = _compute_type(g, x)
+    indices, weights = _taps(request.mode, length, out, scale, request.align_corners, real)
+    if weights is None and np.array_equal(indices[0], np.arange(length)) and out == length:
+        return x
+    rank = request.spatial + 2
+    blended = None
+    for tap, index in enumerate(indices):
+        picked = g.op("Gather", x, g.const(index), axis_i=axis)
+        if weights is None:
+            return picked
+        weight = weights[tap].reshape([out] + [1] * (rank - axis - 1))
+        term = g.op("Mul", picked, g.const(weight, g.dtype(x) or FLOAT))
+        blended = term if blended is None else g.op("Add", blended, term)
+    return blended
+
+
+def _resize(g, request: _Request):
+    if g.opset < 11:
+        return _resize_legacy(g, request)
+    # ONNX Runtime implements Resize for float, half, int8/uint8 and int32 only; doubles take the exact gathers.
+    if g.dtype(request.input) == dtypes.onnx_from_torch(torch.float64) and _gatherable(request):
+        return _resize_by_gathers(g, request)
+    return _resize_11(g, request)
+
+
+# -- the aten ops ------------------------------------------------------------------------------------------------
+@symbolic("aten::upsample_nearest1d", "aten::upsample_nearest2d", "aten::upsample_nearest3d")
+def upsample_nearest(g, input, output_size, *scales):
+    """F.interpolate(mode='nearest'): ``(input, output_size, scale_factors)`` or per-axis ``scales``."""
+    return _resize(g, _Request(g, input, output_size, scales, "nearest"))
+
+
+@symbolic("aten::_upsample_nearest_exact1d", "aten::_upsample_nearest_exact2d", "aten::_upsample_nearest_exact3d")
+def upsample_nearest_exact(g, input, output_size, *scales):
+    """F.interpolate(mode='nearest-exact')."""
+    return _resize(g, _Request(g, input, output_size, scales, "nearest_exact"))
+
+
+@symbolic("aten::upsample_linear1d", "aten::upsample_bilinear2d", "aten::upsample_trilinear3d")
+def upsample_linear(g, input, output_size, align_corners, *scales):
+    """F.interpolate(mode='linear' | 'bilinear' | 'trilinear')."""
+    align = bool(constant_value(align_corners))
+    return _resize(g, _Request(g, input, output_size, scales, "linear", align))
+
+
+@symbolic("aten::upsample_bicubic2d")
+def upsample_bicubic(g, input, output_size, align_corners, *scales):
+    """F.interpolate(mode='bicubic')."""
+    align = bool(constant_value(align_corners))
+    return _resize(g, _Request(g, input, output_size, scales, "cubic", align))
+
+
+@symbolic("aten::_upsample_bilinear2d_aa", "aten::_upsample_bicubic2d_aa", "aten::_upsample_lanczos2d_aa")
+def upsample_antialiased(g, *args):
+    """F.interpolate(antialias=True): ONNX Resize gained ``antialias`` only in opset 18, beyond 7-16."""
+    raise unsupported(g.node.kind(), g.opset,
+                      "antialiased interpolation needs opset >= 18 (Resize antialias), beyond opsets 7-16")
+
+
+# -- grid_sample ---------------------------------------------------------------------------------------------
+_GRID_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+_GRID_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
+
+
+@symbolic("aten::grid_sampler", "aten::grid_sampler_2d", "aten::grid_sampler_3d", since=16)
+@parse_args("v", "v", "i", "i", "b")
+def grid_sampler(g, input, grid, interpolation_mode, padding_mode, align_corners):
+    """F.grid_sample as GridSample-16 (4-D input only; volumetric sampling arrived in opset 20)."""
+    if g.rank(input) is not None and g.rank(input) != 4:
+        raise unsupported(g.node.kind(), g.opset, "GridSample before opset 20 samples 4-D inputs only")
+    return g.op("GridSample", input, grid, mode_s=_GRID_MODES[interpolation_mode],
+                padding_mode_s=_GRID_PADDING[padding_mode], align_corners_i=int(align_corners))
