@@ -7,3 +7,4 @@ from exporter.symbolics import (  # noqa: F401
     prim,
     shape,
 )
+from exporter.symbolics import reductions  # noqa: F401,E402

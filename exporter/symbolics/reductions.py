@@ -1,0 +1,324 @@
+"""Reductions: sum, mean, prod, max/min (and their index forms), var/std, norms, logsumexp, all/any.
+
+ONNX Reduce* ops take their axes as an attribute through opset 16 (ReduceSum: an input from 13); both forms
+come from ``reduce_op``. ONNX Runtime's CPU reductions accept float16/32/64 and int32/int64 only (ReduceMax/Min
+also int8/uint8 from opset 12), so narrower types are widened first and the result cast back to the type
+PyTorch records. Half-precision inputs accumulate in float32, as PyTorch itself does.
+"""
+
+from __future__ import annotations
+
+import math
+
+from onnx import TensorProto
+
+from exporter import dtypes
+from exporter.registry import REGISTRY, parse_args, symbolic, unsupported
+from exporter.symbolics._helpers import (
+    BOOL,
+    FLOAT,
+    INT64,
+    cast,
+    constant_value,
+    is_value,
+    normalize_dim,
+    output_dtype,
+    reduce_op,
+    require_rank,
+    reshape,
+    torch_dtype_arg,
+)
+
+INT32 = TensorProto.INT32
+_HALF_TYPES = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+_NARROW_INTS = (BOOL, TensorProto.INT8, TensorProto.INT16, TensorProto.UINT8)
+
+
+# -- shared machinery -------------------------------------------------------------------------------------------
+def reduction_axes(g, x, dim) -> list[int] | None:
+    """Non-negative axes for a ``dim`` argument (int, list, or None/[] meaning every axis -> None)."""
+    dim = constant_value(dim)
+    if dim is None or dim == []:
+        return None
+    dims = dim if isinstance(dim, list) else [dim]
+    rank = require_rank(g, x)
+    return sorted({normalize_dim(int(d), max(rank, 1)) for d in dims})
+
+
+def accumulation_type(elem_type: int | None, narrow_ints_to: int = INT64) -> int | None:
+    """The type ONNX Runtime can reduce ``elem_type`` in: halves in float32, narrow ints widened."""
+    if elem_type in _HALF_TYPES:
+        return FLOAT
+    if elem_type in _NARROW_INTS:
+        return narrow_ints_to
+    return elem_type
+
+
+def reduce(g, op_type: str, x, axes, keepdim: bool, compute: int | None = None, out: int | None = None):
+    """``op_type`` over ``axes`` (None: all), computed in type ``compute`` and cast to ``out``.
+
+    A 0-d input is viewed as 1-D first: PyTorch accepts dim 0/-1 on scalars, ONNX has no axis to reduce.
+    """
+    x = g.value(x)
+    if compute is not None:
+        x = cast(g, x, compute)
+    if g.rank(x) == 0:
+        x, axes, keepdim = reshape(g, x, [1]), None, False
+    result = reduce_op(g, op_type, x, axes, keepdim)
+    return cast(g, result, out) if out is not None else result
+
+
+def _result_type(g, x, dtype_arg=None, integers_to: int | None = None) -> int:
+    """The output type: TorchScript's record, else the ``dtype`` argument, else the input's (ints promoted)."""
+    recorded = output_dtype(g)
+    if recorded is not None:
+        return recorded
+    requested = torch_dtype_arg(dtype_arg)
+    if requested is not None:
+        return dtypes.onnx_from_torch(requested)
+    if integers_to is not None and (x.dtype == BOOL or dtypes.is_integer(x.dtype)):
+        return integers_to
+    return x.dtype
+
+
+def _is_overload(g, name: str) -> bool:
+    return f".{name}(" in g.node.schema()
+
+
+# -- sum, mean, prod -------------------------------------------------------------------------------------------
+@symbolic("aten::sum")
+def sum_(g, self, *args):
+    """sum(self, dtype) and sum.dim_IntList(self, dim, keepdim, dtype)."""
+    dim, keepdim, dtype = (None, False, args[0]) if len(args) == 1 else args
+    return _accumulate(g, "ReduceSum", self, dim, constant_value(keepdim), dtype)
+
+
+@symbolic("aten::mean")
+def mean(g, self, *args):
+    """mean(self, dtype) and mean.dim(self, dim, keepdim, dtype); PyTorch rejects integer inputs itself."""
+    dim, keepdim, dtype = (None, False, args[0]) if len(args) == 1 else args
+    return _accumulate(g, "ReduceMean", self, dim, constant_value(keepdim), dtype)
+
+
+@symbolic("aten::prod")
+def prod(g, self, *args):
+    """prod(self, dtype) and prod.dim_int(self, dim, keepdim, dtype)."""
+    dim, keepdim, dtype = (None, False, args[0]) if len(args) == 1 else args
+    return _accumulate(g, "ReduceProd", self, dim, constant_value(keepdim), dtype)
+
+
+def _accumulate(g, op_type, x, dim, keepdim, dtype):
+    out = _result_type(g, x, dtype, integers_to=INT64)
+    compute = accumulation_type(out)
+    # A requested dtype applies before accumulating (PyTorch casts the input first).
+    if torch_dtype_arg(dtype) is not None and out in _NARROW_INTS:
+        x = cast(g, x, out)
+    return reduce(g, op_type, x, reduction_axes(g, x, dim), bool(keepdim), compute, out)
+
+
+# -- max, min, amax, amin, argmax, argmin ----------------------------------------------------------------------
+@symbolic("aten::max")
+def max_(g, self, *args):
+    return _extreme(g, "ReduceMax", "ArgMax", "aten::maximum", self, args)
+
+
+@symbolic("aten::min")
+def min_(g, self, *args):
+    return _extreme(g, "ReduceMin", "ArgMin", "aten::minimum", self, args)
+
+
+def _extreme(g, reduce_type, arg_type, elementwise_name, x, args):
+    """max(self) reduces everything; max.dim gives (values, indices); max.other is element-wise."""
+    if len(args) == 1:
+        # The binary overload is the element-wise op, exported by its own symbolic.
+        return REGISTRY.lookup(elementwise_name, g.opset)(g, x, args[0])
+    if not args:
+        return reduce(g, reduce_type, x, None, False, accumulation_type(x.dtype, INT32), x.dtype)
+    dim, keepdim = int(constant_value(args[0])), bool(constant_value(args[1]))
+    axes = reduction_axes(g, x, dim)
+    values = reduce(g, reduce_type, x, axes, keepdim, accumulation_type(x.dtype, INT32), x.dtype)
+    indices = _arg_extreme(g, arg_type, x, axes[0], keepdim)
+    return values, indices
+
+
+@symbolic("aten::amax")
+@parse_args("v", "is", "b")
+def amax(g, self, dim, keepdim):
+    return reduce(g, "ReduceMax", self, reduction_axes(g, self, dim), keepdim,
+                  accumulation_type(self.dtype, INT32), self.dtype)
+
+
+@symbolic("aten::amin")
+@parse_args("v", "is", "b")
+def amin(g, self, dim, keepdim):
+    return reduce(g, "ReduceMin", self, reduction_axes(g, self, dim), keepdim,
+                  accumulation_type(self.dtype, INT32), self.dtype)
+
+
+@symbolic("aten::argmax")
+@parse_args("v", "v", "b")
+def argmax(g, self, dim, keepdim):
+    return _arg_reduction(g, "ArgMax", self, dim, keepdim)
+
+
+@symbolic("aten::argmin")
+@parse_args("v", "v", "b")
+def argmin(g, self, dim, keepdim):
+    return _arg_reduction(g, "ArgMin", self, dim, keepdim)
+
+
+def _arg_reduction(g, op_type, x, dim, keepdim):
+    rank = require_rank(g, x)
+    if dim is None or rank == 0:
+        # Over the flattened tensor; keepdim keeps every axis as size 1.
+        flat = _arg_extreme(g, op_type, reshape(g, x, [-1]), 0, False)
+        return reshape(g, flat, [1] * rank) if keepdim else flat
+    return _arg_extreme(g, op_type, x, normalize_dim(int(constant_value(dim)), rank), keepdim)
+
+
+def _arg_extreme(g, op_type, x, axis, keepdim):
+    """ArgMax/ArgMin; both ONNX and PyTorch pick the first of equal extremes (select_last_index=0)."""
+    x = cast(g, g.value(x), INT32) if x.dtype == BOOL else g.value(x)
+    if g.rank(x) == 0:
+        x = reshape(g, x, [1])
+        keepdim = False
+    return g.op(op_type, x, axis_i=axis, keepdims_i=int(keepdim))
+
+
+# -- var, std and their fused forms with mean ------------------------------------------------------------------
+@symbolic("aten::var")
+def var(g, self, *args):
+    variance, _ = _moments(g, self, args)
+    return variance
+
+
+@symbolic("aten::std")
+def std(g, self, *args):
+    variance, _ = _moments(g, self, args)
+    return g.op("Sqrt", variance)
+
+
+@symbolic("aten::var_mean")
+def var_mean(g, self, *args):
+    return _moments(g, self, args)
+
+
+@symbolic("aten::std_mean")
+def std_mean(g, self, *args):
+    variance, mean_value = _moments(g, self, args)
+    return g.op("Sqrt", variance), mean_value
+
+
+def _moments(g, x, args):
+    """(variance, mean) for the overloads (self, unbiased), .dim(self, dim, unbiased, keepdim) and
+    .correction(self, dim, correction, keepdim)."""
+    if len(args) == 1:
+        dim, correction, keepdim = None, 1 if constant_value(args[0]) else 0, False
+    else:
+        dim, third, keepdim = args[0], constant_value(args[1]), bool(constant_value(args[2]))
+        if _is_overload(g, "correction"):
+            correction = 1 if third is None else third
+        else:
+            correction = 1 if third else 0
+    out = output_dtype(g) or x.dtype
+    compute = accumulation_type(out)
+    x = cast(g, x, compute)
+    axes = reduction_axes(g, x, dim)
+    if g.rank(x) == 0:
+        x, axes = reshape(g, x, [1]), None
+    mean_kept = reduce_op(g, "ReduceMean", x, axes, True)
+    centered = g.op("Sub", x, mean_kept)
+    squares_sum = reduce_op(g, "ReduceSum", g.op("Mul", centered, centered), axes, keepdim)
+    variance = g.op("Div", squares_sum, _degrees_of_freedom(g, x, mean_kept, axes, correction, compute))
+    mean_value = mean_kept if keepdim else reduce_op(g, "ReduceMean", x, axes, False)
+    return cast(g, variance, out), cast(g, mean_value, out)
+
+
+def _degrees_of_freedom(g, x, reduced, axes, correction, compute):
+    """N - correction, where N counts the reduced elements (a constant when the shape is static)."""
+    dims = g.static_dims(x)
+    if dims is not None:
+        count = math.prod(dims[a] for a in (axes if axes is not None else range(len(dims))))
+        return g.const(float(count - correction), compute)
+    # Size(x) / Size(mean with kept dims) is the reduced count without knowing any dim.
+    count = g.op("Div", cast(g, g.op("Size", x), compute), cast(g, g.op("Size", reduced), compute))
+    return g.op("Sub", count, g.const(float(correction), compute))
+
+
+# -- norms and logsumexp ---------------------------------------------------------------------------------------
+@symbolic("aten::linalg_vector_norm")
+def linalg_vector_norm(g, self, ord, dim, keepdim, dtype):
+    return vector_norm(g, self, constant_value(ord), dim, bool(constant_value(keepdim)), dtype)
+
+
+@symbolic("aten::norm")
+def norm(g, self, p, *args):
+    """norm.Scalar(self, p), .ScalarOpt_dtype(self, p, dtype), .ScalarOpt_dim(self, p, dim, keepdim) and
+    .ScalarOpt_dim_dtype(self, p, dim, keepdim, dtype)."""
+    p = 2 if constant_value(p) is None else constant_value(p)
+    if len(args) <= 1:
+        return vector_norm(g, self, p, None, False, args[0] if args else None)
+    return vector_norm(g, self, p, args[0], bool(constant_value(args[1])), args[2] if len(args) > 2 else None)
+
+
+@symbolic("aten::frobenius_norm")
+def frobenius_norm(g, self, dim=None, keepdim=False):
+    return vector_norm(g, self, 2, dim, bool(constant_value(keepdim)), None)
+
+
+def vector_norm(g, x, ord, dim, keepdim, dtype):
+    """The vector p-norm of ``x`` over ``dim`` (None: all elements)."""
+    out = _result_type(g, x, dtype)
+    compute = accumulation_type(out)
+    x = cast(g, x, compute)
+    axes = reduction_axes(g, x, dim)
+    ord = float(ord)
+    if ord == 2:
+        return reduce(g, "ReduceL2", x, axes, keepdim, out=out)
+    if ord == 1:
+        return reduce(g, "ReduceL1", x, axes, keepdim, out=out)
+    if math.isinf(ord):
+        return reduce(g, "ReduceMax" if ord > 0 else "ReduceMin", g.op("Abs", x), axes, keepdim, out=out)
+    if ord == 0:
+        nonzero = cast(g, cast(g, x, BOOL), compute)
+        return reduce(g, "ReduceSum", nonzero, axes, keepdim, out=out)
+    powered = g.op("Pow", g.op("Abs", x), g.const(ord, compute))
+    total = reduce(g, "ReduceSum", powered, axes, keepdim)
+    return cast(g, g.op("Pow", total, g.const(1.0 / ord, compute)), out)
+
+
+@symbolic("aten::logsumexp")
+@parse_args("v", "is", "b")
+def logsumexp(g, self, dim, keepdim):
+    out = _result_type(g, self)
+    compute = accumulation_type(out)
+    return reduce(g, "ReduceLogSumExp", self, reduction_axes(g, self, dim), keepdim, compute, out)
+
+
+# -- all, any, count_nonzero -----------------------------------------------------------------------------------
+@symbolic("aten::all")
+def all_(g, self, dim=None, keepdim=False):
+    """all / all.dim / all.dims: ReduceMin over the truth values (ONNX reductions take no bool)."""
+    return _truth_reduction(g, "ReduceMin", self, dim, keepdim)
+
+
+@symbolic("aten::any")
+def any_(g, self, dim=None, keepdim=False):
+    """any / any.dim / any.dims: ReduceMax over the truth values."""
+    return _truth_reduction(g, "ReduceMax", self, dim, keepdim)
+
+
+def _truth_reduction(g, op_type, x, dim, keepdim):
+    truth = cast(g, cast(g, x, BOOL), INT32)
+    out = output_dtype(g) or BOOL
+    result = reduce(g, op_type, truth, reduction_axes(g, x, dim), bool(constant_value(keepdim)))
+    return cast(g, cast(g, result, BOOL), out)
+
+
+@symbolic("aten::count_nonzero")
+def count_nonzero(g, self, dim=None):
+    """count_nonzero(self, int? dim) and .dim_IntList(self, int[] dim); NaN counts as nonzero, as in PyTorch."""
+    if is_value(dim):
+        raise unsupported(g.node.kind(), g.opset, "the dimensions must be constants")
+    counts = cast(g, cast(g, self, BOOL), INT64)
+    return reduce(g, "ReduceSum", counts, reduction_axes(g, self, dim), False)
