@@ -1,11 +1,25 @@
-"""Shape manipulation: size, view/reshape, flatten, cat, transpose, squeeze/unsqueeze."""
+"""Shape manipulation: size, view/reshape, flatten, expand/repeat, squeeze/unsqueeze, transposes, splitting and
+joining, flips and rolls, padding, pixel/channel shuffles, sliding windows, meshgrid, tril/triu and diagonals.
+
+Static shapes are baked in as constants; in dynamic exports sizes are computed in the graph (Shape/Gather),
+except the dims that ``g.dims`` proves static. Ops that appeared late in ONNX (Expand 8, Trilu 14, circular
+padding) are emulated with older ops where the shapes allow it.
+"""
 
 from __future__ import annotations
 
-from exporter.registry import parse_args, symbolic
+import numpy as np
+import torch
+
+from exporter import dtypes
+from exporter.errors import SymbolicValueError
+from exporter.registry import parse_args, symbolic, unsupported
 from exporter.symbolics._helpers import (
+    INT64,
+    cast,
     constant_value,
     dim_size,
+    is_constant,
     is_value,
     normalize_dim,
     promote_all,
@@ -18,7 +32,38 @@ from exporter.symbolics._helpers import (
     unsqueeze,
 )
 
+INT64_MAX = 2**63 - 1
 
+
+# -- integer arithmetic on sizes that are Python ints or 0-d int64 graph values --------------------------------
+def size_arith(g, op_type: str, a, b):
+    """``a <op> b`` for sizes: folded in Python when both are ints, else an int64 node (Add, Sub, Mul, Div)."""
+    if not is_value(a) and not is_value(b):
+        a, b = int(constant_value(a)), int(constant_value(b))
+        return {"Add": a + b, "Sub": a - b, "Mul": a * b, "Div": a // b}[op_type]
+    out = g.op(op_type, cast(g, a, INT64), cast(g, b, INT64))
+    out.shape = ()
+    return out
+
+
+def dims_or_sizes(g, x) -> list:
+    """Per-dim sizes of ``x``: ints where static, 0-d int64 values where not."""
+    rank = require_rank(g, x)
+    dims = g.dims(x)
+    return [d if d is not None else dim_size(g, x, i) for i, d in enumerate(dims)] if dims else [
+        dim_size(g, x, i) for i in range(rank)
+    ]
+
+
+def list_output_count(g) -> int | None:
+    """How many tensors the list returned by the current node holds, read from its ListUnpack consumer."""
+    for use in list(g.node.outputs())[0].uses():
+        if use.user.kind() in ("prim::ListUnpack", "prim::TupleUnpack"):
+            return len(list(use.user.outputs()))
+    return None
+
+
+# -- size queries ---------------------------------------------------------------------------------------------
 @symbolic("aten::size")
 def size(g, self, dim=None):
     if dim is None:
@@ -26,9 +71,30 @@ def size(g, self, dim=None):
     return dim_size(g, self, int(constant_value(dim)))
 
 
+@symbolic("aten::numel")
+def numel(g, self):
+    dims = g.static_dims(self)
+    if dims is not None:
+        return int(np.prod(dims, dtype=np.int64))
+    out = g.op("Size", self)
+    out.shape, out.is_number = (), True
+    return out
+
+
+@symbolic("aten::dim")
+def dim(g, self):
+    return require_rank(g, self)
+
+
+# -- reshaping --------------------------------------------------------------------------------------------------
 @symbolic("aten::view", "aten::reshape", "aten::_reshape_alias")
 def view(g, self, size, *unused):
     return reshape(g, self, size)
+
+
+@symbolic("aten::view_as", "aten::reshape_as")
+def view_as(g, self, other):
+    return reshape(g, self, shape_of(g, other))
 
 
 @symbolic("aten::flatten")
@@ -44,20 +110,250 @@ def flatten(g, input, start_dim, end_dim):
         return g.op("Flatten", input, axis_i=1)
     dims = g.static_dims(input)
     if dims is not None:
-        new_shape = dims[:start] + [-1] + dims[end + 1 :]
-        return reshape(g, input, new_shape)
-    if end == rank - 1 and start == 0:
-        return reshape(g, input, [-1])
-    shape = g.op("Shape", input)
-    parts = []
-    if start > 0:
-        parts.append(slice_op(g, shape, [0], [0], [start]))
-    parts.append(g.const([-1]))
-    if end + 1 < rank:
-        parts.append(slice_op(g, shape, [0], [end + 1], [rank]))
-    return g.op("Reshape", input, g.op("Concat", *parts, axis_i=0))
+        return reshape(g, input, dims[:start] + [-1] + dims[end + 1 :])
+    # Reshape's 0 copies the input dim at the same index, which holds for every dim before ``start``.
+    sizes = dims_or_sizes(g, input)
+    return reshape(g, input, [0] * start + [-1] + sizes[end + 1 :])
 
 
+@symbolic("aten::unflatten")
+def unflatten(g, self, dim, sizes):
+    rank = require_rank(g, self)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    sizes = sizes if isinstance(sizes, list) else constant_value(sizes)
+    dims = g.static_dims(self)
+    if dims is not None:
+        return reshape(g, self, dims[:dim] + list(sizes) + dims[dim + 1 :])
+    after = dims_or_sizes(g, self)[dim + 1 :]
+    return reshape(g, self, [0] * dim + list(sizes) + after)
+
+
+# -- broadcasting and repetition --------------------------------------------------------------------------------
+def expand_to(g, x, target: list):
+    """Broadcast ``x`` to ``target`` (ints, -1 meaning "keep", or 0-d values): Expand from opset 8, Tile below."""
+    x = g.value(x)
+    rank = require_rank(g, x)
+    lead = len(target) - rank
+    if g.opset >= 8:
+        # Expand broadcasts both ways, so a 1 keeps the input's dim, just like torch's -1.
+        wanted = [1 if (not is_value(t) and int(constant_value(t)) == -1) else t for t in target]
+        return g.op("Expand", x, to_int64_list_value(g, wanted))
+    if lead > 0:
+        x = unsqueeze(g, x, list(range(lead)))
+    own = [1] * lead + dims_or_sizes(g, g.value(x))[lead:] if lead else dims_or_sizes(g, x)
+    repeats = []
+    for want, have in zip(target, own):
+        if not is_value(want) and int(constant_value(want)) == -1:
+            repeats.append(1)
+        elif not is_value(have) and have == 1:
+            repeats.append(want)
+        else:
+            repeats.append(size_arith(g, "Div", want, have))
+    return g.op("Tile", x, to_int64_list_value(g, repeats))
+
+
+def expand_to_shape_value(g, x, shape):
+    """Broadcast ``x`` to ``shape``, a Python list or a 1-D int64 value (e.g. another tensor's Shape)."""
+    if isinstance(shape, list):
+        return expand_to(g, x, shape)
+    if g.opset >= 8:
+        return g.op("Expand", x, shape)
+    target_rank = shape.shape[0]
+    x = g.value(x)
+    lead = target_rank - require_rank(g, x)
+    if lead > 0:
+        x = unsqueeze(g, x, list(range(lead)))
+    return g.op("Tile", x, g.op("Div", shape, g.op("Shape", x)))
+
+
+@symbolic("aten::expand")
+def expand(g, self, size, implicit=None):
+    return expand_to(g, self, list(size) if isinstance(size, (list, tuple)) else constant_value(size))
+
+
+@symbolic("aten::expand_as")
+def expand_as(g, self, other):
+    return expand_to_shape_value(g, self, shape_of(g, other))
+
+
+@symbolic("aten::repeat")
+def repeat(g, self, repeats):
+    repeats = list(repeats) if isinstance(repeats, (list, tuple)) else constant_value(repeats)
+    rank = require_rank(g, self)
+    if len(repeats) > rank:
+        self = unsqueeze(g, self, list(range(len(repeats) - rank)))
+    if all(not is_value(r) and int(constant_value(r)) == 1 for r in repeats):
+        return self
+    return g.op("Tile", self, to_int64_list_value(g, repeats))
+
+
+@symbolic("aten::tile")
+def tile(g, self, dims):
+    dims = list(dims) if isinstance(dims, (list, tuple)) else constant_value(dims)
+    rank = require_rank(g, self)
+    return repeat(g, self, [1] * (rank - len(dims)) + dims)
+
+
+# -- squeeze / unsqueeze ----------------------------------------------------------------------------------------
+@symbolic("aten::unsqueeze", "aten::unsqueeze_")
+@parse_args("v", "i")
+def unsqueeze_(g, self, dim):
+    rank = g.rank(self)
+    if dim < 0:
+        dim = normalize_dim(dim, None if rank is None else rank + 1)
+    return unsqueeze(g, self, [dim])
+
+
+@symbolic("aten::squeeze", "aten::squeeze_")
+def squeeze_(g, self, dim=None):
+    rank = require_rank(g, self)
+    dims_known = g.dims(self)
+    if dim is None:
+        if dims_known is not None and all(d is not None for d in dims_known):
+            ones = [i for i, d in enumerate(dims_known) if d == 1]
+            return squeeze(g, self, ones) if ones else self
+        return squeeze(g, self)
+    wanted = constant_value(dim)
+    wanted = wanted if isinstance(wanted, list) else [wanted]
+    wanted = sorted({normalize_dim(int(d), rank) for d in wanted})
+    # torch leaves a dim alone unless its size is 1; ONNX Squeeze fails on such a dim, so drop known non-ones.
+    axes = [d for d in wanted if dims_known is None or dims_known[d] in (1, None)]
+    return squeeze(g, self, axes) if axes else self
+
+
+# -- transposes -------------------------------------------------------------------------------------------------
+def transpose_perm(g, x, perm: list[int]):
+    """Transpose by ``perm``, skipping the identity permutation."""
+    if perm == list(range(len(perm))):
+        return x
+    out = g.op("Transpose", x, perm_i=perm)
+    if g.shape(x) is not None:
+        out.shape = tuple(g.shape(x)[p] for p in perm)
+    return out
+
+
+@symbolic("aten::transpose", "aten::transpose_", "aten::swapaxes", "aten::swapdims")
+@parse_args("v", "i", "i")
+def transpose(g, self, dim0, dim1):
+    rank = require_rank(g, self)
+    perm = list(range(rank))
+    dim0, dim1 = normalize_dim(dim0, rank), normalize_dim(dim1, rank)
+    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+    return transpose_perm(g, self, perm)
+
+
+@symbolic("aten::permute")
+@parse_args("v", "is")
+def permute(g, self, dims):
+    rank = require_rank(g, self)
+    return transpose_perm(g, self, [normalize_dim(d, rank) for d in dims])
+
+
+@symbolic("aten::t", "aten::numpy_T")
+def t(g, self):
+    rank = require_rank(g, self)
+    return transpose_perm(g, self, list(range(rank))[::-1])
+
+
+@symbolic("aten::movedim", "aten::moveaxis")
+def movedim(g, self, source, destination):
+    rank = require_rank(g, self)
+    source, destination = constant_value(source), constant_value(destination)
+    source = [normalize_dim(int(s), rank) for s in (source if isinstance(source, list) else [source])]
+    destination = [normalize_dim(int(d), rank) for d in (destination if isinstance(destination, list) else [destination])]
+    perm = [-1] * rank
+    for s, d in zip(source, destination):
+        perm[d] = s
+    rest = iter(i for i in range(rank) if i not in source)
+    perm = [p if p != -1 else next(rest) for p in perm]
+    return transpose_perm(g, self, perm)
+
+
+# -- splitting --------------------------------------------------------------------------------------------------
+def split_sizes(g, x, dim: int, sizes: list[int]) -> list:
+    """Split ``x`` along ``dim`` into pieces of static ``sizes`` (ONNX Split: attribute before 13, input from 13)."""
+    if len(sizes) == 1:
+        return [x]
+    if g.opset >= 13:
+        pieces = g.op("Split", x, g.const(sizes, torch.int64), axis_i=dim, outputs=len(sizes))
+    else:
+        pieces = g.op("Split", x, axis_i=dim, split_i=sizes, outputs=len(sizes))
+    return list(pieces)
+
+
+def split_at(g, x, dim: int, starts: list) -> list:
+    """Pieces of ``x`` between consecutive ``starts`` along ``dim`` (the last one runs to the end), via Slice."""
+    ends = list(starts[1:]) + [INT64_MAX]
+    return [slice_op(g, x, [dim], [s], [e]) for s, e in zip(starts, ends)]
+
+
+@symbolic("aten::split", "aten::split_with_sizes", "aten::unsafe_split", "aten::unsafe_split_with_sizes")
+def split(g, self, split_size, dim=0):
+    rank = require_rank(g, self)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    split_size = constant_value(split_size) if not isinstance(split_size, list) else split_size
+    n = g.dims(self)[dim]
+    if isinstance(split_size, list):
+        if any(is_value(s) for s in split_size):
+            starts = [0]
+            for s in split_size[:-1]:
+                starts.append(size_arith(g, "Add", starts[-1], s))
+            return split_at(g, self, dim, starts)
+        return split_sizes(g, self, dim, [int(s) for s in split_size]) if n is not None else split_at(
+            g, self, dim, list(np.cumsum([0] + [int(s) for s in split_size[:-1]]))
+        )
+    step = int(split_size)
+    if n is not None:
+        return split_sizes(g, self, dim, [min(step, n - i) for i in range(0, n, step)] or [0])
+    count = list_output_count(g)
+    if count is None:
+        raise SymbolicValueError("split of a dynamic dim needs a known number of pieces (a ListUnpack consumer)")
+    return split_at(g, self, dim, [i * step for i in range(count)])
+
+
+@symbolic("aten::chunk", "aten::unsafe_chunk")
+@parse_args("v", "i", "i")
+def chunk(g, self, chunks, dim):
+    rank = require_rank(g, self)
+    dim = normalize_dim(dim, rank)
+    n = g.dims(self)[dim]
+    if n is not None:
+        step = -(-n // chunks)
+        return split_sizes(g, self, dim, [min(step, n - i) for i in range(0, n, step)] or [0])
+    count = list_output_count(g) or chunks
+    # ceil(n / chunks) computed in the graph: (n + chunks - 1) // chunks.
+    step = size_arith(g, "Div", size_arith(g, "Add", dim_size(g, self, dim), chunks - 1), chunks)
+    return split_at(g, self, dim, [size_arith(g, "Mul", step, i) for i in range(count)])
+
+
+@symbolic("aten::tensor_split")
+def tensor_split(g, self, indices_or_sections, dim=0):
+    rank = require_rank(g, self)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    spec = constant_value(indices_or_sections)
+    if isinstance(spec, list):
+        return split_at(g, self, dim, [0] + [int(i) for i in spec])
+    n = g.dims(self)[dim]
+    if n is None:
+        raise SymbolicValueError("tensor_split into sections needs the split dim to be static")
+    sections = int(spec)
+    sizes = [n // sections + (1 if i < n % sections else 0) for i in range(sections)]
+    return split_at(g, self, dim, [int(s) for s in np.cumsum([0] + sizes[:-1])])
+
+
+@symbolic("aten::unbind")
+@parse_args("v", "i")
+def unbind(g, self, dim):
+    rank = require_rank(g, self)
+    dim = normalize_dim(dim, rank)
+    n = g.dims(self)[dim]
+    count = n if n is not None else list_output_count(g)
+    if count is None:
+        raise SymbolicValueError("unbind of a dynamic dim needs a known number of pieces (a ListUnpack consumer)")
+    return [g.op("Gather", self, g.const(i, torch.int64), axis_i=dim) for i in range(count)]
+
+
+# -- joining ----------------------------------------------------------------------------------------------------
 @symbolic("aten::cat", "aten::concat", "aten::concatenate")
 def cat(g, tensors, dim):
     dim = int(constant_value(dim))
@@ -78,49 +374,370 @@ def _is_empty_1d(g, t) -> bool:
     return shape is not None and len(shape) == 1 and shape[0] == 0
 
 
-@symbolic("aten::transpose", "aten::transpose_")
-@parse_args("v", "i", "i")
-def transpose(g, self, dim0, dim1):
+@symbolic("aten::stack")
+def stack(g, tensors, dim):
+    rank = require_rank(g, tensors[0])
+    dim = normalize_dim(int(constant_value(dim)), rank + 1)
+    _, values = promote_all(g, *tensors)
+    pieces = [unsqueeze(g, t, [dim]) for t in values]
+    return pieces[0] if len(pieces) == 1 else g.op("Concat", *pieces, axis_i=dim)
+
+
+@symbolic("aten::hstack")
+def hstack(g, tensors):
+    tensors = [unsqueeze(g, t, [0]) if g.rank(t) == 0 else t for t in tensors]
+    return cat(g, tensors, 0 if g.rank(tensors[0]) == 1 else 1)
+
+
+@symbolic("aten::vstack", "aten::row_stack")
+def vstack(g, tensors):
+    tensors = [reshape(g, t, [1, -1]) if (g.rank(t) or 0) < 2 else t for t in tensors]
+    return cat(g, tensors, 0)
+
+
+# -- slicing-based rearrangements -------------------------------------------------------------------------------
+@symbolic("aten::narrow")
+def narrow(g, self, dim, start, length):
     rank = require_rank(g, self)
-    dim0, dim1 = normalize_dim(dim0, rank), normalize_dim(dim1, rank)
-    if dim0 == dim1:
-        return self
-    perm = list(range(rank))
-    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-    return g.op("Transpose", self, perm_i=perm)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    if not is_value(start) and int(constant_value(start)) < 0:
+        start = size_arith(g, "Add", dim_size(g, self, dim), start)
+    return slice_op(g, self, [dim], [start], [size_arith(g, "Add", start, length)])
 
 
-@symbolic("aten::permute")
+def arange_indices(g, count) -> object:
+    """0, 1, ..., count-1 as int64: a constant when ``count`` is an int; Range from 11; NonZero of ones at 9-10."""
+    if not is_value(count):
+        return g.const(np.arange(int(count), dtype=np.int64))
+    count = unsqueeze(g, cast(g, count, INT64), [0]) if count.rank in (0, None) else count
+    if g.opset >= 11:
+        return g.op("Range", g.const(0, torch.int64), squeeze(g, count, [0]), g.const(1, torch.int64))
+    if g.opset >= 9:
+        ones = g.op("ConstantOfShape", count, value_t=np.array([1], dtype=np.int64))
+        return squeeze(g, g.op("NonZero", ones), [0])
+    raise unsupported(g.node.kind(), g.opset, "a run-time index range needs ConstantOfShape/NonZero: needs opset >= 9")
+
+
+@symbolic("aten::flip")
 @parse_args("v", "is")
-def permute(g, self, dims):
+def flip(g, self, dims):
     rank = require_rank(g, self)
-    perm = [normalize_dim(d, rank) for d in dims]
-    if perm == list(range(rank)):
-        return self
-    return g.op("Transpose", self, perm_i=perm)
+    dims = [normalize_dim(d, rank) for d in dims]
+    if g.opset >= 10:
+        count = len(dims)
+        return slice_op(g, self, dims, [-1] * count, [-INT64_MAX] * count, [-1] * count)
+    out = self
+    for d in dims:
+        n = g.dims(self)[d]
+        if n is not None:
+            indices = g.const(np.arange(n - 1, -1, -1, dtype=np.int64))
+        else:
+            last = size_arith(g, "Sub", dim_size(g, self, d), 1)
+            indices = g.op("Sub", unsqueeze(g, last, [0]), arange_indices(g, dim_size(g, self, d)))
+        out = g.op("Gather", out, indices, axis_i=d)
+    return out
 
 
-@symbolic("aten::unsqueeze", "aten::unsqueeze_")
+@symbolic("aten::roll")
+@parse_args("v", "is", "is")
+def roll(g, self, shifts, dims):
+    if not dims:
+        flat = reshape(g, self, [-1])
+        return reshape(g, roll(g, flat, shifts, [0]), shape_of(g, self))
+    rank = require_rank(g, self)
+    out = self
+    for shift, d in zip(shifts, dims):
+        d = normalize_dim(d, rank)
+        n = g.dims(self)[d]
+        if n is not None:
+            shift = shift % n if n else 0
+        if shift == 0:
+            continue
+        # Rolling by s moves the last s entries to the front; negative s rolls the other way.
+        head, tail = split_at(g, out, d, [0, -shift])
+        out = g.op("Concat", tail, head, axis_i=d)
+    return out
+
+
+# -- padding ----------------------------------------------------------------------------------------------------
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
+
+
+def _onnx_pads(pad: list, rank: int) -> list:
+    """torch's pad list (last dim first, (begin, end) pairs) as ONNX pads (all begins, then all ends)."""
+    pairs = len(pad) // 2
+    begins, ends = [0] * rank, [0] * rank
+    for i in range(pairs):
+        axis = rank - 1 - i
+        begins[axis], ends[axis] = pad[2 * i], pad[2 * i + 1]
+    return begins + ends
+
+
+def pad_op(g, x, pad: list, mode: str, value=None):
+    """ONNX Pad: ``pads``/``value`` attributes before opset 11, inputs from 11; circular via Slice + Concat."""
+    rank = require_rank(g, x)
+    if mode == "circular":
+        return _pad_circular(g, x, pad, rank)
+    if mode not in _PAD_MODES:
+        raise SymbolicValueError(f"padding mode {mode!r} has no ONNX equivalent")
+    pads = _onnx_pads(list(pad), rank)
+    if g.opset >= 11:
+        inputs = [x, to_int64_list_value(g, pads)]
+        if mode == "constant" and value is not None and constant_value(value) not in (0, 0.0):
+            inputs.append(g.const(np.array(constant_value(value)), g.dtype(x)))
+        return g.op("Pad", *inputs, mode_s=_PAD_MODES[mode])
+    if not all(is_constant(p) for p in pads):
+        raise unsupported(g.node.kind(), g.opset, "padding computed at run time needs opset >= 11")
+    pads = [int(constant_value(p)) for p in pads]
+    # Pad before 11 is defined on floating types only: compute in double and cast back.
+    original = g.dtype(x)
+    work = x if dtypes.is_float(original) else cast(g, x, dtypes.onnx_from_torch(torch.float64))
+    fill = float(constant_value(value)) if value is not None else 0.0
+    out = g.op("Pad", work, pads_i=pads, mode_s=_PAD_MODES[mode], value_f=fill)
+    return out if work is x else cast(g, out, original)
+
+
+def _pad_circular(g, x, pad: list, rank: int):
+    if not all(is_constant(p) for p in pad):
+        raise SymbolicValueError("circular padding needs constant pad sizes")
+    pad = [int(constant_value(p)) for p in pad]
+    out = x
+    for i in range(len(pad) // 2):
+        axis = rank - 1 - i
+        begin, end = pad[2 * i], pad[2 * i + 1]
+        parts = []
+        if begin > 0:
+            parts.append(slice_op(g, out, [axis], [-begin], [INT64_MAX]))
+        parts.append(slice_op(g, out, [axis], [max(-begin, 0)], [end if end < 0 else INT64_MAX]))
+        if end > 0:
+            parts.append(slice_op(g, out, [axis], [0], [end]))
+        out = parts[0] if len(parts) == 1 else g.op("Concat", *parts, axis_i=axis)
+    return out
+
+
+@symbolic("aten::pad")
+def pad(g, input, pad, mode="constant", value=None):
+    pad = pad if isinstance(pad, list) else constant_value(pad)
+    return pad_op(g, input, pad, str(constant_value(mode)) if mode is not None else "constant", value)
+
+
+@symbolic("aten::constant_pad_nd")
+def constant_pad_nd(g, input, pad, value=0):
+    return pad_op(g, input, pad if isinstance(pad, list) else constant_value(pad), "constant", value)
+
+
+@symbolic("aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d")
+def reflection_pad(g, input, padding):
+    return pad_op(g, input, padding if isinstance(padding, list) else constant_value(padding), "reflect")
+
+
+@symbolic("aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d")
+def replication_pad(g, input, padding):
+    return pad_op(g, input, padding if isinstance(padding, list) else constant_value(padding), "replicate")
+
+
+@symbolic("aten::_pad_circular")
+def pad_circular(g, input, padding):
+    return _pad_circular(g, input, constant_value(padding), require_rank(g, input))
+
+
+# -- shuffles ---------------------------------------------------------------------------------------------------
+@symbolic("aten::pixel_shuffle")
 @parse_args("v", "i")
-def unsqueeze_(g, self, dim):
-    rank = g.rank(self)
-    if dim < 0:
-        dim = normalize_dim(dim, None if rank is None else rank + 1)
-    return unsqueeze(g, self, [dim])
+def pixel_shuffle(g, self, upscale_factor):
+    r = upscale_factor
+    if require_rank(g, self) != 4:
+        raise SymbolicValueError("pixel_shuffle is exported for 4-D inputs only")
+    if g.opset >= 11 and dtypes.is_float(g.dtype(self)):
+        return g.op("DepthToSpace", self, blocksize_i=r, mode_s="CRD")
+    n, c, h, w = dims_or_sizes(g, self)
+    c_out = size_arith(g, "Div", c, r * r)
+    blocks = reshape(g, self, [n, c_out, r, r, h, w])
+    moved = transpose_perm(g, blocks, [0, 1, 4, 2, 5, 3])
+    return reshape(g, moved, [n, c_out, size_arith(g, "Mul", h, r), size_arith(g, "Mul", w, r)])
 
 
-@symbolic("aten::squeeze", "aten::squeeze_")
-def squeeze_(g, self, dim=None):
-    if dim is None:
-        return squeeze(g, self)
-    dims = constant_value(dim)
-    dims = dims if isinstance(dims, list) else [dims]
+@symbolic("aten::pixel_unshuffle")
+@parse_args("v", "i")
+def pixel_unshuffle(g, self, downscale_factor):
+    r = downscale_factor
+    if require_rank(g, self) != 4:
+        raise SymbolicValueError("pixel_unshuffle is exported for 4-D inputs only")
+    # SpaceToDepth orders output channels block-major; torch orders them channel-major, so reshape instead.
+    n, c, h, w = dims_or_sizes(g, self)
+    h_out, w_out = size_arith(g, "Div", h, r), size_arith(g, "Div", w, r)
+    blocks = reshape(g, self, [n, c, h_out, r, w_out, r])
+    moved = transpose_perm(g, blocks, [0, 1, 3, 5, 2, 4])
+    return reshape(g, moved, [n, size_arith(g, "Mul", c, r * r), h_out, w_out])
+
+
+@symbolic("aten::channel_shuffle", "aten::native_channel_shuffle")
+@parse_args("v", "i")
+def channel_shuffle(g, self, groups):
     rank = require_rank(g, self)
-    dims = [normalize_dim(int(d), rank) for d in dims]
-    shape = g.shape(self)
-    known_ones = [d for d in dims if shape[d] == 1]
-    if shape is not None and all(isinstance(shape[d], int) for d in dims):
-        if not known_ones:
-            return self
-        return squeeze(g, self, known_ones)
-    return squeeze(g, self, dims)
+    sizes = dims_or_sizes(g, self)
+    per_group = size_arith(g, "Div", sizes[1], groups)
+    grouped = reshape(g, self, [sizes[0], groups, per_group] + sizes[2:])
+    swapped = transpose_perm(g, grouped, [0, 2, 1] + list(range(3, rank + 1)))
+    return reshape(g, swapped, sizes)
+
+
+# -- sliding windows --------------------------------------------------------------------------------------------
+@symbolic("aten::unfold")
+@parse_args("v", "i", "i", "i")
+def unfold(g, self, dimension, size, step):
+    rank = require_rank(g, self)
+    if rank == 0:
+        return reshape(g, self, [1])
+    d = normalize_dim(dimension, rank)
+    n = g.dims(self)[d]
+    if n is None:
+        raise SymbolicValueError("unfold needs the unfolded dim to be static")
+    windows = (n - size) // step + 1
+    indices = np.arange(windows)[:, None] * step + np.arange(size)[None, :]
+    gathered = g.op("Gather", self, g.const(indices.astype(np.int64)), axis_i=d)
+    # Gather gives [..., windows, size, ...]; torch puts the window contents last.
+    perm = [i for i in range(rank + 1) if i != d + 1] + [d + 1]
+    return transpose_perm(g, gathered, perm)
+
+
+def _window_weight(channels: int, kernel: list[int], dtype: int) -> np.ndarray:
+    """One-hot grouped-conv weight that copies each kernel tap of each channel to its own output channel."""
+    kh, kw = kernel
+    taps = kh * kw
+    weight = np.zeros((channels * taps, 1, kh, kw), dtype=dtypes.numpy_from_onnx(dtype))
+    for c in range(channels):
+        for i in range(kh):
+            for j in range(kw):
+                weight[c * taps + i * kw + j, 0, i, j] = 1
+    return weight
+
+
+@symbolic("aten::im2col")
+@parse_args("v", "is", "is", "is", "is")
+def im2col(g, self, kernel_size, dilation, padding, stride):
+    if require_rank(g, self) != 4 or g.dims(self)[1] is None:
+        raise SymbolicValueError("im2col needs a 4-D input with a static channel count")
+    channels = g.dims(self)[1]
+    weight = g.const(_window_weight(channels, kernel_size, g.dtype(self)))
+    cols = g.op("Conv", self, weight, kernel_shape_i=kernel_size, dilations_i=dilation, strides_i=stride,
+                pads_i=padding + padding, group_i=channels)
+    return reshape(g, cols, [0, channels * kernel_size[0] * kernel_size[1], -1])
+
+
+@symbolic("aten::col2im")
+@parse_args("v", "is", "is", "is", "is", "is")
+def col2im(g, self, output_size, kernel_size, dilation, padding, stride):
+    taps = kernel_size[0] * kernel_size[1]
+    dims = g.dims(self)
+    if require_rank(g, self) != 3 or dims[1] is None:
+        raise SymbolicValueError("col2im needs a 3-D input with a static channel count")
+    channels = dims[1] // taps
+    blocks = [(output_size[i] + 2 * padding[i] - dilation[i] * (kernel_size[i] - 1) - 1) // stride[i] + 1 for i in range(2)]
+    grid = reshape(g, self, [0, dims[1]] + blocks)
+    weight = g.const(_window_weight(channels, kernel_size, g.dtype(self)))
+    natural = [(blocks[i] - 1) * stride[i] + dilation[i] * (kernel_size[i] - 1) + 1 - 2 * padding[i] for i in range(2)]
+    extra = [output_size[i] - natural[i] for i in range(2)]
+    # Overlapping taps sum, exactly what ConvTranspose does; positions past the last block get no tap.
+    return g.op("ConvTranspose", grid, weight, kernel_shape_i=kernel_size, dilations_i=dilation, strides_i=stride,
+                pads_i=[padding[0], padding[1], padding[0] - extra[0], padding[1] - extra[1]], group_i=channels)
+
+
+# -- grids, triangles, diagonals --------------------------------------------------------------------------------
+@symbolic("aten::meshgrid")
+def meshgrid(g, tensors, indexing=None):
+    indexing = "ij" if indexing is None else str(constant_value(indexing))
+    tensors = [reshape(g, t, [-1]) if g.rank(t) == 0 else t for t in tensors]
+    axes = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) >= 2:
+        axes[0], axes[1] = 1, 0
+    sizes = [dim_size(g, t, 0) for t in tensors]
+    grid = [None] * len(tensors)
+    for t, axis in zip(sizes, axes):
+        grid[axis] = t
+    outputs = []
+    for t, axis in zip(tensors, axes):
+        shape = [1] * len(tensors)
+        shape[axis] = -1
+        outputs.append(expand_to(g, reshape(g, t, shape), grid))
+    return outputs
+
+
+def _triangle_mask(g, x, diagonal: int, upper: bool):
+    """Boolean mask over the last two dims of ``x`` that keeps the lower (or upper) triangle."""
+    dims = g.dims(x)
+    rows, cols = dims[-2], dims[-1]
+    if rows is not None and cols is not None:
+        offset = np.arange(cols)[None, :] - np.arange(rows)[:, None]
+        return g.const(offset >= diagonal if upper else offset <= diagonal)
+    row_index = unsqueeze(g, arange_indices(g, dim_size(g, x, -2)), [1])
+    col_index = unsqueeze(g, arange_indices(g, dim_size(g, x, -1)), [0])
+    offset = g.op("Sub", col_index, row_index)
+    if upper:
+        return g.op("Greater", offset, g.const(diagonal - 1, torch.int64))
+    return g.op("Less", offset, g.const(diagonal + 1, torch.int64))
+
+
+def _triangle(g, self, diagonal, upper: bool):
+    diagonal = int(constant_value(diagonal)) if diagonal is not None else 0
+    if g.opset >= 14:
+        return g.op("Trilu", self, g.const(diagonal, torch.int64), upper_i=int(upper))
+    mask = _triangle_mask(g, self, diagonal, upper)
+    elem = g.dtype(self)
+    if elem == dtypes.onnx_from_torch(torch.bool):
+        return g.op("And", self, mask)
+    if g.opset >= 9:
+        zero = g.const(np.zeros((), dtype=dtypes.numpy_from_onnx(elem)))
+        return g.op("Where", mask, self, zero)
+    # Where is opset 9; multiplying by a 0/1 mask gives the same values for finite inputs.
+    return g.op("Mul", self, cast(g, mask, elem))
+
+
+@symbolic("aten::tril", "aten::tril_")
+def tril(g, self, diagonal=0):
+    return _triangle(g, self, diagonal, upper=False)
+
+
+@symbolic("aten::triu", "aten::triu_")
+def triu(g, self, diagonal=0):
+    return _triangle(g, self, diagonal, upper=True)
+
+
+@symbolic("aten::diagonal")
+@parse_args("v", "i", "i", "i")
+def diagonal(g, self, offset, dim1, dim2):
+    rank = require_rank(g, self)
+    dim1, dim2 = normalize_dim(dim1, rank), normalize_dim(dim2, rank)
+    perm = [i for i in range(rank) if i not in (dim1, dim2)] + [dim1, dim2]
+    moved = transpose_perm(g, self, perm)
+    rows, cols = g.dims(self)[dim1], g.dims(self)[dim2]
+    if rows is None or cols is None:
+        raise SymbolicValueError("diagonal needs both diagonal dims to be static")
+    length = max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
+    first_row, first_col = max(0, -offset), max(0, offset)
+    flat_index = [(first_row + i) * cols + first_col + i for i in range(length)]
+    merged = reshape(g, moved, [0] * (rank - 2) + [rows * cols])
+    return g.op("Gather", merged, g.const(np.array(flat_index, dtype=np.int64)), axis_i=rank - 2)
+
+
+@symbolic("aten::diag")
+@parse_args("v", "i")
+def diag(g, self, diagonal):
+    rank = require_rank(g, self)
+    if rank == 2:
+        return diagonal_(g, self, diagonal)
+    n = g.dims(self)[0]
+    if n is None:
+        raise SymbolicValueError("diag of a vector needs its length to be static")
+    size = n + abs(diagonal)
+    # Gather from [v..., 0]: index n is the zero slot for every position off the diagonal.
+    index = np.full((size, size), n, dtype=np.int64)
+    for i in range(n):
+        index[i + max(0, -diagonal), i + max(0, diagonal)] = i
+    zero = g.const(np.zeros((1,), dtype=dtypes.numpy_from_onnx(g.dtype(self))))
+    padded = g.op("Concat", self, zero, axis_i=0)
+    return g.op("Gather", padded, g.const(index), axis_i=0)
+
+
+def diagonal_(g, self, offset):
+    return diagonal(g, self, offset, 0, 1)

@@ -1,0 +1,539 @@
+"""Indexing: slicing, select, gathers, advanced indexing, index_put, scatters, masked selection, nonzero, one_hot.
+
+ONNX grew its indexing ops late (GatherElements, ScatterElements and ScatterND at 11, NonZero and Compress at 9,
+scatter reductions at 16). Below those opsets the static-shape cases are rebuilt from older ops: a gather along a
+dim becomes a Gather on the flattened tensor with precomputed linear indices, and an accumulating scatter becomes
+a one-hot matrix product (``base + onehot(index)^T @ updates``), which sums duplicate indices as torch does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from exporter import dtypes
+from exporter.registry import parse_args, symbolic, unsupported
+from exporter.symbolics._helpers import (
+    BOOL,
+    INT64,
+    cast,
+    constant_value,
+    dim_size,
+    is_value,
+    normalize_dim,
+    require_rank,
+    reshape,
+    shape_of,
+    slice_op,
+    to_int64_list_value,
+    unsqueeze,
+)
+from exporter.symbolics.shape import (
+    INT64_MAX,
+    arange_indices,
+    dims_or_sizes,
+    expand_to,
+    expand_to_shape_value,
+    size_arith,
+    transpose_perm,
+)
+
+
+def _int_or_none(x):
+    return None if x is None or is_value(x) else int(constant_value(x))
+
+
+# -- slicing and selecting --------------------------------------------------------------------------------------
+@symbolic("aten::slice")
+def slice_(g, self, dim=0, start=None, end=None, step=1):
+    rank = require_rank(g, self)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    step = 1 if step is None else int(constant_value(step))
+    start = 0 if start is None else start
+    end = INT64_MAX if end is None else end
+    n = g.dims(self)[dim]
+    start_c, end_c = _int_or_none(start), _int_or_none(end)
+    if step == 1 and start_c == 0 and end_c is not None and (end_c >= INT64_MAX or (n is not None and end_c >= n)):
+        return self
+    if step == 1 or g.opset >= 10:
+        return slice_op(g, self, [dim], [start], [end], None if step == 1 else [step])
+    if n is None or start_c is None or end_c is None:
+        raise unsupported(g.node.kind(), g.opset, "a strided slice of a dynamic dim needs opset >= 10")
+    # Slice has no steps before opset 10: gather the selected positions instead.
+    positions = np.arange(n)[slice(start_c, end_c, step)].astype(np.int64)
+    return g.op("Gather", self, g.const(positions), axis_i=dim)
+
+
+@symbolic("aten::select")
+def select(g, self, dim, index):
+    rank = require_rank(g, self)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    if is_value(index):
+        return g.op("Gather", self, cast(g, index, INT64), axis_i=dim)
+    index = int(constant_value(index))
+    n = g.dims(self)[dim]
+    if index < 0 and n is not None:
+        index += n
+    return g.op("Gather", self, g.const(index, torch.int64), axis_i=dim)
+
+
+@symbolic("aten::index_select")
+def index_select(g, self, dim, index):
+    rank = require_rank(g, self)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    index = g.value(index, torch.int64)
+    if g.rank(index) == 0:
+        index = reshape(g, index, [1])
+    return g.op("Gather", self, cast(g, index, INT64), axis_i=dim)
+
+
+# -- gather along a dim -----------------------------------------------------------------------------------------
+def _linear_offsets(shape: list[int], index_shape: list[int], dim: int) -> tuple[np.ndarray, int]:
+    """For every position of an index tensor: its linear offset in ``shape`` without ``dim``, and dim's stride."""
+    strides = np.cumprod([1] + shape[::-1][:-1])[::-1].astype(np.int64)
+    grids = np.meshgrid(*[np.arange(s, dtype=np.int64) for s in index_shape], indexing="ij")
+    offsets = np.zeros(index_shape, dtype=np.int64)
+    for axis, grid in enumerate(grids):
+        if axis != dim:
+            offsets = offsets + grid * strides[axis]
+    return offsets, int(strides[dim])
+
+
+def _flat_positions(g, self, dim: int, index):
+    """Linear positions into ``self`` flattened that torch.gather/scatter address (static shapes only)."""
+    shape, index_shape = g.static_dims(self), g.static_dims(index)
+    if shape is None or index_shape is None:
+        raise unsupported(g.node.kind(), g.opset, "with dynamic shapes this needs GatherElements/ScatterElements: needs opset >= 11")
+    offsets, stride = _linear_offsets(shape, index_shape, dim)
+    scaled = g.op("Mul", cast(g, index, INT64), g.const(stride, torch.int64))
+    return g.op("Add", scaled, g.const(offsets))
+
+
+@symbolic("aten::gather")
+def gather(g, self, dim, index, sparse_grad=None):
+    dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
+    index = cast(g, g.value(index), INT64)
+    if g.opset >= 11:
+        return g.op("GatherElements", self, index, axis_i=dim)
+    return g.op("Gather", reshape(g, self, [-1]), _flat_positions(g, self, dim, index), axis_i=0)
+
+
+@symbolic("aten::take_along_dim")
+def take_along_dim(g, self, indices, dim=None):
+    if dim is None:
+        return gather(g, reshape(g, self, [-1]), 0, reshape(g, indices, [-1]))
+    rank = require_rank(g, self)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    self_dims, index_dims = g.dims(self), g.dims(indices)
+    # Broadcast every dim but ``dim``; -1 keeps a dim as it is.
+    self_target, index_target = [], []
+    for axis in range(rank):
+        a, b = self_dims[axis], index_dims[axis]
+        if axis == dim:
+            self_target.append(-1), index_target.append(-1)
+        elif a == 1 and b != 1:
+            self_target.append(b if b is not None else dim_size(g, indices, axis)), index_target.append(-1)
+        elif b == 1 and a != 1:
+            index_target.append(a if a is not None else dim_size(g, self, axis)), self_target.append(-1)
+        else:
+            self_target.append(-1), index_target.append(-1)
+    if any(t != -1 for t in self_target):
+        self = expand_to(g, self, self_target)
+    if any(t != -1 for t in index_target):
+        indices = expand_to(g, indices, index_target)
+    return gather(g, self, dim, indices)
+
+
+# -- advanced indexing ------------------------------------------------------------------------------------------
+def _is_mask(g, x) -> bool:
+    return g.dtype(x) in (BOOL, dtypes.onnx_from_torch(torch.uint8))
+
+
+def _mask_to_indices(g, mask) -> list:
+    """A boolean mask as one int64 index vector per mask dim (NonZero, opset 9)."""
+    if g.opset < 9:
+        raise unsupported(g.node.kind(), g.opset, "boolean-mask indexing needs NonZero: needs opset >= 9")
+    rows = g.op("NonZero", cast(g, mask, BOOL))
+    return [g.op("Gather", rows, g.const(i, torch.int64), axis_i=0) for i in range(require_rank(g, mask))]
+
+
+def _wrap_negative(g, index, size):
+    """``index`` with negative entries counted from the end (needed before combining indices linearly)."""
+    if not is_value(index) or (index.const is not None and (index.const >= 0).all()):
+        return index
+    size = g.value(size, torch.int64) if not is_value(size) else size
+    if g.opset >= 9:
+        negative = g.op("Less", index, g.const(0, torch.int64))
+    else:  # Less takes only floating types before opset 9
+        negative = g.op("Less", cast(g, index, dtypes.onnx_from_torch(torch.float64)), g.const(0.0, torch.float64))
+    return g.op("Add", index, g.op("Mul", cast(g, negative, INT64), size))
+
+
+def _expand_index_list(g, self, indices: list) -> list:
+    """The index list with masks replaced by their per-dim index vectors, and trailing Nones dropped."""
+    expanded = []
+    for index in indices:
+        if index is not None and _is_mask(g, index):
+            expanded.extend(_mask_to_indices(g, index))
+        else:
+            expanded.append(None if index is None else cast(g, g.value(index), INT64))
+    while expanded and expanded[-1] is None:
+        expanded.pop()
+    return expanded
+
+
+def _indexed_dims_first(g, self, indices: list):
+    """Transpose the indexed dims of ``self`` to the front when torch would put the result dims there.
+
+    Returns (tensor, index tensors, position of the first indexed dim, permutation applied).
+    """
+    rank = require_rank(g, self)
+    positions = [i for i, index in enumerate(indices) if index is not None]
+    tensors = [indices[i] for i in positions]
+    adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
+    if adjacent:
+        return self, tensors, positions[0], list(range(rank))
+    perm = positions + [i for i in range(rank) if i not in positions]
+    return transpose_perm(g, self, perm), tensors, 0, perm
+
+
+def _linear_index(g, self, first: int, tensors: list):
+    """One index into the merged dims first..first+k-1 of ``self`` from k broadcastable index tensors."""
+    sizes = dims_or_sizes(g, self)[first : first + len(tensors)]
+    linear = None
+    for index, size in zip(tensors, sizes):
+        index = _wrap_negative(g, index, size)
+        linear = index if linear is None else g.op("Add", g.op("Mul", linear, g.value(size, torch.int64)), index)
+    return linear
+
+
+def _merge_dims(g, self, first: int, count: int):
+    if count == 1:
+        return self
+    rest = dims_or_sizes(g, self)[first + count :]
+    return reshape(g, self, [0] * first + [-1] + rest)
+
+
+@symbolic("aten::index", "aten::_unsafe_index")
+def index(g, self, indices):
+    indices = list(indices)
+    present = [i for i in indices if i is not None]
+    if len(present) == 1 and _is_mask(g, present[0]) and g.opset >= 9:
+        return _select_by_mask(g, self, indices.index(present[0]), present[0])
+    indices = _expand_index_list(g, self, indices)
+    moved, tensors, first, _ = _indexed_dims_first(g, self, indices)
+    if len(tensors) == 1:
+        return g.op("Gather", moved, tensors[0], axis_i=first)
+    linear = _linear_index(g, moved, first, tensors)
+    return g.op("Gather", _merge_dims(g, moved, first, len(tensors)), linear, axis_i=first)
+
+
+def _select_by_mask(g, self, position: int, mask):
+    """``self[..., mask]``: the masked dims merged into one, then Compress along it (opset 9)."""
+    merged = _merge_dims(g, self, position, require_rank(g, mask))
+    return g.op("Compress", merged, reshape(g, cast(g, mask, BOOL), [-1]), axis_i=position)
+
+
+# -- writes -----------------------------------------------------------------------------------------------------
+def _one_hot_rows(g, row_index, rows, dtype: int):
+    """[M, N] matrix of ``dtype`` with a 1 at (m, row_index[m]); Equal against 0..N-1 works at every opset."""
+    column = unsqueeze(g, reshape(g, row_index, [-1]), [1])
+    hits = g.op("Equal", column, unsqueeze(g, arange_indices(g, rows), [0]))
+    return cast(g, hits, dtype)
+
+
+def _add_rows(g, base, row_index, updates):
+    """``base[row_index[m]] += updates[m]`` for a 2-D ``base`` [N, R], summing duplicate rows (torch's accumulate)."""
+    if g.opset >= 16:
+        return g.op("ScatterND", base, unsqueeze(g, reshape(g, row_index, [-1]), [1]), updates, reduction_s="add")
+    elem = g.dtype(base)
+    if not (dtypes.is_float(elem) or (g.opset >= 9 and elem in (dtypes.onnx_from_torch(torch.int32), INT64))):
+        raise unsupported(g.node.kind(), g.opset, "an accumulating scatter of this type needs ScatterND reduction: needs opset >= 16")
+    one_hot = _one_hot_rows(g, row_index, dim_size(g, base, 0), elem)
+    spread = g.op("MatMul", g.op("Transpose", one_hot, perm_i=[1, 0]), updates)
+    return g.op("Add", base, spread)
+
+
+def _broadcast_indices(g, tensors: list) -> list:
+    """Index tensors broadcast to one shape (adding zeros of the others' shapes: exact for integers)."""
+    if len(tensors) == 1:
+        return tensors
+    zero = None
+    for t in tensors:
+        scaled = g.op("Mul", t, g.const(0, torch.int64))
+        zero = scaled if zero is None else g.op("Add", zero, scaled)
+    return [g.op("Add", t, zero) for t in tensors]
+
+
+@symbolic("aten::index_put", "aten::index_put_", "aten::_unsafe_index_put", since=9)
+def index_put(g, self, indices, values, accumulate=False):
+    accumulate = bool(constant_value(accumulate)) if accumulate is not None else False
+    indices = list(indices)
+    present = [i for i in indices if i is not None]
+    values = cast(g, g.value(values), g.dtype(self))
+    if len(present) == 1 and _is_mask(g, present[0]) and indices.index(present[0]) == 0 and _is_single(g, values):
+        return _put_scalar_by_mask(g, self, present[0], values, accumulate)
+    if g.opset < 11:
+        raise unsupported(g.node.kind(), g.opset, "index_put with index tensors needs ScatterND: needs opset >= 11")
+    indices = _expand_index_list(g, self, indices)
+    moved, tensors, first, perm = _indexed_dims_first(g, self, indices)
+    tensors = _broadcast_indices(g, tensors)
+    sizes = dims_or_sizes(g, moved)
+    tensors = [_wrap_negative(g, t, sizes[first + k]) for k, t in enumerate(tensors)]
+    front = transpose_perm(g, moved, _front_perm(require_rank(g, moved), first, len(tensors)))
+    updates = _values_for_front(g, moved, values, first, len(tensors), tensors[0])
+    if accumulate:
+        out = _accumulate_front(g, front, tensors, updates)
+    else:
+        stacked = g.op("Concat", *[unsqueeze(g, t, [-1]) for t in tensors], axis_i=-1)
+        out = g.op("ScatterND", front, stacked, updates)
+    back = _inverse(_front_perm(require_rank(g, moved), first, len(tensors)))
+    return transpose_perm(g, transpose_perm(g, out, back), _inverse(perm))
+
+
+def _is_single(g, values) -> bool:
+    dims = g.dims(values)
+    return dims is not None and all(d == 1 for d in dims)
+
+
+def _put_scalar_by_mask(g, self, mask, value, accumulate: bool):
+    """``self[mask] = v`` (or ``+= v``) for a single value v: a Where over the mask (opset 9)."""
+    extra = require_rank(g, self) - require_rank(g, mask)
+    mask = cast(g, mask, BOOL)
+    if extra:
+        mask = unsqueeze(g, mask, list(range(require_rank(g, mask), require_rank(g, mask) + extra)))
+    value = reshape(g, value, [])
+    if accumulate:
+        zero = g.const(np.zeros((), dtype=dtypes.numpy_from_onnx(g.dtype(self))))
+        return g.op("Add", self, g.op("Where", mask, value, zero))
+    return g.op("Where", mask, value, self)
+
+
+def _front_perm(rank: int, first: int, count: int) -> list[int]:
+    return list(range(first, first + count)) + [i for i in range(rank) if not first <= i < first + count]
+
+
+def _inverse(perm: list[int]) -> list[int]:
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return inverse
+
+
+def _values_for_front(g, moved, values, first: int, count: int, index):
+    """``values`` broadcast to torch's result layout, then with the index dims moved to the front."""
+    sizes = dims_or_sizes(g, moved)
+    index_shape = shape_of(g, index)
+    index_rank = require_rank(g, index)
+    target = to_int64_list_value(g, sizes[:first]) if first else None
+    parts = [p for p in (target, to_int64_list_value(g, index_shape) if isinstance(index_shape, list) else index_shape,
+                         to_int64_list_value(g, sizes[first + count :]) if sizes[first + count :] else None) if p is not None]
+    shape = parts[0] if len(parts) == 1 else g.op("Concat", *parts, axis_i=0)
+    shape.shape = (first + index_rank + len(sizes) - first - count,)
+    expanded = expand_to_shape_value(g, values, shape)
+    expanded.shape = tuple([None] * shape.shape[0])
+    return transpose_perm(g, expanded, _front_perm(shape.shape[0], first, index_rank))
+
+
+def _accumulate_front(g, front, tensors: list, updates):
+    """``front[idx...] += updates`` with the indexed dims leading: merged rows, then the one-hot row sum."""
+    count = len(tensors)
+    rank = require_rank(g, front)
+    linear = _linear_index(g, front, 0, tensors)
+    rows = reshape(g, _merge_dims(g, front, 0, count), [0] + ([-1] if rank > count else [1])) if rank > count else \
+        reshape(g, front, [-1, 1])
+    flat_updates = reshape(g, updates, [-1, dims_or_sizes(g, rows)[1]])
+    summed = _add_rows(g, rows, linear, flat_updates)
+    return reshape(g, summed, shape_of(g, front))
+
+
+# -- scatters ---------------------------------------------------------------------------------------------------
+def _crop_to(g, src, index):
+    """``src`` cut to ``index``'s shape (torch reads only that corner of ``src``; ONNX wants equal shapes)."""
+    src_dims, index_dims = g.dims(src), g.dims(index)
+    if src_dims is not None and src_dims == index_dims:
+        return src
+    axes = list(range(require_rank(g, index)))
+    ends = [d if d is not None else dim_size(g, index, i) for i, d in enumerate(index_dims)]
+    if src_dims is not None and all(s == e for s, e in zip(src_dims, ends) if s is not None):
+        return src
+    return slice_op(g, src, axes, [0] * len(axes), ends)
+
+
+def _scatter_elements(g, self, dim: int, index, updates, reduction: str | None = None):
+    if g.opset >= 11:
+        return g.op("ScatterElements", self, index, updates, axis_i=dim, reduction_s=reduction)
+    return g.op("Scatter", self, index, updates, axis_i=dim)
+
+
+def _scatter_add_flat(g, self, dim: int, index, src):
+    """scatter_add below opset 16: linear positions, then the one-hot row sum (static shapes)."""
+    positions = _flat_positions(g, self, dim, index)
+    summed = _add_rows(g, reshape(g, self, [-1, 1]), positions, reshape(g, src, [-1, 1]))
+    return reshape(g, summed, shape_of(g, self))
+
+
+@symbolic("aten::scatter", "aten::scatter_")
+def scatter(g, self, dim, index, src, reduce=None):
+    dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
+    index = cast(g, g.value(index), INT64)
+    if is_value(src) and g.rank(src) != 0:
+        updates = cast(g, _crop_to(g, src, index), g.dtype(self))
+    else:
+        updates = expand_to_shape_value(g, g.value(src, None) if is_value(src) else _scalar_of(g, src, self),
+                                        shape_of(g, index))
+        updates = cast(g, updates, g.dtype(self))
+    reduce = None if reduce is None else str(constant_value(reduce))
+    if reduce is None:
+        if g.opset < 9:
+            raise unsupported(g.node.kind(), g.opset, "scatter needs Scatter: needs opset >= 9")
+        return _scatter_elements(g, self, dim, index, updates)
+    onnx_reduction = {"add": "add", "multiply": "mul"}[reduce]
+    if g.opset >= 16:
+        return _scatter_elements(g, self, dim, index, updates, onnx_reduction)
+    if reduce == "add":
+        return _scatter_add_flat(g, self, dim, index, updates)
+    raise unsupported(g.node.kind(), g.opset, "scatter with reduce='multiply' needs ScatterElements reduction: needs opset >= 16")
+
+
+def _scalar_of(g, value, like):
+    return g.const(np.array(constant_value(value), dtype=dtypes.numpy_from_onnx(g.dtype(like))))
+
+
+@symbolic("aten::scatter_add", "aten::scatter_add_")
+def scatter_add(g, self, dim, index, src):
+    dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
+    index = cast(g, g.value(index), INT64)
+    updates = cast(g, _crop_to(g, src, index), g.dtype(self))
+    if g.opset >= 16:
+        return _scatter_elements(g, self, dim, index, updates, "add")
+    return _scatter_add_flat(g, self, dim, index, updates)
+
+
+@symbolic("aten::scatter_reduce", "aten::scatter_reduce_")
+def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
+    reduce = str(constant_value(reduce))
+    include_self = True if include_self is None else bool(constant_value(include_self))
+    dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
+    index = cast(g, g.value(index), INT64)
+    updates = cast(g, _crop_to(g, src, index), g.dtype(self))
+    if reduce not in ("sum", "prod"):
+        raise unsupported(g.node.kind(), g.opset, f"scatter_reduce '{reduce}' has no ONNX form up to opset 16 (max/min come at 18)")
+    if not include_self:
+        if g.opset < 9:
+            raise unsupported(g.node.kind(), g.opset, "scatter_reduce with include_self=False needs Scatter: needs opset >= 9")
+        neutral = _scalar_of(g, 0 if reduce == "sum" else 1, self)
+        self = _scatter_elements(g, self, dim, index, expand_to_shape_value(g, neutral, shape_of(g, index)))
+    if g.opset >= 16:
+        return _scatter_elements(g, self, dim, index, updates, "add" if reduce == "sum" else "mul")
+    if reduce == "sum":
+        return _scatter_add_flat(g, self, dim, index, updates)
+    raise unsupported(g.node.kind(), g.opset, "scatter_reduce 'prod' needs ScatterElements reduction: needs opset >= 16")
+
+
+# -- index_add / index_copy / index_fill --------------------------------------------------------------------------
+def _index_along(g, index, dim: int, rank: int, shape):
+    """A 1-D ``index`` laid along ``dim`` and broadcast to ``shape`` (the updates' shape)."""
+    laid = reshape(g, index, [-1 if axis == dim else 1 for axis in range(rank)])
+    return expand_to_shape_value(g, laid, shape)
+
+
+@symbolic("aten::index_add", "aten::index_add_")
+def index_add(g, self, dim, index, source, alpha=None):
+    rank = require_rank(g, self)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    index = cast(g, reshape(g, g.value(index), [-1]), INT64)
+    source = cast(g, g.value(source), g.dtype(self))
+    if rank == 0:
+        self, source, rank = reshape(g, self, [1]), reshape(g, source, [1]), 1
+    if alpha is not None and constant_value(alpha) != 1:
+        source = g.op("Mul", source, _scalar_of(g, alpha, self))
+    perm = [dim] + [i for i in range(rank) if i != dim]
+    front, front_source = transpose_perm(g, self, perm), transpose_perm(g, source, perm)
+    if g.opset >= 16:
+        out = g.op("ScatterND", front, unsqueeze(g, index, [1]), front_source, reduction_s="add")
+    else:
+        rows = reshape(g, front, [0, -1])
+        summed = _add_rows(g, rows, index, reshape(g, front_source, [0, -1]))
+        out = reshape(g, summed, shape_of(g, front))
+    return transpose_perm(g, out, _inverse(perm))
+
+
+@symbolic("aten::index_copy", "aten::index_copy_", since=9)
+def index_copy(g, self, dim, index, source):
+    rank = require_rank(g, self)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    source = cast(g, g.value(source), g.dtype(self))
+    index = cast(g, reshape(g, g.value(index), [-1]), INT64)
+    return _scatter_elements(g, self, dim, _index_along(g, index, dim, rank, shape_of(g, source)), source)
+
+
+@symbolic("aten::index_fill", "aten::index_fill_", since=9)
+def index_fill(g, self, dim, index, value):
+    rank = require_rank(g, self)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    index = cast(g, reshape(g, g.value(index), [-1]), INT64)
+    shape = dims_or_sizes(g, self)
+    shape[dim] = dim_size(g, index, 0)
+    fill = cast(g, g.value(value), g.dtype(self)) if is_value(value) else _scalar_of(g, value, self)
+    updates = expand_to(g, reshape(g, fill, []), shape)
+    indices = _index_along(g, index, dim, rank, to_int64_list_value(g, shape))
+    return _scatter_elements(g, self, dim, indices, updates)
+
+
+# -- masks ------------------------------------------------------------------------------------------------------
+@symbolic("aten::masked_select", since=9)
+def masked_select(g, self, mask):
+    mask = cast(g, g.value(mask), BOOL)
+    if g.dims(self) != g.dims(mask) or None in (g.dims(self) or [None]):
+        self, mask = expand_to_shape_value(g, self, shape_of(g, mask)), expand_to_shape_value(g, mask, shape_of(g, self))
+    # Compress without an axis reads its input flattened.
+    return g.op("Compress", self, reshape(g, mask, [-1]))
+
+
+@symbolic("aten::masked_scatter", "aten::masked_scatter_", since=11)
+def masked_scatter(g, self, mask, source):
+    mask = expand_to_shape_value(g, cast(g, g.value(mask), BOOL), shape_of(g, self))
+    positions = g.op("Transpose", g.op("NonZero", mask), perm_i=[1, 0])
+    count = slice_op(g, g.op("Shape", positions), [0], [0], [1])
+    updates = g.op("Slice", reshape(g, cast(g, source, g.dtype(self)), [-1]), g.const([0], torch.int64), count)
+    return g.op("ScatterND", self, positions, updates)
+
+
+@symbolic("aten::nonzero", "aten::argwhere", since=9)
+def nonzero(g, self):
+    return g.op("Transpose", g.op("NonZero", _nonzero_input(g, self)), perm_i=[1, 0])
+
+
+@symbolic("aten::nonzero_numpy", since=9)
+def nonzero_numpy(g, self):
+    """``nonzero(as_tuple=True)`` and one-argument ``where``: one index vector per dim."""
+    rows = g.op("NonZero", _nonzero_input(g, self))
+    return [g.op("Gather", rows, g.const(i, torch.int64), axis_i=0) for i in range(max(require_rank(g, self), 1))]
+
+
+def _nonzero_input(g, x):
+    supported = {BOOL, INT64, dtypes.onnx_from_torch(torch.int32), dtypes.onnx_from_torch(torch.float32),
+                 dtypes.onnx_from_torch(torch.uint8), dtypes.onnx_from_torch(torch.float64)}
+    x = g.value(x)
+    return x if g.dtype(x) in supported else g.op("Not", g.op("Equal", x, _scalar_of(g, 0, x)))
+
+
+# -- one_hot ----------------------------------------------------------------------------------------------------
+@symbolic("aten::one_hot")
+@parse_args("v", "i")
+def one_hot(g, self, num_classes):
+    self = cast(g, self, INT64)
+    if num_classes < 0:
+        if g.opset < 9:
+            raise unsupported(g.node.kind(), g.opset, "one_hot with num_classes=-1 needs OneHot: needs opset >= 9")
+        top = g.op("ReduceMax", reshape(g, self, [-1]), axes_i=[0], keepdims_i=1)
+        depth = g.op("Add", top, g.const([1], torch.int64))
+    else:
+        depth = g.const([num_classes], torch.int64)
+    if g.opset >= 9:
+        return g.op("OneHot", self, depth, g.const([0, 1], torch.int64), axis_i=-1)
+    # OneHot is opset 9: compare each index with 0..num_classes-1 instead.
+    hits = g.op("Equal", unsqueeze(g, self, [require_rank(g, self)]), g.const(np.arange(num_classes, dtype=np.int64)))
+    return cast(g, hits, INT64)
+

@@ -1,0 +1,198 @@
+"""Tensor factories: zeros/ones/full/empty and their _like/new_ forms, arange/range, linspace, eye, fill_.
+
+Factories whose arguments are all constants are folded by the converter before reaching these symbolics; what
+arrives here has a size or bound computed at run time (in dynamic exports) or is an ``empty`` (never folded).
+A filled tensor of run-time shape is ConstantOfShape from opset 9, Expand of a scalar at 8 and Tile at 7.
+Ranges of run-time length use Range from opset 11 and NonZero over a ConstantOfShape of ones at 9-10.
+The element type always follows the type TorchScript recorded for the node, which applies torch's dtype rules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from exporter import dtypes
+from exporter.registry import symbolic, unsupported
+from exporter.symbolics._helpers import (
+    FLOAT,
+    INT64,
+    cast,
+    constant_value,
+    is_value,
+    output_dtype,
+    reshape,
+    shape_of,
+    to_int64_list_value,
+    unsqueeze,
+)
+from exporter.symbolics.shape import arange_indices
+
+DOUBLE = dtypes.onnx_from_torch(torch.float64)
+
+
+def _size_list(size):
+    if isinstance(size, (list, tuple)) or is_value(size):
+        return size
+    return constant_value(size)
+
+
+def filled(g, shape, fill, dtype: int):
+    """A tensor of ``shape`` (Python list of ints/values, or 1-D int64 value) filled with ``fill`` (scalar or value)."""
+    static = isinstance(shape, list) and all(not is_value(s) for s in shape)
+    if not is_value(fill):
+        scalar = np.array(constant_value(fill), dtype=dtypes.numpy_from_onnx(dtype))
+        if static:
+            return g.const(np.full([int(constant_value(s)) for s in shape], scalar))
+        if g.opset >= 9:
+            return g.op("ConstantOfShape", to_int64_list_value(g, shape), value_t=scalar.reshape(1))
+        fill = g.const(scalar)
+    fill = cast(g, fill, dtype)
+    shape_value = to_int64_list_value(g, shape)
+    if g.opset >= 8:
+        return g.op("Expand", fill, shape_value)
+    rank = len(shape) if isinstance(shape, list) else shape_value.shape[0]
+    # Expand is opset 8: tile a 1x...x1 tensor by the wanted shape instead.
+    return g.op("Tile", reshape(g, fill, [1] * rank), shape_value)
+
+
+def _dtype(g, fallback=None) -> int:
+    return output_dtype(g) or fallback or FLOAT
+
+
+@symbolic("aten::zeros", "aten::empty")
+def zeros(g, size, *unused):
+    return filled(g, _size_list(size), 0, _dtype(g))
+
+
+@symbolic("aten::ones")
+def ones(g, size, *unused):
+    return filled(g, _size_list(size), 1, _dtype(g))
+
+
+@symbolic("aten::full")
+def full(g, size, fill_value, *unused):
+    return filled(g, _size_list(size), fill_value, _dtype(g))
+
+
+@symbolic("aten::zeros_like", "aten::empty_like")
+def zeros_like(g, self, *unused):
+    return filled(g, shape_of(g, self), 0, _dtype(g, g.dtype(self)))
+
+
+@symbolic("aten::ones_like")
+def ones_like(g, self, *unused):
+    return filled(g, shape_of(g, self), 1, _dtype(g, g.dtype(self)))
+
+
+@symbolic("aten::full_like")
+def full_like(g, self, fill_value, *unused):
+    return filled(g, shape_of(g, self), fill_value, _dtype(g, g.dtype(self)))
+
+
+@symbolic("aten::new_zeros", "aten::new_empty")
+def new_zeros(g, self, size, *unused):
+    return filled(g, _size_list(size), 0, _dtype(g, g.dtype(self)))
+
+
+@symbolic("aten::new_ones")
+def new_ones(g, self, size, *unused):
+    return filled(g, _size_list(size), 1, _dtype(g, g.dtype(self)))
+
+
+@symbolic("aten::new_full")
+def new_full(g, self, size, fill_value, *unused):
+    return filled(g, _size_list(size), fill_value, _dtype(g, g.dtype(self)))
+
+
+@symbolic("aten::fill", "aten::fill_")
+def fill(g, self, value):
+    return filled(g, shape_of(g, self), value, g.dtype(self))
+
+
+@symbolic("aten::zero_")
+def zero_(g, self):
+    return filled(g, shape_of(g, self), 0, g.dtype(self))
+
+
+# -- ranges -----------------------------------------------------------------------------------------------------
+def _bound_count(g) -> int:
+    """How many of aten::arange / aten::range's inputs are bounds (start, end, step), whichever overload it is."""
+    inputs = list(g.node.inputs())
+    # The overloads end with dtype, layout, device, pin_memory; what comes before are the bounds.
+    return len(inputs) - 4 if len(inputs) >= 5 else len(inputs)
+
+
+def _compute_type(out: int) -> int:
+    return out if out in (INT64, FLOAT, DOUBLE, dtypes.onnx_from_torch(torch.int32)) else (
+        DOUBLE if dtypes.is_float(out) else INT64)
+
+
+def _range_value(g, start, end, step, inclusive: bool):
+    out_type = _dtype(g)
+    work = _compute_type(out_type)
+    if g.opset >= 11:
+        start, step = cast(g, start, work), cast(g, step, work)
+        limit = cast(g, end, work)
+        if inclusive:  # torch.range includes ``end``: extend the limit by half a step
+            limit = g.op("Add", cast(g, limit, DOUBLE), g.op("Div", cast(g, step, DOUBLE), g.const(2.0, torch.float64)))
+            limit = cast(g, limit, work)
+        return cast(g, g.op("Range", start, limit, step), out_type)
+    if g.opset < 9:
+        raise unsupported(g.node.kind(), g.opset, "a range with run-time bounds needs ConstantOfShape/NonZero: needs opset >= 9")
+    start_d, end_d, step_d = (cast(g, v, DOUBLE) for v in (start, end, step))
+    span = g.op("Div", g.op("Sub", end_d, start_d), step_d)
+    count = g.op("Floor", span) if inclusive else g.op("Ceil", span)
+    count = cast(g, count, INT64)
+    if inclusive:
+        count = g.op("Add", count, g.const(1, torch.int64))
+    count = g.op("Max", count, g.const(0, torch.int64)) if g.opset >= 12 else count
+    positions = cast(g, arange_indices(g, unsqueeze(g, count, [0])), work)
+    values = g.op("Add", cast(g, start, work), g.op("Mul", positions, cast(g, step, work)))
+    return cast(g, values, out_type)
+
+
+@symbolic("aten::arange")
+def arange(g, *args):
+    bounds = args[: _bound_count(g)]
+    if len(bounds) == 1:
+        start, end, step = 0, bounds[0], 1
+    elif len(bounds) == 2:
+        (start, end), step = bounds, 1
+    else:
+        start, end, step = bounds[:3]
+    return _range_value(g, start, end, step, inclusive=False)
+
+
+@symbolic("aten::range")
+def range_(g, *args):
+    bounds = args[: _bound_count(g)]
+    start, end = bounds[0], bounds[1]
+    step = bounds[2] if len(bounds) > 2 else 1
+    return _range_value(g, start, end, step, inclusive=True)
+
+
+@symbolic("aten::linspace")
+def linspace(g, start, end, steps, *unused):
+    steps = int(constant_value(steps))
+    out_type = _dtype(g)
+    if steps == 1:
+        return reshape(g, cast(g, start, out_type), [1])
+    start_d, end_d = cast(g, start, DOUBLE), cast(g, end, DOUBLE)
+    step = g.op("Div", g.op("Sub", end_d, start_d), g.const(float(steps - 1), torch.float64))
+    # torch walks from both ends towards the middle, so the last value is exactly ``end``.
+    half = steps // 2
+    lower = g.op("Add", start_d, g.op("Mul", g.const(np.arange(half, dtype=np.float64)), step))
+    upper_offsets = np.arange(steps - half - 1, -1, -1, dtype=np.float64)
+    upper = g.op("Sub", end_d, g.op("Mul", g.const(upper_offsets), step))
+    return cast(g, g.op("Concat", lower, upper, axis_i=0), out_type)
+
+
+@symbolic("aten::eye")
+def eye(g, n, *args):
+    m = args[0] if len(list(g.node.inputs())) == 6 else n
+    if g.opset < 9:
+        raise unsupported(g.node.kind(), g.opset, "an identity matrix of run-time size needs EyeLike: needs opset >= 9")
+    out_type = _dtype(g)
+    zeros_ = g.op("ConstantOfShape", to_int64_list_value(g, [n, m]), value_t=np.zeros(1, dtype=np.float32))
+    return cast(g, g.op("EyeLike", zeros_, dtype_i=FLOAT), out_type)

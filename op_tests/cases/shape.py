@@ -1,0 +1,138 @@
+"""Cases for shape manipulation: sizes, reshapes, broadcasting, squeezes, transposes, splits, joins, flips,
+padding, shuffles, sliding windows, meshgrid, triangles and diagonals.
+
+Size variant 1 changes the sizes of the axes that should be dynamic; the ones an op needs static stay fixed.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from op_tests.harness import OpCase
+
+
+def _r(*shape, dtype=torch.float32):
+    if dtype == torch.bool:
+        return torch.randn(*shape) > 0
+    if dtype.is_floating_point:
+        return torch.randn(*shape).to(dtype)
+    return torch.randint(-5, 5, shape, dtype=dtype)
+
+
+# The harness applies min_opset to static and dynamic exports alike; these cases pass statically at every opset
+# and their dynamic export needs a higher one, so the dynamic limitation is recorded here per opset.
+_DYNAMIC_BOUNDS = ("dynamic export: chunk sizes computed at run time need Slice with input bounds (opset 10); "
+                   "the static export passes at this opset")
+_DYNAMIC_RANGE = ("dynamic export: an index range of run-time length needs ConstantOfShape+NonZero (opset 9) or "
+                  "Range (opset 11); the static export passes at this opset")
+
+CASES = [
+    # sizes
+    OpCase("size", lambda k: (_r(2 + k, 3),), fn=lambda x: x.reshape(x.size(0), -1, 1)),
+    OpCase("size", lambda k: (_r(2, 3 + k),), sample="negative_dim", fn=lambda x: x.reshape(x.size(-1), x.size(0))),
+    OpCase("numel", lambda k: (_r(2 + k, 3),), fn=lambda x: x.reshape(x.numel())),
+    OpCase("dim", lambda k: (_r(2 + k, 3),), fn=lambda x: x.reshape([-1] * 1 + [3] * (x.dim() - 1))),
+    # reshapes
+    OpCase("view", lambda k: (_r(2 + k, 3, 4),), fn=lambda x: x.view(-1, 12)),
+    OpCase("view", lambda k: (_r(2 + k, 3, 4, dtype=torch.int64),), sample="int64", fn=lambda x: x.view(x.size(0), 4, 3)),
+    OpCase("reshape", lambda k: (_r(2, 3 + k, 2, dtype=torch.bool),), sample="bool", fn=lambda x: x.reshape(2, -1)),
+    OpCase("view_as", lambda k: (_r(2 + k, 6), _r(2 + k, 3, 2)), fn=lambda x, y: x.view_as(y)),
+    OpCase("reshape_as", lambda k: (_r(4, 3 + k), _r(3 + k, 4)), fn=lambda x, y: x.reshape_as(y)),
+    OpCase("flatten", lambda k: (_r(2 + k, 3, 4, 5),), fn=lambda x: x.flatten(1)),
+    OpCase("flatten", lambda k: (_r(2 + k, 3, 4, 5),), sample="middle", fn=lambda x: x.flatten(1, 2)),
+    OpCase("flatten", lambda k: (_r(2, 3 + k, 4),), sample="all_negative", fn=lambda x: x.flatten(-3, -1)),
+    OpCase("unflatten", lambda k: (_r(2 + k, 6, 3),), fn=lambda x: x.unflatten(1, (2, 3))),
+    OpCase("unflatten", lambda k: (_r(2, 6, 3 + k),), sample="negative", fn=lambda x: x.unflatten(-2, (-1, 2))),
+    # broadcasting and repetition
+    OpCase("expand", lambda k: (_r(3, 1),), fn=lambda x: x.expand(3, 4)),
+    OpCase("expand", lambda k: (_r(3 + k, 1),), sample="keep_and_new_dims", fn=lambda x: x.expand(2, -1, 4)),
+    OpCase("expand", lambda k: (_r(1, 3, dtype=torch.bool),), sample="bool", fn=lambda x: x.expand(2, 3)),
+    OpCase("expand", lambda k: (_r(2 + k, 1, dtype=torch.int64),), sample="dynamic_size",
+           fn=lambda x: x.expand(x.size(0), 5)),
+    OpCase("expand_as", lambda k: (_r(1, 4), _r(3 + k, 4)), fn=lambda x, y: x.expand_as(y)),
+    OpCase("repeat", lambda k: (_r(2 + k, 3),), fn=lambda x: x.repeat(2, 3)),
+    OpCase("repeat", lambda k: (_r(2, 3 + k, dtype=torch.int32),), sample="new_dims", fn=lambda x: x.repeat(2, 1, 2)),
+    OpCase("tile", lambda k: (_r(2 + k, 3),), fn=lambda x: x.tile(2)),
+    OpCase("tile", lambda k: (_r(2, 3 + k, dtype=torch.bool),), sample="bool", fn=lambda x: x.tile((2, 1, 1))),
+    # squeeze / unsqueeze
+    OpCase("squeeze", lambda k: (_r(2 + k, 1, 3, 1),), fn=lambda x: x.squeeze()),
+    OpCase("squeeze", lambda k: (_r(2 + k, 1, 3, 1),), sample="dim", fn=lambda x: x.squeeze(-1)),
+    OpCase("squeeze", lambda k: (_r(2 + k, 1, 3, 1),), sample="not_one", fn=lambda x: x.squeeze(2)),
+    OpCase("squeeze", lambda k: (_r(2 + k, 1, 3, 1, dtype=torch.int64),), sample="dims", fn=lambda x: x.squeeze((1, 3))),
+    OpCase("unsqueeze", lambda k: (_r(2 + k, 3),), fn=lambda x: x.unsqueeze(1)),
+    OpCase("unsqueeze", lambda k: (_r(2 + k, 3, dtype=torch.bool),), sample="negative", fn=lambda x: x.unsqueeze(-1)),
+    # transposes
+    OpCase("transpose", lambda k: (_r(2 + k, 3, 4),), fn=lambda x: x.transpose(0, -1)),
+    OpCase("permute", lambda k: (_r(2 + k, 3, 4),), fn=lambda x: x.permute(2, 0, 1)),
+    OpCase("permute", lambda k: (_r(2, 3 + k, 4, dtype=torch.int64),), sample="negative", fn=lambda x: x.permute(-1, -3, -2)),
+    OpCase("t", lambda k: (_r(2 + k, 3),), fn=lambda x: x.t()),
+    OpCase("t", lambda k: (_r(3 + k),), sample="1d", fn=lambda x: x.t() * 1),
+    OpCase("movedim", lambda k: (_r(2 + k, 3, 4),), fn=lambda x: x.movedim(0, -1)),
+    OpCase("movedim", lambda k: (_r(2 + k, 3, 4, 5),), sample="lists", fn=lambda x: torch.movedim(x, (0, 1), (2, 0))),
+    OpCase("swapaxes", lambda k: (_r(2 + k, 3, 4),), fn=lambda x: x.swapaxes(1, 2)),
+    OpCase("contiguous", lambda k: (_r(2 + k, 3),), fn=lambda x: x.t().contiguous()),
+    # splitting
+    OpCase("split", lambda k: (_r(2 + k, 7),), fn=lambda x: x.split(3, 1)),
+    OpCase("split", lambda k: (_r(5 + k, 3),), sample="dynamic_dim", fn=lambda x: x.split(2, 0)),
+    OpCase("split", lambda k: (_r(2 + k, 6),), sample="sizes", fn=lambda x: x.split([1, 2, 3], -1)),
+    OpCase("split_with_sizes", lambda k: (_r(6, 2 + k, dtype=torch.int64),), fn=lambda x: torch.split(x, [4, 2])),
+    OpCase("chunk", lambda k: (_r(2 + k, 7),), fn=lambda x: x.chunk(3, 1)),
+    OpCase("chunk", lambda k: (_r(6 + 3 * k, 2),), sample="dynamic_dim", fn=lambda x: x.chunk(3, 0),
+           known_failures={o: _DYNAMIC_BOUNDS for o in (7, 8, 9)}),
+    OpCase("unbind", lambda k: (_r(2 + k, 3),), fn=lambda x: x.unbind(1)),
+    OpCase("unbind", lambda k: (_r(3, 2 + k, dtype=torch.bool),), sample="dim0", fn=lambda x: x.unbind(0)),
+    OpCase("tensor_split", lambda k: (_r(2 + k, 7),), fn=lambda x: x.tensor_split(3, 1)),
+    OpCase("tensor_split", lambda k: (_r(7 + k, 2),), sample="indices", fn=lambda x: x.tensor_split([1, 4], 0)),
+    # joining
+    OpCase("cat", lambda k: (_r(2 + k, 3), _r(2 + k, 2)), fn=lambda x, y: torch.cat([x, y], 1)),
+    OpCase("cat", lambda k: (_r(2 + k, 3), _r(1, 3, dtype=torch.float64)), sample="promote", fn=lambda x, y: torch.cat([x, y], -2)),
+    OpCase("stack", lambda k: (_r(2 + k, 3), _r(2 + k, 3)), fn=lambda x, y: torch.stack([x, y])),
+    OpCase("stack", lambda k: (_r(2 + k, 3, dtype=torch.int64), _r(2 + k, 3, dtype=torch.int64)), sample="negative_dim",
+           fn=lambda x, y: torch.stack([x, y], -1)),
+    OpCase("hstack", lambda k: (_r(2 + k, 3), _r(2 + k, 1)), fn=lambda x, y: torch.hstack([x, y])),
+    OpCase("hstack", lambda k: (_r(2 + k), _r(3)), sample="1d", fn=lambda x, y: torch.hstack([x, y])),
+    OpCase("vstack", lambda k: (_r(3 + k), _r(3 + k)), fn=lambda x, y: torch.vstack([x, y])),
+    # slicing-based rearrangements
+    OpCase("narrow", lambda k: (_r(2 + k, 6),), fn=lambda x: x.narrow(1, 1, 3)),
+    OpCase("narrow", lambda k: (_r(6, 2 + k, dtype=torch.int64),), sample="negative_start", fn=lambda x: x.narrow(0, -4, 2)),
+    OpCase("flip", lambda k: (_r(2 + k, 3, 4),), fn=lambda x: x.flip(-1)),
+    OpCase("flip", lambda k: (_r(2 + k, 3, 4, dtype=torch.int64),), sample="dynamic_dim", fn=lambda x: x.flip(0, 2),
+           known_failures={o: _DYNAMIC_RANGE for o in (7, 8)}),
+    OpCase("roll", lambda k: (_r(2 + k, 5),), fn=lambda x: x.roll(2, 1)),
+    OpCase("roll", lambda k: (_r(4 + k, 5),), sample="dynamic_dim_negative", fn=lambda x: x.roll(-1, 0)),
+    OpCase("roll", lambda k: (_r(3, 4),), sample="flat", fn=lambda x: x.roll(5)),
+    OpCase("roll", lambda k: (_r(3, 4 + k),), sample="multi", fn=lambda x: x.roll((1, -1), (0, 1))),
+    # padding
+    OpCase("pad", lambda k: (_r(1 + k, 2, 5),), sample="constant", fn=lambda x: F.pad(x, (1, 2), value=1.5)),
+    OpCase("pad", lambda k: (_r(1 + k, 2, 4, 5),), sample="reflect", fn=lambda x: F.pad(x, (1, 2, 2, 1), mode="reflect")),
+    OpCase("pad", lambda k: (_r(1 + k, 2, 4, 5),), sample="replicate", fn=lambda x: F.pad(x, (1, 0, 2, 3), mode="replicate")),
+    OpCase("pad", lambda k: (_r(1 + k, 2, 4, 5),), sample="circular", fn=lambda x: F.pad(x, (1, 2, 2, 1), mode="circular")),
+    OpCase("pad", lambda k: (_r(2 + k, 5, dtype=torch.int64),), sample="int64", fn=lambda x: F.pad(x, (2, 1), value=3)),
+    OpCase("constant_pad_nd", lambda k: (_r(1 + k, 3, 3),), module=lambda: torch.nn.ConstantPad2d((1, 0, 0, 2), -1.0)),
+    OpCase("reflection_pad1d", lambda k: (_r(1 + k, 2, 5),), module=lambda: torch.nn.ReflectionPad1d(2)),
+    OpCase("reflection_pad2d", lambda k: (_r(1 + k, 2, 4, 5),), module=lambda: torch.nn.ReflectionPad2d((1, 2, 0, 3))),
+    OpCase("replication_pad2d", lambda k: (_r(1 + k, 2, 4, 5),), module=lambda: torch.nn.ReplicationPad2d(2)),
+    OpCase("replication_pad3d", lambda k: (_r(1 + k, 1, 3, 4, 5),), module=lambda: torch.nn.ReplicationPad3d(1)),
+    # shuffles
+    OpCase("pixel_shuffle", lambda k: (_r(1 + k, 8, 3, 4),), fn=lambda x: F.pixel_shuffle(x, 2)),
+    OpCase("pixel_shuffle", lambda k: (_r(1, 9, 2 + k, 2, dtype=torch.int64),), sample="int64", fn=lambda x: F.pixel_shuffle(x, 3)),
+    OpCase("pixel_unshuffle", lambda k: (_r(1 + k, 2, 4, 6),), fn=lambda x: F.pixel_unshuffle(x, 2)),
+    OpCase("channel_shuffle", lambda k: (_r(1 + k, 6, 3, 2),), fn=lambda x: F.channel_shuffle(x, 3)),
+    OpCase("channel_shuffle", lambda k: (_r(2, 4, 3 + k),), sample="3d", module=lambda: torch.nn.ChannelShuffle(2)),
+    # sliding windows
+    OpCase("unfold", lambda k: (_r(2 + k, 7),), fn=lambda x: x.unfold(1, 3, 2)),
+    OpCase("unfold", lambda k: (_r(6, 2 + k, dtype=torch.int64),), sample="dim0", fn=lambda x: x.unfold(0, 2, 1)),
+    OpCase("im2col", lambda k: (_r(1 + k, 2, 5, 6),), fn=lambda x: F.unfold(x, (2, 3), dilation=1, padding=1, stride=2)),
+    OpCase("col2im", lambda k: (_r(1 + k, 2 * 6, 9),), fn=lambda x: F.fold(x, (5, 6), (2, 3), padding=1, stride=2)),
+    # grids, triangles, diagonals
+    OpCase("meshgrid", lambda k: (_r(3 + k), _r(4)), fn=lambda x, y: torch.meshgrid(x, y, indexing="ij")),
+    OpCase("meshgrid", lambda k: (_r(3 + k), _r(4), _r(2)), sample="xy", fn=lambda x, y, z: torch.meshgrid(x, y, z, indexing="xy")),
+    OpCase("tril", lambda k: (_r(2 + k, 4, 5),), fn=lambda x: torch.tril(x)),
+    OpCase("tril", lambda k: (_r(4, 5, dtype=torch.int64),), sample="diagonal_int", fn=lambda x: torch.tril(x, -1)),
+    OpCase("triu", lambda k: (_r(3, 4 + k),), sample="dynamic", fn=lambda x: torch.triu(x, 1),
+           known_failures={o: _DYNAMIC_RANGE for o in (7, 8)}),
+    OpCase("triu", lambda k: (_r(4, 4, dtype=torch.bool),), sample="bool", fn=lambda x: torch.triu(x, 2)),
+    OpCase("diagonal", lambda k: (_r(2 + k, 4, 5),), fn=lambda x: torch.diagonal(x, 1, 1, 2)),
+    OpCase("diagonal", lambda k: (_r(4, 2 + k, 3),), sample="negative_offset", fn=lambda x: torch.diagonal(x, -1, 0, -1)),
+    OpCase("diag", lambda k: (_r(4),), fn=lambda x: torch.diag(x, 1)),
+    OpCase("diag", lambda k: (_r(3, 4, dtype=torch.int64),), sample="matrix", fn=lambda x: torch.diag(x, -1)),
+]
