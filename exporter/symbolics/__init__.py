@@ -8,3 +8,5 @@ from exporter.symbolics import (  # noqa: F401
     shape,
 )
 from exporter.symbolics import reductions  # noqa: F401,E402
+from exporter.symbolics import indexing  # noqa: F401,E402
+from exporter.symbolics import tensor_factories  # noqa: F401,E402
