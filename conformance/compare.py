@@ -1,0 +1,190 @@
+"""Comparing ONNX Runtime's outputs with PyTorch's, and deciding whether a comparison can say anything at all."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Below this magnitude a float output is treated as numerically zero (random-weight models can collapse).
+NEAR_ZERO = 1e-10
+# A perturbed input must move some output by more than this (relative to the output's scale).
+MOVES = 1e-6
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    message: str = ""
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    rtol: float = 0.0
+    atol: float = 0.0
+    comparison: str = ""
+
+    def merge(self, other: "Verdict") -> "Verdict":
+        """Worst of both: the first failure's message, the largest errors and tolerances."""
+        return Verdict(
+            ok=self.ok and other.ok,
+            message=self.message if not self.ok else other.message,
+            max_abs=max(self.max_abs, other.max_abs),
+            max_rel=max(self.max_rel, other.max_rel),
+            rtol=max(self.rtol, other.rtol),
+            atol=max(self.atol, other.atol),
+            comparison=self.comparison or other.comparison,
+        )
+
+
+def scale_of(arrays: list[np.ndarray]) -> float:
+    """Largest finite magnitude over the float arrays (the output's scale)."""
+    values = [np.abs(a[np.isfinite(a)]).max() for a in arrays if a.dtype.kind == "f" and np.isfinite(a).any()]
+    return float(max(values)) if values else 0.0
+
+
+def _errors(expected: np.ndarray, actual: np.ndarray) -> tuple[float, float]:
+    finite = np.isfinite(expected) & np.isfinite(actual)
+    if not finite.any():
+        return 0.0, 0.0
+    e = expected[finite].astype(np.float64)
+    diff = np.abs(e - actual[finite].astype(np.float64))
+    return float(diff.max()), float((diff / np.maximum(np.abs(e), 1e-12)).max())
+
+
+def compare_arrays(expected: list[np.ndarray], actual: list[np.ndarray], rtol: float, atol: float) -> Verdict:
+    """Every output: same count, shape and dtype; integers and bools equal; floats allclose(rtol, atol)."""
+    verdict = Verdict(ok=True, rtol=rtol, atol=atol, comparison=f"allclose(rtol={rtol:g}, atol={atol:.3g}) on {len(expected)} output(s)")
+    if len(expected) != len(actual):
+        verdict.ok, verdict.message = False, f"output count differs: torch {len(expected)}, onnx {len(actual)}"
+        return verdict
+    for index, (e, a) in enumerate(zip(expected, actual)):
+        a = np.asarray(a)
+        if e.shape != a.shape:
+            verdict.ok, verdict.message = False, f"output {index}: shape {a.shape} != torch {e.shape}"
+            return verdict
+        if e.dtype != a.dtype:
+            verdict.ok, verdict.message = False, f"output {index}: dtype {a.dtype} != torch {e.dtype}"
+            return verdict
+        if e.size == 0:
+            continue
+        max_abs, max_rel = _errors(e, a)
+        verdict.max_abs, verdict.max_rel = max(verdict.max_abs, max_abs), max(verdict.max_rel, max_rel)
+        if e.dtype.kind != "f":
+            if not np.array_equal(e, a):
+                verdict.ok, verdict.message = False, f"output {index}: {e.dtype} values differ (max abs {max_abs:g})"
+                return verdict
+            continue
+        if not np.array_equal(np.isnan(e), np.isnan(a)) or not np.array_equal(np.isinf(e) & (e > 0), np.isinf(a) & (a > 0)):
+            verdict.ok, verdict.message = False, f"output {index}: NaN/Inf positions differ"
+            return verdict
+        if not np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
+            verdict.ok = False
+            verdict.message = (f"output {index}: max abs error {max_abs:.3g}, max rel error {max_rel:.3g} "
+                               f"(rtol {rtol:g}, atol {atol:.3g})")
+            return verdict
+    return verdict
+
+
+def reference_problem(reference: list[np.ndarray], perturbed: list[np.ndarray]) -> str:
+    """Why comparing against ``reference`` would prove nothing, or "" when it is a meaningful reference.
+
+    ``perturbed`` is the reference output for another input of the same shape: if nothing moves, the output
+    does not depend on the input and any exporter bug upstream of the constant would go unnoticed.
+    """
+    if not reference or all(r.size == 0 for r in reference):
+        return "the reference output is empty"
+    floats = [r for r in reference if r.dtype.kind == "f" and r.size]
+    if any(not np.isfinite(r).all() for r in floats):
+        return "the reference output contains NaN or Inf"
+    if floats and scale_of(floats) < NEAR_ZERO and all(r.dtype.kind == "f" for r in reference):
+        return f"the reference output is numerically zero (max |x| = {scale_of(floats):.3g})"
+    for r, p in zip(reference, perturbed):
+        if r.shape != p.shape:
+            return ""
+        if r.size and r.dtype.kind == "f":
+            if np.abs(r.astype(np.float64) - p.astype(np.float64)).max() > MOVES * max(scale_of([r]), NEAR_ZERO):
+                return ""
+        elif r.size and not np.array_equal(r, p):
+            return ""
+    return "the reference output does not depend on the input (perturbing the input moved no output)"
+
+
+# -- detection -----------------------------------------------------------------------------------------------
+IOU_MATCH = 0.9
+# Detections whose score is within this of the score cut-off, or of a competing box, sit on a near-tie: a
+# difference in the last bit may legitimately keep another box instead, so they are not required to match.
+TIE_MARGIN = 1e-3
+
+
+def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    area_a = (a[:, 2] - a[:, 0]).clip(0) * (a[:, 3] - a[:, 1]).clip(0)
+    area_b = (b[:, 2] - b[:, 0]).clip(0) * (b[:, 3] - b[:, 1]).clip(0)
+    lt = np.maximum(a[:, None, :2], b[None, :, :2])
+    rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
+    inter = (rb - lt).clip(0).prod(axis=2)
+    return inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-12)
+
+
+def compare_detections(names: list[str], expected: list[np.ndarray], actual: list[np.ndarray], rtol: float,
+                       atol: float) -> Verdict:
+    """Detections matched one to one by label and IoU >= 0.9, then compared within tolerance.
+
+    The final detections of a random-weight detector sit on near-ties (scores within a hair of the cut-off or of
+    a box NMS suppresses), so the verdict rests on the detections clear of ties: each must have a match whose
+    box and score (and mask/keypoints) agree within rtol/atol. The counts and the achieved errors are recorded.
+    """
+    if len(expected) != len(actual):
+        return Verdict(False, f"output count differs: torch {len(expected)}, onnx {len(actual)}", rtol=rtol, atol=atol)
+    e = dict(zip(names, expected))
+    a = dict(zip(names, (np.asarray(x) for x in actual)))
+    boxes_e, boxes_a = e["boxes"].reshape(-1, 4), a["boxes"].reshape(-1, 4)
+    scores_e, scores_a = e["scores"].reshape(-1), a["scores"].reshape(-1)
+    labels_e, labels_a = e["labels"].reshape(-1), a["labels"].reshape(-1)
+    cutoff = scores_e.min() if scores_e.size else 0.0
+    stable = [i for i in range(len(scores_e)) if not _near_tie(i, scores_e, boxes_e, labels_e, cutoff)]
+    iou = box_iou(boxes_e, boxes_a) if len(boxes_e) and len(boxes_a) else np.zeros((len(boxes_e), len(boxes_a)))
+    verdict = Verdict(True, rtol=rtol, atol=atol)
+    taken: set[int] = set()
+    unmatched = []
+    for i in stable:
+        candidates = [j for j in np.argsort(-iou[i]) if j not in taken and labels_a[j] == labels_e[i] and iou[i, j] >= IOU_MATCH] if iou.shape[1] else []
+        if not candidates:
+            unmatched.append(i)
+            continue
+        j = int(candidates[0])
+        taken.add(j)
+        for key in names:
+            if key == "labels":
+                continue
+            ref, got = e[key][i : i + 1], a[key][j : j + 1]
+            if ref.shape != got.shape:
+                verdict.ok, verdict.message = False, f"{key}: per-detection shape {got.shape[1:]} != torch {ref.shape[1:]}"
+                continue
+            max_abs, max_rel = _errors(ref, got)
+            verdict.max_abs, verdict.max_rel = max(verdict.max_abs, max_abs), max(verdict.max_rel, max_rel)
+            if not np.allclose(got, ref, rtol=rtol, atol=atol) and verdict.ok:
+                verdict.ok = False
+                verdict.message = f"detection {i} ({key}): max abs error {max_abs:.3g}, max rel error {max_rel:.3g}"
+    if unmatched and verdict.ok:
+        verdict.ok = False
+        verdict.message = (f"{len(unmatched)} of {len(stable)} tie-free torch detections have no ONNX match "
+                           f"(same label, IoU >= {IOU_MATCH}); e.g. detection {unmatched[0]} score {scores_e[unmatched[0]]:.4g}")
+    verdict.comparison = (f"detections matched by label and IoU >= {IOU_MATCH}: {len(stable) - len(unmatched)} of "
+                          f"{len(stable)} tie-free torch detections matched (torch {len(scores_e)}, onnx "
+                          f"{len(scores_a)} in all; {len(scores_e) - len(stable)} on near-ties not required); "
+                          f"boxes/scores{'/' + '/'.join(n for n in names[3:]) if len(names) > 3 else ''} "
+                          f"allclose(rtol={rtol:g}, atol={atol:.3g})")
+    if not stable:
+        verdict.message = verdict.message or "no tie-free detection to compare"
+    return verdict
+
+
+def _near_tie(i: int, scores: np.ndarray, boxes: np.ndarray, labels: np.ndarray, cutoff: float) -> bool:
+    if scores[i] - cutoff <= TIE_MARGIN and len(scores) > 1:
+        return True
+    same = (labels == labels[i]) & (np.abs(scores - scores[i]) <= TIE_MARGIN)
+    same[i] = False
+    if not same.any():
+        return False
+    overlap = box_iou(boxes[i : i + 1], boxes[same])[0]
+    return bool((overlap > 0.3).any())

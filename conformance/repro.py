@@ -1,0 +1,61 @@
+"""Repro bundles: everything needed to reproduce a failing case without PyTorch or this project.
+
+Layout (ONNX backend-test style)::
+
+    <root>/<case id with '/' -> '__'>/
+        model.onnx                  the exported model (absent when export itself failed) + external data
+        test_data_set_0/input_0.pb  inputs as TensorProto (named after the graph inputs), then input_1.pb, ...
+        test_data_set_0/output_0.pb PyTorch's outputs (absent when the reference was not computed)
+        test_data_set_1/...         the second input size of a dynamic case, then any extra checks
+        case.json                   the results row
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+
+from onnx import numpy_helper
+
+
+def bundle_dir(root: str, case_id: str) -> str:
+    return os.path.join(root, re.sub(r"[^A-Za-z0-9_.-]", "_", case_id.replace("/", "__")))
+
+
+def write_bundle(root: str, row: dict, artifacts: dict) -> str:
+    """Write the bundle for ``row`` and return its directory."""
+    target = bundle_dir(root, row["case_id"])
+    shutil.rmtree(target, ignore_errors=True)
+    os.makedirs(target)
+    model_dir = artifacts.get("model_dir")
+    input_names: list[str] = []
+    if model_dir and os.path.exists(os.path.join(model_dir, "model.onnx")):
+        for name in os.listdir(model_dir):
+            shutil.copy2(os.path.join(model_dir, name), os.path.join(target, name))
+        input_names = _graph_input_names(os.path.join(target, "model.onnx"))
+    for index, (inputs, outputs) in enumerate(artifacts.get("checks", {}).values()):
+        data_dir = os.path.join(target, f"test_data_set_{index}")
+        os.makedirs(data_dir)
+        for k, tensor in enumerate(inputs):
+            name = input_names[k] if k < len(input_names) else f"input_{k}"
+            _save(os.path.join(data_dir, f"input_{k}.pb"), numpy_helper.from_array(tensor.detach().cpu().numpy(), name))
+        for k, array in enumerate(outputs or []):
+            _save(os.path.join(data_dir, f"output_{k}.pb"), numpy_helper.from_array(array, f"output_{k}"))
+    with open(os.path.join(target, "case.json"), "w", encoding="utf-8") as handle:
+        json.dump(row, handle, indent=2, default=str)
+    return target
+
+
+def _graph_input_names(path: str) -> list[str]:
+    import onnx
+
+    model = onnx.load(path, load_external_data=False)
+    initializers = {t.name for t in model.graph.initializer}
+    return [i.name for i in model.graph.input if i.name not in initializers]
+
+
+def _save(path: str, tensor) -> None:
+    with open(path, "wb") as handle:
+        handle.write(tensor.SerializeToString())

@@ -1,0 +1,69 @@
+"""The results schema: one JSON object per case, one per line, appended as each case ends.
+
+This is the contract with ``reports/`` (which reads nothing else). Fields may be null when a stage was never
+reached. Adding a field is compatible; renaming or changing the meaning of one is not.
+"""
+
+from __future__ import annotations
+
+STATUSES = (
+    "pass",           # exported, loaded, ran, and matched PyTorch within tolerance (all checked inputs)
+    "mismatch",       # ran, but the outputs differ from PyTorch beyond tolerance (or in shape/dtype/count)
+    "unsupported",    # the exporter says the model cannot be expressed at this opset (UnsupportedOperatorError)
+    "export_error",   # capture or conversion failed with any other error
+    "checker_error",  # the exported model fails onnx.checker (full check)
+    "ort_error",      # ONNX Runtime could not load (stage ort_load) or run (stage ort_run) the model
+    "timeout",        # the case ran past its time limit; its worker was killed
+    "crash",          # the worker process died (native crash, out of memory) while running the case
+    "skipped",        # not run, with a reason (e.g. no CUDA device)
+    "inconclusive",   # export and run succeeded, but the reference output cannot discriminate (see reason)
+)
+
+STAGES = ("setup", "capture", "convert", "checker", "ort_load", "ort_run", "accuracy")
+
+FIELDS = {
+    "case_id": "unique id: '{kind}/{name}/opset{opset}/{mode}/{provider}'",
+    "kind": "'model' (torchvision) or 'example' (the documentation's examples); op_tests writes 'op'",
+    "name": "model zoo entry name (torchvision model name, or the example's name)",
+    "family": "classification | segmentation | detection | video | optical_flow | docs",
+    "opset": "target ONNX opset (int)",
+    "provider": "'cpu' or 'cuda' (ONNX Runtime execution provider; PyTorch reference on the same device)",
+    "mode": "'static' (no dynamic axes) or 'dynamic' (the entry's dynamic_axes; checked on a second input size)",
+    "status": "one of STATUSES",
+    "stage": "the stage that failed (one of STAGES); the last stage reached on pass/inconclusive",
+    "error": "error text of the failure (empty on pass)",
+    "reason": "why a case is skipped, unsupported or inconclusive, or whether a failure was expected",
+    "expected_min_opset": "the lowest opset the zoo claims the model exports at",
+    "max_abs_error": "largest |onnx - torch| over every compared element and input (recorded on passes too)",
+    "max_rel_error": "largest |onnx - torch| / max(|torch|, 1e-12) over the same elements",
+    "rtol": "relative tolerance used",
+    "atol": "absolute tolerance used (may include a magnitude-scaled part; see comparison)",
+    "comparison": "what the verdict rests on, e.g. 'allclose on 3 outputs x 2 inputs' or the detection matching",
+    "export_seconds": "wall time of exporter.export (capture reused across opsets excluded after the first)",
+    "ort_ms": "ONNX Runtime run time of the exported input (ms)",
+    "torch_ms": "PyTorch run time of the same input (ms)",
+    "node_count": "number of nodes in the exported main graph",
+    "op_types": "sorted ONNX op types used (main graph and subgraphs)",
+    "aten_ops": "sorted TorchScript node kinds in the captured graph (blocks included)",
+    "file_size": "bytes of the exported model (external data included)",
+    "rerun": "one-line shell command re-running just this case",
+    "repro": "path of the repro bundle (model.onnx, test_data_set_N/input_k.pb, output_k.pb, case.json) or null",
+    "versions": "{torch, torchvision, onnx, onnxruntime, python}",
+    "git_rev": "git revision of the working tree ('+dirty' when it has local changes)",
+    "started_at": "ISO-8601 UTC time the case started",
+    "duration_s": "wall time of the whole case, export and checks included",
+}
+
+# Statuses that are failures of the exporter (as opposed to facts about ONNX or about the environment).
+FAILURES = ("mismatch", "export_error", "checker_error", "ort_error", "timeout", "crash")
+
+
+def case_id(kind: str, name: str, opset: int, mode: str, provider: str) -> str:
+    return f"{kind}/{name}/opset{opset}/{mode}/{provider}"
+
+
+def empty_row() -> dict:
+    """A row with every field present (null where unknown), so every line has the same keys."""
+    row = {key: None for key in FIELDS}
+    row.update(error="", reason="", op_types=[], aten_ops=[])
+    return row

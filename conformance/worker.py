@@ -1,0 +1,390 @@
+"""Running one case inside a worker process: build, reference, export, check, ONNX Runtime, compare.
+
+A worker keeps the current model (built, calibrated, with its reference outputs and its TorchScript capture)
+between cases, so the opsets and modes of one model share one build and one trace. Capturing does not
+depend on the opset or on dynamic axes, so reusing it is sound; each export gets a fresh copy of the graph.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import gc
+import os
+import shutil
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+import model_zoo
+from conformance import repro
+from conformance.compare import Verdict, compare_arrays, compare_detections, reference_problem, scale_of
+from conformance.schema import empty_row
+
+PERTURBED_SEED = 1
+EXPORT_SEED = 0
+_ERROR_LIMIT = 4000
+
+
+def configure_process(threads: int = 1) -> None:
+    """One thread per worker (the pool is the parallelism) and no TF32 anywhere, so CUDA compares like CPU."""
+    torch.set_num_threads(threads)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+@dataclass
+class Prepared:
+    """Everything about one zoo entry that does not depend on the opset, mode or provider."""
+
+    entry: model_zoo.ZooEntry
+    model: Any = None
+    export_args: tuple | None = None
+    checks: dict[str, tuple] = field(default_factory=dict)  # label -> positional args
+    references: dict[tuple[str, str], Any] = field(default_factory=dict)  # (device, label) -> structured output
+    torch_ms: dict[str, float] = field(default_factory=dict)
+    problem: str = ""
+    reference_checked: bool = False
+    setup_error: str = ""
+    captures: dict = field(default_factory=dict)
+    device_models: dict[str, Any] = field(default_factory=dict)
+
+
+def _clone(obj: Any) -> Any:
+    """Deep copy of nested inputs: some models (in-place assignment) write into their arguments."""
+    if isinstance(obj, torch.Tensor):
+        return obj.clone()
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_clone(x) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _clone(v) for k, v in obj.items()}
+    return obj
+
+
+def _to(obj: Any, device: str) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to(x, device) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _to(v, device) for k, v in obj.items()}
+    return obj
+
+
+def flat_tensors(obj: Any) -> list[torch.Tensor]:
+    from exporter.capture import flatten
+
+    leaves, _ = flatten(obj)
+    return [t for t in leaves if isinstance(t, torch.Tensor)]
+
+
+def flat_outputs(obj: Any) -> list[np.ndarray]:
+    from exporter.capture import flatten_outputs
+
+    return [t.detach().cpu().numpy() for t in flatten_outputs(obj)]
+
+
+class WorkerState:
+    """The worker's memory of the current model (one at a time, to bound memory)."""
+
+    def __init__(self, scratch: str):
+        self.scratch = scratch
+        self.current: Prepared | None = None
+
+    def prepare(self, name: str) -> Prepared:
+        if self.current is not None and self.current.entry.name == name:
+            return self.current
+        self.current = None
+        gc.collect()
+        entry = model_zoo.get(name)
+        prepared = Prepared(entry)
+        try:
+            prepared.model = model_zoo.prepare_model(entry)
+            prepared.export_args = _clone(entry.inputs(0, EXPORT_SEED))
+            prepared.checks["input 0"] = entry.inputs(0, EXPORT_SEED)
+            if entry.dynamic_axes:
+                prepared.checks["dynamic input 1"] = entry.inputs(1, EXPORT_SEED)
+            for index, make in enumerate(entry.extra_checks):
+                prepared.checks[f"extra input {index}"] = make()
+            prepared.checks["perturbed"] = entry.inputs(0, PERTURBED_SEED)
+        except Exception as error:
+            prepared.setup_error = f"building the model or its inputs failed: {type(error).__name__}: {error}\n{traceback.format_exc(limit=6)}"
+        self.current = prepared
+        return prepared
+
+    def reference(self, prepared: Prepared, device: str, label: str) -> Any:
+        """PyTorch's output for the check ``label`` on ``device`` (computed once)."""
+        key = (device, label)
+        if key not in prepared.references:
+            model = prepared.model if device == "cpu" else self._device_model(prepared, device)
+            args = _to(_clone(prepared.checks[label]), device)
+            with torch.no_grad():
+                start = time.perf_counter()
+                prepared.references[key] = model(*args)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                prepared.torch_ms[key[0] + label] = (time.perf_counter() - start) * 1e3
+        return prepared.references[key]
+
+    @staticmethod
+    def _device_model(prepared: Prepared, device: str):
+        if device not in prepared.device_models:
+            prepared.device_models[device] = copy.deepcopy(prepared.model).to(device).eval()
+        return prepared.device_models[device]
+
+
+@contextlib.contextmanager
+def reused_capture(cache: dict):
+    """Let ``exporter.export`` reuse one TorchScript capture per (model, args) within this worker."""
+    import exporter.api as api
+
+    original = api.capture
+
+    def cached(model, args):
+        key = (id(model), id(args))
+        if key not in cache:
+            cache[key] = original(model, args)
+        captured = cache[key]
+        return dataclasses.replace(captured, graph=captured.graph.copy())
+
+    api.capture = cached
+    try:
+        yield
+    finally:
+        api.capture = original
+
+
+def _truncate(text: str) -> str:
+    return text if len(text) <= _ERROR_LIMIT else text[: _ERROR_LIMIT // 2] + "\n...\n" + text[-_ERROR_LIMIT // 2 :]
+
+
+def aten_ops(graph) -> list[str]:
+    kinds: set[str] = set()
+
+    def visit(block_nodes):
+        for node in block_nodes:
+            kinds.add(node.kind())
+            for block in node.blocks():
+                visit(block.nodes())
+
+    visit(graph.nodes())
+    return sorted(kinds)
+
+
+def onnx_op_types(model) -> list[str]:
+    types: set[str] = set()
+
+    def visit(graph):
+        for node in graph.node:
+            types.add(node.op_type if not node.domain or node.domain == "ai.onnx" else f"{node.domain}::{node.op_type}")
+            for attribute in node.attribute:
+                if attribute.type == attribute.GRAPH:
+                    visit(attribute.g)
+                for sub in attribute.graphs:
+                    visit(sub)
+
+    visit(model.graph)
+    return sorted(types)
+
+
+def cuda_unavailable_reason() -> str:
+    import onnxruntime as ort
+
+    if not torch.cuda.is_available():
+        return "no CUDA device on this machine (torch.cuda.is_available() is False)"
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        return "ONNX Runtime has no CUDAExecutionProvider here"
+    return ""
+
+
+def make_session(path: str, provider: str):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    # Basic optimizations only (constant folding, redundant nodes): semantics-preserving, cheap to apply.
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    if provider == "cuda":
+        providers = [("CUDAExecutionProvider", {"use_tf32": 0}), "CPUExecutionProvider"]
+    else:
+        providers = ["CPUExecutionProvider"]
+    return ort.InferenceSession(path, options, providers=providers)
+
+
+def run_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:
+    """Run one case and return its results row (everything but versions, git revision and rerun command)."""
+    row = empty_row()
+    row.update({k: case[k] for k in ("case_id", "kind", "name", "family", "opset", "provider", "mode")})
+    start = time.perf_counter()
+    artifacts: dict[str, Any] = {}
+    workdir = tempfile.mkdtemp(prefix="case-", dir=state.scratch)
+    try:
+        _run(case, state, row, artifacts, workdir)
+    except Exception as error:  # a harness bug must still produce an honest row, not a lost case
+        row.update(status="crash", error=_truncate(f"harness error: {type(error).__name__}: {error}\n{traceback.format_exc()}"))
+    finally:
+        row["duration_s"] = round(time.perf_counter() - start, 3)
+        if repro_root and _deserves_bundle(row):
+            row["repro"] = repro.write_bundle(repro_root, row, artifacts)
+        shutil.rmtree(workdir, ignore_errors=True)
+    return row
+
+
+def _deserves_bundle(row: dict) -> bool:
+    if row["status"] in ("mismatch", "export_error", "checker_error", "ort_error"):
+        return True
+    return row["status"] == "unsupported" and row["reason"].startswith("engine gap")
+
+
+def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: str) -> None:
+    import exporter
+    from exporter.errors import CaptureError, CheckerError, UnsupportedOperatorError
+
+    provider, mode, opset = case["provider"], case["mode"], case["opset"]
+    if provider == "cuda":
+        reason = cuda_unavailable_reason()
+        if reason:
+            row.update(status="skipped", reason=reason)
+            return
+    device = "cuda" if provider == "cuda" else "cpu"
+    prepared = state.prepare(case["name"])
+    entry = prepared.entry
+    row["expected_min_opset"] = entry.min_opset
+    if prepared.setup_error:
+        row.update(status="export_error", stage="setup", error=_truncate(prepared.setup_error),
+                   reason="the model could not be built or run in PyTorch; nothing was exported")
+        return
+    try:
+        reference = state.reference(prepared, device, "input 0")
+        if not prepared.reference_checked:
+            perturbed = flat_outputs(state.reference(prepared, device, "perturbed"))
+            prepared.problem = reference_problem(flat_outputs(reference), perturbed)
+            prepared.reference_checked = True
+    except Exception as error:
+        prepared.setup_error = f"running the model in PyTorch failed: {type(error).__name__}: {error}\n{traceback.format_exc(limit=6)}"
+        row.update(status="export_error", stage="setup", error=_truncate(prepared.setup_error),
+                   reason="the model could not be built or run in PyTorch; nothing was exported")
+        return
+    row["torch_ms"] = prepared.torch_ms.get(device + "input 0")
+    labels = ["input 0"] + (["dynamic input 1"] if mode == "dynamic" else []) + [
+        k for k in prepared.checks if k.startswith("extra")]
+    try:
+        artifacts["checks"] = {label: (flat_tensors(prepared.checks[label]), flat_outputs(state.reference(prepared, device, label)))
+                               for label in labels}
+    except Exception as error:
+        row.update(status="export_error", stage="setup", reason="the model could not be run in PyTorch on a check input",
+                   error=_truncate(f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=6)}"))
+        return
+
+    path = os.path.join(workdir, "model.onnx")
+    dynamic_axes = entry.dynamic_axes if mode == "dynamic" else None
+    row["stage"] = "capture"
+    started = time.perf_counter()
+    try:
+        with reused_capture(prepared.captures):
+            result = exporter.export(prepared.model, prepared.export_args, path, opset_version=opset,
+                                     input_names=entry.input_names, output_names=entry.output_names,
+                                     dynamic_axes=dynamic_axes)
+    except CaptureError as error:
+        row.update(status="export_error", stage="capture", error=_truncate(str(error)))
+        return
+    except UnsupportedOperatorError as error:
+        row.update(status="unsupported", stage="convert", error=_truncate(str(error)), reason=_unsupported_reason(entry, opset))
+        return
+    except CheckerError as error:
+        row.update(status="checker_error", stage="checker", error=_truncate(str(error)))
+        return
+    except Exception as error:
+        row.update(status="export_error", stage="convert", error=_truncate(f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-6)}"))
+        return
+    finally:
+        row["export_seconds"] = round(time.perf_counter() - started, 4)
+    artifacts["model_dir"] = workdir
+    row["node_count"] = len(result.model.graph.node)
+    row["op_types"] = onnx_op_types(result.model)
+    row["aten_ops"] = aten_ops(result.capture.graph)
+    row["file_size"] = sum(os.path.getsize(os.path.join(workdir, f)) for f in os.listdir(workdir))
+
+    row["stage"] = "ort_load"
+    try:
+        session = make_session(path, provider)
+    except Exception as error:
+        row.update(status="ort_error", error=_truncate(f"{type(error).__name__}: {error}"))
+        return
+    if provider == "cuda" and session.get_providers()[0] != "CUDAExecutionProvider":
+        row.update(status="skipped", reason="ONNX Runtime did not enable the CUDA provider for this model")
+        return
+
+    names = [i.name for i in session.get_inputs()]
+    verdict: Verdict | None = None
+    for label in labels:
+        inputs, expected = artifacts["checks"][label]
+        feeds = {name: t.detach().cpu().numpy() for name, t in zip(names, inputs)}
+        row["stage"] = "ort_run"
+        try:
+            t0 = time.perf_counter()
+            actual = session.run(None, feeds)
+            if label == "input 0":
+                row["ort_ms"] = round((time.perf_counter() - t0) * 1e3, 3)
+        except Exception as error:
+            row.update(status="ort_error", error=_truncate(f"{label}: {type(error).__name__}: {error}"))
+            return
+        row["stage"] = "accuracy"
+        current = _compare(entry, expected, actual)
+        current.message = f"{label}: {current.message}" if current.message else ""
+        verdict = current if verdict is None else verdict.merge(current)
+    row.update(max_abs_error=verdict.max_abs, max_rel_error=verdict.max_rel, rtol=verdict.rtol, atol=verdict.atol,
+               comparison=f"{verdict.comparison}; checked on {', '.join(labels)}")
+    if not verdict.ok:
+        row.update(status="mismatch", error=verdict.message)
+    elif prepared.problem:
+        row.update(status="inconclusive", reason=prepared.problem, error=verdict.message)
+    else:
+        row.update(status="pass", error=verdict.message)
+    if opset < entry.min_opset and row["status"] == "pass":
+        row["reason"] = f"exports below the zoo's expected minimum opset {entry.min_opset}"
+
+
+def _compare(entry, expected: list[np.ndarray], actual: list[np.ndarray]) -> Verdict:
+    rtol, atol = entry.tolerance(scale_of(expected))
+    if entry.comparison == "detection":
+        return compare_detections(entry.output_names, expected, actual, rtol, atol)
+    return compare_arrays(expected, actual, rtol, atol)
+
+
+def _unsupported_reason(entry, opset: int) -> str:
+    if opset < entry.min_opset:
+        return f"expected: {entry.min_opset_reason or f'the zoo expects opset >= {entry.min_opset}'}"
+    return f"engine gap: the zoo expects {entry.name} to export at opset >= {entry.min_opset}"
+
+
+def serve(conn, repro_root: str | None) -> None:
+    """Worker process main loop: announce readiness, then answer each case with its row until told to stop."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    configure_process()
+    import exporter  # noqa: F401  (import cost paid before the first case's clock starts)
+    import onnxruntime  # noqa: F401
+
+    scratch = tempfile.mkdtemp(prefix="conformance-worker-")
+    state = WorkerState(scratch)
+    conn.send(("ready", os.getpid()))
+    try:
+        while True:
+            message = conn.recv()
+            if message is None:
+                return
+            conn.send(("row", run_case(message, state, repro_root)))
+    except (EOFError, KeyboardInterrupt):
+        return
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,200 @@
+"""Every torchvision model except the quantized ones, with random weights (``weights=None``: no downloads).
+
+Families follow torchvision's own modules. Inputs are in the range each family expects: classification,
+segmentation and video models take normalised images (zero mean, unit variance), detection models take
+images in [0, 1] (their transform normalises), RAFT takes images in [-1, 1]. Sizes are the models' usual
+ones where the architecture fixes them (ViT, MaxViT, MViT, S3D, SSD) and small but representative elsewhere,
+because every case runs several forward passes on a shared CPU.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import torch
+import torchvision
+from torchvision.models import get_model, list_models
+
+from model_zoo.conditioning import generator
+from model_zoo.entry import ZooEntry
+
+FAMILY_MODULES = {
+    "detection": torchvision.models.detection,
+    "segmentation": torchvision.models.segmentation,
+    "video": torchvision.models.video,
+    "optical_flow": torchvision.models.optical_flow,
+}
+
+# Representative model of each family in the quick tier (cheap, and covering the family's distinctive ops).
+QUICK = {"mobilenet_v3_small", "lraspp_mobilenet_v3_large", "ssdlite320_mobilenet_v3_large", "r3d_18", "raft_small"}
+
+# Rough cost relative to resnet50 (export + several forward passes); scales the per-case timeout.
+COST = {
+    "vit_h_14": 12, "regnet_y_128gf": 12, "vit_l_16": 5, "vit_l_32": 4, "regnet_y_32gf": 4, "regnet_x_32gf": 3,
+    "efficientnet_b7": 3, "efficientnet_v2_l": 3, "convnext_large": 3, "swin_v2_b": 3, "swin_b": 3,
+    "maxvit_t": 2, "swin3d_b": 6, "swin3d_s": 4, "swin3d_t": 3, "mvit_v1_b": 4, "mvit_v2_s": 4, "s3d": 2,
+    "maskrcnn_resnet50_fpn": 4, "maskrcnn_resnet50_fpn_v2": 5, "keypointrcnn_resnet50_fpn": 4,
+    "fasterrcnn_resnet50_fpn_v2": 4, "fasterrcnn_resnet50_fpn": 3, "retinanet_resnet50_fpn_v2": 3,
+    "retinanet_resnet50_fpn": 3, "fcos_resnet50_fpn": 3, "raft_large": 4, "raft_small": 2,
+    "fcn_resnet101": 3, "deeplabv3_resnet101": 3, "fcn_resnet50": 2, "deeplabv3_resnet50": 2,
+}
+
+# ONNX features that set the lowest opset a model can be expressed at (the zoo's claim; the runner checks it).
+_ERF = (9, "GELU needs Erf (opset 9)")
+_RESIZE = (11, "bilinear interpolation with half-pixel centres (align_corners=False) needs Resize with "
+               "coordinate_transformation_mode (opset 11)")
+_DETECTION = (11, "the transform resizes with half-pixel bilinear Resize (opset 11); NonMaxSuppression and "
+                  "RoiAlign need opset 10")
+_GRID_SAMPLE = (16, "grid_sample needs GridSample (opset 16)")
+
+
+def _gelu_model(name: str) -> bool:
+    return name.startswith(("vit_", "swin", "convnext", "maxvit", "mvit"))
+
+
+def _normal_images(shape: tuple[int, ...], batches: tuple[int, int]) -> Callable[[int, int], tuple]:
+    def make(variant: int, seed: int) -> tuple:
+        return (torch.randn(batches[variant], *shape, generator=generator(seed)),)
+
+    return make
+
+
+def _calibration(shape: tuple[int, ...], batch: int = 4) -> Callable[[int], tuple]:
+    return lambda seed: (torch.randn(batch, *shape, generator=generator(seed)),)
+
+
+def _classification(name: str) -> ZooEntry:
+    size = {"inception_v3": 299}.get(name, 224)
+    shape = (3, size, size)
+    min_opset, reason = _ERF if _gelu_model(name) else (7, "")
+    kwargs = {"init_weights": True} if name in ("googlenet", "inception_v3") else {}
+    return ZooEntry(
+        name=name, kind="model", family="classification",
+        build=functools.partial(get_model, name, weights=None, **kwargs),
+        inputs=_normal_images(shape, (1, 2)),
+        calibration_inputs=_calibration(shape),
+        input_names=["input"], output_names=["output"],
+        dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+        min_opset=min_opset, min_opset_reason=reason,
+        quick=name in QUICK, cost=COST.get(name, 1.0),
+    )
+
+
+def _segmentation(name: str) -> ZooEntry:
+    def make(variant: int, seed: int) -> tuple:
+        height, width = ((160, 160), (192, 224))[variant]
+        return (torch.randn(1, 3, height, width, generator=generator(seed)),)
+
+    return ZooEntry(
+        name=name, kind="model", family="segmentation",
+        build=functools.partial(get_model, name, weights=None, weights_backbone=None),
+        inputs=make, calibration_inputs=_calibration((3, 160, 160), batch=2),
+        input_names=["input"], output_names=["out"],
+        dynamic_axes={"input": {2: "height", 3: "width"}, "out": {2: "height", 3: "width"}},
+        min_opset=_RESIZE[0], min_opset_reason=_RESIZE[1],
+        quick=name in QUICK, cost=COST.get(name, 1.5),
+    )
+
+
+def _detection_kwargs(name: str) -> dict:
+    """Small images (the R-CNN default resizes to 800 pixels) and few detections, so a case stays affordable."""
+    if name.startswith(("fasterrcnn", "maskrcnn", "keypointrcnn")):
+        kwargs = {"min_size": 320, "max_size": 320, "box_detections_per_img": 20}
+        if "mobilenet" in name:
+            kwargs = {"box_detections_per_img": 20}
+        return kwargs
+    if name.startswith(("retinanet", "fcos")):
+        return {"min_size": 320, "max_size": 320, "detections_per_img": 20}
+    return {"detections_per_img": 20}
+
+
+def _detection_outputs(name: str) -> list[str]:
+    names = ["boxes", "labels", "scores"]
+    if name.startswith("maskrcnn"):
+        names.append("masks")
+    if name.startswith("keypointrcnn"):
+        names += ["keypoints", "keypoints_scores"]
+    return names
+
+
+def _detection(name: str) -> ZooEntry:
+    size = {"ssd300_vgg16": 300}.get(name, 320)
+
+    def make(variant: int, seed: int) -> tuple:
+        height, width = ((size, size), (size - 64, size))[variant]
+        return ([torch.rand(3, height, width, generator=generator(seed))],)
+
+    def calibrate(seed: int) -> tuple:
+        return ([torch.rand(3, size, size, generator=generator(seed)) for _ in range(2)],)
+
+    outputs = _detection_outputs(name)
+    return ZooEntry(
+        name=name, kind="model", family="detection",
+        build=functools.partial(get_model, name, weights=None, weights_backbone=None, **_detection_kwargs(name)),
+        inputs=make, calibration_inputs=calibrate,
+        input_names=["image"], output_names=outputs,
+        dynamic_axes={"image": {1: "height", 2: "width"}, **{o: {0: "detections"} for o in outputs}},
+        min_opset=_DETECTION[0], min_opset_reason=_DETECTION[1],
+        comparison="detection", quick=name in QUICK, cost=COST.get(name, 2.0),
+        notes=f"built with {_detection_kwargs(name)}",
+    )
+
+
+def _video(name: str) -> ZooEntry:
+    frames, size = (16, 224) if name in ("s3d", "mvit_v1_b", "mvit_v2_s") else (8, 112)
+    if name.startswith("swin3d"):
+        frames, size = 8, 224
+    shape = (3, frames, size, size)
+    min_opset, reason = _ERF if name.startswith(("mvit", "swin3d")) else (7, "")
+    return ZooEntry(
+        name=name, kind="model", family="video",
+        build=functools.partial(get_model, name, weights=None),
+        inputs=_normal_images(shape, (1, 2)), calibration_inputs=_calibration(shape, batch=2),
+        input_names=["input"], output_names=["output"],
+        dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+        min_opset=min_opset, min_opset_reason=reason,
+        quick=name in QUICK, cost=COST.get(name, 2.0),
+    )
+
+
+def _optical_flow(name: str) -> ZooEntry:
+    def images(height: int, width: int, batch: int, seed: int) -> tuple:
+        g = generator(seed)
+        return tuple(torch.rand(batch, 3, height, width, generator=g) * 2 - 1 for _ in range(2))
+
+    def make(variant: int, seed: int) -> tuple:
+        height, width = ((128, 128), (96, 128))[variant]
+        return images(height, width, 1, seed)
+
+    # RAFT returns one flow estimate per refinement iteration; the last is the answer, all are compared.
+    return ZooEntry(
+        name=name, kind="model", family="optical_flow",
+        build=functools.partial(get_model, name, weights=None),
+        inputs=make, calibration_inputs=lambda seed: images(128, 128, 2, seed),
+        input_names=["image1", "image2"],
+        dynamic_axes={"image1": {2: "height", 3: "width"}, "image2": {2: "height", 3: "width"}},
+        min_opset=_GRID_SAMPLE[0], min_opset_reason=_GRID_SAMPLE[1],
+        quick=name in QUICK, cost=COST.get(name, 2.0),
+    )
+
+
+_MAKERS = {"detection": _detection, "segmentation": _segmentation, "video": _video, "optical_flow": _optical_flow}
+
+
+def family_of(name: str) -> str:
+    for family, module in FAMILY_MODULES.items():
+        if name in list_models(module=module):
+            return family
+    return "classification"
+
+
+def torchvision_entries() -> list[ZooEntry]:
+    """One entry per torchvision model, quantized models excluded (they need a quantization backend ONNX lacks)."""
+    entries = []
+    for name in list_models():
+        if name.startswith("quantized_"):
+            continue
+        family = family_of(name)
+        entries.append(_MAKERS.get(family, _classification)(name))
+    return entries
