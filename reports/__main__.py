@@ -1,0 +1,65 @@
+"""Command line: ``python -m reports build RESULTS... --out DIR`` and ``python -m reports registry --out FILE``.
+
+``build`` prints the path of the HTML it wrote as its last line, so wrappers (nox, the conformance runner)
+can show or pick it up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+DEFAULT_OUT = os.path.join("results", "report")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    build = commands.add_parser("build", help="render results JSONL files into report.html and report.json")
+    build.add_argument("results", nargs="+", help="results JSONL files, or folders whose *.jsonl are read")
+    build.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
+    build.add_argument("--baseline", help="a previous results JSONL file to compare with")
+    build.add_argument("--registry", help="registry snapshot JSON from `python -m reports registry`, or 'live' "
+                       "to snapshot the installed exporter now (default: infer from the results)")
+    build.add_argument("--mark-baseline", metavar="PATH", help="also copy the results read to PATH as the new baseline")
+
+    registry = commands.add_parser("registry", help="snapshot which ops have symbolics at which opsets, as JSON")
+    registry.add_argument("--out", required=True, help="file to write")
+
+    args = parser.parse_args(argv)
+    if args.command == "registry":
+        return _registry(args.out)
+    return _build(args)
+
+
+def _build(args: argparse.Namespace) -> int:
+    from reports.build import build_report
+
+    try:
+        path = build_report(args.results, args.out, baseline_path=args.baseline, registry=args.registry,
+                            mark_baseline=args.mark_baseline)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"reports: {error}", file=sys.stderr)
+        return 2
+    if args.mark_baseline:
+        print(f"baseline marked: {args.mark_baseline}")
+    print(os.path.abspath(path))
+    return 0
+
+
+def _registry(out: str) -> int:
+    from reports.registry_snapshot import take_snapshot
+
+    snapshot = take_snapshot()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w", encoding="utf-8") as handle:
+        json.dump(snapshot, handle, sort_keys=True)
+    print(f"{len(snapshot['ops'])} registered ops -> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Comparing a run with a baseline run, and marking a run as the new baseline."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from typing import Any
+
+from reports.results import bucket, case_key, text
+
+# Addresses, temp paths and timings differ between runs of the same failure; they are not a changed error.
+_VOLATILE = re.compile(r"0x[0-9a-fA-F]+|/tmp/[^\s'\"]+|\d+\.\d+ ?(?:s|ms)\b")
+
+
+def normalized_error(error: str) -> str:
+    first_line = error.strip().splitlines()[0] if error.strip() else ""
+    return _VOLATILE.sub("…", first_line)
+
+
+def compare(current: list[dict], baseline: list[dict], source: str) -> dict[str, Any]:
+    """New failures, new passes, changed errors, and cases that appeared or disappeared since the baseline."""
+    before = {case_key(row): row for row in baseline}
+    after = {case_key(row): row for row in current}
+    new_failures, new_passes, changed, added_failing = [], [], [], []
+    for key, row in after.items():
+        old = before.get(key)
+        now = bucket(row)
+        if old is None:
+            if now == "failed":
+                added_failing.append(_entry(key, None, row))
+            continue
+        then = bucket(old)
+        if now == "failed" and then != "failed":
+            new_failures.append(_entry(key, old, row))
+        elif now == "passed" and then != "passed":
+            new_passes.append(_entry(key, old, row))
+        elif now == "failed" and then == "failed" and (
+            text(row, "status") != text(old, "status")
+            or normalized_error(text(row, "error")) != normalized_error(text(old, "error"))
+        ):
+            changed.append(_entry(key, old, row))
+    missing = sorted(key for key in before if key not in after)
+    return {
+        "source": source,
+        "baseline_cases": len(before),
+        "new_failures": new_failures,
+        "new_passes": new_passes,
+        "changed_errors": changed,
+        "new_cases_failing": added_failing,
+        "new_cases": sum(1 for key in after if key not in before),
+        "missing_cases": missing,
+    }
+
+
+def _entry(key: str, old: dict | None, new: dict) -> dict[str, Any]:
+    return {
+        "id": key,
+        "before": text(old, "status") if old else "",
+        "before_error": normalized_error(text(old, "error")) if old else "",
+        "after": text(new, "status"),
+        "after_error": normalized_error(text(new, "error")),
+    }
+
+
+def mark_baseline(rows: list[dict], path: str) -> None:
+    """Write ``rows`` (the results as read) to ``path`` atomically, as the baseline of later comparisons."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".jsonl.tmp")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps({k: v for k, v in row.items() if not k.startswith("_")}) + "\n")
+    os.chmod(temporary, 0o644)
+    os.replace(temporary, path)

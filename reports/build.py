@@ -1,0 +1,85 @@
+"""Assembling the report: rows in, ``report.html`` and ``report.json`` out."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any
+
+from reports import analysis, baseline, html
+from reports.registry_snapshot import SymbolicIndex, infer_snapshot, load_snapshot, take_snapshot
+from reports.results import OPSETS, OUTCOMES, expand_paths, load_rows
+
+HTML_NAME = "report.html"
+JSON_NAME = "report.json"
+
+
+def build_report(results: list[str], out_dir: str, *, baseline_path: str | None = None, registry: str | None = None,
+                 mark_baseline: str | None = None) -> str:
+    """Write the report for ``results`` into ``out_dir`` and return the HTML file's path.
+
+    ``registry`` is a snapshot file from ``python -m reports registry``, or ``"live"`` to snapshot the
+    importable exporter now; without it, registry facts are inferred from the results. ``mark_baseline``
+    copies the rows read to that path, for later runs to be compared with.
+    """
+    files = [f for f in expand_paths(results) if not _same_file(f, baseline_path) and not _same_file(f, mark_baseline)]
+    rows = [row for row in load_rows(files) if _is_result(row)]
+    data = report_data(rows, files, out_dir, baseline_path=baseline_path, registry=registry)
+    os.makedirs(out_dir, exist_ok=True)
+    _write_atomic(os.path.join(out_dir, JSON_NAME), json.dumps(data, indent=1, sort_keys=False))
+    html_path = os.path.join(out_dir, HTML_NAME)
+    _write_atomic(html_path, html.render(data))
+    if mark_baseline:
+        baseline.mark_baseline(rows, mark_baseline)
+    return html_path
+
+
+def report_data(rows: list[dict], files: list[str], out_dir: str, *, baseline_path: str | None = None,
+                registry: str | None = None) -> dict[str, Any]:
+    """Everything the page shows, as JSON-able data (also written as the sidecar)."""
+    snapshot = take_snapshot() if registry == "live" else load_snapshot(registry) if registry else infer_snapshot(rows)
+    index = SymbolicIndex(snapshot)
+    cases = analysis.compact_rows(rows, index)
+    for case in cases:
+        case["repro_href"] = _href(case["repro"], out_dir)
+    models = analysis.models(cases)
+    return {
+        "schema": 1,
+        "opsets": list(OPSETS),
+        "outcomes": [{"key": o.key, "label": o.label, "colour": o.colour} for o in OUTCOMES],
+        "header": analysis.header(rows, [os.path.relpath(f) for f in files]),
+        "summary": analysis.summary(cases),
+        "op_matrix": analysis.op_matrix(cases),
+        "models": models,
+        "coverage": analysis.aten_coverage(rows, index, cases),
+        "baseline": baseline.compare(rows, load_rows([baseline_path]), baseline_path) if baseline_path else None,
+        "registry": snapshot,
+        "cases": cases,
+    }
+
+
+def _is_result(row: dict) -> bool:
+    """Result rows carry a status or a case id; other JSONL living beside them (benchmarks, say) is not ours."""
+    return "status" in row or "case_id" in row
+
+
+def _same_file(path: str, other: str | None) -> bool:
+    return bool(other) and os.path.exists(other) and os.path.samefile(path, other)
+
+
+def _href(repro: str, out_dir: str) -> str:
+    """A link to a repro bundle that works from the report's folder (recorded paths are relative to the run's cwd)."""
+    if not repro:
+        return ""
+    if "://" in repro:
+        return repro
+    return os.path.relpath(os.path.abspath(repro), os.path.abspath(out_dir)).replace(os.sep, "/")
+
+
+def _write_atomic(path: str, content: str) -> None:
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(content)
+    os.chmod(temporary, 0o644)  # mkstemp makes it private; a report is meant to be read by others (CI artifacts)
+    os.replace(temporary, path)

@@ -1,0 +1,183 @@
+"""Reading results JSONL and classifying each row into the outcome a report colours it by.
+
+Rows come from the conformance runner and from op_tests; any field may be missing, so every accessor
+here tolerates absent or ill-typed values rather than failing the whole report on one odd line.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+OPSETS = tuple(range(7, 17))
+SUITES = ("op", "model", "example")
+SUITE_LABELS = {"op": "Ops", "model": "Models", "example": "Examples"}
+
+FAILING_STATUSES = {"mismatch", "export_error", "checker_error", "ort_error", "timeout", "crash"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    key: str
+    label: str
+    colour: str
+    glyph: str
+    severity: int  # higher is worse; a cell shows its worst row
+
+
+# Ordered from worst to best. The colours keep related failures in one hue family (ORT: purples,
+# exporter: reds) so the matrix reads at a glance, and each also carries a glyph for colour-blind readers.
+OUTCOMES = [
+    Outcome("crash", "Crash", "#3d1f1f", "!", 130),
+    Outcome("timeout", "Timeout", "#7a4a24", "T", 120),
+    Outcome("export_error", "Export error", "#c0392b", "E", 110),
+    Outcome("checker_error", "Checker error", "#e0663d", "C", 100),
+    Outcome("ort_load_error", "ORT load error", "#9b3f96", "L", 90),
+    Outcome("ort_kernel_missing", "ORT kernel missing", "#6c4fc4", "K", 85),
+    Outcome("ort_run_error", "ORT run error", "#c25a9a", "R", 80),
+    Outcome("mismatch", "Numerics mismatch", "#e9a23b", "≠", 70),
+    Outcome("not_registered", "Not registered", "#4d5966", "∅", 60),
+    Outcome("unsupported", "Unsupported at this opset (ONNX)", "#a9bccf", "–", 50),
+    Outcome("inconclusive", "Inconclusive", "#7fb7ae", "?", 40),
+    Outcome("skipped", "Skipped", "#d5dae0", "s", 30),
+    Outcome("pass", "Pass", "#2f9e5f", "✓", 10),
+]
+OUTCOME_BY_KEY = {o.key: o for o in OUTCOMES}
+NO_DATA = Outcome("no_data", "No result", "#ffffff", "", 0)
+
+KERNEL_MISSING_MARKERS = ("NOT_IMPLEMENTED", "Could not find an implementation")
+NOT_REGISTERED_MARKER = "no symbolic is registered"
+
+
+def load_rows(paths: Iterable[str]) -> list[dict[str, Any]]:
+    """Every JSON object in the given JSONL files (directories contribute their ``*.jsonl``), in order.
+
+    Unparseable lines are skipped rather than fatal: a runner killed mid-write leaves a torn last line,
+    and the report must still show everything before it.
+    """
+    rows: list[dict[str, Any]] = []
+    for path in expand_paths(paths):
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(row, dict):
+                    row["_source"] = os.path.basename(path)
+                    rows.append(row)
+    return rows
+
+
+def expand_paths(paths: Iterable[str]) -> list[str]:
+    """Files as given; a directory stands for the ``*.jsonl`` files directly inside it."""
+    files: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            files.extend(sorted(glob.glob(os.path.join(path, "*.jsonl"))))
+        elif os.path.exists(path):
+            files.append(path)
+        else:
+            raise FileNotFoundError(f"results file not found: {path}")
+    return files
+
+
+def text(row: dict, key: str) -> str:
+    value = row.get(key)
+    return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def number(row: dict, key: str) -> float | None:
+    value = row.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def opset_of(row: dict) -> int | None:
+    value = row.get("opset")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def kind_of(row: dict) -> str:
+    kind = text(row, "kind")
+    return kind if kind in SUITES else "op" if row.get("op") else kind or "model"
+
+
+def qualified_op(name: str) -> str:
+    """ATen ops are named ``conv2d`` in op rows and ``aten::conv2d`` in the registry and traced graphs."""
+    return name if "::" in name else f"aten::{name}"
+
+
+def op_of(row: dict) -> str:
+    return text(row, "op") or text(row, "name")
+
+
+def case_key(row: dict) -> str:
+    """A stable identity for comparing runs: the case id, or the fields that make it up."""
+    case_id = text(row, "case_id")
+    if case_id:
+        return case_id
+    return "/".join([kind_of(row), text(row, "name"), f"opset{row.get('opset')}", text(row, "mode"), text(row, "provider")])
+
+
+def outcome_key(row: dict, registered: set[str] | None = None) -> str:
+    """The coloured outcome of one row (see OUTCOMES)."""
+    status = text(row, "status")
+    error = text(row, "error")
+    if status == "ort_error":
+        if any(marker in error for marker in KERNEL_MISSING_MARKERS):
+            return "ort_kernel_missing"
+        return "ort_load_error" if text(row, "stage") == "ort_load" else "ort_run_error"
+    if status == "unsupported":
+        if NOT_REGISTERED_MARKER in error:
+            return "not_registered"
+        if registered is not None and kind_of(row) == "op" and qualified_op(op_of(row)) not in registered:
+            return "not_registered"
+        return "unsupported"
+    return status if status in OUTCOME_BY_KEY else "crash" if status else "skipped"
+
+
+def is_unexpected_unsupported(row: dict) -> bool:
+    """An op row unsupported at an opset where its test says it must export: a test failure, not a limit of ONNX."""
+    expected = row.get("expected_min_opset")
+    opset = opset_of(row)
+    return text(row, "status") == "unsupported" and isinstance(expected, int) and opset is not None and opset >= expected
+
+
+def bucket(row: dict) -> str:
+    """The summary bucket: passed, failed, unsupported, skipped or inconclusive."""
+    status = text(row, "status")
+    if status == "pass":
+        return "passed"
+    if status in FAILING_STATUSES or is_unexpected_unsupported(row):
+        return "failed"
+    if status == "unsupported":
+        return "unsupported"
+    if status == "inconclusive":
+        return "inconclusive"
+    if status == "skipped":
+        return "skipped"
+    return "failed"  # an unknown status is treated as the worst case, never silently as a pass
+
+
+BUCKETS = ("passed", "failed", "unsupported", "skipped", "inconclusive")
+
+
+def worst(keys: Iterable[str]) -> str:
+    """The most severe outcome key among ``keys`` (``no_data`` when empty)."""
+    best_key, best_severity = "no_data", -1
+    for key in keys:
+        severity = OUTCOME_BY_KEY[key].severity if key in OUTCOME_BY_KEY else 0
+        if severity > best_severity:
+            best_key, best_severity = key, severity
+    return best_key
