@@ -1,0 +1,284 @@
+"""Control flow of scripted code and the number arithmetic around it.
+
+``prim::If`` becomes ONNX ``If`` (or just the taken branch when the condition is known at export time) and
+``prim::Loop`` becomes ONNX ``Loop``; both exist at every opset from 7. TorchScript's loop body takes
+``(iteration, *carried)`` and returns ``(condition, *carried)``; ONNX's body takes
+``(iteration, condition, *carried)`` and returns ``(condition, *carried)``, so the body converts as it is with
+one extra (unused) condition input. Lists carried through a loop become ONNX sequences (opset 11+).
+
+Numbers of scripted code (``int``, ``float``, ``bool``) are 0-d tensors of int64, double and bool.
+"""
+
+from __future__ import annotations
+
+import torch
+from onnx import TensorProto
+
+from exporter import ir
+from exporter.errors import SymbolicValueError
+from exporter.registry import symbolic, unsupported
+from exporter.symbolics._helpers import BOOL, INT64, cast, constant_value, is_constant, is_value
+
+DOUBLE = TensorProto.DOUBLE
+_INT64_MAX = 2**63 - 1
+_NUMBER_DTYPES = {"IntType": INT64, "FloatType": DOUBLE, "BoolType": BOOL}
+
+
+def _is_static(x) -> bool:
+    """A value known at export time (a Python value or a constant that is not a parameter)."""
+    return not is_value(x) or is_constant(x)
+
+
+def _results(node, results):
+    """Results in the form the converter binds to ``node``'s outputs."""
+    count = len(list(node.outputs()))
+    return results[0] if count == 1 else tuple(results)
+
+
+def _declared_dtype(ts_value) -> int | None:
+    """The ONNX element type of a TorchScript number, or of a tensor whose dtype TorchScript recorded."""
+    ts_type = ts_value.type()
+    if ts_type.kind() in _NUMBER_DTYPES:
+        return _NUMBER_DTYPES[ts_type.kind()]
+    if ts_type.kind() == "TensorType" and ts_type.scalarType() is not None:
+        from exporter.convert import ts_value_type
+
+        return ts_value_type(ts_value, True)[0]
+    return None
+
+
+def _is_list_type(ts_value) -> bool:
+    return ts_value.type().kind() == "ListType"
+
+
+def _as_number(g, x, dtype: int) -> ir.Value:
+    out = cast(g, x, dtype)
+    out.shape = ()
+    out.is_number = True
+    return out
+
+
+# -- If ---------------------------------------------------------------------------------------------------------
+@symbolic("prim::If")
+def if_(g, condition):
+    """ONNX If; a condition known at export time keeps only the taken branch, as tracing would."""
+    node = g.node
+    then_block, else_block = list(node.blocks())
+    if _is_static(condition):
+        taken = then_block if bool(constant_value(condition)) else else_block
+        return _results(node, g.inline_block(taken, []))
+    outputs = list(node.outputs())
+    if not outputs:
+        return ()  # a branch with only side effects (raise, warn) has nothing ONNX can run
+    then_graph = g.convert_block(then_block, [], "then_branch")
+    else_graph = g.convert_block(else_block, [], "else_branch")
+    _unify_branch_types(g, then_graph, else_graph, outputs)
+    cond = _as_number(g, condition, BOOL)
+    results = g.op("If", cond, then_branch_g=then_graph, else_branch_g=else_graph, outputs=len(outputs))
+    results = results if isinstance(results, tuple) else (results,)
+    for value, branch_value in zip(results, then_graph.outputs):
+        value.dtype, value.kind = branch_value.dtype, branch_value.kind
+    return _results(node, list(results))
+
+
+def _unify_branch_types(g, then_graph: ir.Graph, else_graph: ir.Graph, ts_outputs) -> None:
+    """Cast branch outputs so both branches give each output the same element type, as ONNX If requires."""
+    for index, ts_value in enumerate(ts_outputs):
+        first, second = then_graph.outputs[index], else_graph.outputs[index]
+        if first.kind != second.kind:
+            raise SymbolicValueError("the branches of an if return a list on one side and a tensor on the other")
+        if first.dtype == second.dtype:
+            continue
+        target = _declared_dtype(ts_value)
+        if target is None:
+            target = second.dtype if _is_constant_output(first) else first.dtype
+        for graph in (then_graph, else_graph):
+            _cast_output(g, graph, index, target)
+
+
+def _is_constant_output(value: ir.Value) -> bool:
+    return value.const is not None or (value.producer is not None and value.producer.op_type == "Constant")
+
+
+def _cast_output(g, graph: ir.Graph, index: int, dtype: int) -> None:
+    value = graph.outputs[index]
+    if value.dtype == dtype or value.kind == ir.SEQUENCE:
+        return
+    if value.dtype is not None and value.kind == ir.TENSOR:
+        out = g.subcontext(graph).op("Cast", value, to_i=dtype)
+        out.shape, out.is_number = value.shape, value.is_number
+        graph.outputs[index] = out
+
+
+# -- Loop -------------------------------------------------------------------------------------------------------
+@symbolic("prim::Loop")
+def loop(g, max_trip_count, condition, *carried):
+    """ONNX Loop: ``for`` loops give a trip count, ``while`` loops a condition, both carry values."""
+    node = g.node
+    body_block = next(iter(node.blocks()))
+    ts_outputs = list(node.outputs())
+    initial = [_carried_initial(g, value, ts_value) for value, ts_value in zip(carried, ts_outputs)]
+    trip = None if _is_static(max_trip_count) and int(constant_value(max_trip_count)) == _INT64_MAX else (
+        _as_number(g, max_trip_count, INT64)
+    )
+    cond = _as_number(g, condition, BOOL)
+
+    iteration = _body_input(g, "iteration", INT64, (), number=True)
+    cond_in = _body_input(g, "condition", BOOL, (), number=True)
+    carried_in = [_body_input(g, "carried", v.dtype, _loose_shape(v), v.is_number, v.kind) for v in initial]
+    body = g.convert_block(body_block, [iteration, *carried_in], "loop_body")
+    body.inputs.insert(1, cond_in)
+    _fix_body_outputs(g, body, carried_in)
+    _settle_empty_sequences(initial, body.outputs[1:])
+
+    results = g.op("Loop", trip, cond, *initial, body_g=body, outputs=len(initial))
+    results = results if isinstance(results, tuple) else (results,)
+    for value, start in zip(results, initial):
+        value.dtype, value.kind, value.is_number = start.dtype, start.kind, start.is_number
+    return _results(node, list(results))
+
+
+def _carried_initial(g, value, ts_value) -> ir.Value:
+    """A loop-carried start value as a graph value of a fixed type (numbers: int64/double/bool)."""
+    if _is_list_type(ts_value):
+        from exporter.symbolics.sequence import as_sequence
+
+        return as_sequence(g, value)
+    number_dtype = _NUMBER_DTYPES.get(ts_value.type().kind())
+    if number_dtype is not None:
+        return _as_number(g, value, number_dtype)
+    if value is None:
+        raise SymbolicValueError("a loop carries a None value, which ONNX cannot represent")
+    return g.value(value)
+
+
+def _loose_shape(value: ir.Value) -> tuple | None:
+    """The shape of a carried value inside the body: its rank is kept, every size may change per iteration."""
+    if value.kind == ir.SEQUENCE or value.shape is None:
+        return None
+    return tuple(None for _ in value.shape)
+
+
+def _body_input(g, hint: str, dtype, shape, number: bool = False, kind: str = ir.TENSOR) -> ir.Value:
+    value = ir.Value(g.session.fresh_name(hint), dtype=dtype, shape=shape, kind=kind)
+    value.is_number = number
+    return value
+
+
+def _fix_body_outputs(g, body: ir.Graph, carried_in: list[ir.Value]) -> None:
+    """The condition output as bool; each carried output with the type its input has."""
+    _cast_output(g, body, 0, BOOL)
+    for index, value_in in enumerate(carried_in, start=1):
+        value_out = body.outputs[index]
+        if value_out.kind != value_in.kind:
+            raise SymbolicValueError("a loop-carried value changes between a list and a tensor")
+        if value_in.kind == ir.SEQUENCE or value_out.dtype == value_in.dtype or value_in.dtype is None:
+            continue
+        if not (value_in.is_number or _is_constant_output(value_out)):
+            raise SymbolicValueError(
+                "a loop-carried tensor changes its element type between iterations, which ONNX Loop cannot express"
+            )
+        _cast_output(g, body, index, value_in.dtype)
+        body.outputs[index].shape = value_in.shape
+
+
+def _settle_empty_sequences(initial: list[ir.Value], body_outputs: list[ir.Value]) -> None:
+    """An empty list's element type is learnt from what the body appends to it (SequenceEmpty needs it)."""
+    for start, end in zip(initial, body_outputs):
+        producer = start.producer
+        if producer is None or producer.op_type != "SequenceEmpty" or end.dtype is None:
+            continue
+        if start.dtype != end.dtype:
+            producer.attrs["dtype"] = end.dtype
+            start.dtype = end.dtype
+
+
+# -- numbers ----------------------------------------------------------------------------------------------------
+@symbolic("aten::floordiv")
+def floordiv(g, self, other):
+    """Python's ``//`` on numbers: floor of the true quotient (computed in double, exact below 2**53)."""
+    dtype = INT64 if all(_number_dtype(g, x) == INT64 for x in (self, other)) else DOUBLE
+    quotient = g.op("Div", cast(g, self, DOUBLE), cast(g, other, DOUBLE))
+    return _as_number(g, g.op("Floor", quotient), dtype)
+
+
+def _number_dtype(g, x) -> int:
+    if isinstance(x, bool) or isinstance(x, int):
+        return INT64
+    if isinstance(x, float):
+        return DOUBLE
+    return g.dtype(x) if g.dtype(x) in (INT64, BOOL) else DOUBLE
+
+
+@symbolic("aten::__not__")
+def not_(g, self):
+    return _as_number(g, g.op("Not", cast(g, self, BOOL)), BOOL)
+
+
+@symbolic("aten::__is__", "aten::__isnot__")
+def is_(g, self, other):
+    """``x is None`` is decided at export time: graph values are never None."""
+    same = self is other if not (is_value(self) or is_value(other)) else False
+    return same if g.node.kind() == "aten::__is__" else not same
+
+
+@symbolic("prim::Uninitialized")
+def uninitialized(g):
+    """A placeholder for a variable that a branch never sets (the branch exits); any value of its type will do."""
+    dtype = _declared_dtype(g.node.output()) or TensorProto.FLOAT
+    return g.const(torch.zeros((), dtype=torch.float64), dtype)
+
+
+@symbolic("aten::len")
+def len_(g, self):
+    """Length of a list (known, or an ONNX sequence at run time) or size of a tensor's first dimension."""
+    if isinstance(self, (list, tuple)):
+        return len(self)
+    if self.kind == ir.SEQUENCE:
+        from exporter.symbolics.sequence import sequence_length
+
+        return sequence_length(g, self)
+    from exporter.symbolics._helpers import dim_size
+
+    return dim_size(g, self, 0)
+
+
+@symbolic("aten::__range_length")
+def range_length(g, low, high, step):
+    """Iterations of ``range(low, high, step)``: max(0, ceil((high - low) / step)); ``step`` must be known."""
+    if not _is_static(step):
+        raise unsupported(g.node.kind(), g.opset, "a range step computed at run time is not supported")
+    step = int(constant_value(step))
+    span = g.op("Sub", cast(g, high, INT64), cast(g, low, INT64)) if step > 0 else (
+        g.op("Sub", cast(g, low, INT64), cast(g, high, INT64))
+    )
+    stride = abs(step)
+    # Integer Div truncates; with a non-negative numerator that is the floor, and negative spans clamp to 0.
+    count = g.op("Div", g.op("Add", span, g.const(stride - 1, torch.int64)), g.const(stride, torch.int64))
+    return _as_number(g, _extremum(g, "Max", [count, 0], INT64), INT64)
+
+
+@symbolic("aten::__derive_index")
+def derive_index(g, index, start, step):
+    """The loop variable of ``range(start, ..., step)`` at iteration ``index``: start + index * step."""
+    product = g.op("Mul", cast(g, index, INT64), cast(g, step, INT64))
+    return _as_number(g, g.op("Add", cast(g, start, INT64), product), INT64)
+
+
+@symbolic("prim::min", "prim::max")
+def min_max(g, *args):
+    """``min``/``max`` of two numbers or of one list of numbers."""
+    items = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+    op_type = "Min" if g.node.kind() == "prim::min" else "Max"
+    if all(_is_static(x) for x in items):
+        values = [constant_value(x) for x in items]
+        return min(values) if op_type == "Min" else max(values)
+    dtype = _declared_dtype(g.node.output()) or DOUBLE
+    return _as_number(g, _extremum(g, op_type, items, dtype), dtype)
+
+
+def _extremum(g, op_type: str, items: list, dtype: int) -> ir.Value:
+    """Min/Max of numbers of type ``dtype``; before opset 12 these ops take only floating types."""
+    compute = dtype if g.opset >= 12 or dtype in (TensorProto.FLOAT, DOUBLE) else DOUBLE
+    result = g.op(op_type, *[cast(g, x, compute) for x in items])
+    return cast(g, result, dtype)
