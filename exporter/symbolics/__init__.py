@@ -10,3 +10,4 @@ from exporter.symbolics import (  # noqa: F401
 from exporter.symbolics import reductions  # noqa: F401,E402
 from exporter.symbolics import indexing  # noqa: F401,E402
 from exporter.symbolics import tensor_factories  # noqa: F401,E402
+from exporter.symbolics import linalg  # noqa: F401,E402

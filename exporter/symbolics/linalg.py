@@ -1,0 +1,218 @@
+"""Linear algebra: the matmul family, the add-and-multiply forms (addmm, baddbmm, ...), outer, einsum,
+cross products and determinants.
+
+ONNX MatMul follows numpy's matmul rules, which are PyTorch's, for every rank combination. It takes
+integer types from opset 9 and Gemm never does in ONNX Runtime, so integer products go through MatMul.
+Einsum arrives in opset 12; below it equations without repeated indices are lowered to Transpose, MatMul,
+Mul and ReduceSum.
+"""
+
+from __future__ import annotations
+
+import string
+
+from exporter import dtypes
+from exporter.registry import parse_args, symbolic, unsupported
+from exporter.symbolics._helpers import (
+    constant_value,
+    normalize_dim,
+    promote_all,
+    reduce_op,
+    require_rank,
+    scalar_like,
+    squeeze,
+    unsqueeze,
+)
+
+
+def matmul(g, a, b):
+    """``a @ b`` with PyTorch's rank rules (1-D operands promoted and squeezed away, batch broadcast)."""
+    if not dtypes.is_float(g.dtype(a)) and g.opset < 9:
+        raise unsupported(g.node.kind(), g.opset, "integer MatMul needs opset >= 9")
+    return g.op("MatMul", a, b)
+
+
+@symbolic("aten::matmul", "aten::mm", "aten::bmm", "aten::mv", "aten::dot", "aten::vdot")
+def matmul_(g, self, other):
+    return matmul(g, self, other)
+
+
+@symbolic("aten::outer", "aten::ger")
+def outer(g, self, vec2):
+    _, (a, b) = promote_all(g, self, vec2)
+    return g.op("Mul", unsqueeze(g, a, [1]), b)
+
+
+# -- product plus scaled input: beta * self + alpha * product ----------------------------------------------------
+@symbolic("aten::addmm")
+@parse_args("v", "v", "v", "v", "v")
+def addmm(g, self, mat1, mat2, beta, alpha):
+    beta, alpha = constant_value(beta), constant_value(alpha)
+    if dtypes.is_float(g.dtype(mat1)) and beta != 0:
+        # Gemm is exactly beta * C + alpha * A @ B, with C broadcast to the product's shape.
+        return g.op("Gemm", mat1, mat2, self, alpha_f=float(alpha), beta_f=float(beta))
+    return _scaled_sum(g, self, matmul(g, mat1, mat2), beta, alpha)
+
+
+@symbolic("aten::addmv", "aten::baddbmm")
+@parse_args("v", "v", "v", "v", "v")
+def addmv(g, self, mat, vec, beta, alpha):
+    return _scaled_sum(g, self, matmul(g, mat, vec), constant_value(beta), constant_value(alpha))
+
+
+@symbolic("aten::addbmm")
+@parse_args("v", "v", "v", "v", "v")
+def addbmm(g, self, batch1, batch2, beta, alpha):
+    product = reduce_op(g, "ReduceSum", matmul(g, batch1, batch2), [0], False)
+    return _scaled_sum(g, self, product, constant_value(beta), constant_value(alpha))
+
+
+@symbolic("aten::addr")
+@parse_args("v", "v", "v", "v", "v")
+def addr(g, self, vec1, vec2, beta, alpha):
+    return _scaled_sum(g, self, outer(g, vec1, vec2), constant_value(beta), constant_value(alpha))
+
+
+def _scaled_sum(g, self, product, beta, alpha):
+    """beta * self + alpha * product; with beta == 0 ``self`` is ignored (its NaNs too), as in PyTorch."""
+    if alpha != 1:
+        product = g.op("Mul", product, scalar_like(g, alpha, product))
+    if beta == 0:
+        return product
+    if beta != 1:
+        self = g.op("Mul", self, scalar_like(g, beta, self))
+    return g.op("Add", self, product)
+
+
+# -- cross product and determinant -----------------------------------------------------------------------------
+@symbolic("aten::linalg_cross", "aten::cross")
+def cross(g, self, other, dim=None):
+    """a x b along ``dim`` from two cyclic shifts of each operand: a[1,2,0] * b[2,0,1] - a[2,0,1] * b[1,2,0]."""
+    _, (a, b) = promote_all(g, self, other)
+    rank = max(require_rank(g, a), require_rank(g, b))
+    dim = constant_value(dim)
+    if dim is None:
+        # aten::cross without dim picks the first axis of size 3.
+        shape = g.shape(a)
+        dim = next((i for i, s in enumerate(shape or ()) if s == 3), None)
+        if dim is None:
+            raise unsupported(g.node.kind(), g.opset, "cross without dim needs an axis of static size 3")
+    axis = normalize_dim(int(dim), rank)
+
+    def shifted(x, order):
+        return g.op("Gather", x, g.const(order), axis_i=axis - (rank - g.rank(x)))
+
+    first = g.op("Mul", shifted(a, [1, 2, 0]), shifted(b, [2, 0, 1]))
+    second = g.op("Mul", shifted(a, [2, 0, 1]), shifted(b, [1, 2, 0]))
+    return g.op("Sub", first, second)
+
+
+@symbolic("aten::linalg_det", "aten::det", since=11)
+def det(g, self):
+    return g.op("Det", self)
+
+
+# -- einsum -------------------------------------------------------------------------------------------------------
+@symbolic("aten::einsum")
+def einsum(g, equation, tensors, path=None):
+    equation = str(equation).replace(" ", "")
+    if g.opset >= 12:
+        return g.op("Einsum", *tensors, equation_s=equation)
+    return _lowered_einsum(g, equation, list(tensors))
+
+
+def _lowered_einsum(g, equation, operands):
+    """Einsum from Transpose/MatMul/Mul/ReduceSum, contracting operands left to right."""
+    inputs, output = _parse_equation(g, equation, operands)
+    for letters in inputs:
+        if len(set(letters)) != len(letters):
+            raise unsupported(g.node.kind(), g.opset, "einsum with a repeated index (a diagonal) needs opset >= 12")
+    acc, acc_letters = operands[0], inputs[0]
+    for index in range(1, len(operands)):
+        needed = set(output).union(*inputs[index + 1 :])
+        acc, acc_letters = _contract(g, acc, acc_letters, operands[index], inputs[index], needed)
+    acc, acc_letters = _sum_out(g, acc, acc_letters, set(output))
+    return _permute(g, acc, acc_letters, output)
+
+
+def _parse_equation(g, equation, operands):
+    """Operand and output index strings with '...' spelled out as fresh letters, and implicit output made explicit."""
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise unsupported(g.node.kind(), g.opset, "einsum operand count does not match its equation")
+    used = set(equation)
+    spare = [c for c in string.ascii_letters if c not in used]
+    ellipsis_rank = max((require_rank(g, x) - len(t.replace("...", "")) for t, x in zip(terms, operands) if "..." in t),
+                        default=0)
+    ellipsis = "".join(spare[:ellipsis_rank])
+    inputs = []
+    for term, operand in zip(terms, operands):
+        if "..." in term:
+            own = require_rank(g, operand) - len(term.replace("...", ""))
+            term = term.replace("...", ellipsis[ellipsis_rank - own :])
+        inputs.append(term)
+    if arrow:
+        output = rhs.replace("...", ellipsis)
+    else:
+        counts = {c: "".join(inputs).count(c) for c in "".join(inputs)}
+        output = ellipsis + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ellipsis))
+    return inputs, output
+
+
+def _sum_out(g, x, letters, keep):
+    """ReduceSum the indices of ``x`` that are not in ``keep``."""
+    axes = [i for i, c in enumerate(letters) if c not in keep]
+    if not axes:
+        return x, letters
+    return reduce_op(g, "ReduceSum", x, axes, False), "".join(c for c in letters if c in keep)
+
+
+def _permute(g, x, letters, order):
+    if letters == order:
+        return x
+    return g.op("Transpose", x, perm_i=[letters.index(c) for c in order])
+
+
+def _contract(g, a, a_letters, b, b_letters, needed):
+    """The product of ``a`` and ``b`` summed over shared indices that are not ``needed`` later."""
+    a, a_letters = _sum_out(g, a, a_letters, needed | set(b_letters))
+    b, b_letters = _sum_out(g, b, b_letters, needed | set(a_letters))
+    batch = "".join(c for c in a_letters if c in b_letters and c in needed)
+    summed = "".join(c for c in a_letters if c in b_letters and c not in needed)
+    left = "".join(c for c in a_letters if c not in b_letters)
+    right = "".join(c for c in b_letters if c not in a_letters)
+    matrix_form = len(summed) == 1 and len(left) <= 1 and len(right) <= 1
+    if matrix_form and (g.opset >= 9 or dtypes.is_float(g.dtype(a))):
+        return _contract_matmul(g, a, a_letters, b, b_letters, batch, summed, left, right)
+    return _contract_broadcast(g, a, a_letters, b, b_letters, batch + left + right, summed)
+
+
+def _contract_matmul(g, a, a_letters, b, b_letters, batch, summed, left, right):
+    """[batch, left, summed] @ [batch, summed, right], with an absent left/right index as a size-1 axis."""
+    a = _permute(g, a, a_letters, batch + left + summed)
+    b = _permute(g, b, b_letters, batch + summed + right)
+    if not left:
+        a = unsqueeze(g, a, [len(batch)])
+    if not right:
+        b = unsqueeze(g, b, [len(batch) + 1])
+    product = g.op("MatMul", a, b)
+    dropped = ([len(batch)] if not left else []) + ([len(batch) + 1] if not right else [])
+    if dropped:
+        product = squeeze(g, product, dropped)
+    return product, batch + left + right
+
+
+def _contract_broadcast(g, a, a_letters, b, b_letters, kept, summed):
+    """Align both operands on every index (size-1 where absent), multiply, and sum the shared ones away."""
+    order = kept + summed
+    aligned = [_align(g, x, letters, order) for x, letters in ((a, a_letters), (b, b_letters))]
+    product = g.op("Mul", *aligned)
+    return _sum_out(g, product, order, set(kept))
+
+
+def _align(g, x, letters, order):
+    present = "".join(c for c in order if c in letters)
+    x = _permute(g, x, letters, present)
+    missing = [i for i, c in enumerate(order) if c not in letters]
+    return unsqueeze(g, x, missing) if missing else x

@@ -1,0 +1,64 @@
+"""Cases for linear algebra: matmul (every rank combination), mm/bmm/mv/dot, addmm and friends, outer, einsum,
+cross and det."""
+
+import torch
+
+from op_tests.harness import OpCase
+
+
+def _r(*shape):
+    return torch.randn(*shape)
+
+
+CASES = [
+    OpCase("matmul", lambda k: (_r(3 + k, 4), _r(4, 5)), sample="2d_2d", fn=torch.matmul),
+    OpCase("matmul", lambda k: (_r(4), _r(4)), sample="1d_1d", fn=torch.matmul),
+    OpCase("matmul", lambda k: (_r(4), _r(2 + k, 4, 3)), sample="1d_3d", fn=torch.matmul),
+    OpCase("matmul", lambda k: (_r(2 + k, 3, 4), _r(4)), sample="3d_1d", fn=torch.matmul),
+    OpCase("matmul", lambda k: (_r(2 + k, 1, 3, 4), _r(5, 4, 2)), sample="4d_3d_broadcast", fn=torch.matmul),
+    OpCase("matmul", lambda k: (_r(3 + k, 4).double(), _r(4, 2).double()), sample="float64", fn=torch.matmul),
+    OpCase("matmul", lambda k: (torch.randint(-4, 5, (3 + k, 4)), torch.randint(-4, 5, (4, 2))), sample="int64",
+           fn=torch.matmul, min_opset=9),
+    OpCase("mm", lambda k: (_r(3 + k, 4), _r(4, 5)), fn=torch.mm),
+    OpCase("bmm", lambda k: (_r(2 + k, 3, 4), _r(2 + k, 4, 5)), fn=torch.bmm),
+    OpCase("mv", lambda k: (_r(3 + k, 4), _r(4)), fn=torch.mv),
+    OpCase("dot", lambda k: (_r(4 + k), _r(4 + k)), fn=torch.dot),
+    OpCase("addmm", lambda k: (_r(5), _r(3 + k, 4), _r(4, 5)), fn=torch.addmm),
+    OpCase("addmm", lambda k: (_r(3 + k, 1), _r(3 + k, 4), _r(4, 5)), sample="beta_alpha",
+           fn=lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2.0)),
+    OpCase("addmm", lambda k: (torch.full((5,), float("nan")), _r(3 + k, 4), _r(4, 5)), sample="beta0_ignores_nan",
+           fn=lambda c, a, b: torch.addmm(c, a, b, beta=0)),
+    OpCase("addmm", lambda k: (torch.randint(-3, 4, (5,)), torch.randint(-3, 4, (3 + k, 4)),
+                               torch.randint(-3, 4, (4, 5))), sample="int64",
+           fn=lambda c, a, b: torch.addmm(c, a, b, beta=2, alpha=3), min_opset=9),
+    OpCase("addmv", lambda k: (_r(3 + k), _r(3 + k, 4), _r(4)), fn=lambda c, a, b: torch.addmv(c, a, b, alpha=0.5)),
+    OpCase("baddbmm", lambda k: (_r(1, 3, 5), _r(2 + k, 3, 4), _r(2 + k, 4, 5)),
+           fn=lambda c, a, b: torch.baddbmm(c, a, b, beta=0.25, alpha=1.5)),
+    OpCase("addbmm", lambda k: (_r(3, 5), _r(2 + k, 3, 4), _r(2 + k, 4, 5)), fn=torch.addbmm),
+    OpCase("addr", lambda k: (_r(3 + k, 4), _r(3 + k), _r(4)), fn=lambda c, a, b: torch.addr(c, a, b, beta=2)),
+    OpCase("outer", lambda k: (_r(3 + k), _r(4)), fn=torch.outer),
+    OpCase("outer", lambda k: (torch.arange(3 + k), torch.arange(4)), sample="int64", fn=torch.outer),
+    OpCase("einsum", lambda k: (_r(2 + k, 3, 4), _r(2 + k, 4, 5)), sample="bmm",
+           fn=lambda a, b: torch.einsum("bij,bjk->bik", a, b)),
+    OpCase("einsum", lambda k: (_r(2, 3 + k, 4, 5), _r(2, 3 + k, 6, 5)), sample="attention_scores",
+           fn=lambda a, b: torch.einsum("bhqd,bhkd->bhqk", a, b)),
+    OpCase("einsum", lambda k: (_r(3 + k, 4),), sample="transpose", fn=lambda a: torch.einsum("ij->ji", a)),
+    OpCase("einsum", lambda k: (_r(3 + k, 4),), sample="sum_implicit", fn=lambda a: torch.einsum("ij", a)),
+    OpCase("einsum", lambda k: (_r(3 + k, 4), _r(3 + k, 4)), sample="frobenius_inner",
+           fn=lambda a, b: torch.einsum("ij,ij->", a, b)),
+    OpCase("einsum", lambda k: (_r(3 + k), _r(4)), sample="outer", fn=lambda a, b: torch.einsum("i,j->ij", a, b)),
+    OpCase("einsum", lambda k: (_r(2, 3 + k, 4), _r(4, 5)), sample="ellipsis",
+           fn=lambda a, b: torch.einsum("...ij,jk->...ik", a, b)),
+    OpCase("einsum", lambda k: (_r(2 + k, 3), _r(3, 4), _r(4, 5)), sample="chain3",
+           fn=lambda a, b, c: torch.einsum("ij,jk,kl->il", a, b, c)),
+    OpCase("einsum", lambda k: (_r(2, 3, 4 + k), _r(3, 5, 4 + k)), sample="multi_index_contraction",
+           fn=lambda a, b: torch.einsum("abc,bdc->ad", a, b)),
+    OpCase("einsum", lambda k: (torch.randint(-3, 4, (3 + k, 4)), torch.randint(-3, 4, (4, 2))), sample="int64",
+           fn=lambda a, b: torch.einsum("ij,jk->ik", a, b)),
+    OpCase("einsum", lambda k: (_r(3 + k, 3 + k),), sample="diagonal", min_opset=12,
+           fn=lambda a: torch.einsum("ii->i", a)),
+    OpCase("cross", lambda k: (_r(2 + k, 3), _r(2 + k, 3)), fn=lambda a, b: torch.linalg.cross(a, b)),
+    OpCase("cross", lambda k: (_r(3, 2 + k), _r(3, 1)), sample="dim0_broadcast",
+           fn=lambda a, b: torch.linalg.cross(a, b, dim=0)),
+    OpCase("det", lambda k: (_r(2 + k, 3, 3),), fn=torch.linalg.det, min_opset=11),
+]
