@@ -286,9 +286,9 @@ def _model_row(case: dict[str, Any]) -> str:
     outcome = OUTCOME_BY_KEY.get(case["outcome"], NO_DATA)
     detail = "\n".join(filter(None, [case["error"], case["reason"]]))
     links = ""
-    if case["rerun"]:
+    if case["rerun"] and case["bucket"] == "failed":
         links += f'<div><code>{escape(case["rerun"])}</code> <button class="copy" data-copy="{escape(case["rerun"])}">copy</button></div>'
-    if case.get("repro_href"):
+    if case.get("repro_href") and case["bucket"] == "failed":
         links += f'<div><a href="{escape(case["repro_href"])}">repro bundle</a></div>'
     return (f'<tr data-name="{escape(case["name"])}" data-kind="{case["kind"]}" data-opset="{case["opset"]}" '
             f'data-mode="{escape(case["mode"])}" data-provider="{escape(case["provider"])}" data-bucket="{case["bucket"]}">'
