@@ -33,10 +33,17 @@ from exporter.symbolics.shape import (
     arange_indices,
     dims_or_sizes,
     expand_to,
+    broadcast_shape,
     expand_to_shape_value,
+    reshape_to,
     size_arith,
     transpose_perm,
+    typed,
 )
+
+
+def _reshape_like(g, x, like):
+    return typed(reshape(g, x, shape_of(g, like)), g.shape(like))
 
 
 def _int_or_none(x):
@@ -83,7 +90,7 @@ def index_select(g, self, dim, index):
     dim = normalize_dim(int(constant_value(dim)), rank)
     index = g.value(index, torch.int64)
     if g.rank(index) == 0:
-        index = reshape(g, index, [1])
+        index = reshape_to(g, index, [1])
     return g.op("Gather", self, cast(g, index, INT64), axis_i=dim)
 
 
@@ -115,13 +122,13 @@ def gather(g, self, dim, index, sparse_grad=None):
     index = cast(g, g.value(index), INT64)
     if g.opset >= 11:
         return g.op("GatherElements", self, index, axis_i=dim)
-    return g.op("Gather", reshape(g, self, [-1]), _flat_positions(g, self, dim, index), axis_i=0)
+    return g.op("Gather", reshape_to(g, self, [-1]), _flat_positions(g, self, dim, index), axis_i=0)
 
 
 @symbolic("aten::take_along_dim")
 def take_along_dim(g, self, indices, dim=None):
     if dim is None:
-        return gather(g, reshape(g, self, [-1]), 0, reshape(g, indices, [-1]))
+        return gather(g, reshape_to(g, self, [-1]), 0, reshape_to(g, indices, [-1]))
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     self_dims, index_dims = g.dims(self), g.dims(indices)
@@ -154,7 +161,7 @@ def _mask_to_indices(g, mask) -> list:
     if g.opset < 9:
         raise unsupported(g.node.kind(), g.opset, "boolean-mask indexing needs NonZero: needs opset >= 9")
     rows = g.op("NonZero", cast(g, mask, BOOL))
-    return [g.op("Gather", rows, g.const(i, torch.int64), axis_i=0) for i in range(require_rank(g, mask))]
+    return [typed(g.op("Gather", rows, g.const(i, torch.int64), axis_i=0), (None,)) for i in range(require_rank(g, mask))]
 
 
 def _wrap_negative(g, index, size):
@@ -166,7 +173,7 @@ def _wrap_negative(g, index, size):
         negative = g.op("Less", index, g.const(0, torch.int64))
     else:  # Less takes only floating types before opset 9
         negative = g.op("Less", cast(g, index, dtypes.onnx_from_torch(torch.float64)), g.const(0.0, torch.float64))
-    return g.op("Add", index, g.op("Mul", cast(g, negative, INT64), size))
+    return typed(g.op("Add", index, g.op("Mul", cast(g, negative, INT64), size)), g.shape(index))
 
 
 def _expand_index_list(g, self, indices: list) -> list:
@@ -203,7 +210,11 @@ def _linear_index(g, self, first: int, tensors: list):
     linear = None
     for index, size in zip(tensors, sizes):
         index = _wrap_negative(g, index, size)
-        linear = index if linear is None else g.op("Add", g.op("Mul", linear, g.value(size, torch.int64)), index)
+        if linear is None:
+            linear = index
+        else:
+            scaled = g.op("Mul", linear, g.value(size, torch.int64))
+            linear = typed(g.op("Add", scaled, index), broadcast_shape(g.shape(linear), g.shape(index)))
     return linear
 
 
@@ -211,7 +222,7 @@ def _merge_dims(g, self, first: int, count: int):
     if count == 1:
         return self
     rest = dims_or_sizes(g, self)[first + count :]
-    return reshape(g, self, [0] * first + [-1] + rest)
+    return reshape_to(g, self, [0] * first + [-1] + rest)
 
 
 @symbolic("aten::index", "aten::_unsafe_index")
@@ -231,13 +242,13 @@ def index(g, self, indices):
 def _select_by_mask(g, self, position: int, mask):
     """``self[..., mask]``: the masked dims merged into one, then Compress along it (opset 9)."""
     merged = _merge_dims(g, self, position, require_rank(g, mask))
-    return g.op("Compress", merged, reshape(g, cast(g, mask, BOOL), [-1]), axis_i=position)
+    return g.op("Compress", merged, reshape_to(g, cast(g, mask, BOOL), [-1]), axis_i=position)
 
 
 # -- writes -----------------------------------------------------------------------------------------------------
 def _one_hot_rows(g, row_index, rows, dtype: int):
     """[M, N] matrix of ``dtype`` with a 1 at (m, row_index[m]); Equal against 0..N-1 works at every opset."""
-    column = unsqueeze(g, reshape(g, row_index, [-1]), [1])
+    column = unsqueeze(g, reshape_to(g, row_index, [-1]), [1])
     hits = g.op("Equal", column, unsqueeze(g, arange_indices(g, rows), [0]))
     return cast(g, hits, dtype)
 
@@ -245,7 +256,7 @@ def _one_hot_rows(g, row_index, rows, dtype: int):
 def _add_rows(g, base, row_index, updates):
     """``base[row_index[m]] += updates[m]`` for a 2-D ``base`` [N, R], summing duplicate rows (torch's accumulate)."""
     if g.opset >= 16:
-        return g.op("ScatterND", base, unsqueeze(g, reshape(g, row_index, [-1]), [1]), updates, reduction_s="add")
+        return g.op("ScatterND", base, unsqueeze(g, reshape_to(g, row_index, [-1]), [1]), updates, reduction_s="add")
     elem = g.dtype(base)
     if not (dtypes.is_float(elem) or (g.opset >= 9 and elem in (dtypes.onnx_from_torch(torch.int32), INT64))):
         raise unsupported(g.node.kind(), g.opset, "an accumulating scatter of this type needs ScatterND reduction: needs opset >= 16")
@@ -262,16 +273,19 @@ def _broadcast_indices(g, tensors: list) -> list:
     for t in tensors:
         scaled = g.op("Mul", t, g.const(0, torch.int64))
         zero = scaled if zero is None else g.op("Add", zero, scaled)
-    return [g.op("Add", t, zero) for t in tensors]
+    shape = broadcast_shape(*[g.shape(t) for t in tensors])
+    return [typed(g.op("Add", t, zero), shape) for t in tensors]
 
 
-@symbolic("aten::index_put", "aten::index_put_", "aten::_unsafe_index_put", since=9)
+@symbolic("aten::index_put", "aten::index_put_", "aten::_unsafe_index_put")
 def index_put(g, self, indices, values, accumulate=False):
     accumulate = bool(constant_value(accumulate)) if accumulate is not None else False
     indices = list(indices)
     present = [i for i in indices if i is not None]
     values = cast(g, g.value(values), g.dtype(self))
     if len(present) == 1 and _is_mask(g, present[0]) and indices.index(present[0]) == 0 and _is_single(g, values):
+        if g.opset < 9:
+            raise unsupported(g.node.kind(), g.opset, "index_put with a mask needs Where: needs opset >= 9")
         return _put_scalar_by_mask(g, self, present[0], values, accumulate)
     if g.opset < 11:
         raise unsupported(g.node.kind(), g.opset, "index_put with index tensors needs ScatterND: needs opset >= 11")
@@ -302,7 +316,7 @@ def _put_scalar_by_mask(g, self, mask, value, accumulate: bool):
     mask = cast(g, mask, BOOL)
     if extra:
         mask = unsqueeze(g, mask, list(range(require_rank(g, mask), require_rank(g, mask) + extra)))
-    value = reshape(g, value, [])
+    value = reshape_to(g, value, [])
     if accumulate:
         zero = g.const(np.zeros((), dtype=dtypes.numpy_from_onnx(g.dtype(self))))
         return g.op("Add", self, g.op("Where", mask, value, zero))
@@ -340,11 +354,13 @@ def _accumulate_front(g, front, tensors: list, updates):
     count = len(tensors)
     rank = require_rank(g, front)
     linear = _linear_index(g, front, 0, tensors)
-    rows = reshape(g, _merge_dims(g, front, 0, count), [0] + ([-1] if rank > count else [1])) if rank > count else \
-        reshape(g, front, [-1, 1])
-    flat_updates = reshape(g, updates, [-1, dims_or_sizes(g, rows)[1]])
+    if rank > count:
+        rows = reshape_to(g, _merge_dims(g, front, 0, count), [0, -1])
+    else:
+        rows = reshape_to(g, front, [-1, 1])
+    flat_updates = reshape_to(g, updates, [-1, dims_or_sizes(g, rows)[1]])
     summed = _add_rows(g, rows, linear, flat_updates)
-    return reshape(g, summed, shape_of(g, front))
+    return _reshape_like(g, summed, front)
 
 
 # -- scatters ---------------------------------------------------------------------------------------------------
@@ -369,8 +385,8 @@ def _scatter_elements(g, self, dim: int, index, updates, reduction: str | None =
 def _scatter_add_flat(g, self, dim: int, index, src):
     """scatter_add below opset 16: linear positions, then the one-hot row sum (static shapes)."""
     positions = _flat_positions(g, self, dim, index)
-    summed = _add_rows(g, reshape(g, self, [-1, 1]), positions, reshape(g, src, [-1, 1]))
-    return reshape(g, summed, shape_of(g, self))
+    summed = _add_rows(g, reshape_to(g, self, [-1, 1]), positions, reshape_to(g, src, [-1, 1]))
+    return _reshape_like(g, summed, self)
 
 
 @symbolic("aten::scatter", "aten::scatter_")
@@ -419,6 +435,8 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
     updates = cast(g, _crop_to(g, src, index), g.dtype(self))
     if reduce not in ("sum", "prod"):
         raise unsupported(g.node.kind(), g.opset, f"scatter_reduce '{reduce}' has no ONNX form up to opset 16 (max/min come at 18)")
+    if reduce == "prod" and g.opset < 16:
+        raise unsupported(g.node.kind(), g.opset, "scatter_reduce 'prod' needs ScatterElements reduction: needs opset >= 16")
     if not include_self:
         if g.opset < 9:
             raise unsupported(g.node.kind(), g.opset, "scatter_reduce with include_self=False needs Scatter: needs opset >= 9")
@@ -426,15 +444,13 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
         self = _scatter_elements(g, self, dim, index, expand_to_shape_value(g, neutral, shape_of(g, index)))
     if g.opset >= 16:
         return _scatter_elements(g, self, dim, index, updates, "add" if reduce == "sum" else "mul")
-    if reduce == "sum":
-        return _scatter_add_flat(g, self, dim, index, updates)
-    raise unsupported(g.node.kind(), g.opset, "scatter_reduce 'prod' needs ScatterElements reduction: needs opset >= 16")
+    return _scatter_add_flat(g, self, dim, index, updates)
 
 
 # -- index_add / index_copy / index_fill --------------------------------------------------------------------------
 def _index_along(g, index, dim: int, rank: int, shape):
     """A 1-D ``index`` laid along ``dim`` and broadcast to ``shape`` (the updates' shape)."""
-    laid = reshape(g, index, [-1 if axis == dim else 1 for axis in range(rank)])
+    laid = reshape_to(g, index, [-1 if axis == dim else 1 for axis in range(rank)])
     return expand_to_shape_value(g, laid, shape)
 
 
@@ -442,10 +458,10 @@ def _index_along(g, index, dim: int, rank: int, shape):
 def index_add(g, self, dim, index, source, alpha=None):
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
-    index = cast(g, reshape(g, g.value(index), [-1]), INT64)
+    index = cast(g, reshape_to(g, g.value(index), [-1]), INT64)
     source = cast(g, g.value(source), g.dtype(self))
     if rank == 0:
-        self, source, rank = reshape(g, self, [1]), reshape(g, source, [1]), 1
+        self, source, rank = reshape_to(g, self, [1]), reshape_to(g, source, [1]), 1
     if alpha is not None and constant_value(alpha) != 1:
         source = g.op("Mul", source, _scalar_of(g, alpha, self))
     perm = [dim] + [i for i in range(rank) if i != dim]
@@ -453,9 +469,9 @@ def index_add(g, self, dim, index, source, alpha=None):
     if g.opset >= 16:
         out = g.op("ScatterND", front, unsqueeze(g, index, [1]), front_source, reduction_s="add")
     else:
-        rows = reshape(g, front, [0, -1])
-        summed = _add_rows(g, rows, index, reshape(g, front_source, [0, -1]))
-        out = reshape(g, summed, shape_of(g, front))
+        rows = reshape_to(g, front, [0, -1])
+        summed = _add_rows(g, rows, index, reshape_to(g, front_source, [0, -1]))
+        out = _reshape_like(g, summed, front)
     return transpose_perm(g, out, _inverse(perm))
 
 
@@ -464,7 +480,7 @@ def index_copy(g, self, dim, index, source):
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     source = cast(g, g.value(source), g.dtype(self))
-    index = cast(g, reshape(g, g.value(index), [-1]), INT64)
+    index = cast(g, reshape_to(g, g.value(index), [-1]), INT64)
     return _scatter_elements(g, self, dim, _index_along(g, index, dim, rank, shape_of(g, source)), source)
 
 
@@ -472,11 +488,11 @@ def index_copy(g, self, dim, index, source):
 def index_fill(g, self, dim, index, value):
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
-    index = cast(g, reshape(g, g.value(index), [-1]), INT64)
+    index = cast(g, reshape_to(g, g.value(index), [-1]), INT64)
     shape = dims_or_sizes(g, self)
     shape[dim] = dim_size(g, index, 0)
     fill = cast(g, g.value(value), g.dtype(self)) if is_value(value) else _scalar_of(g, value, self)
-    updates = expand_to(g, reshape(g, fill, []), shape)
+    updates = expand_to(g, reshape_to(g, fill, []), shape)
     indices = _index_along(g, index, dim, rank, to_int64_list_value(g, shape))
     return _scatter_elements(g, self, dim, indices, updates)
 
@@ -488,7 +504,7 @@ def masked_select(g, self, mask):
     if g.dims(self) != g.dims(mask) or None in (g.dims(self) or [None]):
         self, mask = expand_to_shape_value(g, self, shape_of(g, mask)), expand_to_shape_value(g, mask, shape_of(g, self))
     # Compress without an axis reads its input flattened.
-    return g.op("Compress", self, reshape(g, mask, [-1]))
+    return g.op("Compress", self, reshape_to(g, mask, [-1]))
 
 
 @symbolic("aten::masked_scatter", "aten::masked_scatter_", since=11)
@@ -496,7 +512,7 @@ def masked_scatter(g, self, mask, source):
     mask = expand_to_shape_value(g, cast(g, g.value(mask), BOOL), shape_of(g, self))
     positions = g.op("Transpose", g.op("NonZero", mask), perm_i=[1, 0])
     count = slice_op(g, g.op("Shape", positions), [0], [0], [1])
-    updates = g.op("Slice", reshape(g, cast(g, source, g.dtype(self)), [-1]), g.const([0], torch.int64), count)
+    updates = g.op("Slice", reshape_to(g, cast(g, source, g.dtype(self)), [-1]), g.const([0], torch.int64), count)
     return g.op("ScatterND", self, positions, updates)
 
 
@@ -527,7 +543,7 @@ def one_hot(g, self, num_classes):
     if num_classes < 0:
         if g.opset < 9:
             raise unsupported(g.node.kind(), g.opset, "one_hot with num_classes=-1 needs OneHot: needs opset >= 9")
-        top = g.op("ReduceMax", reshape(g, self, [-1]), axes_i=[0], keepdims_i=1)
+        top = g.op("ReduceMax", reshape_to(g, self, [-1]), axes_i=[0], keepdims_i=1)
         depth = g.op("Add", top, g.const([1], torch.int64))
     else:
         depth = g.const([num_classes], torch.int64)

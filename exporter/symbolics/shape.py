@@ -55,6 +55,41 @@ def dims_or_sizes(g, x) -> list:
     ]
 
 
+def broadcast_shape(*shapes) -> tuple | None:
+    """numpy broadcasting of shapes whose dims may be None (unknown); None when a rank is unknown."""
+    if any(s is None for s in shapes):
+        return None
+    rank = max(len(s) for s in shapes)
+    padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
+    out = []
+    for dims in zip(*padded):
+        known = {d for d in dims if isinstance(d, int) and d != 1}
+        if any(not isinstance(d, int) for d in dims) and not known:
+            out.append(None)
+        else:
+            out.append(known.pop() if known else 1)
+    return tuple(out)
+
+
+def typed(value, shape):
+    """Record ``shape`` on a freshly built value (its rank is what later symbolics need)."""
+    value.shape = None if shape is None else tuple(shape)
+    return value
+
+
+def reshape_to(g, x, sizes: list):
+    """Reshape to ``sizes`` (ints, -1, 0 or 0-d values), resolving -1 and 0 when ``x``'s shape is static, so the
+    result keeps a fully known shape (the static-shape emulations below opset 11 need it)."""
+    dims = g.static_dims(x)
+    if dims is not None and all(not is_value(s) for s in sizes):
+        sizes = [dims[i] if int(constant_value(s)) == 0 else int(constant_value(s)) for i, s in enumerate(sizes)]
+        if -1 in sizes:
+            known = int(np.prod([s for s in sizes if s != -1], dtype=np.int64))
+            sizes[sizes.index(-1)] = int(np.prod(dims, dtype=np.int64)) // known if known else 0
+        return typed(reshape(g, x, sizes), sizes)
+    return typed(reshape(g, x, sizes), [s if not is_value(s) and int(constant_value(s)) > 0 else None for s in sizes])
+
+
 def list_output_count(g) -> int | None:
     """How many tensors the list returned by the current node holds, read from its ListUnpack consumer."""
     for use in list(g.node.outputs())[0].uses():
@@ -134,10 +169,13 @@ def expand_to(g, x, target: list):
     x = g.value(x)
     rank = require_rank(g, x)
     lead = len(target) - rank
+    known = [None if is_value(t) else int(constant_value(t)) for t in target]
+    own_dims = [None] * lead + (g.dims(x) or [None] * rank)
+    result_shape = [o if k == -1 else k for k, o in zip(known, own_dims)]
     if g.opset >= 8:
         # Expand broadcasts both ways, so a 1 keeps the input's dim, just like torch's -1.
-        wanted = [1 if (not is_value(t) and int(constant_value(t)) == -1) else t for t in target]
-        return g.op("Expand", x, to_int64_list_value(g, wanted))
+        wanted = [1 if k == -1 else t for k, t in zip(known, target)]
+        return typed(g.op("Expand", x, to_int64_list_value(g, wanted)), result_shape)
     if lead > 0:
         x = unsqueeze(g, x, list(range(lead)))
     own = [1] * lead + dims_or_sizes(g, g.value(x))[lead:] if lead else dims_or_sizes(g, x)
@@ -149,21 +187,22 @@ def expand_to(g, x, target: list):
             repeats.append(want)
         else:
             repeats.append(size_arith(g, "Div", want, have))
-    return g.op("Tile", x, to_int64_list_value(g, repeats))
+    return typed(g.op("Tile", x, to_int64_list_value(g, repeats)), result_shape)
 
 
 def expand_to_shape_value(g, x, shape):
     """Broadcast ``x`` to ``shape``, a Python list or a 1-D int64 value (e.g. another tensor's Shape)."""
     if isinstance(shape, list):
         return expand_to(g, x, shape)
-    if g.opset >= 8:
-        return g.op("Expand", x, shape)
     target_rank = shape.shape[0]
+    result_shape = broadcast_shape(g.dims(x), [None] * target_rank) if g.rank(x) is not None else None
+    if g.opset >= 8:
+        return typed(g.op("Expand", x, shape), result_shape)
     x = g.value(x)
     lead = target_rank - require_rank(g, x)
     if lead > 0:
         x = unsqueeze(g, x, list(range(lead)))
-    return g.op("Tile", x, g.op("Div", shape, g.op("Shape", x)))
+    return typed(g.op("Tile", x, g.op("Div", shape, g.op("Shape", x))), result_shape)
 
 
 @symbolic("aten::expand")
@@ -376,6 +415,10 @@ def _is_empty_1d(g, t) -> bool:
 
 @symbolic("aten::stack")
 def stack(g, tensors, dim):
+    if is_value(tensors):
+        from exporter.symbolics.sequence import concat_from_sequence
+
+        return concat_from_sequence(g, tensors, int(constant_value(dim)), new_axis=True)
     rank = require_rank(g, tensors[0])
     dim = normalize_dim(int(constant_value(dim)), rank + 1)
     _, values = promote_all(g, *tensors)

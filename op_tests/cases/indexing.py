@@ -1,0 +1,161 @@
+"""Cases for indexing: slices, select, gathers, advanced indexing, index_put, scatters, masks, nonzero, one_hot.
+
+Index and mask tensors are model inputs (so they are not folded away); their contents are fixed per size variant.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from op_tests.harness import OpCase
+
+
+def _r(*shape, dtype=torch.float32):
+    if dtype == torch.bool:
+        return torch.randn(*shape) > 0
+    if dtype.is_floating_point:
+        return torch.randn(*shape).to(dtype)
+    return torch.randint(-5, 5, shape, dtype=dtype)
+
+
+def _idx(high, *shape):
+    return torch.randint(0, high, shape, dtype=torch.int64)
+
+
+def _perm(n, take):
+    return torch.randperm(n)[:take]
+
+
+def _mask(*shape):
+    mask = torch.randn(*shape) > 0
+    mask.view(-1)[0] = True  # never empty
+    return mask
+
+
+def _sparse(*shape):
+    return torch.randn(*shape).clamp(min=0)
+
+
+def _masked_values(*shape):
+    """(x, mask, one value per True entry of the mask), int64."""
+    generator = torch.Generator().manual_seed(sum(shape))
+    mask = torch.rand(*shape, generator=generator) > 0.5
+    values = torch.randint(-5, 5, (int(mask.sum()),), generator=generator)
+    return torch.randint(-5, 5, shape, generator=generator), mask, values
+
+
+def _put_columns(x, i, v):
+    """``x[:, i] = v`` out of place: index_put with a leading None index and a broadcast value."""
+    return torch.ops.aten.index_put(x, [None, i], v)
+
+
+_DYNAMIC_STEP = ("dynamic export: a strided slice of a dynamic dim needs Slice steps (opset 10); "
+                 "the static export passes at this opset (Gather of constant positions)")
+_DYNAMIC_BOUND = ("dynamic export: a slice bound computed at run time needs Slice with input bounds (opset 10); "
+                  "the static export folds the bound and passes at this opset")
+_GATHER_STATIC = ("dynamic export: below GatherElements (opset 11) gather is rebuilt as a Gather of precomputed linear "
+                  "positions, which needs static shapes; the static export passes at this opset")
+_DYNAMIC_RANGE = ("dynamic export: the one-hot emulation of an accumulating scatter compares with 0..n-1 for a run-time "
+                  "n, which needs ConstantOfShape+NonZero (opset 9) or Range (11); the static export passes here")
+_SCATTER_ADD_STATIC = ("dynamic export: below ScatterElements reduction (opset 16) the accumulating scatter is "
+                       "rebuilt from linear positions, which need static shapes; the static export passes")
+
+CASES = [
+    # slice
+    OpCase("slice", lambda k: (_r(2 + k, 6),), fn=lambda x: x[:, 1:4]),
+    OpCase("slice", lambda k: (_r(2 + k, 7),), sample="step", fn=lambda x: x[:, 1::2]),
+    OpCase("slice", lambda k: (_r(7 + k, 3, dtype=torch.int64),), sample="step_dynamic_dim", fn=lambda x: x[1:-1:3],
+           known_failures={o: _DYNAMIC_STEP for o in (7, 8, 9)}),
+    OpCase("slice", lambda k: (_r(2 + k, 6, dtype=torch.bool),), sample="negative_bounds", fn=lambda x: x[:, -4:-1]),
+    OpCase("slice", lambda k: (_r(5 + k, 4),), sample="dynamic_end", fn=lambda x: x[: x.size(0) - 2],
+           known_failures={o: _DYNAMIC_BOUND for o in (7, 8, 9)}),
+    # select
+    OpCase("select", lambda k: (_r(2 + k, 3, 4),), fn=lambda x: x[:, 1]),
+    OpCase("select", lambda k: (_r(2 + k, 3, 4, dtype=torch.int32),), sample="negative", fn=lambda x: x[..., -1]),
+    OpCase("select", lambda k: (_r(3 + k, 4),), sample="negative_dynamic_dim", fn=lambda x: x[-2]),
+    # index_select / gather / take_along_dim
+    OpCase("index_select", lambda k: (_r(3, 5 + k), _idx(3, 4 + k)), fn=lambda x, i: x.index_select(0, i)),
+    OpCase("index_select", lambda k: (_r(3 + k, 5, dtype=torch.int64), _idx(5, 2)), sample="negative_dim",
+           fn=lambda x, i: torch.index_select(x, -1, i)),
+    OpCase("gather", lambda k: (_r(3, 4), _idx(4, 3, 2)), fn=lambda x, i: x.gather(1, i)),
+    OpCase("gather", lambda k: (_r(3 + k, 4, 2), _idx(3 + k, 2, 4, 2)), sample="dim0_smaller_index",
+           fn=lambda x, i: torch.gather(x, 0, i), known_failures={o: _GATHER_STATIC for o in (7, 8, 9, 10)}),
+    OpCase("gather", lambda k: (_r(3, 4, dtype=torch.int64), _idx(3, 2, 4)), sample="int64_static",
+           fn=lambda x, i: torch.gather(x, -2, i)),
+    OpCase("take_along_dim", lambda k: (_r(3, 4), _idx(4, 3, 2)), fn=lambda x, i: torch.take_along_dim(x, i, 1)),
+    OpCase("take_along_dim", lambda k: (_r(1, 4), _idx(4, 3, 2)), sample="broadcast", fn=lambda x, i: torch.take_along_dim(x, i, -1)),
+    OpCase("take_along_dim", lambda k: (_r(3, 4), _idx(12, 5)), sample="flat", fn=lambda x, i: torch.take_along_dim(x, i)),
+    # aten::index
+    OpCase("index", lambda k: (_r(5, 3 + k), _idx(5, 4)), sample="tensor", fn=lambda x, i: x[i]),
+    OpCase("index", lambda k: (_r(2 + k, 5, 3), _idx(5, 2, 2)), sample="tensor_dim1", fn=lambda x, i: x[:, i]),
+    OpCase("index", lambda k: (_r(4, 5, 3 + k), _idx(4, 3), _idx(5, 3)), sample="two_tensors", fn=lambda x, i, j: x[i, j]),
+    OpCase("index", lambda k: (_r(4, 2 + k, 5), _idx(4, 3), _idx(5, 1)), sample="separated",
+           fn=lambda x, i, j: x[i, :, j]),
+    OpCase("index", lambda k: (_r(4, 5), torch.tensor([-1, 0, -4])), sample="negative_indices",
+           fn=lambda x, i: x[i, i + 1]),
+    OpCase("index", lambda k: (_r(3 + k, 4), _mask(3 + k, 4)), sample="mask", min_opset=9, fn=lambda x, m: x[m]),
+    OpCase("index", lambda k: (_r(2 + k, 5, dtype=torch.int64), _mask(5)), sample="mask_dim1", min_opset=9,
+           fn=lambda x, m: x[:, m]),
+    OpCase("index", lambda k: (_r(3, 4, 2), _mask(3, 4), _idx(2, 1)), sample="mask_and_tensor", min_opset=9,
+           fn=lambda x, m, i: x[m, i]),
+    # index_put
+    OpCase("index_put", lambda k: (_r(3 + k, 4), _mask(3 + k, 4)), sample="mask_scalar", min_opset=9,
+           fn=lambda x, m: x.index_put((m,), torch.tensor(2.5))),
+    OpCase("index_put", lambda k: (_r(3 + k, 4), _mask(3 + k)), sample="mask_rows_accumulate", min_opset=9,
+           fn=lambda x, m: x.index_put((m,), torch.tensor(1.0), accumulate=True)),
+    OpCase("index_put", lambda k: (_r(5, 3 + k), _perm(5, 3), _r(3, 3 + k)), sample="rows", min_opset=11,
+           fn=lambda x, i, v: x.index_put((i,), v)),
+    OpCase("index_put", lambda k: (_r(2 + k, 5), _perm(5, 2), _r(2)), sample="dim1_broadcast", min_opset=11,
+           fn=lambda x, i, v: _put_columns(x, i, v)),
+    OpCase("index_put", lambda k: (_r(4, 5, 2 + k), _perm(4, 3), torch.tensor([0, 4, 1]), _r(3, 2 + k)), sample="two_tensors",
+           min_opset=11, fn=lambda x, i, j, v: x.index_put((i, j), v)),
+    OpCase("index_put", lambda k: (_r(5, 3 + k), _idx(5, 6), _r(6, 3 + k)), sample="accumulate_duplicates", min_opset=11,
+           fn=lambda x, i, v: x.index_put((i,), v, accumulate=True)),
+    OpCase("index_put", lambda k: _masked_values(4 + k, 3), sample="mask_values", min_opset=11,
+           fn=lambda x, m, v: x.index_put((m,), v)),
+    # scatter family
+    OpCase("scatter", lambda k: (_r(3, 5), _perm(5, 3).reshape(1, 3).repeat(2, 1), _r(2, 4)), min_opset=9,
+           fn=lambda x, i, s: x.scatter(1, i, s)),
+    OpCase("scatter", lambda k: (_r(4 + k, 3, dtype=torch.int64), torch.tensor([[1, 0, 2]])), sample="value_dim0", min_opset=9,
+           fn=lambda x, i: x.scatter(0, i, 7)),
+    OpCase("scatter", lambda k: (_r(3, 5), _idx(5, 3, 4), _r(3, 4)), sample="reduce_add",
+           fn=lambda x, i, s: x.scatter(1, i, s, reduce="add")),
+    OpCase("scatter", lambda k: (_r(3, 5), _idx(5, 3, 4), _r(3, 4)), sample="reduce_multiply", min_opset=16,
+           fn=lambda x, i, s: x.scatter(1, i, s, reduce="multiply")),
+    OpCase("scatter_add", lambda k: (_r(3, 5 + k), _idx(5, 3, 6), _r(3, 6)), fn=lambda x, i, s: x.scatter_add(1, i, s),
+           known_failures={o: _SCATTER_ADD_STATIC for o in range(7, 16)}),
+    OpCase("scatter_add", lambda k: (_r(4, 3), _idx(4, 6, 3), _r(6, 3)), sample="static_dim0",
+           fn=lambda x, i, s: x.scatter_add(0, i, s)),
+    OpCase("scatter_reduce", lambda k: (_r(3, 5), _idx(5, 3, 4), _r(3, 4)), sample="sum",
+           fn=lambda x, i, s: x.scatter_reduce(1, i, s, "sum")),
+    OpCase("scatter_reduce", lambda k: (_r(3, 5), _idx(5, 3, 4), _r(3, 4)), sample="prod_exclude_self", min_opset=16,
+           fn=lambda x, i, s: x.scatter_reduce(1, i, s, "prod", include_self=False)),
+    # index_add / index_copy / index_fill
+    OpCase("index_add", lambda k: (_r(5, 3 + k), _idx(5, 4), _r(4, 3 + k)), fn=lambda x, i, s: x.index_add(0, i, s)),
+    OpCase("index_add", lambda k: (_r(3 + k, 5), _idx(5, 4), _r(3 + k, 4)), sample="dim1_alpha",
+           fn=lambda x, i, s: x.index_add(-1, i, s, alpha=2.0)),
+    OpCase("index_add", lambda k: (_r(5 + k, 3), _idx(5, 4), _r(4, 3)), sample="dynamic_rows",
+           fn=lambda x, i, s: x.index_add(0, i, s), known_failures={o: _DYNAMIC_RANGE for o in (7, 8)}),
+    OpCase("index_copy", lambda k: (_r(5, 3 + k), _perm(5, 2), _r(2, 3 + k)), min_opset=9,
+           fn=lambda x, i, s: x.index_copy(0, i, s)),
+    OpCase("index_copy", lambda k: (_r(2 + k, 5, dtype=torch.int64), _perm(5, 3), _r(2 + k, 3, dtype=torch.int64)),
+           sample="dim1_int64", min_opset=9, fn=lambda x, i, s: x.index_copy(1, i, s)),
+    OpCase("index_fill", lambda k: (_r(4, 3 + k), _perm(4, 2)), min_opset=9, fn=lambda x, i: x.index_fill(0, i, -1.5)),
+    OpCase("index_fill", lambda k: (_r(3 + k, 4, dtype=torch.int32), _perm(4, 2)), sample="dim1_int32", min_opset=9,
+           fn=lambda x, i: x.index_fill(-1, i, 9)),
+    # masks and nonzero
+    OpCase("masked_select", lambda k: (_r(3 + k, 4), _mask(3 + k, 4)), min_opset=9, fn=lambda x, m: x.masked_select(m)),
+    OpCase("masked_select", lambda k: (_r(3 + k, 4, dtype=torch.int64), _mask(4)), sample="broadcast", min_opset=9,
+           fn=lambda x, m: torch.masked_select(x, m)),
+    OpCase("masked_scatter", lambda k: (_r(3 + k, 4), _mask(3 + k, 4), _r(20)), min_opset=11,
+           fn=lambda x, m, s: x.masked_scatter(m, s)),
+    OpCase("masked_scatter", lambda k: (_r(3 + k, 4), _mask(4), _r(3 + k, 4)), sample="broadcast_mask", min_opset=11,
+           fn=lambda x, m, s: x.masked_scatter(m, s)),
+    OpCase("nonzero", lambda k: (_sparse(3 + k, 4),), min_opset=9, fn=lambda x: torch.nonzero(x)),
+    OpCase("nonzero", lambda k: (_mask(3 + k, 2, 2),), sample="bool_3d", min_opset=9, fn=lambda x: x.nonzero()),
+    OpCase("nonzero", lambda k: (_r(5 + k, dtype=torch.int64),), sample="as_tuple", min_opset=9,
+           fn=lambda x: torch.nonzero(x, as_tuple=True)),
+    OpCase("argwhere", lambda k: (_r(3 + k, 4, dtype=torch.int32),), min_opset=9, fn=lambda x: torch.argwhere(x)),
+    # one_hot
+    OpCase("one_hot", lambda k: (_idx(4, 3 + k),), fn=lambda x: F.one_hot(x, 5)),
+    OpCase("one_hot", lambda k: (_idx(3, 2 + k, 3),), sample="infer_classes", min_opset=9, fn=lambda x: F.one_hot(x)),
+]
