@@ -11,3 +11,4 @@ from exporter.symbolics import reductions  # noqa: F401,E402
 from exporter.symbolics import indexing  # noqa: F401,E402
 from exporter.symbolics import tensor_factories  # noqa: F401,E402
 from exporter.symbolics import linalg  # noqa: F401,E402
+from exporter.symbolics import normalization  # noqa: F401,E402

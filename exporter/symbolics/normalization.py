@@ -1,0 +1,108 @@
+"""Normalization layers: layer norm, group norm and instance norm.
+
+LayerNormalization and GroupNormalization only arrive in opsets 17 and 18, so both are decomposed into
+ReduceMean/Sub/Mul/Sqrt here; instance norm maps to InstanceNormalization where ONNX Runtime has a kernel
+(float16/float32). Half-precision inputs are normalized in float32, as PyTorch's kernels do. Batch norm
+lives with the other layers in ``nn.py``.
+"""
+
+from __future__ import annotations
+
+from onnx import TensorProto
+
+from exporter.registry import parse_args, symbolic
+from exporter.symbolics._helpers import (
+    cast,
+    reduce_op,
+    require_rank,
+    reshape,
+    scalar_like,
+    shape_of,
+)
+from exporter.symbolics.reductions import accumulation_type
+
+_INSTANCE_NORM_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16)
+
+
+def standardize(g, x, axes, eps):
+    """(x - mean) / sqrt(var + eps) over ``axes`` with the biased variance; also returns (mean, rstd)."""
+    mean = reduce_op(g, "ReduceMean", x, axes, True)
+    centered = g.op("Sub", x, mean)
+    variance = reduce_op(g, "ReduceMean", g.op("Mul", centered, centered), axes, True)
+    std = g.op("Sqrt", g.op("Add", variance, scalar_like(g, eps, x)))
+    return g.op("Div", centered, std), mean, std
+
+
+def _affine(g, x, weight, bias, shape=None):
+    """x * weight + bias, with the parameters reshaped to ``shape`` when given and cast to x's type."""
+    for param, op_type in ((weight, "Mul"), (bias, "Add")):
+        if param is not None:
+            param = cast(g, param, x.dtype)
+            x = g.op(op_type, x, reshape(g, param, shape) if shape is not None else param)
+    return x
+
+
+@symbolic("aten::layer_norm")
+@parse_args("v", "is", "v", "v", "f", "none")
+def layer_norm(g, input, normalized_shape, weight, bias, eps, cudnn_enable=None):
+    out, _, _ = _layer_norm(g, input, normalized_shape, weight, bias, eps)
+    return out
+
+
+@symbolic("aten::native_layer_norm")
+@parse_args("v", "is", "v", "v", "f")
+def native_layer_norm(g, input, normalized_shape, weight, bias, eps):
+    """(output, mean, rstd), the statistics with the normalized axes kept as size 1."""
+    out, mean, std = _layer_norm(g, input, normalized_shape, weight, bias, eps)
+    rstd = g.op("Reciprocal", std)
+    return out, cast(g, mean, input.dtype), cast(g, rstd, input.dtype)
+
+
+def _layer_norm(g, input, normalized_shape, weight, bias, eps):
+    rank = require_rank(g, input)
+    axes = list(range(rank - len(normalized_shape), rank))
+    x = cast(g, input, accumulation_type(input.dtype))
+    normalized, mean, std = standardize(g, x, axes, eps)
+    return cast(g, _affine(g, normalized, weight, bias), input.dtype), mean, std
+
+
+@symbolic("aten::group_norm")
+@parse_args("v", "i", "v", "v", "f", "none")
+def group_norm(g, input, num_groups, weight, bias, eps, cudnn_enabled=None):
+    """Standardize each group of channels: view as [N, groups, -1], normalize the last axis, view back."""
+    rank = require_rank(g, input)
+    x = cast(g, input, accumulation_type(input.dtype))
+    grouped = reshape(g, x, [0, num_groups, -1])
+    normalized, _, _ = standardize(g, grouped, [2], eps)
+    normalized = reshape(g, normalized, shape_of(g, input))
+    out = _affine(g, normalized, weight, bias, [-1] + [1] * (rank - 2))
+    return cast(g, out, input.dtype)
+
+
+@symbolic("aten::instance_norm")
+@parse_args("v", "v", "v", "v", "v", "b", "f", "f", "none")
+def instance_norm(g, input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn=None):
+    if not use_input_stats:
+        # Eval mode with tracked statistics: exactly batch norm on the running estimates.
+        from exporter.symbolics.nn import batch_norm
+
+        return batch_norm(g, input, weight, bias, running_mean, running_var, False, momentum, eps, False)
+    channels = _static_channels(g, input, weight, bias)
+    if input.dtype in _INSTANCE_NORM_TYPES and channels is not None:
+        scale = weight if weight is not None else g.const([1.0] * channels, input.dtype)
+        shift = bias if bias is not None else g.const([0.0] * channels, input.dtype)
+        return g.op("InstanceNormalization", input, cast(g, scale, input.dtype), cast(g, shift, input.dtype),
+                    epsilon_f=eps)
+    rank = require_rank(g, input)
+    x = cast(g, input, accumulation_type(input.dtype))
+    normalized, _, _ = standardize(g, x, list(range(2, rank)), eps)
+    return cast(g, _affine(g, normalized, weight, bias, [-1] + [1] * (rank - 2)), input.dtype)
+
+
+def _static_channels(g, input, weight, bias):
+    for param in (weight, bias):
+        if param is not None and param.shape and isinstance(param.shape[0], int):
+            return param.shape[0]
+    dims = g.dims(input)
+    return dims[1] if dims is not None and len(dims) > 1 else None
+
