@@ -1,0 +1,111 @@
+"""Cases for the recurrent layers (nn.LSTM / nn.GRU / nn.RNN as traced) and the cell functions.
+
+Size variant 1 changes the sequence length and the batch, so the dynamic export proves that nothing about
+either is baked in.
+"""
+
+import torch
+
+from op_tests.harness import OpCase
+
+
+class _WithState(torch.nn.Module):
+    """Calls a recurrent layer with an explicit initial state (h0, or (h0, c0) for an LSTM)."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x, h0, c0=None):
+        return self.layer(x, h0 if c0 is None else (h0, c0))
+
+
+def _sequence(features=3, batch_first=False):
+    def make(k):
+        seq, batch = 5 + 2 * k, 2 + k
+        return (torch.randn(batch, seq, features) if batch_first else torch.randn(seq, batch, features),)
+    return make
+
+
+def _sequence_and_state(layers, directions, hidden, features=3, lstm=False):
+    def make(k):
+        seq, batch = 5 + 2 * k, 2 + k
+        state = [torch.randn(layers * directions, batch, hidden) for _ in range(2 if lstm else 1)]
+        return (torch.randn(seq, batch, features), *state)
+    return make
+
+
+def _layer(cls, **kwargs):
+    return lambda: cls(**kwargs)
+
+
+def _stateful(cls, **kwargs):
+    return lambda: _WithState(cls(**kwargs))
+
+
+CASES = [
+    OpCase("lstm", _sequence(), module=_layer(torch.nn.LSTM, input_size=3, hidden_size=4)),
+    OpCase("lstm", _sequence(), sample="bias_false", module=_layer(torch.nn.LSTM, input_size=3, hidden_size=4,
+                                                                   bias=False)),
+    OpCase("lstm", _sequence(batch_first=True), sample="batch_first",
+           module=_layer(torch.nn.LSTM, input_size=3, hidden_size=4, batch_first=True)),
+    OpCase("lstm", _sequence(), sample="two_layers_bidirectional",
+           module=_layer(torch.nn.LSTM, input_size=3, hidden_size=4, num_layers=2, bidirectional=True)),
+    OpCase("lstm", _sequence_and_state(2, 2, 4, lstm=True), sample="two_layers_bidirectional_h0_c0",
+           module=_stateful(torch.nn.LSTM, input_size=3, hidden_size=4, num_layers=2, bidirectional=True)),
+    # The documentation's example: a 4-layer bidirectional LSTM with (h0, c0), dynamic along the sequence.
+    OpCase("lstm", _sequence_and_state(4, 2, 6, features=5, lstm=True), sample="docs_four_layers_bidirectional",
+           module=_stateful(torch.nn.LSTM, input_size=5, hidden_size=6, num_layers=4, bidirectional=True,
+                            dropout=0.3)),
+    OpCase("lstm", _sequence(), sample="projection",
+           known_failures={opset: "ONNX LSTM has no output projection (proj_size); the export raises "
+                                  "UnsupportedOperatorError" for opset in range(7, 17)},
+           module=_layer(torch.nn.LSTM, input_size=3, hidden_size=4, proj_size=2)),
+    OpCase("gru", _sequence(), module=_layer(torch.nn.GRU, input_size=3, hidden_size=4)),
+    OpCase("gru", _sequence(), sample="bias_false", module=_layer(torch.nn.GRU, input_size=3, hidden_size=4,
+                                                                  bias=False)),
+    OpCase("gru", _sequence(batch_first=True), sample="batch_first_bidirectional",
+           module=_layer(torch.nn.GRU, input_size=3, hidden_size=4, batch_first=True, bidirectional=True)),
+    OpCase("gru", _sequence_and_state(3, 2, 4), sample="three_layers_bidirectional_h0",
+           module=_stateful(torch.nn.GRU, input_size=3, hidden_size=4, num_layers=3, bidirectional=True)),
+    OpCase("rnn_tanh", _sequence(), module=_layer(torch.nn.RNN, input_size=3, hidden_size=4)),
+    OpCase("rnn_tanh", _sequence_and_state(2, 2, 4), sample="two_layers_bidirectional_h0",
+           module=_stateful(torch.nn.RNN, input_size=3, hidden_size=4, num_layers=2, bidirectional=True)),
+    OpCase("rnn_relu", _sequence(batch_first=True), sample="batch_first_bias_false",
+           module=_layer(torch.nn.RNN, input_size=3, hidden_size=4, nonlinearity="relu", batch_first=True,
+                         bias=False)),
+    OpCase("rnn_relu", _sequence_and_state(2, 1, 4), sample="two_layers_h0",
+           module=_stateful(torch.nn.RNN, input_size=3, hidden_size=4, num_layers=2, nonlinearity="relu")),
+]
+
+
+class _CellFunction(torch.nn.Module):
+    """Calls torch.<kind>_cell with the parameters of the matching nn.*Cell (the scripted/functional form)."""
+
+    def __init__(self, kind, bias=True):
+        super().__init__()
+        cell = {"lstm": torch.nn.LSTMCell, "gru": torch.nn.GRUCell, "rnn_tanh": torch.nn.RNNCell,
+                "rnn_relu": lambda *a, **k: torch.nn.RNNCell(*a, nonlinearity="relu", **k)}[kind](3, 4, bias=bias)
+        self.cell = cell
+        self.function = getattr(torch, f"{kind}_cell")
+        self.kind = kind
+
+    def forward(self, x, h, c=None):
+        state = (h, c) if self.kind == "lstm" else h
+        return self.function(x, state, self.cell.weight_ih, self.cell.weight_hh, self.cell.bias_ih, self.cell.bias_hh)
+
+
+def _cell_inputs(lstm=False):
+    def make(k):
+        batch = 2 + k
+        return (torch.randn(batch, 3), *[torch.randn(batch, 4) for _ in range(2 if lstm else 1)])
+    return make
+
+
+CASES += [
+    OpCase("lstm_cell", _cell_inputs(lstm=True), module=lambda: _CellFunction("lstm")),
+    OpCase("gru_cell", _cell_inputs(), module=lambda: _CellFunction("gru")),
+    OpCase("gru_cell", _cell_inputs(), sample="bias_false", module=lambda: _CellFunction("gru", bias=False)),
+    OpCase("rnn_tanh_cell", _cell_inputs(), module=lambda: _CellFunction("rnn_tanh")),
+    OpCase("rnn_relu_cell", _cell_inputs(), module=lambda: _CellFunction("rnn_relu")),
+]
