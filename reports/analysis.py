@@ -259,7 +259,9 @@ def aten_coverage(rows: list[dict], index: SymbolicIndex, cases: list[dict]) -> 
     for row in rows:
         if kind_of(row) in ("model", "example"):
             for op in row.get("aten_ops") or []:
-                seen[qualified_op(str(op))].add(text(row, "name"))
+                # prim:: nodes (constants, lists, tuples) are TorchScript plumbing, not operators to cover.
+                if not str(op).startswith("prim::"):
+                    seen[qualified_op(str(op))].add(text(row, "name"))
     ops = []
     for op in sorted(seen):
         ops.append({

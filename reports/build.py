@@ -9,7 +9,7 @@ from typing import Any
 
 from reports import analysis, baseline, html
 from reports.registry_snapshot import SymbolicIndex, infer_snapshot, load_snapshot, take_snapshot
-from reports.results import OPSETS, OUTCOMES, expand_paths, load_rows
+from reports.results import OPSETS, OUTCOMES, case_key, expand_paths, load_rows
 
 HTML_NAME = "report.html"
 JSON_NAME = "report.json"
@@ -24,8 +24,11 @@ def build_report(results: list[str], out_dir: str, *, baseline_path: str | None 
     copies the rows read to that path, for later runs to be compared with.
     """
     files = [f for f in expand_paths(results) if not _same_file(f, baseline_path) and not _same_file(f, mark_baseline)]
-    rows = [row for row in load_rows(files) if _is_result(row)]
+    read = [row for row in load_rows(files) if _is_result(row)]
+    rows, peer_rows, superseded = select_engine_rows(read)
     data = report_data(rows, files, out_dir, baseline_path=baseline_path, registry=registry)
+    data["header"]["peer_rows_excluded"] = len(peer_rows)
+    data["header"]["superseded_rows"] = superseded
     os.makedirs(out_dir, exist_ok=True)
     _write_atomic(os.path.join(out_dir, JSON_NAME), json.dumps(data, indent=1, sort_keys=False))
     html_path = os.path.join(out_dir, HTML_NAME)
@@ -33,6 +36,21 @@ def build_report(results: list[str], out_dir: str, *, baseline_path: str | None 
     if mark_baseline:
         baseline.mark_baseline(rows, mark_baseline)
     return html_path
+
+
+def select_engine_rows(rows: list[dict]) -> tuple[list[dict], list[dict], int]:
+    """(this exporter's rows, one per case, the latest winning; torch.onnx peer rows; how many rows were superseded).
+
+    Peer rows validate the model zoo with torch.onnx and say nothing about this exporter, so they never count.
+    A case re-run appends a newer row for the same case id; the newest is the case's result.
+    """
+    engine = [row for row in rows if row.get("exporter", "engine") != "peer"]
+    peer = [row for row in rows if row.get("exporter") == "peer"]
+    latest: dict[str, dict] = {}
+    for row in engine:
+        latest.pop(case_key(row), None)  # re-inserting keeps the order of the newest occurrence
+        latest[case_key(row)] = row
+    return list(latest.values()), peer, len(engine) - len(latest)
 
 
 def report_data(rows: list[dict], files: list[str], out_dir: str, *, baseline_path: str | None = None,

@@ -116,9 +116,15 @@ def _run_facts(header: dict[str, Any]) -> str:
     facts.append(_fact("Providers", ", ".join(header["providers"])))
     facts.append(_fact("GPU", ", ".join(header["gpu"]) or ("none" if header["providers"] == ["cpu"] else "")))
     duration = header["duration_s"]
-    facts.append(_fact(f"Duration ({header['duration_kind']})", _seconds(duration) if duration is not None else None))
+    kind = "wall clock" if header["started_at"] else "sum of cases"
+    facts.append(_fact("Duration", f"{_seconds(duration)} ({kind})" if duration is not None else None))
     facts.append(_fact("Results", str(header["row_count"])))
     lead = "Versions and revision as recorded in the result rows; several values mean the inputs mix runs."
+    if header.get("peer_rows_excluded"):
+        lead += (f" {header['peer_rows_excluded']} rows from the torch.onnx peer (which validates the model zoo) "
+                 "are left out of every count.")
+    if header.get("superseded_rows"):
+        lead += f" {header['superseded_rows']} older rows of re-run cases are superseded by their newest result."
     return _card("run", "Run", lead, f'<dl class="facts">{"".join(facts)}</dl>')
 
 
@@ -327,21 +333,21 @@ def _coverage(coverage: dict[str, Any]) -> str:
     per_opset = coverage["per_opset"]
     head = "".join(f'<th class="opset">{opset}</th>' for opset in OPSETS)
     summary_cells = "".join(
-        f'<td class="num"><strong>{per_opset[str(o)]["covered"]}</strong>/{per_opset[str(o)]["seen"]}</td>' for o in OPSETS)
+        f'<td class="mark"><strong>{per_opset[str(o)]["covered"]}</strong>/{per_opset[str(o)]["seen"]}</td>' for o in OPSETS)
     rows = []
     for entry in coverage["ops"]:
         marks = []
         for opset in OPSETS:
             supported = entry["opsets"][str(opset)]
-            marks.append('<td class="num yes">✓</td>' if supported else '<td class="num no">✗</td>' if supported is False
-                         else '<td class="num unknown">?</td>')
+            marks.append('<td class="mark yes">✓</td>' if supported else '<td class="mark no">✗</td>' if supported is False
+                         else '<td class="mark unknown">?</td>')
         missing = any(value is not True for value in entry["opsets"].values())
         users = ", ".join(entry["models"])
         rows.append(f'<tr data-op="{escape(entry["op"])}" data-missing="{int(missing)}"><td class="opname">{escape(entry["op"])}</td>'
                     f'<td class="num" title="{escape(users)}">{len(entry["models"])}</td>{"".join(marks)}</tr>')
     toolbar = (f'<div class="toolbar">{_search("coverage", "Filter ATen ops")}'
                f'{_checkbox("coverage", "missing", "Only ops missing a symbolic at some opset")}<span class="shown" data-shown="coverage"></span></div>')
-    table = (f'<div class="scroll"><table id="coverage-table"><thead><tr><th>ATen op</th><th class="num">Models</th>{head}</tr>'
+    table = (f'<div class="scroll"><table class="coverage" id="coverage-table"><thead><tr><th>ATen op</th><th class="num">Models</th>{head}</tr>'
              f'<tr class="coverage-summary"><td>covered / seen</td><td></td>{summary_cells}</tr></thead>'
              f'<tbody>{"".join(rows)}</tbody></table></div>')
     untested = coverage["registered_untested"]

@@ -17,7 +17,7 @@ def pass_rate_chart(by_suite_opset: dict[str, dict[str, dict[str, int]]]) -> str
     suites = [s for s in SUITE_LABELS if any(by_suite_opset.get(s, {}).get(str(o), {}).get("total") for o in OPSETS)]
     if not suites:
         return _empty("No results to chart")
-    width, height, left, bottom, top = 760, 260, 44, 34, 16
+    width, height, left, bottom, top = 760, 280, 44, 34, 34
     plot_w, plot_h = width - left - 12, height - bottom - top
     group_w = plot_w / len(OPSETS)
     bar_w = min(18.0, (group_w - 10) / len(suites))
@@ -43,7 +43,7 @@ def pass_rate_chart(by_suite_opset: dict[str, dict[str, dict[str, int]]]) -> str
             )
         parts.append(f'<text x="{left + (i + 0.5) * group_w:.1f}" y="{height - 14}" text-anchor="middle" class="tick">{opset}</text>')
     parts.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 1}" text-anchor="middle" class="axis-title">opset</text>')
-    parts.append(_legend([(SUITE_LABELS[s], SUITE_COLOURS[s]) for s in suites], left + 8, top - 4))
+    parts.append(_legend([(SUITE_LABELS[s], SUITE_COLOURS[s]) for s in suites], left + 8, 14))
     parts.append("</svg>")
     return "".join(parts)
 

@@ -360,6 +360,29 @@ def test_a_baseline_inside_the_results_folder_is_not_read_as_results(fixture_dir
     assert data["header"]["row_count"] == len(crafted_model_rows())
 
 
+def test_peer_rows_never_count_and_reruns_supersede(tmp_path):
+    """torch.onnx peer rows validate the zoo, not this exporter; a re-run's newer row is the case's result."""
+    rows = crafted_model_rows()
+    first = rows[0]
+    rerun_fixed = dict(first, status="mismatch", error="output 0: max abs error 1.0")
+    peer = [dict(r, exporter="peer", status="export_error") for r in rows[:5]]
+    path = write_jsonl(str(tmp_path / "r.jsonl"), rows + [rerun_fixed] + peer)
+    build_report([path], str(tmp_path / "out"))
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert data["summary"]["overall"]["total"] == len(rows)
+    assert data["header"]["peer_rows_excluded"] == 5 and data["header"]["superseded_rows"] == 1
+    latest = next(c for c in data["cases"] if c["id"] == first["case_id"])
+    assert latest["status"] == "mismatch"
+    assert "left out of every count" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_prim_nodes_are_not_aten_coverage(tmp_path):
+    path = write_jsonl(str(tmp_path / "r.jsonl"), [dict(crafted_model_rows()[0], aten_ops=["aten::relu", "prim::Constant"])])
+    build_report([path], str(tmp_path / "out"))
+    ops = [e["op"] for e in json.loads((tmp_path / "out" / "report.json").read_text())["coverage"]["ops"]]
+    assert ops == ["aten::relu"]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The page and the command line
 
