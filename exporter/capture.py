@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import torch
 
+from exporter import mutation
 from exporter.errors import CaptureError, ExportArgumentError
 
 _WRAPPER_PREFIX = "model."
@@ -179,6 +180,7 @@ def _finish(graph, module_c, flat, prefix, state_dict, outputs=None) -> Capture:
     torch._C._jit_pass_inline(graph)
     params = _lift_attributes(graph, module_c, prefix, state_dict) if module_c is not None else []
     torch._C._jit_pass_lower_all_tuples(graph)
+    mutation.functionalize(graph)
     torch._C._jit_pass_dce(graph)
     return Capture(graph=graph, user_inputs=list(flat), params=params, example_outputs=outputs)
 

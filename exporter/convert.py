@@ -129,6 +129,7 @@ class Converter:
         for onnx_node in ctx.graph.nodes[first_new:] if scope else ():
             self.node_scopes.setdefault(onnx_node.name, scope)
         self._bind(node, result, env)
+        _infer_missing_shapes(ctx, node, ctx.graph.nodes[first_new:], result)
 
     def _convert_with_fallback(self, ctx: GraphContext, node, args: list[Any]) -> Any:
         """Convert one node as ``operator_export_type`` asks: symbolic, ATen node, or the node as it is."""
@@ -277,6 +278,16 @@ def _schema_name(node) -> tuple[str, str]:
     qualified = schema.partition("(")[0]
     base, _, overload = qualified.partition(".")
     return base.partition("::")[2], overload
+
+
+def _infer_missing_shapes(ctx: GraphContext, node, new_nodes: list, result: Any) -> None:
+    """Scripted code records no shapes: learn the ones symbolics need (ranks at least) from ONNX shape inference
+    over just the nodes emitted for ``node``, when a result's shape is still unknown."""
+    results = result if isinstance(result, (list, tuple)) else [result]
+    if new_nodes and any(isinstance(v, ir.Value) and v.shape is None and v.kind == ir.TENSOR for v in results):
+        from exporter.shape_inference import infer_local_shapes
+
+        infer_local_shapes(new_nodes, ctx.opset, ctx.session.used_domains)
 
 
 def _copy_type(value: ir.Value, like: ir.Value) -> ir.Value:

@@ -45,6 +45,7 @@ class ExportSession:
     operator_export_type: Any = None
     custom_opsets: dict[str, int] = field(default_factory=dict)
     convert_block: Callable | None = None  # set by the converter: (ctx, ts_block, input_values) -> ir.Graph
+    inline_block: Callable | None = None  # set by the converter: (ctx, ts_block, inputs) -> block results
     _counter: Any = field(default_factory=lambda: itertools.count())
     used_domains: set[str] = field(default_factory=set)
 
@@ -170,7 +171,7 @@ class GraphContext:
     def inferred_shape(self, x: ir.Value) -> tuple | None:
         """Shape of ``x`` from ONNX shape inference over the graph built so far; symbolic dims are str."""
         if x.producer is None or self.graph.parent is not None:
-            return x.shape if x.producer is None else None
+            return x.shape  # inside a subgraph: what the symbolics and local inference recorded
         if x.inferred_shape is None:
             from exporter.shape_inference import infer_value_shape
 
@@ -188,6 +189,10 @@ class GraphContext:
     def convert_block(self, block, input_values: list[ir.Value], name: str) -> ir.Graph:
         """Convert a TorchScript block into an ONNX subgraph whose inputs are ``input_values``."""
         return self.session.convert_block(self, block, input_values, name)
+
+    def inline_block(self, block, inputs: list[Any]) -> list[Any]:
+        """Convert a TorchScript block into this graph (no subgraph) and return its results."""
+        return self.session.inline_block(self, block, inputs)
 
 
 def _to_array(payload: Any, dtype: torch.dtype | int | None) -> np.ndarray:

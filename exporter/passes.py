@@ -36,11 +36,24 @@ def hoist_constants(graph: ir.Graph, main: ir.Graph) -> None:
             hoist_constants(sub, main)
         if node.op_type == "Constant" and not node.domain and node.outputs[0].const is not None:
             value = node.outputs[0]
+            if graph is not main and any(v is value for v in graph.outputs):
+                kept.append(_identity_of_initializer(value, main))
+                continue
             value.producer = None
             main.initializers.append(value)
             continue
         kept.append(node)
     graph.nodes = kept
+
+
+def _identity_of_initializer(value: ir.Value, main: ir.Graph) -> ir.Node:
+    """A subgraph output must come from a node of that subgraph: read the hoisted constant through Identity."""
+    hoisted = ir.Value(f"{value.name}_hoisted", dtype=value.dtype, shape=value.shape, const=value.const)
+    main.initializers.append(hoisted)
+    identity = ir.Node("Identity", [hoisted], [value], name=f"{value.name}_identity")
+    identity.attr_types = {}
+    value.producer = identity
+    return identity
 
 
 def _is_known(value: ir.Value | None, fold_params: bool) -> bool:
@@ -56,7 +69,10 @@ def fold_constants(graph: ir.Graph, opset: int, fold_params: bool) -> None:
         if node.op_type == "Constant" or node.domain or node.op_type in _NON_DETERMINISTIC:
             folded_nodes.append(node)
             continue
-        if graph.subgraphs_of(node) or not all(_is_known(v, fold_params) for v in node.inputs):
+        if graph.subgraphs_of(node) or any(v.kind == ir.SEQUENCE for v in node.outputs + node.inputs if v is not None):
+            folded_nodes.append(node)  # a sequence is no tensor: a Constant cannot hold it
+            continue
+        if not all(_is_known(v, fold_params) for v in node.inputs):
             folded_nodes.append(node)
             continue
         results = _evaluate(node, opset)

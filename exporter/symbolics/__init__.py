@@ -12,3 +12,6 @@ from exporter.symbolics import indexing  # noqa: F401,E402
 from exporter.symbolics import tensor_factories  # noqa: F401,E402
 from exporter.symbolics import linalg  # noqa: F401,E402
 from exporter.symbolics import normalization  # noqa: F401,E402
+from exporter.symbolics import control_flow  # noqa: F401,E402
+from exporter.symbolics import sequence  # noqa: F401,E402
+from exporter.symbolics import inplace  # noqa: F401,E402

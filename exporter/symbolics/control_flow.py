@@ -4,7 +4,8 @@
 ``prim::Loop`` becomes ONNX ``Loop``; both exist at every opset from 7. TorchScript's loop body takes
 ``(iteration, *carried)`` and returns ``(condition, *carried)``; ONNX's body takes
 ``(iteration, condition, *carried)`` and returns ``(condition, *carried)``, so the body converts as it is with
-one extra (unused) condition input. Lists carried through a loop become ONNX sequences (opset 11+).
+one extra (unused) condition input. Lists carried through a loop become ONNX sequences, which ONNX Loop
+carries from opset 13.
 
 Numbers of scripted code (``int``, ``float``, ``bool``) are 0-d tensors of int64, double and bool.
 """
@@ -123,12 +124,13 @@ def loop(g, max_trip_count, condition, *carried):
     )
     cond = _as_number(g, condition, BOOL)
 
-    iteration = _body_input(g, "iteration", INT64, (), number=True)
-    cond_in = _body_input(g, "condition", BOOL, (), number=True)
-    carried_in = [_body_input(g, "carried", v.dtype, _loose_shape(v), v.is_number, v.kind) for v in initial]
-    body = g.convert_block(body_block, [iteration, *carried_in], "loop_body")
-    body.inputs.insert(1, cond_in)
-    _fix_body_outputs(g, body, carried_in)
+    body = None
+    if g.static_shapes and all(v.kind == ir.SEQUENCE or g.static_dims(v) is not None for v in initial):
+        body = _convert_body(g, body_block, initial, exact_shapes=True)
+        if not _shapes_invariant(body):
+            body = None
+    if body is None:
+        body = _convert_body(g, body_block, initial, exact_shapes=False)
     _settle_empty_sequences(initial, body.outputs[1:])
 
     results = g.op("Loop", trip, cond, *initial, body_g=body, outputs=len(initial))
@@ -138,11 +140,40 @@ def loop(g, max_trip_count, condition, *carried):
     return _results(node, list(results))
 
 
+def _convert_body(g, body_block, initial: list[ir.Value], exact_shapes: bool) -> ir.Graph:
+    """The ONNX body graph; carried inputs get the start values' shapes (``exact_shapes``) or only their ranks."""
+    iteration = _body_input(g, "iteration", INT64, (), number=True)
+    cond_in = _body_input(g, "condition", BOOL, (), number=True)
+    carried_in = [
+        _body_input(g, "carried", v.dtype, v.shape if exact_shapes else _loose_shape(v), v.is_number, v.kind)
+        for v in initial
+    ]
+    body = g.convert_block(body_block, [iteration, *carried_in], "loop_body")
+    body.inputs.insert(1, cond_in)
+    _fix_body_outputs(g, body, carried_in)
+    return body
+
+
+def _shapes_invariant(body: ir.Graph) -> bool:
+    """Whether every carried tensor provably leaves an iteration with the shape it entered with.
+
+    Then, by induction, the shapes of the first iteration hold for all of them and may be baked in.
+    """
+    carried_in, carried_out = body.inputs[2:], body.outputs[1:]
+    return all(
+        v_in.kind == ir.SEQUENCE or (v_out.shape is not None and tuple(v_out.shape) == tuple(v_in.shape))
+        for v_in, v_out in zip(carried_in, carried_out)
+    )
+
+
 def _carried_initial(g, value, ts_value) -> ir.Value:
     """A loop-carried start value as a graph value of a fixed type (numbers: int64/double/bool)."""
     if _is_list_type(ts_value):
         from exporter.symbolics.sequence import as_sequence
 
+        if g.opset < 13:
+            # Loop-11 carries tensors only (sequence types joined V at Loop-13); ONNX Runtime enforces it.
+            raise unsupported("prim::Loop", g.opset, "a list carried through a loop needs opset >= 13")
         return as_sequence(g, value)
     number_dtype = _NUMBER_DTYPES.get(ts_value.type().kind())
     if number_dtype is not None:

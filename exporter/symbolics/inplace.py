@@ -1,0 +1,131 @@
+"""In-place assignment, once the mutation pass (exporter/mutation.py) has made it functional.
+
+``data[1] = new_data`` arrives as ``v = select(data, 0, 1); v2 = copy_(v, new_data);
+data2 = select_scatter(data, v2, 0, 1)``. ``copy_`` gives the new content of the view; ``select_scatter`` and
+``slice_scatter`` write a view's new content back into its base:
+
+* positions known at export time (a constant index or slice over a dim of known size) at every opset: the
+  base and the new content are concatenated and one Gather with precomputed indices picks, per position,
+  the old element or the new one;
+* a slice with step 1 whose bounds or dim size are only known at run time: the untouched parts before and
+  after the slice are cut out (Slice) and concatenated around the new content (run-time bounds need
+  opset 10, where Slice takes its bounds as inputs);
+* a single run-time index over a dim of known size at opset 9: Where with a one-hot mask.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from exporter.registry import symbolic, unsupported
+from exporter.symbolics._helpers import (
+    INT64,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    normalize_dim,
+    require_rank,
+    shape_of,
+    slice_op,
+    unsqueeze,
+)
+
+_INT64_MAX = 2**63 - 1
+
+
+def _static(x) -> bool:
+    return x is None or not is_value(x) or is_constant(x)
+
+
+@symbolic("aten::copy_")
+def copy_(g, self, src, non_blocking=None):
+    """``self.copy_(src)``: ``src`` cast to ``self``'s type and broadcast to its shape."""
+    from exporter.symbolics.shape import expand_to_shape_value
+
+    value = cast(g, g.value(src), g.dtype(self))
+    target = g.static_dims(self)
+    if target is not None and g.static_dims(value) == target:
+        return value
+    return expand_to_shape_value(g, value, shape_of(g, self))
+
+
+@symbolic("aten::select_scatter")
+def select_scatter(g, self, src, dim, index):
+    """``self`` with ``self.select(dim, index)`` replaced by ``src``."""
+    rank = require_rank(g, self)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    src = unsqueeze(g, cast(g, g.value(src), g.dtype(self)), [dim])
+    size = g.dims(self)[dim]
+    if _static(index):
+        index = int(constant_value(index))
+        if size is not None:
+            return _gather_scatter(g, self, src, dim, size, [index % size])
+        before = slice_op(g, self, [dim], [0], [index])
+        if index == -1:
+            return g.op("Concat", before, src, axis_i=dim)
+        after = slice_op(g, self, [dim], [index + 1], [_INT64_MAX])
+        return g.op("Concat", before, src, after, axis_i=dim)
+    if g.opset >= 10:
+        position = g.op("Mod", cast(g, index, INT64), g.value(dim_size(g, self, dim), INT64), fmod_i=0)
+        after_start = g.op("Add", position, g.const(1, torch.int64))
+        before = slice_op(g, self, [dim], [0], [position])
+        after = slice_op(g, self, [dim], [after_start], [_INT64_MAX])
+        return g.op("Concat", before, src, after, axis_i=dim)
+    if size is not None and g.opset >= 9:
+        return _where_scatter(g, self, src, dim, size, index)
+    raise unsupported(g.node.kind(), g.opset, "assignment at a position computed at run time needs opset >= 10")
+
+
+@symbolic("aten::slice_scatter")
+def slice_scatter(g, self, src, dim=0, start=None, end=None, step=1):
+    """``self`` with ``self[start:end:step]`` along ``dim`` replaced by ``src``."""
+    rank = require_rank(g, self)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    src = cast(g, g.value(src), g.dtype(self))
+    step = int(constant_value(step)) if step is not None else 1
+    size = g.dims(self)[dim]
+    if size is not None and _static(start) and _static(end):
+        bounds = slice(_optional_int(start), _optional_int(end), step)
+        return _gather_scatter(g, self, src, dim, size, list(range(size))[bounds])
+    if step != 1:
+        raise unsupported(g.node.kind(), g.opset, "strided assignment over a dim of run-time size is not supported")
+    start = 0 if start is None else start
+    end = _INT64_MAX if end is None else end
+    pieces = [slice_op(g, self, [dim], [0], [start]), src]
+    if not (_static(end) and int(constant_value(end)) >= _INT64_MAX):
+        pieces.append(slice_op(g, self, [dim], [end], [_INT64_MAX]))
+    return g.op("Concat", *pieces, axis_i=dim)
+
+
+def _optional_int(x):
+    return None if x is None else int(constant_value(x))
+
+
+def _gather_scatter(g, self, src, dim: int, size: int, positions: list[int]):
+    """Positions ``positions`` of ``self`` along ``dim`` taken from ``src``, the rest kept: Gather over Concat."""
+    if not positions:
+        return self
+    order = np.arange(size, dtype=np.int64)
+    order[positions] = size + np.arange(len(positions), dtype=np.int64)
+    if list(order) == list(range(size, 2 * size)):
+        return src
+    joined = g.op("Concat", g.value(self), src, axis_i=dim)
+    out = g.op("Gather", joined, g.const(order), axis_i=dim)
+    out.shape = g.shape(self)
+    return out
+
+
+def _where_scatter(g, self, src, dim: int, size: int, index):
+    """One run-time position along a dim of known size: Where(one-hot mask, src, self) (Where needs opset 9).
+
+    Mod (opset 10) is not available to wrap a negative index, so each position matches both of its
+    spellings, ``k`` and ``k - size``.
+    """
+    rank = require_rank(g, self)
+    positions = np.arange(size, dtype=np.int64).reshape([size if d == dim else 1 for d in range(rank)])
+    index = cast(g, index, INT64)
+    mask = g.op("Or", g.op("Equal", g.const(positions), index), g.op("Equal", g.const(positions - size), index))
+    return g.op("Where", mask, src, self)
