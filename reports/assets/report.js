@@ -107,18 +107,21 @@ function caseRowsTable(positions) {
   if (!positions.length) return '<p class="empty">No result rows.</p>';
   const body = positions.map((p) => {
     const c = DATA.cases[p];
-    const links = [
-      c.rerun ? `<div><code>${escapeHtml(c.rerun)}</code> <button class="copy" data-copy="${escapeHtml(c.rerun)}">copy</button></div>` : "",
-      c.repro_href ? `<div><a href="${escapeHtml(c.repro_href)}">repro bundle</a></div>` : "",
-    ].join("");
-    const detail = [c.error, c.reason].filter(Boolean).join("\n");
-    return `<tr><td>${escapeHtml(c.name)}</td><td>${escapeHtml(c.mode)}</td><td>${escapeHtml(c.dtypes.join(", ") || "–")}</td>
+    const tolerance = c.rtol === null && c.atol === null ? "–" : `${formatNumber(c.rtol)} / ${formatNumber(c.atol)}`;
+    const main = `<tr><td>${escapeHtml(c.name)}</td><td>${escapeHtml(c.mode)}</td><td>${escapeHtml(c.dtypes.join(", ") || "–")}</td>
       <td>${escapeHtml(c.provider)}</td><td>${badge(c.outcome)}</td><td>${escapeHtml(c.stage || "–")}</td>
       <td class="num">${formatNumber(c.max_abs_error)}</td><td class="num">${formatNumber(c.max_rel_error)}</td>
-      <td class="err-cell">${detail ? `<span class="err">${escapeHtml(detail)}</span>` : ""}${links}</td></tr>`;
+      <td class="num">${tolerance}</td></tr>`;
+    const detail = [c.error, c.reason].filter(Boolean).join("\n");
+    const links = [
+      c.rerun && c.bucket === "failed" ? `<div><code>${escapeHtml(c.rerun)}</code> <button class="copy" data-copy="${escapeHtml(c.rerun)}">copy</button></div>` : "",
+      c.repro_href && c.bucket === "failed" ? `<div><a href="${escapeHtml(c.repro_href)}">repro bundle</a></div>` : "",
+    ].join("");
+    if (!detail && !links) return main;
+    return main + `<tr class="detail"><td colspan="9">${detail ? `<pre class="err">${escapeHtml(detail)}</pre>` : ""}${links}</td></tr>`;
   }).join("");
-  return `<table class="cases"><thead><tr><th>Sample</th><th>Mode</th><th>Dtypes</th><th>Provider</th><th>Outcome</th>
-    <th>Stage</th><th class="num">Max abs</th><th class="num">Max rel</th><th>Error / re-run</th></tr></thead><tbody>${body}</tbody></table>`;
+  return `<div class="scroll-x"><table class="cases"><thead><tr><th>Sample</th><th>Mode</th><th>Dtypes</th><th>Provider</th><th>Outcome</th>
+    <th>Stage</th><th class="num">Max abs</th><th class="num">Max rel</th><th class="num">rtol / atol</th></tr></thead><tbody>${body}</tbody></table></div>`;
 }
 
 function showOpCell(opIndex, opset) {
