@@ -24,7 +24,6 @@ from exporter.symbolics._helpers import (
     reshape,
     shape_of,
     to_int64_list_value,
-    unsqueeze,
 )
 from exporter.symbolics.shape import arange_indices
 
@@ -146,8 +145,8 @@ def _range_value(g, start, end, step, inclusive: bool):
     count = cast(g, count, INT64)
     if inclusive:
         count = g.op("Add", count, g.const(1, torch.int64))
-    count = g.op("Max", count, g.const(0, torch.int64)) if g.opset >= 12 else count
-    positions = cast(g, arange_indices(g, unsqueeze(g, count, [0])), work)
+    count.shape = ()
+    positions = cast(g, arange_indices(g, count), work)
     values = g.op("Add", cast(g, start, work), g.op("Mul", positions, cast(g, step, work)))
     return cast(g, values, out_type)
 
