@@ -27,11 +27,12 @@ PARAMS = list(_params())
 def _check(case, opset, dynamic, provider):
     result = run_case(case, opset, dynamic, provider)
     record(case, opset, dynamic, provider, result)
-    if opset < case.min_opset:
+    min_opset = case.min_opset_for(dynamic)
+    if opset < min_opset:
         assert result.status == "unsupported", (
-            f"{case.name} should be unsupported below opset {case.min_opset}, got {result.status}: {result.error}"
+            f"{case.name} should be unsupported below opset {min_opset}, got {result.status}: {result.error}"
         )
-        assert f"needs opset >= {case.min_opset}" in result.error, result.error
+        assert f"needs opset >= {min_opset}" in result.error, result.error
         return
     if opset in case.known_failures:
         pytest.xfail(case.known_failures[opset])

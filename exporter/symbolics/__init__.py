@@ -15,3 +15,4 @@ from exporter.symbolics import normalization  # noqa: F401,E402
 from exporter.symbolics import control_flow  # noqa: F401,E402
 from exporter.symbolics import sequence  # noqa: F401,E402
 from exporter.symbolics import inplace  # noqa: F401,E402
+from exporter.symbolics import sorting  # noqa: F401,E402

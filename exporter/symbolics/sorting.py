@@ -1,0 +1,226 @@
+"""Sorting, selection and scans: topk, sort/argsort/msort, kthvalue, cumsum, cumprod, unique.
+
+TopK takes ``k`` as an attribute before opset 10 and as an input from 10; ``largest``/``sorted`` arrive in 11,
+so smallest-first selection below 11 runs TopK on the negated input. ONNX Runtime's TopK below 11 accepts
+only float types: narrow integers are widened to float64 (exact), int64 needs opset 11. CumSum arrives in
+opset 11; below it a scan along an axis of static length is a MatMul by a triangular constant. cumprod has
+no ONNX op at any opset: it is a log-depth (Hillis-Steele) scan of shifted products.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from exporter import dtypes
+from exporter.registry import parse_args, symbolic, unsupported
+from exporter.symbolics._helpers import (
+    INT64,
+    cast,
+    constant_value,
+    dim_size,
+    is_value,
+    normalize_dim,
+    output_dtype,
+    require_rank,
+    reshape,
+    shape_of,
+    slice_op,
+    squeeze,
+    to_int64_list_value,
+)
+from exporter.symbolics.reductions import accumulation_type
+
+DOUBLE = TensorProto.DOUBLE
+
+
+# -- topk and the sorts built on it ----------------------------------------------------------------------------
+def top_k(g, x, k, axis, largest=True):
+    """(values, int64 indices) of the ``k`` largest (or smallest) entries along ``axis``, sorted."""
+    x = g.value(x)
+    if g.opset < 11 and not dtypes.is_float(x.dtype):
+        if x.dtype == INT64:
+            raise unsupported(g.node.kind(), g.opset, "int64 topk/sort needs opset >= 11")
+        values, indices = top_k(g, cast(g, x, DOUBLE), k, axis, largest)
+        return cast(g, values, x.dtype), indices
+    if g.opset < 11 and not largest:
+        values, indices = top_k(g, g.op("Neg", x), k, axis, True)
+        return g.op("Neg", values), indices
+    if g.opset < 10:
+        if is_value(k) and not _is_constant_value(k):
+            raise unsupported(g.node.kind(), g.opset, "a k computed at run time needs opset >= 10")
+        values, indices = g.op("TopK", x, k_i=int(constant_value(k)), axis_i=axis, outputs=2)
+    else:
+        attrs = {} if g.opset < 11 else {"largest_i": int(largest), "sorted_i": 1}
+        values, indices = g.op("TopK", x, to_int64_list_value(g, [k]), axis_i=axis, outputs=2, **attrs)
+    values.dtype, indices.dtype = x.dtype, INT64
+    return values, indices
+
+
+def _is_constant_value(x) -> bool:
+    return x.const is not None and not x.is_param
+
+
+@symbolic("aten::topk")
+@parse_args("v", "v", "i", "b", "b")
+def topk(g, self, k, dim, largest, sorted):
+    """topk; ``sorted=False`` leaves the order unspecified in PyTorch, so the sorted order is a valid answer."""
+    if g.rank(self) == 0:
+        return self, g.const(0)
+    return top_k(g, self, k, normalize_dim(dim, require_rank(g, self)), largest)
+
+
+def _sort(g, x, dim, descending):
+    """Full sort along ``dim`` as a TopK of the axis length (ties keep index order, i.e. a stable sort)."""
+    rank = require_rank(g, x)
+    if rank == 0:
+        return x, g.const(0)
+    axis = normalize_dim(dim, rank)
+    return top_k(g, x, dim_size(g, x, axis), axis, largest=descending)
+
+
+def _sort_args(g, args):
+    """(dim, descending) from sort/argsort(self, dim, descending) or their .stable(self, stable, dim, descending)."""
+    if "stable" in g.node.schema():
+        _, dim, descending = args
+    else:
+        dim, descending = args
+    return int(constant_value(dim)), bool(constant_value(descending))
+
+
+@symbolic("aten::sort")
+def sort(g, self, *args):
+    return _sort(g, self, *_sort_args(g, args))
+
+
+@symbolic("aten::argsort")
+def argsort(g, self, *args):
+    _, indices = _sort(g, self, *_sort_args(g, args))
+    return indices
+
+
+@symbolic("aten::msort")
+def msort(g, self):
+    values, _ = _sort(g, self, 0, False)
+    return values
+
+
+@symbolic("aten::kthvalue")
+@parse_args("v", "i", "i", "b")
+def kthvalue(g, self, k, dim, keepdim):
+    """The k-th smallest entry along ``dim`` (and its index): the last of the k smallest."""
+    rank = require_rank(g, self)
+    if rank == 0:
+        return self, g.const(0)
+    axis = normalize_dim(dim, rank)
+    values, indices = top_k(g, self, k, axis, largest=False)
+    pick = [k - 1]
+    values = slice_op(g, values, [axis], pick, [k])
+    indices = slice_op(g, indices, [axis], pick, [k])
+    if not keepdim:
+        values, indices = squeeze(g, values, [axis]), squeeze(g, indices, [axis])
+    return values, indices
+
+
+# -- scans -------------------------------------------------------------------------------------------------------
+def _scan_types(g, x, dtype):
+    """(output type, compute type) for cumsum/cumprod; integers accumulate as int64 like PyTorch."""
+    out = output_dtype(g)
+    if out is None:
+        from exporter.symbolics._helpers import torch_dtype_arg
+
+        requested = torch_dtype_arg(dtype)
+        out = dtypes.onnx_from_torch(requested) if requested is not None else x.dtype
+    return out, accumulation_type(out)
+
+
+def _static_axis_length(g, x, axis, what):
+    dims = g.dims(x)
+    length = dims[axis] if dims is not None else None
+    if length is None:
+        raise unsupported(g.node.kind(), g.opset, f"{what} along an axis of dynamic length needs opset >= 11")
+    return length
+
+
+@symbolic("aten::cumsum", "aten::cumsum_")
+def cumsum(g, self, dim, dtype=None):
+    out, compute = _scan_types(g, self, dtype)
+    x = cast(g, self, compute)
+    rank = require_rank(g, x)
+    if rank == 0:
+        return cast(g, x, out)
+    axis = normalize_dim(int(constant_value(dim)), rank)
+    if g.opset >= 11:
+        return cast(g, g.op("CumSum", x, g.const(axis)), out)
+    return cast(g, _cumsum_by_matmul(g, x, axis, rank), out)
+
+
+def _cumsum_by_matmul(g, x, axis, rank):
+    """Running sums along ``axis`` as x @ U, U upper-triangular ones, with ``axis`` moved last."""
+    length = _static_axis_length(g, x, axis, "cumsum")
+    matmul_type = x.dtype
+    if g.opset < 9 and not dtypes.is_float(x.dtype):
+        # MatMul takes integers from opset 9; float64 sums integers exactly up to 2**53.
+        matmul_type = DOUBLE
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]
+    moved = x if axis == rank - 1 else g.op("Transpose", x, perm_i=perm)
+    upper = g.const(np.triu(np.ones((length, length))), matmul_type)
+    summed = cast(g, g.op("MatMul", cast(g, moved, matmul_type), upper), x.dtype)
+    return summed if axis == rank - 1 else g.op("Transpose", summed, perm_i=perm)
+
+
+@symbolic("aten::cumprod", "aten::cumprod_")
+def cumprod(g, self, dim, dtype=None):
+    """Hillis-Steele scan: after step s every entry holds the product of the 2**s entries ending at it."""
+    out, compute = _scan_types(g, self, dtype)
+    x = cast(g, self, compute)
+    rank = require_rank(g, x)
+    if rank == 0:
+        return cast(g, x, out)
+    axis = normalize_dim(int(constant_value(dim)), rank)
+    length = _static_axis_length(g, x, axis, "cumprod")
+    pad_type = x.dtype if g.opset >= 11 or dtypes.is_float(x.dtype) else DOUBLE
+    y = cast(g, x, pad_type)
+    shift = 1
+    while shift < length:
+        head = slice_op(g, y, [axis], [0], [length - shift])
+        y = g.op("Mul", y, _pad_front(g, head, axis, rank, shift, 1))
+        shift *= 2
+    return cast(g, y, out)
+
+
+def _pad_front(g, x, axis, rank, count, value):
+    """``x`` with ``count`` entries of ``value`` prepended along ``axis`` (Pad: attributes before 11)."""
+    pads = [0] * (2 * rank)
+    pads[axis] = count
+    if g.opset >= 11:
+        return g.op("Pad", x, g.const(pads), g.const(np.array(value), x.dtype))
+    return g.op("Pad", x, pads_i=pads, value_f=float(value))
+
+
+# -- unique ------------------------------------------------------------------------------------------------------
+_UNIQUE_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.INT8)
+
+
+@symbolic("aten::_unique2", since=11)
+@parse_args("v", "b", "b", "b")
+def unique2(g, self, sorted, return_inverse, return_counts):
+    """Unique over the flattened input; ``sorted=False`` leaves the order to the implementation in PyTorch,
+    so the sorted order is emitted either way. The inverse indices take the input's shape."""
+    values, inverse, counts = _unique(g, self, None)
+    return values, reshape(g, inverse, shape_of(g, self)), counts
+
+
+@symbolic("aten::unique_dim", since=11)
+@parse_args("v", "i", "b", "b", "b")
+def unique_dim(g, self, dim, sorted, return_inverse, return_counts):
+    return _unique(g, self, normalize_dim(dim, require_rank(g, self)))
+
+
+def _unique(g, x, axis):
+    compute = x.dtype if x.dtype in _UNIQUE_TYPES else INT64
+    attrs = {"sorted_i": 1} if axis is None else {"sorted_i": 1, "axis_i": axis}
+    values, _, inverse, counts = g.op("Unique", cast(g, x, compute), outputs=4, **attrs)
+    values.dtype = compute
+    return cast(g, values, x.dtype), inverse, counts
