@@ -110,6 +110,8 @@ def _recurrent(g, kind: _Kind, input, states: list, params: list, has_biases: bo
         while inputs[-1] is None:  # optional inputs left out at the end are simply not listed
             inputs.pop()
         outputs = g.op(kind.onnx_op, *inputs, outputs=1 + len(states), **attributes)
+        for value in outputs:  # multi-output nodes get no inferred type; every output has the input's
+            value.dtype = g.dtype(input)
         y = outputs[0]
         for index, final in enumerate(outputs[1:]):
             finals[index].append(final)

@@ -79,20 +79,49 @@ CASES = [
 ]
 
 
-class _CellFunction(torch.nn.Module):
-    """Calls torch.<kind>_cell with the parameters of the matching nn.*Cell (the scripted/functional form)."""
+class _Cell(torch.nn.Module):
+    """Holds the parameters of an nn.*Cell; subclasses call the matching torch.*_cell function.
 
-    def __init__(self, kind, bias=True):
+    Tracing decomposes torch.*_cell into matmuls and activations, so these modules are scripted: that is
+    the form in which aten::*_cell nodes reach the exporter.
+    """
+
+    def __init__(self, bias: bool = True, gates: int = 1):
         super().__init__()
-        cell = {"lstm": torch.nn.LSTMCell, "gru": torch.nn.GRUCell, "rnn_tanh": torch.nn.RNNCell,
-                "rnn_relu": lambda *a, **k: torch.nn.RNNCell(*a, nonlinearity="relu", **k)}[kind](3, 4, bias=bias)
-        self.cell = cell
-        self.function = getattr(torch, f"{kind}_cell")
-        self.kind = kind
+        self.weight_ih = torch.nn.Parameter(torch.randn(gates * 4, 3) * 0.5)
+        self.weight_hh = torch.nn.Parameter(torch.randn(gates * 4, 4) * 0.5)
+        self.bias_ih = torch.nn.Parameter(torch.randn(gates * 4) * 0.5) if bias else None
+        self.bias_hh = torch.nn.Parameter(torch.randn(gates * 4) * 0.5) if bias else None
 
-    def forward(self, x, h, c=None):
-        state = (h, c) if self.kind == "lstm" else h
-        return self.function(x, state, self.cell.weight_ih, self.cell.weight_hh, self.cell.bias_ih, self.cell.bias_hh)
+
+class _LSTMCellFunction(_Cell):
+    def __init__(self):
+        super().__init__(gates=4)
+
+    def forward(self, x, h, c):
+        return torch.lstm_cell(x, (h, c), self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+
+
+class _GRUCellFunction(_Cell):
+    def __init__(self, bias: bool = True):
+        super().__init__(bias=bias, gates=3)
+
+    def forward(self, x, h):
+        return torch.gru_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+
+
+class _RNNTanhCellFunction(_Cell):
+    def forward(self, x, h):
+        return torch.rnn_tanh_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+
+
+class _RNNReluCellFunction(_Cell):
+    def forward(self, x, h):
+        return torch.rnn_relu_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+
+
+def _scripted(cls, **kwargs):
+    return lambda: torch.jit.script(cls(**kwargs))
 
 
 def _cell_inputs(lstm=False):
@@ -103,9 +132,9 @@ def _cell_inputs(lstm=False):
 
 
 CASES += [
-    OpCase("lstm_cell", _cell_inputs(lstm=True), module=lambda: _CellFunction("lstm")),
-    OpCase("gru_cell", _cell_inputs(), module=lambda: _CellFunction("gru")),
-    OpCase("gru_cell", _cell_inputs(), sample="bias_false", module=lambda: _CellFunction("gru", bias=False)),
-    OpCase("rnn_tanh_cell", _cell_inputs(), module=lambda: _CellFunction("rnn_tanh")),
-    OpCase("rnn_relu_cell", _cell_inputs(), module=lambda: _CellFunction("rnn_relu")),
+    OpCase("lstm_cell", _cell_inputs(lstm=True), module=_scripted(_LSTMCellFunction)),
+    OpCase("gru_cell", _cell_inputs(), module=_scripted(_GRUCellFunction)),
+    OpCase("gru_cell", _cell_inputs(), sample="bias_false", module=_scripted(_GRUCellFunction, bias=False)),
+    OpCase("rnn_tanh_cell", _cell_inputs(), module=_scripted(_RNNTanhCellFunction)),
+    OpCase("rnn_relu_cell", _cell_inputs(), module=_scripted(_RNNReluCellFunction)),
 ]
