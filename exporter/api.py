@@ -291,10 +291,27 @@ def export(
     return ExportResult(model_proto, captured, names_in, names_out)
 
 
-def export_to_pretty_string(model: Any, args: Any, **kwargs: Any) -> str:
-    """Export like :func:`export` and return the ONNX graph as readable text instead of writing a file."""
+def export_to_pretty_string(
+    model: Any, args: Any, *, google_printer: bool = False, add_node_names: bool = True, export_type: Any = None,
+    **kwargs: Any,
+) -> str:
+    """Export like :func:`export` and return the ONNX model as readable text instead of writing a file.
+
+    ``google_printer=True`` gives the protobuf text format instead of ONNX's compact text syntax;
+    ``add_node_names=False`` leaves node names out. ``export_type`` is accepted for compatibility and ignored
+    (this exporter writes one format, a protobuf file).
+    """
     result = export(model, args, io.BytesIO(), **kwargs)
-    return pretty_text(result.model)
+    printed = onnx.ModelProto()
+    printed.CopyFrom(result.model)
+    if not add_node_names:
+        for node in printed.graph.node:
+            node.ClearField("name")
+    if google_printer:
+        for tensor in printed.graph.initializer:
+            tensor.ClearField("raw_data")
+        return str(printed)
+    return pretty_text(printed)
 
 
 def pretty_text(model: onnx.ModelProto) -> str:

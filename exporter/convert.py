@@ -172,6 +172,8 @@ class Converter:
             try:
                 return symbolic_fn(ctx, *python_op_arguments(node, args))
             except OnnxExporterError as error:
+                if isinstance(error, UnsupportedOperatorError):
+                    raise
                 raise type(error)(f"{node.pyname()}.symbolic: {error}") from error
         if export_type in (_ONNX_FALLTHROUGH, _ONNX_ATEN_FALLBACK):
             return _emit_unconverted(ctx, node, args)
@@ -343,7 +345,19 @@ def _evaluate_with_torch(node, args: list[Any]) -> Any:
     if op is None:
         return _NOT_EVALUATED
     try:
+        positional, keywords = _split_keyword_only(schema, args)
         with torch.no_grad():
-            return op(*args)
+            return op(*positional, **keywords)
     except Exception:
         return _NOT_EVALUATED
+
+
+def _split_keyword_only(schema: str, args: list[Any]) -> tuple[list[Any], dict[str, Any]]:
+    """Arguments as (positional, keyword) per the schema: ops such as aten::zeros take dtype/device by keyword only."""
+    positional, keywords = [], {}
+    for argument, value in zip(torch._C.parse_schema(schema).arguments, args):
+        if argument.kwarg_only:
+            keywords[argument.name] = value
+        else:
+            positional.append(value)
+    return positional, keywords

@@ -271,6 +271,17 @@ def test_export_to_pretty_string_accepts_export_options():
     assert "Log" in text
 
 
+def test_export_to_pretty_string_google_printer_and_node_names():
+    proto_text = exporter.export_to_pretty_string(torch.nn.Linear(2, 2), (torch.randn(1, 2),), google_printer=True)
+    assert 'op_type: "Gemm"' in proto_text and "ir_version: 7" in proto_text
+    named = exporter.export_to_pretty_string(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
+    unnamed = exporter.export_to_pretty_string(torch.nn.Linear(2, 2), (torch.randn(1, 2),), add_node_names=False)
+    def gemm_line(text):
+        return next(line for line in text.splitlines() if "= Gemm" in line)
+
+    assert gemm_line(named).strip().startswith('["') and not gemm_line(unnamed).strip().startswith('["')
+
+
 # -- export_modules_as_functions ---------------------------------------------------------------------------------
 class Block(torch.nn.Module):
     scale: float
