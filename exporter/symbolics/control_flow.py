@@ -309,7 +309,13 @@ def min_max(g, *args):
 
 
 def _extremum(g, op_type: str, items: list, dtype: int) -> ir.Value:
-    """Min/Max of numbers of type ``dtype``; before opset 12 these ops take only floating types."""
-    compute = dtype if g.opset >= 12 or dtype in (TensorProto.FLOAT, DOUBLE) else DOUBLE
+    """Min/Max of numbers of type ``dtype``; before opset 12 these ops take only floating types.
+
+    ONNX Runtime implements Min-6/Max-6 for float only: at opset 7 ints go through float (exact below 2**24).
+    """
+    if g.opset >= 12 or dtype in (TensorProto.FLOAT, DOUBLE):
+        compute = dtype if g.opset >= 8 or dtype == TensorProto.FLOAT else TensorProto.FLOAT
+    else:
+        compute = DOUBLE if g.opset >= 8 else TensorProto.FLOAT
     result = g.op(op_type, *[cast(g, x, compute) for x in items])
     return cast(g, result, dtype)

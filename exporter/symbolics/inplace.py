@@ -10,7 +10,8 @@ data2 = select_scatter(data, v2, 0, 1)``. ``copy_`` gives the new content of the
 * a slice with step 1 whose bounds or dim size are only known at run time: the untouched parts before and
   after the slice are cut out (Slice) and concatenated around the new content (run-time bounds need
   opset 10, where Slice takes its bounds as inputs);
-* a single run-time index over a dim of known size at opset 9: Where with a one-hot mask.
+* a single run-time index over a dim of known size, at every opset: the same Gather with indices computed in
+  the graph.
 """
 
 from __future__ import annotations
@@ -68,14 +69,14 @@ def select_scatter(g, self, src, dim, index):
             return g.op("Concat", before, src, axis_i=dim)
         after = slice_op(g, self, [dim], [index + 1], [_INT64_MAX])
         return g.op("Concat", before, src, after, axis_i=dim)
+    if size is not None:
+        return _gather_scatter_at(g, self, src, dim, size, index)
     if g.opset >= 10:
         position = g.op("Mod", cast(g, index, INT64), g.value(dim_size(g, self, dim), INT64), fmod_i=0)
         after_start = g.op("Add", position, g.const(1, torch.int64))
         before = slice_op(g, self, [dim], [0], [position])
         after = slice_op(g, self, [dim], [after_start], [_INT64_MAX])
         return g.op("Concat", before, src, after, axis_i=dim)
-    if size is not None and g.opset >= 9:
-        return _where_scatter(g, self, src, dim, size, index)
     raise unsupported(g.node.kind(), g.opset, "assignment at a position computed at run time needs opset >= 10")
 
 
@@ -118,14 +119,17 @@ def _gather_scatter(g, self, src, dim: int, size: int, positions: list[int]):
     return out
 
 
-def _where_scatter(g, self, src, dim: int, size: int, index):
-    """One run-time position along a dim of known size: Where(one-hot mask, src, self) (Where needs opset 9).
+def _gather_scatter_at(g, self, src, dim: int, size: int, index):
+    """One run-time position along a dim of known size, at every opset: Gather over Concat(self, src) with the
+    index vector ``p + hit(p) * (size - p)``, which points the hit position at ``src`` (integer math is exact).
 
-    Mod (opset 10) is not available to wrap a negative index, so each position matches both of its
-    spellings, ``k`` and ``k - size``.
+    Mod (opset 10) is not needed to wrap a negative index: each position matches both ``p`` and ``p - size``.
     """
-    rank = require_rank(g, self)
-    positions = np.arange(size, dtype=np.int64).reshape([size if d == dim else 1 for d in range(rank)])
+    positions = np.arange(size, dtype=np.int64)
     index = cast(g, index, INT64)
-    mask = g.op("Or", g.op("Equal", g.const(positions), index), g.op("Equal", g.const(positions - size), index))
-    return g.op("Where", mask, src, self)
+    hit = g.op("Or", g.op("Equal", g.const(positions), index), g.op("Equal", g.const(positions - size), index))
+    jump = g.op("Mul", cast(g, hit, INT64), g.const(size - positions))
+    order = g.op("Add", g.const(positions), jump)
+    out = g.op("Gather", g.op("Concat", g.value(self), src, axis_i=dim), order, axis_i=dim)
+    out.shape = g.shape(self)
+    return out
