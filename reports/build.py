@@ -30,7 +30,7 @@ def build_report(results: list[str], out_dir: str, *, baseline_path: str | None 
     data["header"]["peer_rows_excluded"] = len(peer_rows)
     data["header"]["superseded_rows"] = superseded
     os.makedirs(out_dir, exist_ok=True)
-    _write_atomic(os.path.join(out_dir, JSON_NAME), json.dumps(data, indent=1, sort_keys=False))
+    _write_atomic(os.path.join(out_dir, JSON_NAME), json.dumps(data, separators=(",", ":")))
     html_path = os.path.join(out_dir, HTML_NAME)
     _write_atomic(html_path, html.render(data))
     if mark_baseline:

@@ -14,7 +14,7 @@ from typing import Any
 
 from reports.results import NOT_REGISTERED_MARKER, OPSETS, kind_of, op_of, opset_of, qualified_op, text
 
-_NOT_EXPORTABLE = re.compile(r"([\w:.]+) is not exportable at opset (\d+)")
+_NOT_EXPORTABLE = re.compile(r"(?<![\w:.])([\w:.]+) is not exportable at opset (\d+)")
 
 
 def take_snapshot() -> dict[str, Any]:
@@ -44,7 +44,9 @@ def infer_snapshot(rows: list[dict]) -> dict[str, Any]:
             continue
         if kind_of(row) == "op" and text(row, "status") not in ("unsupported", "export_error", "skipped", ""):
             supported.setdefault(qualified_op(op_of(row)), set()).add(opset)
-        match = _NOT_EXPORTABLE.search(text(row, "error"))
+        error = text(row, "error")
+        # The substring test first: the regex alone backtracks quadratically over long error texts.
+        match = _NOT_EXPORTABLE.search(error) if " is not exportable at opset " in error else None
         if match:
             unsupported.setdefault(qualified_op(match.group(1)), set()).add(int(match.group(2)))
         if NOT_REGISTERED_MARKER in text(row, "error") and match:
