@@ -1,0 +1,82 @@
+"""torchvision's compiled ops: nms, roi_align, roi_pool; the position-sensitive and deformable ones are rejected
+with the ONNX limitation that stops them.
+
+torchvision.ops.batched_nms needs no symbolic of its own: traced, it is ordinary tensor ops around nms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from exporter.registry import parse_args, symbolic, unsupported
+from exporter.symbolics._helpers import INT64, cast, dim_size, slice_op, squeeze, to_int64_list_value, unsqueeze
+
+
+@symbolic("torchvision::nms", since=10)
+@parse_args("v", "v", "f")
+def nms(g, boxes, scores, iou_threshold):
+    """nms(boxes [N, 4] as x1, y1, x2, y2, scores [N], iou) -> kept indices by decreasing score.
+
+    NonMaxSuppression works on batches and classes: the boxes become one batch of one class, every box may be
+    kept (max_output_boxes_per_class = N), and the box index is column 2 of its [selected, 3] output.
+    PyTorch and ONNX both suppress a box whose IoU is strictly greater than the threshold.
+    """
+    batched_boxes = unsqueeze(g, boxes, [0])
+    batched_scores = unsqueeze(g, scores, [0, 1])
+    keep_all = to_int64_list_value(g, [dim_size(g, boxes, 0)])
+    selected = g.op("NonMaxSuppression", batched_boxes, batched_scores, keep_all,
+                    g.const(np.array([iou_threshold], dtype=np.float32)), center_point_box_i=0)
+    return g.op("Gather", selected, g.const(np.array(2, dtype=np.int64)), axis_i=1)
+
+
+def _rois_parts(g, rois):
+    """(batch indices as int64 [K], boxes [K, 4]) from torchvision's [K, 5] rois (batch index first)."""
+    batch = squeeze(g, slice_op(g, rois, [1], [0], [1]), [1])
+    boxes = slice_op(g, rois, [1], [1], [5])
+    return cast(g, batch, INT64), boxes
+
+
+@symbolic("torchvision::roi_align")
+@parse_args("v", "v", "f", "i", "i", "i", "b")
+def roi_align(g, input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
+    """roi_align as RoiAlign (mode avg, PyTorch's only mode).
+
+    aligned=False matches RoiAlign-10's sampling and opset 16's ``output_half_pixel``; aligned=True shifts
+    samples by half a pixel (``half_pixel``, opset 16). Shifting the boxes instead at 10-15 is not exact:
+    RoiAlign-10 also widens boxes narrower than one pixel, which PyTorch's aligned mode does not.
+    """
+    if aligned and g.opset < 16:
+        raise unsupported(g.node.kind(), g.opset, "roi_align with aligned=True needs opset >= 16 "
+                                                   "(RoiAlign coordinate_transformation_mode half_pixel)")
+    if g.opset < 10:
+        raise unsupported(g.node.kind(), g.opset, "RoiAlign needs opset >= 10")
+    attributes = dict(mode_s="avg", output_height_i=pooled_height, output_width_i=pooled_width,
+                      sampling_ratio_i=max(sampling_ratio, 0), spatial_scale_f=spatial_scale)
+    if g.opset >= 16:
+        attributes["coordinate_transformation_mode_s"] = "half_pixel" if aligned else "output_half_pixel"
+    batch, boxes = _rois_parts(g, rois)
+    return g.op("RoiAlign", input, boxes, batch, **attributes)
+
+
+@symbolic("torchvision::roi_pool")
+@parse_args("v", "v", "f", "i", "i")
+def roi_pool(g, input, rois, spatial_scale, pooled_height, pooled_width):
+    """roi_pool as MaxRoiPool; the argmax output (for the backward pass) has no ONNX equivalent."""
+    argmax = list(g.node.outputs())[1]
+    if argmax.uses():
+        raise unsupported(g.node.kind(), g.opset, "roi_pool's argmax output has no ONNX equivalent")
+    pooled = g.op("MaxRoiPool", input, rois, pooled_shape_i=[pooled_height, pooled_width],
+                  spatial_scale_f=spatial_scale)
+    return pooled, None
+
+
+@symbolic("torchvision::ps_roi_align", "torchvision::ps_roi_pool")
+def position_sensitive_roi(g, *args):
+    """Position-sensitive RoI pooling has no ONNX operator at any opset."""
+    raise unsupported(g.node.kind(), g.opset, "position-sensitive RoI pooling has no ONNX operator")
+
+
+@symbolic("torchvision::deform_conv2d")
+def deform_conv2d(g, *args):
+    """Deformable convolution: ONNX DeformConv arrived in opset 19, beyond opsets 7-16."""
+    raise unsupported(g.node.kind(), g.opset, "deformable convolution needs opset >= 19 (DeformConv), beyond 7-16")
