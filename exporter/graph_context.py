@@ -205,6 +205,12 @@ def _to_array(payload: Any, dtype: torch.dtype | int | None) -> np.ndarray:
         return tensor.numpy().copy()
     if isinstance(payload, np.ndarray):
         array = payload
+    elif dtype is not None and (
+        isinstance(payload, float) or (isinstance(payload, (list, tuple)) and any(isinstance(p, float) for p in payload))
+    ):
+        # Straight to the target type: a detour through float32 would round double constants (0.1, pi).
+        elem = dtype if isinstance(dtype, int) else dtypes.onnx_from_torch(dtype)
+        array = np.array(payload, dtype=dtypes.numpy_from_onnx(elem))
     elif isinstance(payload, bool) or (isinstance(payload, (list, tuple)) and payload and isinstance(payload[0], bool)):
         array = np.array(payload, dtype=np.bool_)
     elif isinstance(payload, (list, tuple)) and any(isinstance(p, float) for p in payload):

@@ -16,3 +16,6 @@ from exporter.symbolics import control_flow  # noqa: F401,E402
 from exporter.symbolics import sequence  # noqa: F401,E402
 from exporter.symbolics import inplace  # noqa: F401,E402
 from exporter.symbolics import sorting  # noqa: F401,E402
+from exporter.symbolics import comparison  # noqa: F401,E402
+from exporter.symbolics import activations  # noqa: F401,E402
+from exporter.symbolics import casting  # noqa: F401,E402

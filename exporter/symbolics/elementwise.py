@@ -1,49 +1,637 @@
-"""Element-wise arithmetic and activations (Add, Sub, Mul, Div, Relu, Sigmoid, ...)."""
+"""Element-wise arithmetic and math (Add, Sub, Mul, Div, Mod, Pow, Sqrt, Round, Clip, Where, ...).
+
+Types follow PyTorch's promotion (``promote``): Python scalars take the dtype PyTorch gives them, integer
+true division and unary math on integers produce the default float type. ONNX Runtime lacks some kernels
+(no int8/uint8 Add before opset 14, no double Tan/Asin/Erf, ...): those are computed in a wider type or
+through an exact identity, and narrow results wrap back on the final Cast as PyTorch's do.
+"""
 
 from __future__ import annotations
 
-from exporter.registry import parse_args, symbolic
-from exporter.symbolics._helpers import cast, g_scalar_mul, output_dtype, promote_all
+import builtins
+import math
+
+import numpy as np
+from onnx import TensorProto
+
+from exporter import dtypes
+from exporter.registry import parse_args, symbolic, unsupported
+from exporter.symbolics._helpers import (
+    BOOL, FLOAT, cast, constant_value, is_value, output_dtype, promote, promote_all,
+)
+from exporter.symbolics.comparison import equal, is_nan, less, not_nan, select
+
+DOUBLE = TensorProto.DOUBLE
+INT32 = TensorProto.INT32
+INT64 = TensorProto.INT64
+_WIDE_INTS = frozenset({INT32, INT64, TensorProto.UINT32, TensorProto.UINT64})
+# Unary math ops that ONNX Runtime's CPU provider implements for float and float16 but not for double.
+_NO_DOUBLE_KERNEL = frozenset({"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf"})
 
 
-def _binary(g, op_type, self, other):
-    target, (a, b) = promote_all(g, self, other)
-    return g.op(op_type, a, b)
+# -- type helpers -----------------------------------------------------------------------------------------
+def arithmetic_type(g, dtype):
+    """The type Add/Sub/Mul/Div run in for ``dtype``: narrow integers and bool widen to int32 before opset 14."""
+    if dtype == BOOL or (dtypes.is_integer(dtype) and dtype not in _WIDE_INTS and g.opset < 14):
+        return INT32
+    return dtype
+
+
+def arith(g, op_type, a, b, dtype):
+    """``op_type(a, b)`` computed for result type ``dtype`` (operands cast as needed)."""
+    work = arithmetic_type(g, dtype)
+    return cast(g, g.op(op_type, cast(g, a, work), cast(g, b, work)), dtype)
+
+
+def float_type(g, *args):
+    """The floating type PyTorch computes ``args`` in: their promoted type, or the default float for ints."""
+    target = promote(g, *args)
+    return target if dtypes.is_float(target) else FLOAT
+
+
+def as_float(g, x):
+    return cast(g, x, float_type(g, x))
+
+
+def _scalar(g, value, like):
+    return g.const(np.array(value, dtype=dtypes.numpy_from_onnx(g.dtype(like))))
+
+
+def unary_math(g, op_type, x):
+    """``op_type(x)`` with integers computed in the default float type, as PyTorch does."""
+    x = as_float(g, x)
+    if x.dtype == DOUBLE and op_type in _NO_DOUBLE_KERNEL:
+        # ONNX Runtime has no double kernel for these; float32 keeps the export runnable at reduced precision.
+        return cast(g, g.op(op_type, cast(g, x, FLOAT)), DOUBLE)
+    return g.op(op_type, x)
+
+
+# -- arithmetic ---------------------------------------------------------------------------------------------
+def _scaled(g, x, alpha, dtype):
+    """``x * alpha`` in ``dtype`` (``alpha`` is a constant; 1 or None leaves ``x`` alone)."""
+    if alpha is None or constant_value(alpha) == 1:
+        return x
+    if not is_value(x):
+        return constant_value(x) * constant_value(alpha)
+    return arith(g, "Mul", x, g.const(constant_value(alpha), dtype), dtype)
 
 
 @symbolic("aten::add", "aten::add_")
 def add(g, self, other, alpha=None):
-    if alpha is not None and alpha != 1:
-        other = g_scalar_mul(g, other, alpha)
-    return _binary(g, "Add", self, other)
+    dtype = promote(g, self, other)
+    return arith(g, "Add", self, _scaled(g, cast(g, other, dtype), alpha, dtype), dtype)
 
 
-@symbolic("aten::sub", "aten::sub_", "aten::rsub")
+@symbolic("aten::sub", "aten::sub_", "aten::subtract")
 def sub(g, self, other, alpha=None):
-    if g.node.kind() == "aten::rsub":
-        self, other = other, self
-        if alpha is not None and alpha != 1:
-            self = g_scalar_mul(g, self, alpha)
-    elif alpha is not None and alpha != 1:
-        other = g_scalar_mul(g, other, alpha)
-    return _binary(g, "Sub", self, other)
+    dtype = promote(g, self, other)
+    return arith(g, "Sub", self, _scaled(g, cast(g, other, dtype), alpha, dtype), dtype)
 
 
-@symbolic("aten::mul", "aten::mul_")
+@symbolic("aten::rsub")
+def rsub(g, self, other, alpha=None):
+    dtype = promote(g, self, other)
+    return arith(g, "Sub", other, _scaled(g, cast(g, self, dtype), alpha, dtype), dtype)
+
+
+@symbolic("aten::mul", "aten::mul_", "aten::multiply")
 def mul(g, self, other):
-    return _binary(g, "Mul", self, other)
+    return arith(g, "Mul", self, other, promote(g, self, other))
 
 
-@symbolic("aten::relu", "aten::relu_")
-def relu(g, self):
-    return g.op("Relu", self)
+def _true_divide(g, self, other):
+    dtype = float_type(g, self, other)
+    return g.op("Div", cast(g, self, dtype), cast(g, other, dtype))
 
 
-@symbolic("aten::sigmoid", "aten::sigmoid_")
-def sigmoid(g, self):
-    return g.op("Sigmoid", self)
+@symbolic("aten::true_divide", "aten::true_divide_")
+def true_divide(g, self, other):
+    return _true_divide(g, self, other)
 
 
-@symbolic("aten::tanh", "aten::tanh_")
-def tanh(g, self):
-    return g.op("Tanh", self)
+@symbolic("aten::div", "aten::div_", "aten::divide")
+@parse_args("v", "v", "s")
+def div(g, self, other, rounding_mode=None):
+    if rounding_mode is None:
+        return _true_divide(g, self, other)
+    if rounding_mode == "floor":
+        return floor_divide(g, self, other)
+    dtype, (a, b) = promote_all(g, self, other)
+    if dtypes.is_float(dtype):
+        return trunc_value(g, g.op("Div", a, b))
+    # ONNX Runtime's integer Div truncates toward zero, as C++ does.
+    return arith(g, "Div", a, b, dtype)
+
+
+def _wrong_signs(g, remainder, divisor):
+    """True where a truncated remainder is non-zero and its sign differs from the divisor's."""
+    zero = _scalar(g, 0, remainder)
+    signs_differ = g.op("Xor", less(g, remainder, zero), less(g, divisor, zero))
+    return g.op("And", g.op("Not", equal(g, remainder, zero)), signs_differ)
+
+
+def _add_where(g, base, condition, delta):
+    """``base + (delta if condition else 0)``.
+
+    Before Where (opset 9) this is ``base + delta * condition``, exact unless ``delta`` is infinite; the
+    callers' deltas are the constants +-1 and, for ``remainder``, the divisor.
+    """
+    dtype = g.dtype(base)
+    if g.opset >= 9:
+        return arith(g, "Add", base, select(g, condition, delta, _scalar(g, 0, base)), dtype)
+    return arith(g, "Add", base, arith(g, "Mul", delta, g.op("Cast", condition, to_i=dtype), dtype), dtype)
+
+
+@symbolic("aten::floor_divide", "aten::floor_divide_")
+def floor_divide(g, self, other):
+    dtype, (a, b) = promote_all(g, self, other)
+    if not dtypes.is_float(dtype):
+        quotient = arith(g, "Div", a, b, dtype)
+        remainder = arith(g, "Sub", a, arith(g, "Mul", quotient, b, dtype), dtype)
+        return _add_where(g, quotient, _wrong_signs(g, remainder, b), _scalar(g, -1, quotient))
+    if g.opset < 10:
+        # Without Mod there is no exact fmod; floor(a / b) can differ from PyTorch only when a / b rounds
+        # onto an integer it did not reach.
+        return g.op("Floor", g.op("Div", a, b))
+    return _floor_divide_floats(g, a, b)
+
+
+def _floor_divide_floats(g, a, b):
+    # PyTorch's algorithm: divide the exact multiple (a - fmod(a, b)) and correct the quotient, so
+    # 1.0 // 0.1 is 9 as in Python, not floor(10.000000000000002) = 10.
+    mod = g.op("Mod", a, b, fmod_i=1)
+    quotient = g.op("Div", g.op("Sub", a, mod), b)
+    quotient = _add_where(g, quotient, _wrong_signs(g, mod, b), _scalar(g, -1, quotient))
+    floored = g.op("Floor", quotient)
+    rounds_up = less(g, _scalar(g, 0.5, a), g.op("Sub", quotient, floored))
+    floored = _add_where(g, floored, rounds_up, _scalar(g, 1, floored))
+    divide_by_zero = equal(g, b, _scalar(g, 0, b))
+    return select(g, divide_by_zero, g.op("Div", a, b), floored)
+
+
+def _fmod(g, a, b, dtype):
+    if g.opset >= 10:
+        return g.op("Mod", a, b, fmod_i=1)
+    if dtypes.is_float(dtype):
+        quotient = trunc_value(g, g.op("Div", a, b))
+    else:
+        quotient = arith(g, "Div", a, b, dtype)
+    return arith(g, "Sub", a, arith(g, "Mul", quotient, b, dtype), dtype)
+
+
+@symbolic("aten::fmod", "aten::fmod_")
+def fmod(g, self, other):
+    dtype, (a, b) = promote_all(g, self, other)
+    return _fmod(g, a, b, dtype)
+
+
+@symbolic("aten::remainder", "aten::remainder_")
+def remainder(g, self, other):
+    dtype, (a, b) = promote_all(g, self, other)
+    if g.opset >= 10 and not dtypes.is_float(dtype):
+        return g.op("Mod", a, b, fmod_i=0)
+    truncated = _fmod(g, a, b, dtype)
+    return _add_where(g, truncated, _wrong_signs(g, truncated, b), b)
+
+
+@symbolic("aten::pow", "aten::pow_", "aten::float_power")
+def pow(g, self, exponent):
+    dtype = output_dtype(g) if g.node.kind() == "aten::float_power" else promote(g, self, exponent)
+    if dtypes.is_float(dtype):
+        return g.op("Pow", cast(g, self, dtype), cast(g, exponent, dtype))
+    if g.opset >= 12:
+        work = dtype if dtype in (INT32, INT64) else INT32
+        return cast(g, g.op("Pow", cast(g, self, work), cast(g, exponent, work)), dtype)
+    # Integer Pow arrives at opset 12; doubles hold the exact powers up to 2**53 and Round-free truncation
+    # is safe because std::pow is exact on representable integer results.
+    return cast(g, g.op("Pow", cast(g, self, DOUBLE), cast(g, exponent, DOUBLE)), dtype)
+
+
+@symbolic("aten::square")
+def square(g, self):
+    dtype = output_dtype(g) or promote(g, self)
+    return arith(g, "Mul", self, self, dtype)
+
+
+@symbolic("aten::neg", "aten::neg_", "aten::negative")
+def neg(g, self):
+    dtype = g.dtype(self)
+    if dtype in (TensorProto.UINT8, TensorProto.UINT16):
+        return arith(g, "Sub", _scalar(g, 0, self), self, dtype)
+    return g.op("Neg", self)
+
+
+@symbolic("aten::abs", "aten::abs_", "aten::absolute")
+def abs(g, self):
+    return g.op("Abs", self)
+
+
+@symbolic("aten::sign", "aten::sign_")
+def sign(g, self):
+    dtype = g.dtype(self)
+    if dtype == BOOL:
+        return self
+    if g.opset >= 9 and not dtypes.is_float(dtype):
+        return g.op("Sign", self)
+    # (x > 0) - (x < 0): also PyTorch's sign(NaN) == 0, where ONNX Sign gives NaN.
+    zero = _scalar(g, 0, self)
+    positive = cast(g, less(g, zero, self), dtype)
+    negative = cast(g, less(g, self, zero), dtype)
+    return arith(g, "Sub", positive, negative, dtype)
+
+
+# -- unary math ---------------------------------------------------------------------------------------------
+def _register_unary(aten_name, op_type):
+    @symbolic(f"aten::{aten_name}", f"aten::{aten_name}_")
+    def unary(g, self):
+        return unary_math(g, op_type, self)
+
+    unary.__name__ = aten_name
+    unary.__doc__ = f"aten::{aten_name} as ONNX {op_type} (integers computed in the default float type)."
+    return unary
+
+
+for _aten, _onnx in [
+    ("sqrt", "Sqrt"), ("exp", "Exp"), ("log", "Log"), ("reciprocal", "Reciprocal"), ("sin", "Sin"),
+    ("cos", "Cos"), ("asin", "Asin"), ("acos", "Acos"), ("atan", "Atan"),
+]:
+    _register_unary(_aten, _onnx)
+
+
+@symbolic("aten::tan", "aten::tan_")
+def tan(g, self):
+    x = as_float(g, self)
+    if x.dtype == DOUBLE:
+        return g.op("Div", g.op("Sin", x), g.op("Cos", x))
+    return g.op("Tan", x)
+
+
+@symbolic("aten::rsqrt", "aten::rsqrt_")
+def rsqrt(g, self):
+    return g.op("Reciprocal", g.op("Sqrt", as_float(g, self)))
+
+
+@symbolic("aten::expm1", "aten::expm1_")
+def expm1(g, self):
+    x = as_float(g, self)
+    return g.op("Sub", g.op("Exp", x), _scalar(g, 1, x))
+
+
+@symbolic("aten::log1p", "aten::log1p_")
+def log1p(g, self):
+    x = as_float(g, self)
+    return g.op("Log", g.op("Add", x, _scalar(g, 1, x)))
+
+
+@symbolic("aten::log2", "aten::log2_")
+def log2(g, self):
+    x = as_float(g, self)
+    return g.op("Div", g.op("Log", x), _scalar(g, math.log(2.0), x))
+
+
+@symbolic("aten::log10", "aten::log10_")
+def log10(g, self):
+    x = as_float(g, self)
+    return g.op("Div", g.op("Log", x), _scalar(g, math.log(10.0), x))
+
+
+def _exp_pair(g, x):
+    return g.op("Exp", x), g.op("Exp", g.op("Neg", x))
+
+
+@symbolic("aten::sinh", "aten::sinh_")
+def sinh(g, self):
+    x = as_float(g, self)
+    if g.opset >= 9 and x.dtype != DOUBLE:
+        return g.op("Sinh", x)
+    up, down = _exp_pair(g, x)
+    return g.op("Div", g.op("Sub", up, down), _scalar(g, 2, x))
+
+
+@symbolic("aten::cosh", "aten::cosh_")
+def cosh(g, self):
+    x = as_float(g, self)
+    if g.opset >= 9 and x.dtype != DOUBLE:
+        return g.op("Cosh", x)
+    up, down = _exp_pair(g, x)
+    return g.op("Div", g.op("Add", up, down), _scalar(g, 2, x))
+
+
+@symbolic("aten::asinh", "aten::asinh_", "aten::arcsinh")
+def asinh(g, self):
+    x = as_float(g, self)
+    if g.opset >= 9 and x.dtype != DOUBLE:
+        return g.op("Asinh", x)
+    # asinh(x) = sign(x) * log(|x| + sqrt(x^2 + 1)), on |x| to avoid cancellation for negative x.
+    magnitude = g.op("Abs", x)
+    root = g.op("Sqrt", g.op("Add", g.op("Mul", x, x), _scalar(g, 1, x)))
+    result = g.op("Log", g.op("Add", magnitude, root))
+    return g.op("Mul", result, sign(g, x))
+
+
+@symbolic("aten::acosh", "aten::acosh_", "aten::arccosh")
+def acosh(g, self):
+    x = as_float(g, self)
+    if g.opset >= 9 and x.dtype != DOUBLE:
+        return g.op("Acosh", x)
+    root = g.op("Sqrt", g.op("Sub", g.op("Mul", x, x), _scalar(g, 1, x)))
+    return g.op("Log", g.op("Add", x, root))
+
+
+@symbolic("aten::atanh", "aten::atanh_", "aten::arctanh")
+def atanh(g, self):
+    x = as_float(g, self)
+    if g.opset >= 9 and x.dtype != DOUBLE:
+        return g.op("Atanh", x)
+    one = _scalar(g, 1, x)
+    ratio = g.op("Div", g.op("Add", one, x), g.op("Sub", one, x))
+    return g.op("Mul", g.op("Log", ratio), _scalar(g, 0.5, x))
+
+
+@symbolic("aten::erf", "aten::erf_", since=9)
+def erf(g, self):
+    return unary_math(g, "Erf", self)
+
+
+@symbolic("aten::atan2", "aten::atan2_", "aten::arctan2")
+def atan2(g, self, other):
+    dtype = float_type(g, self, other)
+    y, x = cast(g, self, dtype), cast(g, other, dtype)
+    zero, pi = _scalar(g, 0, x), _scalar(g, math.pi, x)
+    angle = unary_math(g, "Atan", g.op("Div", y, x))
+    # Atan sees only y / x: move left-half-plane angles by +-pi, and fix x == 0 where y / x is not finite.
+    turn = select(g, less(g, y, zero), g.op("Neg", pi), pi)
+    angle = select(g, less(g, x, zero), g.op("Add", angle, turn), angle)
+    on_axis = select(g, less(g, y, zero), _scalar(g, -math.pi / 2, x), _scalar(g, math.pi / 2, x))
+    on_axis = select(g, equal(g, y, zero), zero, on_axis)
+    return select(g, equal(g, x, zero), on_axis, angle)
+
+
+# -- rounding -----------------------------------------------------------------------------------------------
+def trunc_value(g, x):
+    """Round a float value toward zero: floor, plus one for negative non-integers (exact, inf and NaN kept)."""
+    floored = g.op("Floor", x)
+    zero = _scalar(g, 0, x)
+    raise_by_one = g.op("And", less(g, x, zero), less(g, floored, x))
+    return g.op("Add", floored, g.op("Cast", raise_by_one, to_i=g.dtype(x)))
+
+
+def _integer_valued(g, self):
+    """True when rounding ``self`` is the identity (integer and bool tensors)."""
+    return not dtypes.is_float(g.dtype(self))
+
+
+@symbolic("aten::floor", "aten::floor_")
+def floor(g, self):
+    return self if _integer_valued(g, self) else g.op("Floor", self)
+
+
+@symbolic("aten::ceil", "aten::ceil_")
+def ceil(g, self):
+    return self if _integer_valued(g, self) else g.op("Ceil", self)
+
+
+@symbolic("aten::trunc", "aten::trunc_", "aten::fix")
+def trunc(g, self):
+    return self if _integer_valued(g, self) else trunc_value(g, self)
+
+
+@symbolic("aten::frac", "aten::frac_")
+def frac(g, self):
+    return g.op("Sub", self, trunc_value(g, self))
+
+
+def round_half_even(g, x):
+    """Round to nearest, ties to even: Round from opset 11, an exact Floor-based identity before it."""
+    if g.opset >= 11:
+        return g.op("Round", x)
+    floored = g.op("Floor", x)
+    fraction = g.op("Sub", x, floored)  # exact: x and floor(x) are within one unit of each other
+    half, two = _scalar(g, 0.5, x), _scalar(g, 2, x)
+    odd = g.op("Sub", floored, g.op("Mul", two, g.op("Floor", g.op("Div", floored, two))))
+    tie_to_odd = g.op("And", equal(g, fraction, half), equal(g, odd, _scalar(g, 1, x)))
+    round_up = g.op("Or", less(g, half, fraction), tie_to_odd)
+    return g.op("Add", floored, g.op("Cast", round_up, to_i=x.dtype))
+
+
+@symbolic("aten::round", "aten::round_")
+def round(g, self, decimals=None):
+    if _integer_valued(g, self):
+        return self
+    decimals = int(constant_value(decimals)) if decimals is not None else 0
+    if decimals == 0:
+        return round_half_even(g, self)
+    # As PyTorch: scale by 10^decimals (divide for negative decimals), round, undo the scaling.
+    scale = _scalar(g, 10.0 ** builtins.abs(decimals), self)
+    if decimals > 0:
+        return g.op("Div", round_half_even(g, g.op("Mul", self, scale)), scale)
+    return g.op("Mul", round_half_even(g, g.op("Div", self, scale)), scale)
+
+
+# -- min / max / clamp --------------------------------------------------------------------------------------
+def _zeros_like(g, x, dtype):
+    """Zeros of ``x``'s shape from ops every opset has (x & not x is false even for NaN and inf)."""
+    truth = g.op("Cast", x, to_i=BOOL)
+    return g.op("Cast", g.op("And", truth, g.op("Not", truth)), to_i=dtype)
+
+
+def _broadcast_for_opset7(g, a, b):
+    """Min/Max broadcast only from opset 8: before, add zeros of the other operand's shape (Add broadcasts)."""
+    if g.opset >= 8 or (g.static_dims(a) is not None and g.static_dims(a) == g.static_dims(b)):
+        return a, b
+    dtype = g.dtype(a)
+    return g.op("Add", a, _zeros_like(g, b, dtype)), g.op("Add", b, _zeros_like(g, a, dtype))
+
+
+def _min_max(g, op_type, a, b):
+    """Element-wise Min or Max of two values of one type, for every type at every opset."""
+    dtype = g.dtype(a)
+    if dtype == BOOL:
+        return g.op("And" if op_type == "Min" else "Or", a, b)
+    if dtypes.is_float(dtype):
+        if dtype == DOUBLE and g.opset < 8:
+            raise unsupported(g.node.kind(), g.opset, "ONNX Runtime has no double Min/Max before opset 8: needs opset >= 8")
+        return g.op(op_type, *_broadcast_for_opset7(g, a, b))
+    if g.opset >= 12:
+        return g.op(op_type, a, b)
+    a_first = less(g, a, b) if op_type == "Min" else less(g, b, a)
+    return select(g, a_first, a, b)
+
+
+def minimum_value(g, a, b):
+    return _min_max(g, "Min", a, b)
+
+
+def maximum_value(g, a, b):
+    return _min_max(g, "Max", a, b)
+
+
+@symbolic("aten::minimum")
+def minimum(g, self, other):
+    _, (a, b) = promote_all(g, self, other)
+    return minimum_value(g, a, b)
+
+
+@symbolic("aten::maximum")
+def maximum(g, self, other):
+    _, (a, b) = promote_all(g, self, other)
+    return maximum_value(g, a, b)
+
+
+def _nan_ignoring(g, op_type, self, other):
+    _, (a, b) = promote_all(g, self, other)
+    if not dtypes.is_float(g.dtype(a)):
+        return _min_max(g, op_type, a, b)
+    both = _min_max(g, op_type, a, b)
+    return select(g, is_nan(g, a), b, select(g, is_nan(g, b), a, both))
+
+
+@symbolic("aten::fmin")
+def fmin(g, self, other):
+    return _nan_ignoring(g, "Min", self, other)
+
+
+@symbolic("aten::fmax")
+def fmax(g, self, other):
+    return _nan_ignoring(g, "Max", self, other)
+
+
+def _is_scalar_constant(x):
+    return x is None or (not is_value(x) and not isinstance(constant_value(x), list)) or (
+        is_value(x) and x.const is not None and not x.is_param and x.const.size == 1
+    )
+
+
+def clamp_value(g, x, low, high):
+    """``min(max(x, low), high)`` with either bound optional; Clip where ONNX Runtime has the kernel."""
+    dtype = g.dtype(x)
+    clip_ok = dtype in (FLOAT, TensorProto.FLOAT16) or (g.opset >= 12 and dtype != BOOL)
+    if clip_ok and _is_scalar_constant(low) and _is_scalar_constant(high):
+        if g.opset < 11:
+            return g.op(
+                "Clip", x,
+                min_f=float(constant_value(low)) if low is not None else -math.inf,
+                max_f=float(constant_value(high)) if high is not None else math.inf,
+            )
+        bounds = [None if b is None else g.const(constant_value(b), dtype) for b in (low, high)]
+        return g.op("Clip", x, *bounds)
+    if low is not None:
+        x = maximum_value(g, x, cast(g, low, dtype))
+    if high is not None:
+        x = minimum_value(g, x, cast(g, high, dtype))
+    return x
+
+
+@symbolic("aten::clamp", "aten::clamp_", "aten::clip", "aten::clip_")
+def clamp(g, self, min=None, max=None):
+    dtype = output_dtype(g) or promote(g, *(a for a in (self, min, max) if a is not None))
+    return clamp_value(g, cast(g, self, dtype), min, max)
+
+
+@symbolic("aten::clamp_min", "aten::clamp_min_")
+def clamp_min(g, self, min):
+    return clamp(g, self, min, None)
+
+
+@symbolic("aten::clamp_max", "aten::clamp_max_")
+def clamp_max(g, self, max):
+    return clamp(g, self, None, max)
+
+
+# -- selection and masking ----------------------------------------------------------------------------------
+@symbolic("aten::where")
+def where(g, condition, self, other):
+    _, (a, b) = promote_all(g, self, other)
+    return select(g, g.value(condition), a, b)
+
+
+@symbolic("aten::masked_fill", "aten::masked_fill_")
+def masked_fill(g, self, mask, value):
+    return select(g, g.value(mask), cast(g, value, g.dtype(self)), self)
+
+
+@symbolic("aten::isnan")
+def isnan(g, self):
+    return is_nan(g, self)
+
+
+def _finite_bound(g, x, upper):
+    limit = np.finfo(dtypes.numpy_from_onnx(g.dtype(x)))
+    return _scalar(g, float(limit.max if upper else limit.min), x)
+
+
+@symbolic("aten::isinf")
+def isinf(g, self):
+    if not dtypes.is_float(g.dtype(self)):
+        return g.op("Not", equal(g, self, self))
+    if g.opset >= 10 and g.dtype(self) != TensorProto.FLOAT16:
+        return g.op("IsInf", self)
+    # Beyond the largest finite value of the type lies only infinity.
+    above = less(g, _finite_bound(g, self, True), self)
+    below = less(g, self, _finite_bound(g, self, False))
+    return g.op("Or", above, below)
+
+
+@symbolic("aten::isfinite")
+def isfinite(g, self):
+    if not dtypes.is_float(g.dtype(self)):
+        return equal(g, self, self)
+    inside = g.op("And", g.op("Not", less(g, _finite_bound(g, self, True), self)),
+                  g.op("Not", less(g, self, _finite_bound(g, self, False))))
+    return g.op("And", inside, not_nan(g, self))
+
+
+@symbolic("aten::nan_to_num", "aten::nan_to_num_")
+def nan_to_num(g, self, nan=None, posinf=None, neginf=None):
+    if not dtypes.is_float(g.dtype(self)):
+        return self
+    replaced = select(g, is_nan(g, self), _scalar(g, 0.0 if nan is None else constant_value(nan), self), self)
+    top = _finite_bound(g, self, True) if posinf is None else _scalar(g, constant_value(posinf), self)
+    bottom = _finite_bound(g, self, False) if neginf is None else _scalar(g, constant_value(neginf), self)
+    replaced = select(g, less(g, _finite_bound(g, self, True), self), top, replaced)
+    return select(g, less(g, self, _finite_bound(g, self, False)), bottom, replaced)
+
+
+# -- fused arithmetic ---------------------------------------------------------------------------------------
+@symbolic("aten::lerp", "aten::lerp_")
+def lerp(g, self, end, weight):
+    dtype, (start, stop, w) = promote_all(g, self, end, weight)
+    return g.op("Add", start, g.op("Mul", w, g.op("Sub", stop, start)))
+
+
+@symbolic("aten::addcmul", "aten::addcmul_")
+def addcmul(g, self, tensor1, tensor2, value=1):
+    dtype, (base, a, b) = promote_all(g, self, tensor1, tensor2)
+    product = arith(g, "Mul", a, b, dtype)
+    return arith(g, "Add", base, _scaled(g, product, value, dtype), dtype)
+
+
+@symbolic("aten::addcdiv", "aten::addcdiv_")
+def addcdiv(g, self, tensor1, tensor2, value=1):
+    dtype, (base, a, b) = promote_all(g, self, tensor1, tensor2)
+    return g.op("Add", base, _scaled(g, g.op("Div", a, b), value, dtype))
+
+
+@symbolic("aten::hypot", "aten::hypot_")
+def hypot(g, self, other):
+    dtype, (a, b) = promote_all(g, self, other)
+    return g.op("Sqrt", g.op("Add", g.op("Mul", a, a), g.op("Mul", b, b)))
+
+
+@symbolic("aten::logaddexp")
+def logaddexp(g, self, other):
+    dtype, (a, b) = promote_all(g, self, other)
+    # Factor out the larger term so exp never overflows: max + log(1 + exp(-|a - b|)).
+    larger = maximum_value(g, a, b)
+    gap = g.op("Neg", g.op("Abs", g.op("Sub", a, b)))
+    return g.op("Add", larger, g.op("Log", g.op("Add", _scalar(g, 1, a), g.op("Exp", gap))))
+
+
+@symbolic("aten::xlogy", "aten::xlogy_")
+def xlogy(g, self, other):
+    dtype = float_type(g, self, other)
+    x, y = cast(g, self, dtype), cast(g, other, dtype)
+    product = g.op("Mul", x, g.op("Log", y))
+    zero = _scalar(g, 0, x)
+    # 0 * log(y) is 0 even for y == 0, but a NaN y stays NaN.
+    return select(g, is_nan(g, y), y, select(g, equal(g, x, zero), zero, product))

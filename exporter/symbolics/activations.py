@@ -1,0 +1,286 @@
+"""Activations (Relu, LeakyRelu, Elu, Selu, Celu, HardSigmoid, HardSwish, Softplus, PRelu, Softmax, ...).
+
+Each maps to its ONNX op where one exists at the target opset and ONNX Runtime's CPU provider has the
+kernel for the element type; otherwise to the exact identity the ONNX spec itself gives for the op (most
+activations lack double kernels, several arrive late: Celu 12, HardSwish 14, Mish 18, Gelu 20).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from onnx import TensorProto
+
+from exporter import dtypes
+from exporter.registry import parse_args, symbolic, unsupported
+from exporter.symbolics._helpers import (
+    FLOAT, cast, normalize_dim, output_dtype, require_rank, torch_dtype_arg, unsqueeze,
+)
+from exporter.symbolics.comparison import less, select
+from exporter.symbolics.elementwise import as_float, clamp_value, maximum_value, unary_math
+
+DOUBLE = TensorProto.DOUBLE
+
+
+def _scalar(g, value, like):
+    return g.const(np.array(value, dtype=dtypes.numpy_from_onnx(g.dtype(like))))
+
+
+def _native(g, x, since=7):
+    """True when the activation's ONNX op exists at this opset (``since``) and ONNX Runtime has a kernel for
+    ``x``'s type (its CPU provider implements activations for float and float16, not double)."""
+    return g.opset >= since and g.dtype(x) != DOUBLE
+
+
+def _negative_part(g, x):
+    """min(x, 0), from Relu, which every float type has at every opset."""
+    return g.op("Neg", g.op("Relu", g.op("Neg", x)))
+
+
+def _times(g, x, factor):
+    return x if factor == 1.0 else g.op("Mul", x, _scalar(g, factor, x))
+
+
+@symbolic("aten::relu", "aten::relu_")
+def relu(g, self):
+    if dtypes.is_float(g.dtype(self)):
+        return g.op("Relu", self)
+    return maximum_value(g, self, _scalar(g, 0, self))
+
+
+@symbolic("aten::sigmoid", "aten::sigmoid_")
+def sigmoid(g, self):
+    return g.op("Sigmoid", as_float(g, self))
+
+
+@symbolic("aten::tanh", "aten::tanh_")
+def tanh(g, self):
+    return g.op("Tanh", as_float(g, self))
+
+
+@symbolic("aten::relu6", "aten::relu6_")
+def relu6(g, self):
+    return clamp_value(g, self, 0, 6)
+
+
+@symbolic("aten::hardtanh", "aten::hardtanh_")
+@parse_args("v", "f", "f")
+def hardtanh(g, self, min_val=-1.0, max_val=1.0):
+    return clamp_value(g, self, min_val, max_val)
+
+
+@symbolic("aten::leaky_relu", "aten::leaky_relu_")
+@parse_args("v", "f")
+def leaky_relu(g, self, negative_slope=0.01):
+    if _native(g, self) or g.opset >= 16:
+        return g.op("LeakyRelu", self, alpha_f=negative_slope)
+    return g.op("Add", g.op("Relu", self), _times(g, _negative_part(g, self), negative_slope))
+
+
+@symbolic("aten::rrelu", "aten::rrelu_")
+@parse_args("v", "f", "f", "b")
+def rrelu(g, self, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    if training:
+        raise unsupported(g.node.kind(), g.opset, "rrelu in training mode draws random slopes, which ONNX cannot reproduce")
+    return leaky_relu(g, self, (lower + upper) / 2)
+
+
+def _elu_formula(g, x, alpha, input_scale=1.0):
+    # x for x > 0, alpha * (exp(x * input_scale) - 1) otherwise; min(x, 0) keeps exp from overflowing.
+    negative = g.op("Sub", g.op("Exp", _times(g, _negative_part(g, x), input_scale)), _scalar(g, 1, x))
+    return g.op("Add", g.op("Relu", x), _times(g, negative, alpha))
+
+
+@symbolic("aten::elu", "aten::elu_")
+@parse_args("v", "f", "f", "f")
+def elu(g, self, alpha=1.0, scale=1.0, input_scale=1.0):
+    if _native(g, self) and input_scale == 1.0:
+        return _times(g, g.op("Elu", self, alpha_f=alpha), scale)
+    return _times(g, _elu_formula(g, self, alpha, input_scale), scale)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@symbolic("aten::selu", "aten::selu_")
+def selu(g, self):
+    if _native(g, self):
+        return g.op("Selu", self, alpha_f=_SELU_ALPHA, gamma_f=_SELU_SCALE)
+    return _times(g, _elu_formula(g, self, _SELU_ALPHA), _SELU_SCALE)
+
+
+@symbolic("aten::celu", "aten::celu_")
+@parse_args("v", "f")
+def celu(g, self, alpha=1.0):
+    if _native(g, self, since=12) and g.dtype(self) == FLOAT:
+        return g.op("Celu", self, alpha_f=alpha)
+    return _elu_formula(g, self, alpha, 1.0 / alpha)
+
+
+def _tanh_gelu(g, x):
+    # 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+    cube = g.op("Mul", x, g.op("Mul", x, x))
+    inner = _times(g, g.op("Add", x, _times(g, cube, 0.044715)), math.sqrt(2.0 / math.pi))
+    return g.op("Mul", _times(g, x, 0.5), g.op("Add", _scalar(g, 1, x), g.op("Tanh", inner)))
+
+
+@symbolic("aten::gelu", "aten::gelu_")
+@parse_args("v", "s")
+def gelu(g, self, approximate="none"):
+    if approximate == "tanh":
+        return _tanh_gelu(g, self)
+    if g.opset < 9:
+        raise unsupported(g.node.kind(), g.opset, "exact gelu needs ONNX Erf: needs opset >= 9")
+    # 0.5 * x * (1 + erf(x / sqrt(2)))
+    error = unary_math(g, "Erf", _times(g, self, 1.0 / math.sqrt(2.0)))
+    return g.op("Mul", _times(g, self, 0.5), g.op("Add", _scalar(g, 1, self), error))
+
+
+@symbolic("aten::silu", "aten::silu_")
+def silu(g, self):
+    return g.op("Mul", self, g.op("Sigmoid", self))
+
+
+def _softplus(g, x):
+    if _native(g, x):
+        return g.op("Softplus", x)
+    # log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), which never overflows.
+    tail = g.op("Log", g.op("Add", _scalar(g, 1, x), g.op("Exp", g.op("Neg", g.op("Abs", x)))))
+    return g.op("Add", g.op("Relu", x), tail)
+
+
+@symbolic("aten::softplus", "aten::softplus_")
+@parse_args("v", "f", "f")
+def softplus(g, self, beta=1.0, threshold=20.0):
+    # PyTorch switches to the identity above ``threshold`` only to save the exp; the values agree there.
+    if beta == 1.0:
+        return _softplus(g, self)
+    return _times(g, _softplus(g, _times(g, self, beta)), 1.0 / beta)
+
+
+@symbolic("aten::mish", "aten::mish_")
+def mish(g, self):
+    return g.op("Mul", self, g.op("Tanh", _softplus(g, self)))
+
+
+@symbolic("aten::log_sigmoid")
+def log_sigmoid(g, self):
+    return g.op("Neg", _softplus(g, g.op("Neg", self)))
+
+
+@symbolic("aten::softsign")
+def softsign(g, self):
+    if _native(g, self):
+        return g.op("Softsign", self)
+    return g.op("Div", self, g.op("Add", _scalar(g, 1, self), g.op("Abs", self)))
+
+
+def _hardsigmoid(g, x):
+    if _native(g, x):
+        return g.op("HardSigmoid", x, alpha_f=1.0 / 6, beta_f=0.5)
+    return clamp_value(g, g.op("Add", g.op("Div", x, _scalar(g, 6, x)), _scalar(g, 0.5, x)), 0, 1)
+
+
+@symbolic("aten::hardsigmoid", "aten::hardsigmoid_")
+def hardsigmoid(g, self):
+    return _hardsigmoid(g, self)
+
+
+@symbolic("aten::hardswish", "aten::hardswish_")
+def hardswish(g, self):
+    if _native(g, self, since=14):
+        return g.op("HardSwish", self)
+    return g.op("Mul", self, _hardsigmoid(g, self))
+
+
+@symbolic("aten::tanhshrink")
+def tanhshrink(g, self):
+    return g.op("Sub", self, g.op("Tanh", self))
+
+
+@symbolic("aten::softshrink")
+@parse_args("v", "f")
+def softshrink(g, self, lambd=0.5):
+    if _native(g, self, since=9):
+        return g.op("Shrink", self, lambd_f=lambd, bias_f=lambd)
+    # x - clamp(x, -lambd, lambd) is x - lambd above, x + lambd below and 0 in between.
+    return g.op("Sub", self, clamp_value(g, self, -lambd, lambd))
+
+
+@symbolic("aten::hardshrink")
+@parse_args("v", "f")
+def hardshrink(g, self, lambd=0.5):
+    if _native(g, self, since=9):
+        return g.op("Shrink", self, lambd_f=lambd, bias_f=0.0)
+    outside = g.op("Or", less(g, _scalar(g, lambd, self), self), less(g, self, _scalar(g, -lambd, self)))
+    return g.op("Mul", self, g.op("Cast", outside, to_i=g.dtype(self)))
+
+
+@symbolic("aten::threshold", "aten::threshold_")
+def threshold(g, self, threshold, value):
+    dtype = g.dtype(self)
+    above = less(g, cast(g, threshold, dtype), self)
+    return select(g, above, self, cast(g, value, dtype))
+
+
+@symbolic("aten::prelu", "aten::_prelu_kernel")
+def prelu(g, self, weight):
+    rank = require_rank(g, self)
+    if rank >= 2 and weight.rank == 1:
+        # PyTorch's weight is per channel (dim 1); ONNX broadcasts the slope from the right.
+        weight = unsqueeze(g, weight, list(range(1, rank - 1))) if rank > 2 else weight
+    if _native(g, self) or g.opset >= 16:
+        return g.op("PRelu", self, weight)
+    return g.op("Sub", g.op("Relu", self), g.op("Mul", weight, g.op("Relu", g.op("Neg", self))))
+
+
+@symbolic("aten::glu")
+@parse_args("v", "i")
+def glu(g, self, dim=-1):
+    axis = normalize_dim(dim, require_rank(g, self))
+    first, second = g.op("Split", self, axis_i=axis, outputs=2)
+    return g.op("Mul", first, g.op("Sigmoid", second))
+
+
+# -- softmax --------------------------------------------------------------------------------------------------
+def _softmax(g, op_type, x, dim, dtype):
+    if dtype is not None:
+        x = cast(g, x, dtypes.onnx_from_torch(torch_dtype_arg(dtype)))
+    elif not dtypes.is_float(g.dtype(x)):
+        x = cast(g, x, output_dtype(g) or FLOAT)
+    rank = require_rank(g, x)
+    axis = normalize_dim(dim, rank)
+    if g.opset >= 13 or axis == rank - 1:
+        return g.op(op_type, x, axis_i=axis)
+    # Before opset 13 Softmax flattens to 2-D around ``axis`` (normalizing over every later dim too):
+    # move ``dim`` last, normalize there, move it back.
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]
+    moved = g.op("Transpose", x, perm_i=perm)
+    return g.op("Transpose", g.op(op_type, moved, axis_i=rank - 1), perm_i=perm)
+
+
+@symbolic("aten::softmax", "aten::special_softmax")
+@parse_args("v", "i", "v")
+def softmax(g, self, dim, dtype=None):
+    return _softmax(g, "Softmax", self, dim, dtype)
+
+
+@symbolic("aten::_softmax")
+@parse_args("v", "i", "b")
+def _softmax_internal(g, self, dim, half_to_float=False):
+    return _softmax(g, "Softmax", self, dim, None if not half_to_float else 6)
+
+
+@symbolic("aten::log_softmax", "aten::special_log_softmax")
+@parse_args("v", "i", "v")
+def log_softmax(g, self, dim, dtype=None):
+    return _softmax(g, "LogSoftmax", self, dim, dtype)
+
+
+@symbolic("aten::_log_softmax")
+@parse_args("v", "i", "b")
+def _log_softmax_internal(g, self, dim, half_to_float=False):
+    return _softmax(g, "LogSoftmax", self, dim, None if not half_to_float else 6)

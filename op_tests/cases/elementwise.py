@@ -1,0 +1,253 @@
+"""Cases for element-wise arithmetic and math: dtypes, Python scalars, broadcasting, rounding modes."""
+
+import torch
+
+from op_tests.harness import OpCase
+
+ALL_OPSETS = range(7, 17)
+NO_DOUBLE_KERNEL = "ONNX Runtime's CPU provider has no double kernel for this op; computed in float32, beyond double tolerance"
+
+
+def randn(*shape, dtype=torch.float32):
+    """Inputs whose first dim grows by one in the dynamic size variant."""
+    return lambda k: (torch.randn(shape[0] + k, *shape[1:], dtype=dtype),)
+
+
+def pair(shape_a, shape_b, dtype=torch.float32, low=None, high=None):
+    """Two inputs; ``b`` grows with ``a`` when both have the same rank (else it broadcasts)."""
+    def make(k):
+        a = (shape_a[0] + k, *shape_a[1:])
+        b = (shape_b[0] + k, *shape_b[1:]) if len(shape_b) == len(shape_a) else tuple(shape_b)
+        if low is not None:
+            return torch.randint(low, high, a, dtype=dtype), torch.randint(low, high, b, dtype=dtype)
+        return torch.randn(a, dtype=dtype), torch.randn(b, dtype=dtype)
+    return make
+
+
+def ints(*shape, low=-20, high=20, dtype=torch.int64):
+    return lambda k: (torch.randint(low, high, (shape[0] + k, *shape[1:]), dtype=dtype),)
+
+
+def nonzero_ints(*shape, dtype=torch.int64):
+    """Integer divisors with both signs and no zero."""
+    def make(k):
+        magnitude = torch.randint(1, 7, (shape[0] + k, *shape[1:]), dtype=dtype)
+        sign = torch.randint(0, 2, magnitude.shape, dtype=dtype) * 2 - 1
+        return (magnitude * sign,)
+    return make
+
+
+def ints_and_divisors(*shape, dtype=torch.int64):
+    return lambda k: ints(*shape, dtype=dtype)(k) + nonzero_ints(*shape, dtype=dtype)(k)
+
+
+def positive(*shape, dtype=torch.float32, offset=0.1):
+    return lambda k: (torch.rand(shape[0] + k, *shape[1:], dtype=dtype) * 4 + offset,)
+
+
+def uniform(*shape, low=-0.9, high=0.9, dtype=torch.float32):
+    return lambda k: (torch.rand(shape[0] + k, *shape[1:], dtype=dtype) * (high - low) + low,)
+
+
+def halves(*shape):
+    """Multiples of 0.5 (ties for round) plus a few non-ties."""
+    def make(k):
+        x = torch.randint(-10, 10, (shape[0] + k, *shape[1:])).float() / 2
+        return (x + torch.tensor([0.0, 0.25, 0.0, -0.3]).repeat(x.numel() // 4 + 1)[: x.numel()].view(x.shape),)
+    return make
+
+
+def with_specials(*shape, dtype=torch.float32):
+    def make(k):
+        x = torch.randn(shape[0] + k, *shape[1:], dtype=dtype)
+        flat = x.view(-1)
+        flat[0], flat[1], flat[2] = float("nan"), float("inf"), float("-inf")
+        return (x,)
+    return make
+
+
+CASES = [
+    # add / sub / rsub
+    OpCase("add", pair((2, 3), (2, 3)), fn=torch.add),
+    OpCase("add", pair((2, 3, 4), (4,)), sample="broadcast", fn=torch.add),
+    OpCase("add", pair((2, 3), (3,)), sample="alpha", fn=lambda a, b: torch.add(a, b, alpha=2.5)),
+    OpCase("add", pair((3, 4), (4,), dtype=torch.int64, low=-50, high=50), sample="int64", fn=torch.add),
+    OpCase("add", ints(3, 4, dtype=torch.int32), sample="int32_scalar", fn=lambda x: x + 7),
+    OpCase("add", ints(3, 4, dtype=torch.int32), sample="int_plus_float_scalar", fn=lambda x: x + 2.5),
+    OpCase("add", pair((2, 3), (2, 3), dtype=torch.float64), sample="float64", fn=torch.add),
+    OpCase("add", pair((2, 3), (2, 3), dtype=torch.float16), sample="float16", fn=torch.add),
+    OpCase("add", ints(3, 4, low=0, high=250, dtype=torch.uint8), sample="uint8_wraps", fn=lambda x: x + x),
+    OpCase("add", ints(3, 4, low=-100, high=100, dtype=torch.int8), sample="int8_alpha",
+           fn=lambda x: torch.add(x, x, alpha=3)),
+    OpCase("add", lambda k: (torch.rand(2 + k, 3) > 0.5, torch.rand(2 + k, 3) > 0.5), sample="bool", fn=torch.add),
+    OpCase("add", lambda k: (torch.randn(2 + k, 3), torch.randint(0, 5, (3,))), sample="float_plus_int_tensor",
+           fn=torch.add),
+    OpCase("sub", pair((2, 3), (2, 3)), fn=torch.sub),
+    OpCase("sub", pair((2, 3), (3,)), sample="alpha", fn=lambda a, b: torch.sub(a, b, alpha=0.5)),
+    OpCase("sub", pair((3, 4), (4,), dtype=torch.int32, low=-50, high=50), sample="int32", fn=torch.sub),
+    OpCase("rsub", randn(2, 3), sample="scalar", fn=lambda x: 1.5 - x),
+    OpCase("rsub", ints(2, 3), sample="int_alpha", fn=lambda x: torch.rsub(x, 3, alpha=2)),
+    # mul
+    OpCase("mul", pair((2, 3, 4), (3, 1)), fn=torch.mul),
+    OpCase("mul", ints(3, 4, dtype=torch.int32), sample="int32_scalar", fn=lambda x: x * 3),
+    OpCase("mul", ints(3, 4), sample="int_by_float_scalar", fn=lambda x: x * 0.5),
+    OpCase("mul", ints(3, 4, low=0, high=255, dtype=torch.uint8), sample="uint8_wraps", fn=lambda x: x * 3),
+    OpCase("mul", lambda k: (torch.rand(2 + k, 3) > 0.5, torch.rand(2 + k, 3) > 0.5), sample="bool", fn=torch.mul),
+    OpCase("mul", pair((2, 3), (2, 3), dtype=torch.float64), sample="float64", fn=torch.mul),
+    # div and friends
+    OpCase("div", lambda k: (torch.randn(2 + k, 3), torch.rand(3) + 0.5), fn=torch.div),
+    OpCase("div", ints_and_divisors(3, 4), sample="int_true", fn=torch.div),
+    OpCase("div", ints(3, 4, dtype=torch.int32), sample="int_by_scalar", fn=lambda x: x / 3),
+    OpCase("div", ints_and_divisors(3, 4), sample="int_floor", fn=lambda a, b: torch.div(a, b, rounding_mode="floor")),
+    OpCase("div", ints_and_divisors(3, 4, dtype=torch.int32), sample="int_trunc",
+           fn=lambda a, b: torch.div(a, b, rounding_mode="trunc")),
+    OpCase("div", lambda k: (torch.randn(3 + k, 4) * 5, torch.randn(4)), sample="float_floor",
+           fn=lambda a, b: torch.div(a, b, rounding_mode="floor")),
+    OpCase("div", lambda k: (torch.randn(3 + k, 4) * 5, torch.randn(4)), sample="float_trunc",
+           fn=lambda a, b: torch.div(a, b, rounding_mode="trunc")),
+    OpCase("div", pair((2, 3), (2, 3), dtype=torch.float64), sample="float64", fn=torch.div),
+    OpCase("true_divide", ints_and_divisors(3, 4), fn=torch.true_divide),
+    OpCase("floor_divide", ints_and_divisors(3, 4), fn=torch.floor_divide),
+    OpCase("floor_divide", lambda k: (torch.randn(3 + k, 4) * 5, torch.randn(4)), sample="float", fn=torch.floor_divide),
+    OpCase("floor_divide", ints(3, 4), sample="int_scalar", fn=lambda x: x // -3),
+    OpCase("remainder", ints_and_divisors(3, 4), fn=torch.remainder),
+    OpCase("remainder", lambda k: (torch.randn(3 + k, 4) * 5, torch.randn(4)), sample="float", fn=torch.remainder),
+    OpCase("remainder", ints(3, 4, dtype=torch.int32), sample="int_scalar", fn=lambda x: x % 3),
+    OpCase("remainder", randn(3, 4), sample="float_scalar", fn=lambda x: torch.remainder(x, -1.5)),
+    OpCase("fmod", ints_and_divisors(3, 4), fn=torch.fmod),
+    OpCase("fmod", lambda k: (torch.randn(3 + k, 4) * 5, torch.randn(4)), sample="float", fn=torch.fmod),
+    # pow
+    OpCase("pow", randn(2, 3), sample="square_scalar", fn=lambda x: x ** 2),
+    OpCase("pow", lambda k: (torch.rand(2 + k, 3) + 0.5, torch.randn(3)), sample="tensor_exponent", fn=torch.pow),
+    OpCase("pow", ints(2, 3, low=-5, high=6), sample="int_base", fn=lambda x: x ** 3),
+    OpCase("pow", lambda k: (torch.randint(-4, 5, (2 + k, 3)), torch.randint(0, 4, (3,))), sample="int_tensors",
+           fn=torch.pow),
+    OpCase("pow", randn(2, 3), sample="scalar_base", fn=lambda x: torch.pow(2.0, x)),
+    OpCase("pow", ints(2, 3, low=0, high=10), sample="int_base_float_exponent", fn=lambda x: x ** 0.5),
+    OpCase("pow", lambda k: (torch.rand(2 + k, 3, dtype=torch.float64) + 0.5,), sample="float64",
+           fn=lambda x: x ** 1.7),
+    OpCase("square", randn(2, 3), fn=torch.square),
+    OpCase("square", ints(2, 3), sample="int", fn=torch.square),
+    # sign, neg, abs
+    OpCase("neg", randn(2, 3), fn=torch.neg),
+    OpCase("neg", ints(2, 3, dtype=torch.int32), sample="int32", fn=torch.neg),
+    OpCase("abs", randn(2, 3), fn=torch.abs),
+    OpCase("abs", ints(2, 3), sample="int64", fn=torch.abs),
+    OpCase("sign", lambda k: (torch.randint(-2, 3, (3 + k, 4)).float(),), fn=torch.sign),
+    OpCase("sign", ints(3, 4), sample="int", fn=torch.sign),
+    OpCase("sign", with_specials(3, 4), sample="nan_inf", fn=torch.sign),
+    # unary math
+    OpCase("reciprocal", positive(2, 3), fn=torch.reciprocal),
+    OpCase("reciprocal", nonzero_ints(2, 3), sample="int", fn=torch.reciprocal),
+    OpCase("sqrt", positive(2, 3), fn=torch.sqrt),
+    OpCase("sqrt", ints(2, 3, low=0, high=50), sample="int", fn=torch.sqrt),
+    OpCase("sqrt", positive(2, 3, dtype=torch.float64), sample="float64", fn=torch.sqrt),
+    OpCase("sqrt", randn(3, 4), sample="negative_is_nan", fn=torch.sqrt),
+    OpCase("rsqrt", positive(2, 3), fn=torch.rsqrt),
+    OpCase("exp", randn(2, 3), fn=torch.exp),
+    OpCase("exp", randn(2, 3, dtype=torch.float16), sample="float16", fn=torch.exp),
+    OpCase("expm1", randn(2, 3), fn=torch.expm1),
+    OpCase("log", positive(2, 3), fn=torch.log),
+    OpCase("log", ints(2, 3, low=1, high=100), sample="int", fn=torch.log),
+    OpCase("log2", positive(2, 3), fn=torch.log2),
+    OpCase("log10", positive(2, 3), fn=torch.log10),
+    OpCase("log1p", positive(2, 3, offset=-0.5), fn=torch.log1p),
+    OpCase("sin", randn(2, 3), fn=torch.sin),
+    OpCase("cos", randn(2, 3), fn=torch.cos),
+    OpCase("cos", randn(2, 3, dtype=torch.float64), sample="float64", fn=torch.cos),
+    OpCase("tan", uniform(2, 3, low=-1.2, high=1.2), fn=torch.tan),
+    OpCase("tan", uniform(2, 3, low=-1.2, high=1.2, dtype=torch.float64), sample="float64", fn=torch.tan),
+    OpCase("asin", uniform(2, 3), fn=torch.asin),
+    OpCase("asin", uniform(2, 3, dtype=torch.float64), sample="float64", fn=torch.asin,
+           known_failures={o: NO_DOUBLE_KERNEL for o in ALL_OPSETS}),
+    OpCase("acos", uniform(2, 3), fn=torch.acos),
+    OpCase("atan", randn(2, 3), fn=torch.atan),
+    OpCase("atan2", pair((3, 4), (4,)), fn=torch.atan2, min_opset=9),
+    OpCase("atan2", lambda k: (torch.tensor([0.0, 1.0, -1.0, 0.0, 2.0] + [0.5] * k), torch.tensor([0.0, 0.0, 0.0, -1.0, -3.0] + [-0.5] * k)),
+           sample="axes", fn=torch.atan2, min_opset=9),
+    OpCase("sinh", randn(2, 3), fn=torch.sinh),
+    OpCase("sinh", randn(2, 3, dtype=torch.float64), sample="float64", fn=torch.sinh),
+    OpCase("cosh", randn(2, 3), fn=torch.cosh),
+    OpCase("asinh", lambda k: (torch.randn(2 + k, 3) * 5,), fn=torch.asinh),
+    OpCase("asinh", lambda k: (torch.randn(2 + k, 3, dtype=torch.float64) * 5,), sample="float64", fn=torch.asinh),
+    OpCase("acosh", positive(2, 3, offset=1.0), fn=torch.acosh),
+    OpCase("atanh", uniform(2, 3), fn=torch.atanh),
+    OpCase("atanh", uniform(2, 3, dtype=torch.float64), sample="float64", fn=torch.atanh),
+    OpCase("erf", randn(2, 3), fn=torch.erf, min_opset=9),
+    OpCase("erf", randn(2, 3, dtype=torch.float64), sample="float64", fn=torch.erf, min_opset=9,
+           known_failures={o: NO_DOUBLE_KERNEL for o in range(9, 17)}),
+    # rounding
+    OpCase("floor", randn(2, 3), fn=torch.floor),
+    OpCase("floor", ints(2, 3), sample="int", fn=torch.floor),
+    OpCase("ceil", randn(2, 3), fn=torch.ceil),
+    OpCase("round", halves(3, 4), sample="half_to_even", fn=torch.round),
+    OpCase("round", lambda k: (torch.tensor([0.49999997, -0.49999997, 2.5, -2.5, 8388609.0, float("inf")] + [1.5] * k),),
+           sample="edges", fn=torch.round),
+    OpCase("round", lambda k: (torch.randn(3 + k, 4) * 100,), sample="decimals", fn=lambda x: torch.round(x, decimals=2)),
+    OpCase("round", lambda k: (torch.randn(3 + k, 4) * 1000,), sample="negative_decimals",
+           fn=lambda x: torch.round(x, decimals=-2)),
+    OpCase("round", halves(3, 4, ), sample="float64_ties", fn=lambda x: torch.round(x.double())),
+    OpCase("round", ints(2, 3), sample="int", fn=torch.round),
+    OpCase("trunc", lambda k: (torch.randn(3 + k, 4) * 4,), fn=torch.trunc),
+    OpCase("trunc", with_specials(3, 4), sample="nan_inf", fn=torch.trunc),
+    OpCase("frac", lambda k: (torch.randn(3 + k, 4) * 4,), fn=torch.frac),
+    # clamp, min, max
+    OpCase("clamp", randn(3, 4), fn=lambda x: torch.clamp(x, -0.5, 0.5)),
+    OpCase("clamp", randn(3, 4), sample="min_only", fn=lambda x: torch.clamp(x, min=0.1)),
+    OpCase("clamp", randn(3, 4), sample="max_only", fn=lambda x: torch.clamp(x, max=0.1)),
+    OpCase("clamp", lambda k: (torch.randn(3 + k, 4), torch.randn(4) - 1, torch.randn(4) + 1), sample="tensor_bounds",
+           fn=lambda x, lo, hi: torch.clamp(x, lo, hi)),
+    OpCase("clamp", ints(3, 4), sample="int", fn=lambda x: torch.clamp(x, -5, 5)),
+    OpCase("clamp", ints(3, 4, dtype=torch.int32), sample="int32_min_only", fn=lambda x: torch.clamp(x, min=0)),
+    OpCase("clamp", randn(3, 4, dtype=torch.float64), sample="float64", fn=lambda x: torch.clamp(x, -0.5, 0.5),
+           known_failures={7: "ONNX Runtime has no double Clip/Max/Min kernel at opset 7"}),
+    OpCase("clamp", ints(3, 4), sample="int_float_bound", fn=lambda x: torch.clamp(x, min=0.5)),
+    OpCase("clip", randn(3, 4), fn=lambda x: torch.clip(x, -1.0, 1.0)),
+    OpCase("clamp_min", randn(3, 4), fn=lambda x: torch.clamp_min(x, 0.2)),
+    OpCase("clamp_max", ints(3, 4), fn=lambda x: torch.clamp_max(x, 2)),
+    OpCase("minimum", pair((3, 4), (4,)), fn=torch.minimum),
+    OpCase("minimum", pair((3, 4), (4,), dtype=torch.int64, low=-9, high=9), sample="int", fn=torch.minimum),
+    OpCase("maximum", pair((3, 4), (4,)), fn=torch.maximum),
+    OpCase("maximum", pair((3, 4), (4,), dtype=torch.int32, low=-9, high=9), sample="int32", fn=torch.maximum),
+    OpCase("maximum", lambda k: (torch.rand(2 + k, 3) > 0.5, torch.rand(2 + k, 3) > 0.5), sample="bool",
+           fn=torch.maximum),
+    OpCase("fmin", lambda k: (with_specials(3, 4)(k)[0], torch.randn(3 + k, 4)), fn=torch.fmin, min_opset=9),
+    OpCase("fmax", lambda k: (torch.randn(3 + k, 4), with_specials(3, 4)(k)[0]), fn=torch.fmax, min_opset=9),
+    # selection
+    OpCase("where", lambda k: (torch.rand(3 + k, 4) > 0.5, torch.randn(3 + k, 4), torch.randn(4)), min_opset=9,
+           fn=torch.where),
+    OpCase("where", lambda k: (torch.rand(3 + k, 4) > 0.5, torch.randn(3 + k, 4)), sample="scalar_other", min_opset=9,
+           fn=lambda c, x: torch.where(c, x, 0.0)),
+    OpCase("where", lambda k: (torch.rand(3 + k, 4) > 0.5, torch.randint(-9, 9, (3 + k, 4))), sample="int_scalar_self",
+           fn=lambda c, x: torch.where(c, 5, x)),
+    OpCase("where", lambda k: (torch.rand(3 + k, 4) > 0.5, torch.randint(-9, 9, (3 + k, 4), dtype=torch.int32),
+                               torch.randint(-9, 9, (4,), dtype=torch.int32)), sample="int32", fn=torch.where),
+    OpCase("where", lambda k: (torch.rand(3 + k, 4) > 0.5, torch.randint(-9, 9, (3 + k, 4))), sample="int_float_scalar",
+           min_opset=9, fn=lambda c, x: torch.where(c, x, 0.5)),
+    OpCase("masked_fill", lambda k: (torch.randn(3 + k, 4), torch.rand(3 + k, 4) > 0.5), min_opset=9,
+           fn=lambda x, m: x.masked_fill(m, float("-inf"))),
+    OpCase("masked_fill", lambda k: (torch.randint(-9, 9, (3 + k, 4)), torch.rand(4) > 0.5), sample="int_broadcast",
+           fn=lambda x, m: x.masked_fill(m, 7)),
+    OpCase("isnan", with_specials(3, 4), fn=torch.isnan),
+    OpCase("isnan", ints(3, 4), sample="int", fn=torch.isnan),
+    OpCase("isinf", with_specials(3, 4), fn=torch.isinf),
+    OpCase("isinf", with_specials(3, 4, dtype=torch.float64), sample="float64", fn=torch.isinf),
+    OpCase("isfinite", with_specials(3, 4), fn=torch.isfinite),
+    OpCase("isfinite", ints(3, 4), sample="int", fn=torch.isfinite),
+    OpCase("nan_to_num", with_specials(3, 4), fn=torch.nan_to_num, min_opset=9),
+    OpCase("nan_to_num", with_specials(3, 4), sample="values", min_opset=9,
+           fn=lambda x: torch.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-3.0)),
+    # fused
+    OpCase("lerp", lambda k: (torch.randn(3 + k, 4), torch.randn(3 + k, 4)), sample="scalar_weight",
+           fn=lambda a, b: torch.lerp(a, b, 0.3)),
+    OpCase("lerp", lambda k: (torch.randn(3 + k, 4), torch.randn(4), torch.rand(3 + k, 4)), sample="tensor_weight",
+           fn=torch.lerp),
+    OpCase("addcmul", lambda k: (torch.randn(3 + k, 4), torch.randn(3 + k, 4), torch.randn(4)),
+           fn=lambda a, b, c: torch.addcmul(a, b, c, value=0.5)),
+    OpCase("addcdiv", lambda k: (torch.randn(3 + k, 4), torch.randn(3 + k, 4), torch.rand(4) + 0.5),
+           fn=lambda a, b, c: torch.addcdiv(a, b, c, value=2.0)),
+    OpCase("hypot", pair((3, 4), (4,)), fn=torch.hypot),
+    OpCase("logaddexp", lambda k: (torch.randn(3 + k, 4) * 30, torch.randn(4) * 30), fn=torch.logaddexp),
+    OpCase("xlogy", lambda k: (torch.tensor([0.0, 1.0, 2.0, 0.0] + [3.0] * k), torch.tensor([0.0, 2.0, 0.5, float("nan")] + [1.5] * k)),
+           fn=torch.xlogy, min_opset=9),
+]
