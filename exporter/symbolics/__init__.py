@@ -7,15 +7,18 @@ from exporter.symbolics import (  # noqa: F401
     prim,
     shape,
 )
+from exporter.symbolics import resize  # noqa: F401,E402
 from exporter.symbolics import reductions  # noqa: F401,E402
 from exporter.symbolics import indexing  # noqa: F401,E402
 from exporter.symbolics import tensor_factories  # noqa: F401,E402
-from exporter.symbolics import linalg  # noqa: F401,E402
-from exporter.symbolics import normalization  # noqa: F401,E402
 from exporter.symbolics import control_flow  # noqa: F401,E402
 from exporter.symbolics import sequence  # noqa: F401,E402
+from exporter.symbolics import linalg  # noqa: F401,E402
 from exporter.symbolics import inplace  # noqa: F401,E402
+from exporter.symbolics import normalization  # noqa: F401,E402
+from exporter.symbolics import rnn  # noqa: F401,E402
 from exporter.symbolics import sorting  # noqa: F401,E402
 from exporter.symbolics import comparison  # noqa: F401,E402
 from exporter.symbolics import activations  # noqa: F401,E402
 from exporter.symbolics import casting  # noqa: F401,E402
+from exporter.symbolics import torchvision_ops  # noqa: F401,E402
