@@ -257,7 +257,7 @@ def export(
         )
         inputs, params = _graph_inputs(captured, names_in, axes, export_params)
         logger.info("converting %d TorchScript nodes at opset %d", len(list(captured.graph.nodes())), opset)
-        converter = Converter(session)
+        converter = Converter(session, source_locations=verbose)
         graph = converter.convert_graph(captured.graph, inputs + params)
         graph.inputs = inputs if export_params else inputs + params
         graph.initializers = params if export_params else []

@@ -49,8 +49,9 @@ def ts_value_type(ts_value, static_shapes: bool) -> tuple[int | None, tuple | No
 
 
 class Converter:
-    def __init__(self, session: ExportSession):
+    def __init__(self, session: ExportSession, source_locations: bool = False):
         self.session = session
+        self.source_locations = source_locations  # verbose export: node doc_strings name the model's source line
         session.convert_block = self._convert_block
         session.inline_block = self._inline_block
         # ONNX node name -> TorchScript scope of the node it came from (export_modules_as_functions groups by it).
@@ -128,6 +129,8 @@ class Converter:
         scope = node.scopeName()
         for onnx_node in ctx.graph.nodes[first_new:] if scope else ():
             self.node_scopes.setdefault(onnx_node.name, scope)
+        if self.source_locations:
+            _record_source_location(node, ctx.graph.nodes[first_new:])
         self._bind(node, result, env)
         _infer_missing_shapes(ctx, node, ctx.graph.nodes[first_new:], result)
 
@@ -154,11 +157,15 @@ class Converter:
         kind = node.kind()
         symbolic_fn = self._lookup(node)
         try:
-            return symbolic_fn(ctx, *args)
+            result = symbolic_fn(ctx, *args)
         except OnnxExporterError as error:
             if isinstance(error, UnsupportedOperatorError) or str(error).startswith(kind):
                 raise
             raise type(error)(f"{kind}: {error}") from error
+        if result is None and any(o.type().kind() == "TensorType" for o in node.outputs()):
+            # As documented, a symbolic returns None when it cannot convert this use of the op.
+            raise UnsupportedOperatorError(kind, self.session.opset, reason="its symbolic returned None")
+        return result
 
     def _lookup(self, node):
         return REGISTRY.lookup(node.kind(), self.session.opset)
@@ -216,6 +223,18 @@ class Converter:
             value.shape = shape
         if is_number and value.producer is not None:
             value.is_number = True
+
+
+def _record_source_location(node, onnx_nodes) -> None:
+    """Put the model source line that produced ``node`` in the doc_string of the ONNX nodes made from it."""
+    try:
+        location = node.sourceRange().strip()
+    except RuntimeError:
+        return
+    first_line = location.splitlines()[0] if location else ""
+    for onnx_node in onnx_nodes:
+        if not onnx_node.doc_string:
+            onnx_node.doc_string = first_line
 
 
 def python_op_class(node):

@@ -110,6 +110,17 @@ def test_docs_aten_fallback_example(monkeypatch):
     assert {o.domain for o in result.model.opset_import} == {"", "org.pytorch.aten"}
 
 
+def test_a_symbolic_returning_none_means_unconvertible():
+    exporter.register_custom_op_symbolic("aten::triu", lambda g, x, diagonal: None, 9)
+    try:
+        with pytest.raises(UnsupportedOperatorError, match="aten::triu .*returned None"):
+            export_bytes(TriuMul(), (torch.randn(3, 3),))
+        _, result = export_bytes(TriuMul(), (torch.randn(3, 3),), operator_export_type=OET.ONNX_ATEN_FALLBACK)
+        assert [n.op_type for n in result.model.graph.node if n.domain] == ["ATen"]
+    finally:
+        exporter.unregister_custom_op_symbolic("aten::triu", 9)
+
+
 def test_aten_fallback_keeps_converting_supported_ops():
     x = torch.randn(3, 3)
     data, result = export_bytes(TriuMul(), (x,), operator_export_type=OET.ONNX_ATEN_FALLBACK)
@@ -188,10 +199,11 @@ def test_training_mode_keeps_dropout_and_batch_norm_in_training_form():
     assert not model.training  # restored
 
 
-def test_training_mode_batch_norm_uses_batch_statistics_on_onnx_runtime():
+@pytest.mark.parametrize("opset", [9, 12, 14, 16])
+def test_training_mode_batch_norm_uses_batch_statistics_on_onnx_runtime(opset):
     model = torch.nn.BatchNorm1d(4).eval()
     x = torch.randn(16, 4) * 3 + 1
-    data, _ = export_bytes(model, (x,), training=exporter.TrainingMode.TRAINING, opset_version=14)
+    data, _ = export_bytes(model, (x,), training=exporter.TrainingMode.TRAINING, opset_version=opset)
     expected = torch.nn.functional.batch_norm(x, None, None, model.weight, model.bias, training=True)
     np.testing.assert_allclose(run_onnx(data, {"input": x.numpy()})[0], expected.detach().numpy(), rtol=1e-4, atol=1e-5)
 
@@ -262,6 +274,15 @@ def test_verbose_turns_logging_on_for_one_export(capsys):
     assert "capturing" in captured.err and "Gemm" in captured.out
     export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
     assert capsys.readouterr().err == ""
+
+
+def test_verbose_export_records_source_locations_in_doc_strings(capsys):
+    _, result = export_bytes(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh()), (torch.randn(1, 2),),
+                             verbose=True)
+    docs = [n.doc_string for n in result.model.graph.node]
+    assert "linear.py" in docs[0] and "activation.py" in docs[1]
+    _, quiet = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
+    assert all(not n.doc_string for n in quiet.model.graph.node)
 
 
 def test_export_to_pretty_string_accepts_export_options():
