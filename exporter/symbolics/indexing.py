@@ -21,6 +21,7 @@ from exporter.symbolics._helpers import (
     dim_size,
     is_value,
     normalize_dim,
+    reduce_op,
     require_rank,
     reshape,
     shape_of,
@@ -382,11 +383,42 @@ def _scatter_elements(g, self, dim: int, index, updates, reduction: str | None =
     return g.op("Scatter", self, index, updates, axis_i=dim)
 
 
-def _scatter_add_flat(g, self, dim: int, index, src):
-    """scatter_add below opset 16: linear positions, then the one-hot row sum (static shapes)."""
-    positions = _flat_positions(g, self, dim, index)
-    summed = _add_rows(g, reshape_to(g, self, [-1, 1]), positions, reshape_to(g, src, [-1, 1]))
-    return _reshape_like(g, summed, self)
+def _scatter_add_along(g, self, dim: int, index, src):
+    """scatter_add below opset 16: for every target j along ``dim``, the sum of the ``src`` entries whose index is j.
+
+    ``hits = (index[..., None] == 0..n-1)``; the contributions ``where(hits, src[..., None], 0)`` summed over ``dim``
+    leave j as the last axis, which moves back to ``dim``. Duplicate indices add up, as in torch.
+    """
+    rank = require_rank(g, self)
+    targets = reshape_to(g, arange_indices(g, dim_size(g, self, dim)), [1] * rank + [-1])
+    hits = g.op("Equal", unsqueeze(g, index, [rank]), targets)
+    values = unsqueeze(g, src, [rank])
+    if g.opset >= 9:
+        zero = g.const(np.zeros((), dtype=dtypes.numpy_from_onnx(g.dtype(self))))
+        spread = g.op("Where", hits, values, zero)
+    else:  # Where is opset 9; 0/1 weights give the same sums for finite values
+        spread = g.op("Mul", values, cast(g, hits, g.dtype(self)))
+    index_dims = g.dims(index) or [None] * rank
+    summed_shape = [d for a, d in enumerate(index_dims) if a != dim] + [g.dims(self)[dim]]
+    summed = typed(reduce_op(g, "ReduceSum", spread, [dim], keepdims=False), summed_shape)
+    contribution = transpose_perm(g, summed, list(range(dim)) + [rank - 1] + list(range(dim, rank - 1)))
+    return g.op("Add", self, _zero_extend(g, contribution, self, skip=dim))
+
+
+def _zero_extend(g, x, like, skip: int):
+    """``x`` extended with zeros at the end of every dim (but ``skip``) to ``like``'s size there."""
+    from exporter.symbolics.tensor_factories import filled
+
+    rank = require_rank(g, like)
+    x_dims, like_dims = g.dims(x), g.dims(like)
+    for axis in range(rank):
+        if axis == skip or (x_dims[axis] is not None and x_dims[axis] == like_dims[axis]):
+            continue
+        sizes = dims_or_sizes(g, x)
+        sizes[axis] = size_arith(g, "Sub", dim_size(g, like, axis), dim_size(g, x, axis))
+        zeros = filled(g, sizes, 0, g.dtype(x))
+        x = typed(g.op("Concat", x, zeros, axis_i=axis), [None] * rank)
+    return x
 
 
 @symbolic("aten::scatter", "aten::scatter_")
@@ -408,7 +440,7 @@ def scatter(g, self, dim, index, src, reduce=None):
     if g.opset >= 16:
         return _scatter_elements(g, self, dim, index, updates, onnx_reduction)
     if reduce == "add":
-        return _scatter_add_flat(g, self, dim, index, updates)
+        return _scatter_add_along(g, self, dim, index, updates)
     raise unsupported(g.node.kind(), g.opset, "scatter with reduce='multiply' needs ScatterElements reduction: needs opset >= 16")
 
 
@@ -423,7 +455,7 @@ def scatter_add(g, self, dim, index, src):
     updates = cast(g, _crop_to(g, src, index), g.dtype(self))
     if g.opset >= 16:
         return _scatter_elements(g, self, dim, index, updates, "add")
-    return _scatter_add_flat(g, self, dim, index, updates)
+    return _scatter_add_along(g, self, dim, index, updates)
 
 
 @symbolic("aten::scatter_reduce", "aten::scatter_reduce_")
@@ -444,7 +476,7 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
         self = _scatter_elements(g, self, dim, index, expand_to_shape_value(g, neutral, shape_of(g, index)))
     if g.opset >= 16:
         return _scatter_elements(g, self, dim, index, updates, "add" if reduce == "sum" else "mul")
-    return _scatter_add_flat(g, self, dim, index, updates)
+    return _scatter_add_along(g, self, dim, index, updates)
 
 
 # -- index_add / index_copy / index_fill --------------------------------------------------------------------------

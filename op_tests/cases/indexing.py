@@ -56,8 +56,6 @@ _GATHER_STATIC = ("dynamic export: below GatherElements (opset 11) gather is reb
                   "positions, which needs static shapes; the static export passes at this opset")
 _DYNAMIC_RANGE = ("dynamic export: the one-hot emulation of an accumulating scatter compares with 0..n-1 for a run-time "
                   "n, which needs ConstantOfShape+NonZero (opset 9) or Range (11); the static export passes here")
-_SCATTER_ADD_STATIC = ("dynamic export: below ScatterElements reduction (opset 16) the accumulating scatter is "
-                       "rebuilt from linear positions, which need static shapes; the static export passes")
 
 CASES = [
     # slice
@@ -126,7 +124,11 @@ CASES = [
     OpCase("scatter", lambda k: (_r(3, 5), _idx(5, 3, 4), _r(3, 4)), sample="reduce_multiply", min_opset=16,
            fn=lambda x, i, s: x.scatter(1, i, s, reduce="multiply")),
     OpCase("scatter_add", lambda k: (_r(3, 5 + k), _idx(5, 3, 6), _r(3, 6)), fn=lambda x, i, s: x.scatter_add(1, i, s),
-           known_failures={o: _SCATTER_ADD_STATIC for o in range(7, 16)}),
+           known_failures={o: _DYNAMIC_RANGE for o in (7, 8)}),
+    OpCase("scatter_add", lambda k: (_r(4, 5, 3), _idx(4, 6, 2, 2), _r(6, 3, 3)), sample="smaller_index",
+           fn=lambda x, i, s: x.scatter_add(0, i, s)),
+    OpCase("scatter_add", lambda k: (_r(3 + k, 5, dtype=torch.int64), _idx(5, 3 + k, 4), _r(3 + k, 4, dtype=torch.int64)),
+           sample="int64_dynamic_rows", fn=lambda x, i, s: x.scatter_add(-1, i, s)),
     OpCase("scatter_add", lambda k: (_r(4, 3), _idx(4, 6, 3), _r(6, 3)), sample="static_dim0",
            fn=lambda x, i, s: x.scatter_add(0, i, s)),
     OpCase("scatter_reduce", lambda k: (_r(3, 5), _idx(5, 3, 4), _r(3, 4)), sample="sum",
