@@ -275,7 +275,7 @@ def _models(models: list[dict[str, Any]], cases: list[dict]) -> str:
     table = (f'<div class="scroll"><table id="models-table"><thead><tr><th>Model</th><th>Kind</th><th class="num">Opset</th>'
              f'<th>Mode</th><th>Provider</th><th>Status</th><th>Comparison</th><th class="num">Max abs</th>'
              f'<th class="num">Max rel</th><th class="num">Export</th><th class="num">Nodes</th><th class="num">Size</th>'
-             f'<th>Error / re-run</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+             f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
     lead = "Every model and example at every opset, static and dynamic axes, per execution provider."
     return _card("models", "Models and examples", lead, grid + "<h3>All model and example results</h3>" + toolbar + table)
 
@@ -289,22 +289,27 @@ def _model_tip(model: dict[str, Any], opset: int, cases: list[dict]) -> str:
 
 
 def _model_row(case: dict[str, Any]) -> str:
+    """The case's row, followed for failures by a full-width row with the error, re-run command and repro link."""
     outcome = OUTCOME_BY_KEY.get(case["outcome"], NO_DATA)
-    detail = "\n".join(filter(None, [case["error"], case["reason"]]))
-    links = ""
-    if case["rerun"] and case["bucket"] == "failed":
-        links += f'<div><code>{escape(case["rerun"])}</code> <button class="copy" data-copy="{escape(case["rerun"])}">copy</button></div>'
-    if case.get("repro_href") and case["bucket"] == "failed":
-        links += f'<div><a href="{escape(case["repro_href"])}">repro bundle</a></div>'
-    return (f'<tr data-name="{escape(case["name"])}" data-kind="{case["kind"]}" data-opset="{case["opset"]}" '
+    main = (f'<tr data-name="{escape(case["name"])}" data-kind="{case["kind"]}" data-opset="{case["opset"]}" '
             f'data-mode="{escape(case["mode"])}" data-provider="{escape(case["provider"])}" data-bucket="{case["bucket"]}">'
             f'<td class="opname">{escape(case["name"])}</td><td>{case["kind"]}</td><td class="num">{case["opset"]}</td>'
             f'<td>{escape(case["mode"])}</td><td>{escape(case["provider"])}</td>'
             f'<td><span class="badge o-{outcome.key}">{escape(outcome.label)}</span></td><td>{escape(case["comparison"] or "–")}</td>'
             f'<td class="num">{_sci(case["max_abs_error"])}</td><td class="num">{_sci(case["max_rel_error"])}</td>'
             f'<td class="num">{_sec(case["export_seconds"])}</td><td class="num">{_int(case["node_count"])}</td>'
-            f'<td class="num">{_size(case["file_size"])}</td>'
-            f'<td class="err-cell">{f"<span class=err>{escape(detail)}</span>" if detail else ""}{links}</td></tr>')
+            f'<td class="num">{_size(case["file_size"])}</td></tr>')
+    detail = "\n".join(filter(None, [case["error"], case["reason"]]))
+    links = ""
+    if case["rerun"] and case["bucket"] == "failed":
+        links += f'<div><code>{escape(case["rerun"])}</code> <button class="copy" data-copy="{escape(case["rerun"])}">copy</button></div>'
+    if case.get("repro_href") and case["bucket"] == "failed":
+        links += f'<div><a href="{escape(case["repro_href"])}">repro bundle</a></div>'
+    if not detail and not links:
+        return main
+    style = "err" if case["bucket"] == "failed" else "note"  # a skip's or an expected limit's reason is no error
+    text = f'<pre class="{style}">{escape(detail)}</pre>' if detail else ""
+    return main + f'<tr class="detail"><td colspan="12">{text}{links}</td></tr>'
 
 
 def _sci(value: float | None) -> str:

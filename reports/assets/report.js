@@ -34,7 +34,7 @@ const FILTERS = {
     },
   },
   models: {
-    rows: () => document.querySelectorAll("#models-table tbody tr"),
+    rows: () => document.querySelectorAll("#models-table tbody tr[data-name]"),
     matches(row, state) {
       if (state.q && !row.dataset.name.toLowerCase().includes(state.q.toLowerCase())) return false;
       for (const key of ["kind", "opset", "mode", "provider", "bucket"]) {
@@ -73,6 +73,8 @@ function applyFilter(table) {
   for (const row of FILTERS[table].rows()) {
     const visible = FILTERS[table].matches(row, state);
     row.hidden = !visible;
+    const next = row.nextElementSibling;
+    if (next && next.classList.contains("detail")) next.hidden = !visible;  // a failure's error row goes with it
     total += 1;
     if (visible) shown += 1;
   }
@@ -118,7 +120,7 @@ function caseRowsTable(positions) {
       c.repro_href && c.bucket === "failed" ? `<div><a href="${escapeHtml(c.repro_href)}">repro bundle</a></div>` : "",
     ].join("");
     if (!detail && !links) return main;
-    return main + `<tr class="detail"><td colspan="9">${detail ? `<pre class="err">${escapeHtml(detail)}</pre>` : ""}${links}</td></tr>`;
+    return main + `<tr class="detail"><td colspan="9">${detail ? `<pre class="${c.bucket === "failed" ? "err" : "note"}">${escapeHtml(detail)}</pre>` : ""}${links}</td></tr>`;
   }).join("");
   return `<div class="scroll-x"><table class="cases"><thead><tr><th>Sample</th><th>Mode</th><th>Dtypes</th><th>Provider</th><th>Outcome</th>
     <th>Stage</th><th class="num">Max abs</th><th class="num">Max rel</th><th class="num">rtol / atol</th></tr></thead><tbody>${body}</tbody></table></div>`;
