@@ -475,7 +475,12 @@ def _assemble(
             static_shapes[value.name] = tuple(example.shape)
     output_shapes = {}
     for value in graph.outputs:
-        shape = list(static_shapes.get(value.name, value.shape or ())) if not axes else list(value.shape or [])
+        if not axes:
+            shape = list(static_shapes.get(value.name, value.shape or ()))
+        elif value.shape is not None:
+            shape = list(value.shape)
+        else:  # a shape the graph does not know (scripted code): the example's rank, every size left open
+            shape = [None] * len(static_shapes.get(value.name, ()))
         for axis, dim_name in axes.get(value.name, {}).items():
             if axis < len(shape):
                 shape[axis] = dim_name
