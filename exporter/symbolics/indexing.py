@@ -108,13 +108,36 @@ def _linear_offsets(shape: list[int], index_shape: list[int], dim: int) -> tuple
 
 
 def _flat_positions(g, self, dim: int, index):
-    """Linear positions into ``self`` flattened that torch.gather/scatter address (static shapes only)."""
-    shape, index_shape = g.static_dims(self), g.static_dims(index)
-    if shape is None or index_shape is None:
-        raise unsupported(g.node.kind(), g.opset, "with dynamic shapes this needs GatherElements/ScatterElements: needs opset >= 11")
-    offsets, stride = _linear_offsets(shape, index_shape, dim)
+    """Linear positions into ``self`` flattened that torch.gather addresses (static shapes only)."""
+    offsets, stride = _linear_offsets(g.static_dims(self), g.static_dims(index), dim)
     scaled = g.op("Mul", cast(g, index, INT64), g.const(stride, torch.int64))
     return g.op("Add", scaled, g.const(offsets))
+
+
+def _gather_by_hits(g, self, dim: int, index):
+    """gather for dynamic shapes below opset 11: ``sum_j where(index == j, self[..., j, ...], 0)`` (opset 9).
+
+    Exactly one j matches each index, so the sum is the selected value itself (NaN elsewhere is never read).
+    """
+    rank = require_rank(g, self)
+    if g.opset < 9:
+        raise unsupported(g.node.kind(), g.opset, "with dynamic shapes gather needs GatherElements (opset 11) "
+                                                  "or Where with NonZero: needs opset >= 9")
+    self_dims, index_dims = g.dims(self), g.dims(index)
+    if any(a != dim and (self_dims[a] is None or self_dims[a] != index_dims[a]) for a in range(rank)):
+        if g.opset < 10:
+            raise unsupported(g.node.kind(), g.opset, "gather with an index of run-time shape needs Slice with "
+                                                      "input bounds: needs opset >= 10")
+        axes = [a for a in range(rank) if a != dim]
+        self = slice_op(g, self, axes, [0] * len(axes), [dim_size(g, index, a) for a in axes])
+    original = g.dtype(self)
+    work = original if original != BOOL else dtypes.onnx_from_torch(torch.int32)
+    targets = reshape_to(g, arange_indices(g, dim_size(g, self, dim)), [1] * rank + [-1])
+    hits = g.op("Equal", unsqueeze(g, index, [rank]), targets)
+    values = unsqueeze(g, transpose_perm(g, cast(g, self, work), [a for a in range(rank) if a != dim] + [dim]), [dim])
+    zero = g.const(np.zeros((), dtype=dtypes.numpy_from_onnx(work)))
+    picked = reduce_op(g, "ReduceSum", g.op("Where", hits, values, zero), [rank], keepdims=False)
+    return cast(g, typed(picked, index_dims), original)
 
 
 @symbolic("aten::gather")
@@ -123,6 +146,8 @@ def gather(g, self, dim, index, sparse_grad=None):
     index = cast(g, g.value(index), INT64)
     if g.opset >= 11:
         return g.op("GatherElements", self, index, axis_i=dim)
+    if g.static_dims(self) is None or g.static_dims(index) is None:
+        return _gather_by_hits(g, self, dim, index)
     return g.op("Gather", reshape_to(g, self, [-1]), _flat_positions(g, self, dim, index), axis_i=0)
 
 

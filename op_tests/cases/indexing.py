@@ -52,8 +52,10 @@ _DYNAMIC_STEP = ("dynamic export: a strided slice of a dynamic dim needs Slice s
                  "the static export passes at this opset (Gather of constant positions)")
 _DYNAMIC_BOUND = ("dynamic export: a slice bound computed at run time needs Slice with input bounds (opset 10); "
                   "the static export folds the bound and passes at this opset")
-_GATHER_STATIC = ("dynamic export: below GatherElements (opset 11) gather is rebuilt as a Gather of precomputed linear "
-                  "positions, which needs static shapes; the static export passes at this opset")
+_GATHER_DYNAMIC = ("dynamic export: below GatherElements (opset 11) a gather of run-time shape compares the index with "
+                   "0..n-1 and selects with Where, both needing opset 9; the static export passes at this opset")
+_GATHER_CROP = ("dynamic export: input and index have independent run-time sizes on a non-gathered dim, so the input is "
+                "cropped to the index's shape at run time, which needs Slice with input bounds (opset 10)")
 _DYNAMIC_RANGE = ("dynamic export: the one-hot emulation of an accumulating scatter compares with 0..n-1 for a run-time "
                   "n, which needs ConstantOfShape+NonZero (opset 9) or Range (11); the static export passes here")
 
@@ -80,7 +82,9 @@ CASES = [
     OpCase("gather", lambda k: (_r(3, 4), _idx(4, 3, 2)), fn=lambda x, i: x.gather(1, i)),
     OpCase("gather", lambda k: (_r(3, 4, dtype=torch.bool), _idx(3, 2, 4)), sample="bool", fn=lambda x, i: x.gather(0, i)),
     OpCase("gather", lambda k: (_r(3 + k, 4, 2), _idx(3 + k, 2, 4, 2)), sample="dim0_smaller_index",
-           fn=lambda x, i: torch.gather(x, 0, i), known_failures={o: _GATHER_STATIC for o in (7, 8, 9, 10)}),
+           fn=lambda x, i: torch.gather(x, 0, i), known_failures={o: _GATHER_DYNAMIC for o in (7, 8)}),
+    OpCase("gather", lambda k: (_r(3 + k, 4, dtype=torch.bool), _idx(4, 3 + k, 2)), sample="bool_dynamic",
+           fn=lambda x, i: torch.gather(x, 1, i), known_failures={**{o: _GATHER_DYNAMIC for o in (7, 8)}, 9: _GATHER_CROP}),
     OpCase("gather", lambda k: (_r(3, 4, dtype=torch.int64), _idx(3, 2, 4)), sample="int64_static",
            fn=lambda x, i: torch.gather(x, -2, i)),
     OpCase("take_along_dim", lambda k: (_r(3, 4), _idx(4, 3, 2)), fn=lambda x, i: torch.take_along_dim(x, i, 1)),
