@@ -9,6 +9,7 @@ that minimum.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -225,6 +226,13 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> 
             result.error = f"size variant {variant}: {message}"
             return result
     return result
+
+
+@functools.lru_cache(maxsize=1)
+def _run_facts() -> dict:
+    from conformance.results import git_revision, versions
+
+    return {"versions": versions(), "git_rev": git_revision()}
 
 
 def results_path() -> str | None:
