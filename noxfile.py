@@ -33,9 +33,43 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def conformance(session: nox.Session) -> None:
-    """The conformance run (quick tier on CPU by default) followed by the HTML report."""
+    """The conformance run (quick tier on CPU by default) followed by the HTML report.
+
+    Arguments after ``--`` go to ``python -m conformance run``: ``--tier full --ep cuda``, ``--shard 0/4``,
+    ``--opsets 9,11``, ``--models 'resnet*'``, ``--out FILE``, ``--workers N``, ``--timeout S``.
+    ``nox -s conformance -- merge a.jsonl b.jsonl --out all.jsonl`` joins shard results instead of running.
+    """
     install(session)
-    session.run("python", "-m", "conformance", "run", *session.posargs)
+    args = list(session.posargs)
+    if args and args[0] in ("merge", "summary", "list", "report"):
+        session.run("python", "-m", "conformance", *args)
+        return
+    out = _option(args, "--out") or _default_results(args)
+    if "--out" not in args:
+        args += ["--out", out]
+    session.run("python", "-m", "conformance", "run", *args)
+    report_dir = os.path.join("reports", "out", os.path.splitext(os.path.basename(out))[0])
+    session.run("python", "-m", "conformance", "report", out, "--out", report_dir)
+    session.log(f"results: {out}")
+
+
+def _option(args: list[str], name: str) -> str | None:
+    for index, arg in enumerate(args):
+        if arg == name and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _default_results(args: list[str]) -> str:
+    """results/conformance_<tier>[_<ep>][.shard<i>of<n>].jsonl, so differently scoped runs never share a file."""
+    tier = _option(args, "--tier") or "quick"
+    ep = _option(args, "--ep")
+    shard = _option(args, "--shard")
+    name = f"conformance_{tier}" + (f"_{ep.replace(',', '-')}" if ep else "")
+    name += f".shard{shard.replace('/', 'of')}" if shard else ""
+    return os.path.join("results", name + ".jsonl")
 
 
 @nox.session

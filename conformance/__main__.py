@@ -24,21 +24,22 @@ from conformance import results as results_io
 from conformance.summary import print_summary
 
 
-def _default_out(tier: str, shard: str | None) -> str:
+def _default_out(tier: str, shard: str | None, exporter: str = "engine") -> str:
     suffix = f".shard{shard.replace('/', 'of')}" if shard else ""
-    return os.path.join("results", f"conformance_{tier}{suffix}.jsonl")
+    peer = "_peer" if exporter == "peer" else ""
+    return os.path.join("results", f"conformance_{tier}{peer}{suffix}.jsonl")
 
 
 def _run(args: argparse.Namespace) -> int:
     from conformance import cases as case_sel
     from conformance.runner import RunOptions, run
 
-    out = args.out or _default_out(args.tier, args.shard)
+    out = args.out or _default_out(args.tier, args.shard, args.exporter)
     modes = ("static", "dynamic") if args.mode == "both" else (args.mode,)
     selected = case_sel.select(
         tier=args.tier, opsets=case_sel.parse_opsets(args.opsets), providers=case_sel.parse_providers(args.ep, args.tier),
         modes=modes, models=args.models.split(",") if args.models else None, shard=case_sel.parse_shard(args.shard),
-        case_ids=args.case or None,
+        case_ids=args.case or None, exporter=args.exporter,
     )
     if args.case and not selected:
         print(f"no case matches {args.case}", file=sys.stderr)
@@ -116,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--timeout", type=float, default=300.0, help="seconds per case, scaled by the model's cost")
     run_p.add_argument("--redo", help="statuses to run again, e.g. timeout,crash (or all)")
     run_p.add_argument("--no-progress", action="store_true")
+    run_p.add_argument("--exporter", choices=("engine", "peer"), default="engine",
+                       help="peer: torch.onnx.export(dynamo=False), to validate the zoo and tolerances themselves")
     run_p.set_defaults(func=_run)
 
     merge_p = commands.add_parser("merge", help="join results files (the latest row of each case wins)")

@@ -9,8 +9,6 @@ import model_zoo
 from conformance.schema import case_id
 
 ALL_OPSETS = tuple(range(7, 17))
-# The quick tier: the lowest opset, the first with sequences/Resize/ScatterND, the default, the highest.
-QUICK_OPSETS = (7, 11, 14, 16)
 TIERS = ("quick", "full")
 PROVIDERS = ("cpu", "cuda")
 
@@ -24,6 +22,7 @@ class Case:
     mode: str
     provider: str
     cost: float
+    exporter: str = "engine"  # "engine" (ours) or "peer" (torch.onnx, dynamo=False: validates the zoo itself)
 
     @property
     def case_id(self) -> str:
@@ -72,8 +71,8 @@ def parse_shard(text: str | None) -> tuple[int, int]:
 
 def select(tier: str = "quick", opsets: tuple[int, ...] | None = None, providers: tuple[str, ...] = ("cpu",),
            modes: tuple[str, ...] = ("static", "dynamic"), models: list[str] | None = None,
-           shard: tuple[int, int] = (0, 1), case_ids: list[str] | None = None) -> list[Case]:
-    """The cases of ``tier`` (optionally narrowed), grouped by model so one worker serves all of a model's cases.
+           shard: tuple[int, int] = (0, 1), case_ids: list[str] | None = None, exporter: str = "engine") -> list[Case]:
+    """The cases of ``tier`` (optionally narrowed; the quick tier takes each entry's ``quick_opsets``), grouped by model so one worker serves all of a model's cases.
 
     Sharding splits by model (round robin over the models in name order), so a model's trace is never
     repeated across shards. ``case_ids`` selects exact cases (or globs) from every entry, whatever the tier.
@@ -81,11 +80,11 @@ def select(tier: str = "quick", opsets: tuple[int, ...] | None = None, providers
     if tier not in TIERS:
         raise ValueError(f"unknown tier {tier!r}; choose from {TIERS}")
     entries = model_zoo.entries()
-    if tier == "quick" and not case_ids:
-        entries = [e for e in entries if e.quick]
+    quick = tier == "quick" and not case_ids
+    if quick:
+        entries = [e for e in entries if e.quick_opsets]
     if models:
         entries = [e for e in entries if any(fnmatch.fnmatchcase(e.name, pattern) for pattern in models)]
-    opsets = opsets or (QUICK_OPSETS if tier == "quick" and not case_ids else ALL_OPSETS)
     ordered = sorted(entries, key=lambda e: e.name)
     index, count = shard
     chosen = {e.name for k, e in enumerate(ordered) if k % count == index}
@@ -96,8 +95,8 @@ def select(tier: str = "quick", opsets: tuple[int, ...] | None = None, providers
         entry_modes = [m for m in modes if m == "static" or entry.dynamic_axes]
         for provider in (providers if not case_ids else PROVIDERS):
             for mode in entry_modes:
-                for opset in opsets:
-                    cases.append(Case(entry.kind, entry.name, entry.family, opset, mode, provider, entry.cost))
+                for opset in opsets or (entry.quick_opsets if quick else ALL_OPSETS):
+                    cases.append(Case(entry.kind, entry.name, entry.family, opset, mode, provider, entry.cost, exporter))
     if case_ids:
         cases = [c for c in cases if any(fnmatch.fnmatchcase(c.case_id, pattern) for pattern in case_ids)]
     return cases

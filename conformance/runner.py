@@ -37,9 +37,10 @@ class RunOptions:
     static_fields: dict = field(default_factory=dict)  # versions, git_rev: the same on every row
 
 
-def rerun_command(case_id: str, out: str) -> str:
+def rerun_command(case_id: str, out: str, exporter: str = "engine") -> str:
     rerun_out = out[: -len(".jsonl")] + ".rerun.jsonl" if out.endswith(".jsonl") else out + ".rerun"
-    return f"python -m conformance run --case {shlex.quote(case_id)} --out {shlex.quote(rerun_out)}"
+    peer = " --exporter peer" if exporter == "peer" else ""
+    return f"python -m conformance run --case {shlex.quote(case_id)}{peer} --out {shlex.quote(rerun_out)}"
 
 
 class _Slot:
@@ -100,7 +101,7 @@ def run(cases: list[Case], options: RunOptions) -> list[dict]:
         row.update(options.static_fields)
         row["started_at"] = slot.started_at
         if row["status"] not in ("pass", "skipped") and not (row["status"] == "unsupported" and row.get("reason", "").startswith("expected")):
-            row["rerun"] = rerun_command(row["case_id"], options.out)
+            row["rerun"] = rerun_command(row["case_id"], options.out, row.get("exporter") or "engine")
         writer.append(row)
         rows.append(row)
         slot.case = None

@@ -29,6 +29,7 @@ FIELDS = {
     "opset": "target ONNX opset (int)",
     "provider": "'cpu' or 'cuda' (ONNX Runtime execution provider; PyTorch reference on the same device)",
     "mode": "'static' (no dynamic axes) or 'dynamic' (the entry's dynamic_axes; checked on a second input size)",
+    "exporter": "'engine' (this project's exporter) or 'peer' (torch.onnx, dynamo=False, run only to validate the zoo)",
     "status": "one of STATUSES",
     "stage": "the stage that failed (one of STAGES); the last stage reached on pass/inconclusive",
     "error": "error text of the failure (empty on pass)",

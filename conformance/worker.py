@@ -222,7 +222,7 @@ def make_session(path: str, provider: str):
 def run_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:
     """Run one case and return its results row (everything but versions, git revision and rerun command)."""
     row = empty_row()
-    row.update({k: case[k] for k in ("case_id", "kind", "name", "family", "opset", "provider", "mode")})
+    row.update({k: case[k] for k in ("case_id", "kind", "name", "family", "opset", "provider", "mode", "exporter")})
     start = time.perf_counter()
     artifacts: dict[str, Any] = {}
     workdir = tempfile.mkdtemp(prefix="case-", dir=state.scratch)
@@ -289,10 +289,13 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
     row["stage"] = "capture"
     started = time.perf_counter()
     try:
-        with reused_capture(prepared.captures):
-            result = exporter.export(prepared.model, prepared.export_args, path, opset_version=opset,
-                                     input_names=entry.input_names, output_names=entry.output_names,
-                                     dynamic_axes=dynamic_axes)
+        if case.get("exporter") == "peer":
+            result = _peer_export(prepared, path, opset, dynamic_axes)
+        else:
+            with reused_capture(prepared.captures):
+                result = exporter.export(prepared.model, prepared.export_args, path, opset_version=opset,
+                                         input_names=entry.input_names, output_names=entry.output_names,
+                                         dynamic_axes=dynamic_axes)
     except CaptureError as error:
         row.update(status="export_error", stage="capture", error=_truncate(str(error)))
         return
@@ -310,7 +313,7 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
     artifacts["model_dir"] = workdir
     row["node_count"] = len(result.model.graph.node)
     row["op_types"] = onnx_op_types(result.model)
-    row["aten_ops"] = aten_ops(result.capture.graph)
+    row["aten_ops"] = aten_ops(result.capture.graph) if result.capture is not None else []
     row["file_size"] = sum(os.path.getsize(os.path.join(workdir, f)) for f in os.listdir(workdir))
 
     row["stage"] = "ort_load"
@@ -338,7 +341,7 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
             row.update(status="ort_error", error=_truncate(f"{label}: {type(error).__name__}: {error}"))
             return
         row["stage"] = "accuracy"
-        current = _compare(entry, expected, actual)
+        current = _compare(entry, expected, actual, state.reference(prepared, device, label))
         current.message = f"{label}: {current.message}" if current.message else ""
         verdict = current if verdict is None else verdict.merge(current)
     row.update(max_abs_error=verdict.max_abs, max_rel_error=verdict.max_rel, rtol=verdict.rtol, atol=verdict.atol,
@@ -353,10 +356,43 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         row["reason"] = f"exports below the zoo's expected minimum opset {entry.min_opset}"
 
 
-def _compare(entry, expected: list[np.ndarray], actual: list[np.ndarray]) -> Verdict:
+def _peer_export(prepared: Prepared, path: str, opset: int, dynamic_axes):
+    """Export with PyTorch's own TorchScript-based exporter, the peer the engine is measured against.
+
+    Only the harness calls it (to validate the zoo and the runner against a mature exporter); the engine never does.
+    Its failures are mapped onto the same statuses: unsupported operators, checker failures, other errors.
+    """
+    import onnx
+    import torch.onnx
+    from torch.onnx.errors import UnsupportedOperatorError as PeerUnsupported
+
+    from exporter.errors import CheckerError, UnsupportedOperatorError
+
+    entry = prepared.entry
+    try:
+        torch.onnx.export(prepared.model, _clone(prepared.export_args), path, opset_version=opset, dynamo=False,
+                          input_names=entry.input_names, output_names=entry.output_names, dynamic_axes=dynamic_axes)
+    except PeerUnsupported as error:
+        raise UnsupportedOperatorError("peer", opset, reason=str(error)) from error
+    model = onnx.load(path)
+    try:
+        onnx.checker.check_model(path, full_check=True)
+    except Exception as error:
+        raise CheckerError(f"the exported model fails the ONNX checker: {error}") from error
+    return _PeerResult(model)
+
+
+@dataclass
+class _PeerResult:
+    model: Any
+    capture: Any = None
+
+
+def _compare(entry, expected: list[np.ndarray], actual: list[np.ndarray], structured: Any) -> Verdict:
     rtol, atol = entry.tolerance(scale_of(expected))
     if entry.comparison == "detection":
-        return compare_detections(entry.output_names, expected, actual, rtol, atol)
+        # Keys from the reference itself (one image: a list holding one dict), so the order cannot drift.
+        return compare_detections(list(structured[0].keys()), expected, actual, rtol, atol)
     return compare_arrays(expected, actual, rtol, atol)
 
 

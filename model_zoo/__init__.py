@@ -8,6 +8,8 @@ calibrated BatchNorm statistics (see ``model_zoo.conditioning``).
 from __future__ import annotations
 
 import functools
+import importlib
+import os
 
 import torch
 
@@ -24,12 +26,22 @@ def _all() -> tuple[ZooEntry, ...]:
     from model_zoo.docs_examples import docs_entries
     from model_zoo.torchvision_models import torchvision_entries
 
-    found = [*docs_entries(), *torchvision_entries()]
+    found = [*docs_entries(), *torchvision_entries(), *_extra_entries()]
     names = [e.name for e in found]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ValueError(f"duplicate model zoo names: {duplicates}")
     return tuple(found)
+
+
+def _extra_entries() -> list[ZooEntry]:
+    """Entries from ``$MODEL_ZOO_EXTRA`` ("module:function,..."): how tests add models that hang or crash
+    (worker processes inherit the variable, so they see the same zoo)."""
+    found: list[ZooEntry] = []
+    for spec in filter(None, os.environ.get("MODEL_ZOO_EXTRA", "").split(",")):
+        module_name, _, function = spec.partition(":")
+        found.extend(getattr(importlib.import_module(module_name), function)())
+    return found
 
 
 def entries() -> list[ZooEntry]:

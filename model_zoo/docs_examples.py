@@ -21,6 +21,8 @@ from model_zoo.conditioning import generator
 from model_zoo.entry import ZooEntry
 
 ALEXNET_INPUT_NAMES = ["actual_input_1"] + ["learned_%d" % i for i in range(16)]
+# The quick tier's opsets: the lowest, the first with sequences/Resize/ScatterND, the default, the highest.
+QUICK_OPSETS = (7, 11, 14, 16)
 
 
 # -- the FAQ and "tracing vs scripting" examples ---------------------------------------------------------------
@@ -191,7 +193,7 @@ def _word_lm(rnn_type: str) -> ZooEntry:
         inputs=_word_lm_inputs(rnn_type),
         input_names=["tokens", *hidden_names], output_names=["log_probs", *out_hidden],
         dynamic_axes={"tokens": {0: "sequence"}, "log_probs": {0: "sequence_x_batch"}},
-        quick=True,
+        quick_opsets=QUICK_OPSETS,
     )
 
 
@@ -209,7 +211,7 @@ def docs_entries() -> list[ZooEntry]:
             inputs=lambda variant, seed: (torch.randn((10, 4)[variant], 3, 224, 224, generator=generator(seed)),),
             input_names=ALEXNET_INPUT_NAMES, output_names=["output1"],
             dynamic_axes={"actual_input_1": {0: "batch"}, "output1": {0: "batch"}},
-            quick=True, notes="the documentation's AlexNet: batch 10, inputs actual_input_1 and learned_0..15",
+            quick_opsets=(7, 14), notes="the documentation's AlexNet: batch 10, inputs actual_input_1 and learned_0..15",
         ),
         ZooEntry(
             name="resnet18_docs", kind="example", family="docs",
@@ -217,51 +219,51 @@ def docs_entries() -> list[ZooEntry]:
             inputs=lambda variant, seed: (torch.randn((1, 4)[variant], 3, 224, 224, generator=generator(seed)),),
             calibration_inputs=lambda seed: (torch.randn(4, 3, 224, 224, generator=generator(seed)),),
             input_names=["input"], output_names=["output"],
-            dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, quick=True,
+            dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, quick_opsets=(9, 16),
         ),
         ZooEntry(
             name="lstm_bidirectional_4layer", kind="example", family="docs",
             build=lambda: nn.LSTM(10, 20, num_layers=4, bidirectional=True),
             inputs=_lstm_inputs,
             input_names=["input", "h0", "c0"], output_names=["output", "hn", "cn"],
-            dynamic_axes={"input": {0: "sequence"}, "output": {0: "sequence"}}, quick=True,
+            dynamic_axes={"input": {0: "sequence"}, "output": {0: "sequence"}}, quick_opsets=QUICK_OPSETS,
         ),
         ZooEntry(
             name="loop_traced", kind="example", family="docs", build=LoopModel, inputs=_loop_inputs(5),
-            quick=True, notes="tracing unrolls the loop: the model is only valid for the traced count (5)",
+            quick_opsets=QUICK_OPSETS, notes="tracing unrolls the loop: the model is only valid for the traced count (5)",
         ),
         ZooEntry(
             name="loop_scripted", kind="example", family="docs", build=LoopModel2, inputs=_loop_inputs(5),
             input_names=["input_data", "loop_range"], extra_checks=[lambda: _loop_inputs(9)(0, 7)],
-            quick=True, notes="exported with loop count 5, verified at 9 (an ONNX Loop, not unrolled)",
+            quick_opsets=QUICK_OPSETS, notes="exported with loop count 5, verified at 9 (an ONNX Loop, not unrolled)",
         ),
         ZooEntry(
             name="list_loop", kind="example", family="docs", build=_scripted(ListLoopModel),
             inputs=lambda variant, seed: (torch.randn(16, generator=generator(seed)),),
-            min_opset=11, min_opset_reason=opset11_sequences, quick=True,
+            min_opset=11, min_opset_reason=opset11_sequences, quick_opsets=QUICK_OPSETS,
         ),
         ZooEntry(
             name="inplace_indexed_assignment", kind="example", family="docs", build=InPlaceIndexedAssignment,
             inputs=_assignment_inputs, input_names=["data", "new_data"],
             dynamic_axes={"data": {1: "width"}, "new_data": {0: "width"}},
-            min_opset=11, min_opset_reason="assigning to an indexed slice needs ScatterND (opset 11)", quick=True,
+            min_opset=11, min_opset_reason="assigning to an indexed slice needs ScatterND (opset 11)", quick_opsets=QUICK_OPSETS,
         ),
         ZooEntry(
             name="implicit_cast_type", kind="example", family="docs", build=_scripted(ImplicitCastType),
             inputs=lambda variant, seed: (torch.randn((1, 3)[variant], generator=generator(seed)),),
-            dynamic_axes={"x": {0: "n"}}, input_names=["x"], quick=True,
+            dynamic_axes={"x": {0: "n"}}, input_names=["x"], quick_opsets=QUICK_OPSETS,
         ),
         ZooEntry(
             name="super_resolution", kind="example", family="docs", build=SuperResolutionNet,
             inputs=lambda variant, seed: (torch.rand((1, 2)[variant], 1, 224, 224, generator=generator(seed)),),
             input_names=["input"], output_names=["output"],
-            dynamic_axes={"input": {0: "batch_size"}, "output": {0: "batch_size"}}, quick=True,
+            dynamic_axes={"input": {0: "batch_size"}, "output": {0: "batch_size"}}, quick_opsets=QUICK_OPSETS,
         ),
         ZooEntry(
             name="dcgan_generator", kind="example", family="docs", build=DCGANGenerator,
             inputs=_randn_batch(100), calibration_inputs=lambda seed: (torch.randn(8, 100, 1, 1, generator=generator(seed)),),
             input_names=["z"], output_names=["image"],
-            dynamic_axes={"z": {0: "batch"}, "image": {0: "batch"}}, quick=True,
+            dynamic_axes={"z": {0: "batch"}, "image": {0: "batch"}}, quick_opsets=QUICK_OPSETS,
         ),
         *[_word_lm(kind) for kind in ("RNN_TANH", "RNN_RELU", "LSTM", "GRU")],
     ]

@@ -42,7 +42,7 @@ class ZooEntry:
     atol_scale: float = 0.0  # atol also grows by atol_scale * max|reference| (see tolerance_reason)
     tolerance_reason: str = ""
     comparison: str = "outputs"  # "outputs" (every tensor, allclose) | "detection" (matched boxes, see compare)
-    quick: bool = False  # part of the quick tier
+    quick_opsets: tuple[int, ...] = ()  # opsets of the quick tier (empty: not in it)
     cost: float = 1.0  # rough relative cost; scales the per-case timeout
     notes: str = ""
 

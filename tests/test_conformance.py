@@ -1,0 +1,230 @@
+"""The conformance runner's own behaviour: verdicts, repro bundles, resume, timeouts, crashes, shards, merge.
+
+Runs tiny models from tests/conformance_models.py (added to the zoo through $MODEL_ZOO_EXTRA). The tests that
+start worker processes are marked slow: each worker imports torch before its first case.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+EXTRA = "tests.conformance_models:entries"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def _test_models(monkeypatch):
+    import model_zoo
+
+    monkeypatch.setenv("MODEL_ZOO_EXTRA", EXTRA)
+    model_zoo._all.cache_clear()
+    yield
+    model_zoo._all.cache_clear()
+
+
+def _cases(names, opsets=(13,), modes=("static",)):
+    from conformance.cases import select
+
+    return select(tier="full", opsets=opsets, modes=modes, models=list(names))
+
+
+def _run_in_process(case, tmp_path):
+    from conformance.worker import WorkerState, configure_process, run_case
+
+    configure_process()
+    state = WorkerState(str(tmp_path))
+    return run_case(case.as_dict(), state, str(tmp_path / "repro"))
+
+
+def _rows(path):
+    from conformance.results import read_rows
+
+    return read_rows(str(path))
+
+
+# -- verdicts, in process ------------------------------------------------------------------------------------
+def test_pass_records_errors_and_graph_facts(tmp_path):
+    (case,) = _cases(["test_add_one"], modes=("dynamic",))
+    row = _run_in_process(case, tmp_path)
+    assert row["status"] == "pass", row["error"]
+    assert row["stage"] == "accuracy"
+    assert row["max_abs_error"] is not None and row["max_abs_error"] < 1e-6
+    assert "Add" in row["op_types"] and "aten::add" in row["aten_ops"]
+    assert "dynamic input 1" in row["comparison"]
+    assert row["repro"] is None
+
+
+def test_mismatch_writes_a_backend_test_bundle(tmp_path):
+    (case,) = _cases(["test_bakes_a_random_number"])
+    row = _run_in_process(case, tmp_path)
+    assert row["status"] == "mismatch" and row["stage"] == "accuracy"
+    assert row["max_abs_error"] > 0
+    bundle = row["repro"]
+    assert sorted(os.listdir(bundle)) == ["case.json", "model.onnx", "test_data_set_0"]
+    assert sorted(os.listdir(os.path.join(bundle, "test_data_set_0"))) == ["input_0.pb", "output_0.pb"]
+    model = onnx.load(os.path.join(bundle, "model.onnx"))
+    tensor = onnx.TensorProto()
+    with open(os.path.join(bundle, "test_data_set_0", "input_0.pb"), "rb") as handle:
+        tensor.ParseFromString(handle.read())
+    assert tensor.name == model.graph.input[0].name
+    assert numpy_helper.to_array(tensor).shape == (2, 4)
+    assert json.load(open(os.path.join(bundle, "case.json")))["case_id"] == row["case_id"]
+
+
+def test_output_independent_of_input_is_inconclusive(tmp_path):
+    (case,) = _cases(["test_constant_output"])
+    row = _run_in_process(case, tmp_path)
+    assert row["status"] == "inconclusive"
+    assert "does not depend on the input" in row["reason"]
+
+
+def test_cuda_case_skips_with_reason_without_a_gpu(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the CUDA case runs instead of skipping")
+    from conformance.cases import select
+
+    (case,) = select(tier="full", opsets=(13,), modes=("static",), providers=("cuda",), models=["test_add_one"])
+    row = _run_in_process(case, tmp_path)
+    assert row["status"] == "skipped" and "CUDA" in row["reason"]
+
+
+# -- comparisons ---------------------------------------------------------------------------------------------
+def test_reference_problem_spots_degenerate_outputs():
+    from conformance.compare import reference_problem
+
+    x = np.linspace(0, 1, 6, dtype=np.float32)
+    assert reference_problem([x], [x + 0.5]) == ""
+    assert "does not depend" in reference_problem([x], [x.copy()])
+    assert "empty" in reference_problem([np.zeros((0, 4), np.float32)], [np.zeros((0, 4), np.float32)])
+    assert "zero" in reference_problem([np.full(3, 1e-14, np.float32)], [np.full(3, 2e-14, np.float32)])
+    assert "NaN" in reference_problem([np.array([np.nan], np.float32)], [np.array([1.0], np.float32)])
+
+
+def test_detection_matching_ignores_order_but_not_moved_boxes():
+    from conformance.compare import compare_detections
+
+    names = ["boxes", "labels", "scores"]
+    boxes = np.array([[0, 0, 10, 10], [20, 20, 40, 40], [50, 50, 60, 70]], np.float32)
+    labels = np.array([1, 2, 3], np.int64)
+    scores = np.array([0.9, 0.6, 0.3], np.float32)
+    order = [2, 0, 1]
+    verdict = compare_detections(names, [boxes, labels, scores], [boxes[order], labels[order], scores[order]], 1e-3, 1e-5)
+    assert verdict.ok, verdict.message
+    assert "2 of 2 tie-free" in verdict.comparison  # the lowest score is the cut-off: a near-tie by definition
+    moved = boxes.copy()
+    moved[0] += 5
+    verdict = compare_detections(names, [boxes, labels, scores], [moved, labels, scores], 1e-3, 1e-5)
+    assert not verdict.ok and "no ONNX match" in verdict.message
+
+
+def test_allclose_comparison_checks_shape_dtype_and_values():
+    from conformance.compare import compare_arrays
+
+    a = np.ones((2, 3), np.float32)
+    assert compare_arrays([a], [a + 1e-7], 1e-3, 1e-5).ok
+    assert not compare_arrays([a], [a[:1]], 1e-3, 1e-5).ok
+    assert not compare_arrays([a], [a.astype(np.float64)], 1e-3, 1e-5).ok
+    verdict = compare_arrays([a], [a * 1.01], 1e-3, 1e-5)
+    assert not verdict.ok and verdict.max_abs == pytest.approx(0.01, rel=1e-3)
+
+
+# -- selection, shards, results files -----------------------------------------------------------------------
+def test_shards_partition_the_cases_by_model():
+    from conformance.cases import select
+
+    everything = select(tier="full", providers=("cpu",))
+    shards = [select(tier="full", providers=("cpu",), shard=(i, 3)) for i in range(3)]
+    ids = [c.case_id for shard in shards for c in shard]
+    assert sorted(ids) == sorted(c.case_id for c in everything)
+    models = [{c.name for c in shard} for shard in shards]
+    assert not (models[0] & models[1]) and not (models[1] & models[2]) and not (models[0] & models[2])
+
+
+def test_full_tier_covers_every_non_quantized_torchvision_model():
+    from torchvision.models import list_models
+
+    from conformance.cases import select
+
+    names = {c.name for c in select(tier="full", providers=("cpu",), opsets=(14,), modes=("static",))}
+    expected = {m for m in list_models() if not m.startswith("quantized_")}
+    assert expected <= names
+
+
+def test_merge_keeps_the_latest_row_per_case(tmp_path):
+    from conformance.results import merge, read_rows
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(json.dumps({"case_id": "x", "status": "timeout", "started_at": "2025-01-01T00:00:00"}) + "\n"
+                 + json.dumps({"case_id": "y", "status": "pass", "started_at": "2025-01-01T00:00:00"}) + "\n")
+    b.write_text(json.dumps({"case_id": "x", "status": "pass", "started_at": "2025-01-02T00:00:00"}) + "\n{torn")
+    assert merge([str(a), str(b)], str(tmp_path / "m.jsonl")) == 2
+    merged = {r["case_id"]: r["status"] for r in read_rows(str(tmp_path / "m.jsonl"))}
+    assert merged == {"x": "pass", "y": "pass"}
+
+
+def test_writer_repairs_a_torn_last_line(tmp_path):
+    from conformance.results import ResultsWriter, read_rows
+
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"case_id": "a", "status": "pass"}) + "\n" + '{"case_id": "b", "sta')
+    ResultsWriter(str(path)).append({"case_id": "c", "status": "pass"})
+    assert [r["case_id"] for r in read_rows(str(path))] == ["a", "c"]
+
+
+# -- worker processes ----------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_timeouts_and_crashes_are_recorded_and_the_run_goes_on(tmp_path):
+    from conformance.runner import RunOptions, run
+
+    cases = _cases(["test_sleeps", "test_kills_its_process", "test_add_one"])
+    out = tmp_path / "r.jsonl"
+    rows = run(cases, RunOptions(out=str(out), workers=2, timeout_s=15, progress=False))
+    status = {r["name"]: r for r in rows}
+    assert status["test_sleeps"]["status"] == "timeout"
+    assert status["test_kills_its_process"]["status"] == "crash"
+    assert "signal 9" in status["test_kills_its_process"]["error"]
+    assert status["test_add_one"]["status"] == "pass"
+    assert all(r["rerun"] for r in rows if r["status"] in ("timeout", "crash"))
+    assert {r["case_id"] for r in _rows(out)} == {c.case_id for c in cases}
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_without_redoing_finished_cases(tmp_path):
+    """Kill the whole run (parent and workers) while a case hangs; the re-run does only the unfinished cases."""
+    out = tmp_path / "r.jsonl"
+    env = {**os.environ, "MODEL_ZOO_EXTRA": EXTRA, "PYTHONPATH": ROOT}
+    command = [sys.executable, "-m", "conformance", "run", "--tier", "full", "--models", "test_add_one,test_sleeps",
+               "--opsets", "13", "--out", str(out), "--workers", "1", "--no-progress"]
+    # test_add_one comes first in the zoo, so its two cases finish before test_sleeps hangs the only worker.
+    process = subprocess.Popen([*command, "--timeout", "600"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and len(_rows(out)) < 2:
+            time.sleep(0.5)
+        time.sleep(1.0)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    first = {r["case_id"]: r["started_at"] for r in _rows(out)}
+    assert len(first) == 2 and all("test_add_one" in case for case in first)
+    resumed = subprocess.run([*command, "--timeout", "5"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    rows = _rows(out)
+    ids = [r["case_id"] for r in rows]
+    assert len(ids) == len(set(ids)) == 4  # 2 models x 2 modes, each exactly once
+    assert all(r["started_at"] == first[r["case_id"]] for r in rows if r["case_id"] in first)
+    assert {r["status"] for r in rows if "test_sleeps" in r["case_id"]} == {"timeout"}
+    assert "2 already in" in resumed.stderr
