@@ -15,6 +15,7 @@ import torch
 from exporter import dtypes
 from exporter.registry import symbolic, unsupported
 from exporter.symbolics._helpers import (
+    BOOL,
     FLOAT,
     INT64,
     cast,
@@ -24,6 +25,7 @@ from exporter.symbolics._helpers import (
     reshape,
     shape_of,
     to_int64_list_value,
+    torch_dtype_arg,
 )
 from exporter.symbolics.shape import arange_indices
 
@@ -55,53 +57,70 @@ def filled(g, shape, fill, dtype: int):
     return g.op("Tile", reshape(g, fill, [1] * rank), shape_value)
 
 
-def _dtype(g, fallback=None) -> int:
+def _dtype(g, dtype_arg=None, fallback=None) -> int:
+    """The result's element type: the explicit ``dtype`` argument, else the type TorchScript recorded (traces
+    always record it), else torch's default for this factory (``fallback``, float32 when not given)."""
+    explicit = torch_dtype_arg(dtype_arg)
+    if explicit is not None:
+        return dtypes.onnx_from_torch(explicit)
     return output_dtype(g) or fallback or FLOAT
 
 
+def _fill_type(g, fill) -> int:
+    """torch.full's dtype inference: bool fill -> bool, integer -> int64, floating -> the default float32."""
+    if is_value(fill):
+        return FLOAT if dtypes.is_float(fill.dtype) else (fill.dtype or FLOAT)
+    value = constant_value(fill)
+    return BOOL if isinstance(value, bool) else INT64 if isinstance(value, int) else FLOAT
+
+
+def _first(args):
+    return args[0] if args else None
+
+
 @symbolic("aten::zeros", "aten::empty")
-def zeros(g, size, *unused):
-    return filled(g, _size_list(size), 0, _dtype(g))
+def zeros(g, size, *options):
+    return filled(g, _size_list(size), 0, _dtype(g, _first(options)))
 
 
 @symbolic("aten::ones")
-def ones(g, size, *unused):
-    return filled(g, _size_list(size), 1, _dtype(g))
+def ones(g, size, *options):
+    return filled(g, _size_list(size), 1, _dtype(g, _first(options)))
 
 
 @symbolic("aten::full")
-def full(g, size, fill_value, *unused):
-    return filled(g, _size_list(size), fill_value, _dtype(g))
+def full(g, size, fill_value, *options):
+    return filled(g, _size_list(size), fill_value, _dtype(g, _first(options), _fill_type(g, fill_value)))
 
 
 @symbolic("aten::zeros_like", "aten::empty_like")
-def zeros_like(g, self, *unused):
-    return filled(g, shape_of(g, self), 0, _dtype(g, g.dtype(self)))
+def zeros_like(g, self, *options):
+    return filled(g, shape_of(g, self), 0, _dtype(g, _first(options), g.dtype(self)))
 
 
 @symbolic("aten::ones_like")
-def ones_like(g, self, *unused):
-    return filled(g, shape_of(g, self), 1, _dtype(g, g.dtype(self)))
+def ones_like(g, self, *options):
+    return filled(g, shape_of(g, self), 1, _dtype(g, _first(options), g.dtype(self)))
 
 
 @symbolic("aten::full_like")
-def full_like(g, self, fill_value, *unused):
-    return filled(g, shape_of(g, self), fill_value, _dtype(g, g.dtype(self)))
+def full_like(g, self, fill_value, *options):
+    return filled(g, shape_of(g, self), fill_value, _dtype(g, _first(options), g.dtype(self)))
 
 
 @symbolic("aten::new_zeros", "aten::new_empty")
-def new_zeros(g, self, size, *unused):
-    return filled(g, _size_list(size), 0, _dtype(g, g.dtype(self)))
+def new_zeros(g, self, size, *options):
+    return filled(g, _size_list(size), 0, _dtype(g, _first(options), g.dtype(self)))
 
 
 @symbolic("aten::new_ones")
-def new_ones(g, self, size, *unused):
-    return filled(g, _size_list(size), 1, _dtype(g, g.dtype(self)))
+def new_ones(g, self, size, *options):
+    return filled(g, _size_list(size), 1, _dtype(g, _first(options), g.dtype(self)))
 
 
 @symbolic("aten::new_full")
-def new_full(g, self, size, fill_value, *unused):
-    return filled(g, _size_list(size), fill_value, _dtype(g, g.dtype(self)))
+def new_full(g, self, size, fill_value, *options):
+    return filled(g, _size_list(size), fill_value, _dtype(g, _first(options), g.dtype(self)))
 
 
 @symbolic("aten::fill", "aten::fill_")
@@ -127,8 +146,7 @@ def _compute_type(out: int) -> int:
         DOUBLE if dtypes.is_float(out) else INT64)
 
 
-def _range_value(g, start, end, step, inclusive: bool):
-    out_type = _dtype(g)
+def _range_value(g, start, end, step, inclusive: bool, out_type: int):
     work = _compute_type(out_type)
     if g.opset >= 11:
         start, step = cast(g, start, work), cast(g, step, work)
@@ -153,28 +171,32 @@ def _range_value(g, start, end, step, inclusive: bool):
 
 @symbolic("aten::arange")
 def arange(g, *args):
-    bounds = args[: _bound_count(g)]
+    count = _bound_count(g)
+    bounds, dtype_arg = args[:count], _first(args[count:])
     if len(bounds) == 1:
         start, end, step = 0, bounds[0], 1
     elif len(bounds) == 2:
         (start, end), step = bounds, 1
     else:
         start, end, step = bounds[:3]
-    return _range_value(g, start, end, step, inclusive=False)
+    # torch.arange gives int64 when every bound is an integer, else the default float type.
+    integral = all(not dtypes.is_float(g.dtype(b)) and not (is_value(b) and b.dtype is None) for b in (start, end, step))
+    out_type = _dtype(g, dtype_arg, INT64 if integral else FLOAT)
+    return _range_value(g, start, end, step, inclusive=False, out_type=out_type)
 
 
 @symbolic("aten::range")
 def range_(g, *args):
-    bounds = args[: _bound_count(g)]
-    start, end = bounds[0], bounds[1]
+    count = _bound_count(g)
+    bounds, dtype_arg = args[:count], _first(args[count:])
     step = bounds[2] if len(bounds) > 2 else 1
-    return _range_value(g, start, end, step, inclusive=True)
+    return _range_value(g, bounds[0], bounds[1], step, inclusive=True, out_type=_dtype(g, dtype_arg))
 
 
 @symbolic("aten::linspace")
-def linspace(g, start, end, steps, *unused):
+def linspace(g, start, end, steps, *options):
     steps = int(constant_value(steps))
-    out_type = _dtype(g)
+    out_type = _dtype(g, _first(options))
     if steps == 1:
         return reshape(g, cast(g, start, out_type), [1])
     start_d, end_d = cast(g, start, DOUBLE), cast(g, end, DOUBLE)
@@ -189,9 +211,10 @@ def linspace(g, start, end, steps, *unused):
 
 @symbolic("aten::eye")
 def eye(g, n, *args):
-    m = args[0] if len(list(g.node.inputs())) == 6 else n
+    has_columns = len(list(g.node.inputs())) == 6
+    m, options = (args[0], args[1:]) if has_columns else (n, args)
     if g.opset < 9:
         raise unsupported(g.node.kind(), g.opset, "an identity matrix of run-time size needs EyeLike: needs opset >= 9")
-    out_type = _dtype(g)
+    out_type = _dtype(g, _first(options))
     zeros_ = g.op("ConstantOfShape", to_int64_list_value(g, [n, m]), value_t=np.zeros(1, dtype=np.float32))
     return cast(g, g.op("EyeLike", zeros_, dtype_i=FLOAT), out_type)
