@@ -3,12 +3,12 @@
 Works on the assembled ModelProto. The converter records, for every ONNX node, the TorchScript scope of the
 node it came from (``__module.model/__module.model.layer1/...``: the module instances the trace was inside).
 Innermost calls are outlined first, so a parent's function calls its children's functions. One FunctionProto
-is emitted per module type (domain: the module's Python module, name: its class name); instances of one type
-whose bodies differ (other shapes or constant arguments baked in) get one function per distinct body,
-named ``<Class>_1``, ``<Class>_2``, ... Parameters and other values from outside are function inputs.
-Class attributes with PEP 526 annotations (ints, floats, strings and lists of them) become attributes of
-the call node, as documented; the "inferred::" attributes of PyTorch's exporter are not produced (the
-values are baked into the body instead, which is why bodies may differ).
+is emitted per module type (domain: the module's Python module, name: its class name). Instances whose
+bodies differ only in attribute values (a constant, a stride) share it: each differing attribute becomes an
+"inferred::" function attribute that the body references and each call sets, as documented. Instances whose
+bodies differ in structure get one function per distinct body, named ``<Class>_1``, ``<Class>_2``, ...
+Parameters and other values from outside are function inputs. Class attributes with PEP 526 annotations
+(ints, floats, strings and lists of them) become attributes of the call node, as documented.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def export_modules_as_functions(
     graph_outputs = {o.name for o in graph.output}
     for path in _innermost_first(chains.values()):
         nodes = _outline_calls_of(path, modules[path], nodes, chains, graph_outputs, library)
+    library.unify_variants(nodes)
     del graph.node[:]
     graph.node.extend(nodes)
     model_proto.functions.extend(library.functions)
@@ -130,7 +131,7 @@ def _make_call(path, module, run, later_nodes, graph_outputs, library) -> onnx.N
         return None
     attributes = _annotated_attributes(module)
     function = library.function_for(type(module), run, inputs, outputs, sorted(attributes))
-    call = helper.make_node(function.name, inputs, outputs, name=f"/{path.replace('.', '/')}/{function.name}",
+    call = helper.make_node(function.name, inputs, outputs, name=library.call_name(path, function.name),
                             domain=function.domain)
     for key, value in attributes.items():
         call.attribute.append(helper.make_attribute(key, value))
@@ -177,6 +178,17 @@ class _FunctionLibrary:
     functions: list[onnx.FunctionProto] = field(default_factory=list)
     _by_signature: dict[tuple, onnx.FunctionProto] = field(default_factory=dict)
     _variants: dict[type, int] = field(default_factory=dict)
+    _type_names: dict[tuple[str, str], str] = field(default_factory=dict)  # (domain, function name) -> class name
+    _call_names: set[str] = field(default_factory=set)
+
+    def call_name(self, path: str, function_name: str) -> str:
+        """A unique call-node name (ONNX Runtime names inlined nodes after their call node)."""
+        base = f"/{path.replace('.', '/')}/{function_name}"
+        name, count = base, 1
+        while name in self._call_names:
+            name, count = f"{base}_{count}", count + 1
+        self._call_names.add(name)
+        return name
 
     def function_for(self, module_type: type, run, inputs, outputs, attribute_names) -> onnx.FunctionProto:
         domain = module_type.__module__
@@ -197,8 +209,59 @@ class _FunctionLibrary:
             attributes=list(attribute_names),
         )
         self._by_signature[signature] = function
+        self._type_names[(domain, name)] = module_type.__qualname__
         self.functions.append(function)
         return function
+
+
+    def unify_variants(self, main_nodes: list[onnx.NodeProto]) -> None:
+        """Merge same-type functions that differ only in attribute values, until nothing more merges.
+
+        Merging children can make their parents mergeable (their bodies then differ only in call attributes).
+        """
+        while self._merge_one_group(main_nodes):
+            pass
+
+    def _merge_one_group(self, main_nodes) -> bool:
+        groups: dict[tuple, list[onnx.FunctionProto]] = {}
+        for function in self.functions:
+            key = (function.domain, self._type_names[(function.domain, function.name)], _canonical_body(
+                function.node, function.input, function.output, keep_values=False))
+            groups.setdefault(key, []).append(function)
+        for variants in groups.values():
+            if len(variants) > 1:
+                self._merge(variants, main_nodes)
+                return True
+        return False
+
+    def _merge(self, variants: list[onnx.FunctionProto], main_nodes) -> None:
+        base, others = variants[0], variants[1:]
+        call_values: dict[str, dict[str, onnx.AttributeProto]] = {v.name: {} for v in variants}
+        for index, node in enumerate(base.node):
+            for position, attribute in enumerate(node.attribute):
+                versions = [v.node[index].attribute[position] for v in variants]
+                if attribute.ref_attr_name or len({a.SerializeToString(deterministic=True) for a in versions}) == 1:
+                    continue
+                reference = f"inferred::{node.op_type}_{index}_{attribute.name}"
+                for variant, version in zip(variants, versions):
+                    value = onnx.AttributeProto()
+                    value.CopyFrom(version)
+                    value.name = reference
+                    call_values[variant.name][reference] = value
+                node.attribute[position].CopyFrom(
+                    onnx.AttributeProto(name=attribute.name, type=attribute.type, ref_attr_name=reference))
+                base.attribute.append(reference)
+        for other in others:
+            for name in other.attribute:
+                if name not in base.attribute:
+                    base.attribute.append(name)
+        renamed = {(v.domain, v.name) for v in variants}
+        for call in [n for f in self.functions for n in f.node] + list(main_nodes):
+            if (call.domain, call.op_type) in renamed:
+                for value in call_values[call.op_type].values():
+                    call.attribute.append(value)
+                call.op_type = base.name
+        self.functions = [f for f in self.functions if not any(f is o for o in others)]
 
 
 def _copy(node: onnx.NodeProto) -> onnx.NodeProto:
@@ -217,8 +280,12 @@ def _domains_of(nodes) -> set[str]:
     return domains
 
 
-def _canonical_body(run, inputs, outputs) -> bytes:
-    """The run with value names replaced by positional ones and node names dropped: equal bodies compare equal."""
+def _canonical_body(run, inputs, outputs, keep_values: bool = True) -> bytes:
+    """The run with value names replaced by positional ones and node names dropped: equal bodies compare equal.
+
+    Without ``keep_values``, attribute values are dropped too (names, types and references remain), so
+    bodies that differ only in attribute values compare equal.
+    """
     mapping = {name: f"in{k}" for k, name in enumerate(inputs)}
     for node in run:
         for name in node.output:
@@ -228,6 +295,11 @@ def _canonical_body(run, inputs, outputs) -> bytes:
         copy = canonical.node.add()
         copy.CopyFrom(node)
         _rename(copy, mapping)
+        if not keep_values:
+            for attribute in copy.attribute:
+                if attribute.type != onnx.AttributeProto.GRAPH and attribute.type != onnx.AttributeProto.GRAPHS:
+                    attribute.CopyFrom(onnx.AttributeProto(
+                        name=attribute.name, type=attribute.type, ref_attr_name=attribute.ref_attr_name))
     canonical.output.extend(helper.make_empty_tensor_value_info(mapping[o]) for o in outputs)
     return canonical.SerializeToString(deterministic=True)
 
