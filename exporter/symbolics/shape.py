@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from exporter import dtypes
+from exporter import dtypes, ir
 from exporter.errors import SymbolicValueError
 from exporter.registry import parse_args, symbolic, unsupported
 from exporter.symbolics._helpers import (
@@ -317,6 +317,8 @@ def split_sizes(g, x, dim: int, sizes: list[int]) -> list:
         pieces = g.op("Split", x, g.const(sizes, torch.int64), axis_i=dim, outputs=len(sizes))
     else:
         pieces = g.op("Split", x, axis_i=dim, split_i=sizes, outputs=len(sizes))
+    for piece in pieces:
+        piece.dtype = g.dtype(x)
     return list(pieces)
 
 
@@ -346,7 +348,9 @@ def split(g, self, split_size, dim=0):
         return split_sizes(g, self, dim, [min(step, n - i) for i in range(0, n, step)] or [0])
     count = list_output_count(g)
     if count is None:
-        raise SymbolicValueError("split of a dynamic dim needs a known number of pieces (a ListUnpack consumer)")
+        from exporter.symbolics.sequence import split_to_sequence
+
+        return split_to_sequence(g, self, step, dim)
     return split_at(g, self, dim, [i * step for i in range(count)])
 
 
@@ -359,9 +363,13 @@ def chunk(g, self, chunks, dim):
     if n is not None:
         step = -(-n // chunks)
         return split_sizes(g, self, dim, [min(step, n - i) for i in range(0, n, step)] or [0])
-    count = list_output_count(g) or chunks
     # ceil(n / chunks) computed in the graph: (n + chunks - 1) // chunks.
     step = size_arith(g, "Div", size_arith(g, "Add", dim_size(g, self, dim), chunks - 1), chunks)
+    count = list_output_count(g)
+    if count is None:
+        from exporter.symbolics.sequence import split_to_sequence
+
+        return split_to_sequence(g, self, step, dim)
     return split_at(g, self, dim, [size_arith(g, "Mul", step, i) for i in range(count)])
 
 
@@ -388,8 +396,18 @@ def unbind(g, self, dim):
     n = g.dims(self)[dim]
     count = n if n is not None else list_output_count(g)
     if count is None:
-        raise SymbolicValueError("unbind of a dynamic dim needs a known number of pieces (a ListUnpack consumer)")
+        return _unbind_to_sequence(g, self, dim)
     return [g.op("Gather", self, g.const(i, torch.int64), axis_i=dim) for i in range(count)]
+
+
+def _unbind_to_sequence(g, x, dim: int):
+    """unbind into an ONNX sequence when the number of pieces is only known at run time (opset 11)."""
+    from exporter.symbolics.sequence import require_sequences
+
+    require_sequences(g, "unbinding a dim whose size is known only at run time")
+    out = g.op("SplitToSequence", x, axis_i=dim, keepdims_i=0)
+    out.kind, out.dtype, out.shape = ir.SEQUENCE, g.dtype(x), None
+    return out
 
 
 # -- joining ----------------------------------------------------------------------------------------------------

@@ -24,6 +24,23 @@ _DYNAMIC_BOUNDS = ("dynamic export: chunk sizes computed at run time need Slice 
                    "the static export passes at this opset")
 _DYNAMIC_RANGE = ("dynamic export: an index range of run-time length needs ConstantOfShape+NonZero (opset 9) or "
                   "Range (opset 11); the static export passes at this opset")
+_SEQUENCES = ("dynamic export: a scripted list whose length is only known at run time needs ONNX sequences "
+              "(SplitToSequence, opset 11); the static export knows the count and passes at this opset")
+
+
+class _UnbindAndJoin(torch.nn.Module):
+    """A scripted unbind whose piece count is only known at run time (an ONNX sequence)."""
+
+    def forward(self, x):
+        return torch.cat(x.unbind(0), 0)
+
+
+class _SplitAndJoin(torch.nn.Module):
+    """A scripted split whose piece count is only known at run time (an ONNX sequence)."""
+
+    def forward(self, x):
+        return torch.cat(x.split(2, 0), 1)
+
 
 CASES = [
     # sizes
@@ -80,6 +97,10 @@ CASES = [
            known_failures={o: _DYNAMIC_BOUNDS for o in (7, 8, 9)}),
     OpCase("unbind", lambda k: (_r(2 + k, 3),), fn=lambda x: x.unbind(1)),
     OpCase("unbind", lambda k: (_r(3, 2 + k, dtype=torch.bool),), sample="dim0", fn=lambda x: x.unbind(0)),
+    OpCase("unbind", lambda k: (_r(3 + k, 2),), sample="scripted_run_time_count",
+           module=lambda: torch.jit.script(_UnbindAndJoin()), known_failures={o: _SEQUENCES for o in range(7, 11)}),
+    OpCase("split", lambda k: (_r(4 + 2 * k, 3),), sample="scripted_run_time_count",
+           module=lambda: torch.jit.script(_SplitAndJoin()), known_failures={o: _SEQUENCES for o in range(7, 11)}),
     OpCase("tensor_split", lambda k: (_r(2 + k, 7),), fn=lambda x: x.tensor_split(3, 1)),
     OpCase("tensor_split", lambda k: (_r(7 + k, 2),), sample="indices", fn=lambda x: x.tensor_split([1, 4], 0)),
     # joining
