@@ -229,10 +229,8 @@ def export(
     operator_export_type = OperatorExportTypes(operator_export_type)
     dynamic_axes = dict(dynamic_axes or {})
     _check_dynamic_axes_shape(dynamic_axes)
-    if export_modules_as_functions and opset < 15:
-        raise ExportArgumentError(
-            f"export_modules_as_functions needs opset >= 15 (ONNX local functions), got opset {opset}"
-        )
+    if export_modules_as_functions:
+        local_functions.check_request(model, export_modules_as_functions, opset)
     if keep_initializers_as_inputs is None:
         keep_initializers_as_inputs = operator_export_type != OperatorExportTypes.ONNX
     keep_initializers_as_inputs = opset < 9 or bool(keep_initializers_as_inputs)
@@ -266,28 +264,15 @@ def export(
         passes.optimize(
             graph, opset, do_constant_folding=do_constant_folding and not is_training, fold_params=not is_training
         )
-        external = _needs_external_data(graph)
-        if external:
-            serialize.require_path_for_external_data(f)
-        with contextlib.ExitStack() as stack:
-            stage = stack.enter_context(serialize.ExternalDataStage(f)) if external else None
-            logger.info("assembling the ModelProto (%d nodes)%s", len(graph.nodes), " with external data" if external else "")
-            model_proto = _assemble(
-                graph, session, keep_initializers_as_inputs and export_params, axes, captured,
-                tensor_writer=stage.tensor if stage else None,
-            )
-            if export_modules_as_functions:
+        outline = None
+        if export_modules_as_functions:
+            def outline(proto):
                 local_functions.export_modules_as_functions(
-                    model_proto, model, converter.node_scopes, export_modules_as_functions
+                    proto, model, converter.node_scopes, export_modules_as_functions
                 )
-            if verbose:
-                print(pretty_text(model_proto), file=sys.stdout)
-            logger.info("checking and writing the model")
-            if stage:
-                stage.commit(model_proto, validate_path=_check)
-            else:
-                _check(model_proto)
-                serialize.write(model_proto, f)
+        model_proto = _assemble_check_write(
+            graph, session, captured, f, keep_initializers_as_inputs and export_params, axes, outline, verbose
+        )
     return ExportResult(model_proto, captured, names_in, names_out)
 
 
@@ -465,6 +450,30 @@ def _name_outputs(graph: ir.Graph, names: list[str]) -> None:
 
 
 # -- assembly and validation -------------------------------------------------------------------------------------
+def _assemble_check_write(graph, session, captured, f, params_as_inputs, axes, outline, verbose) -> onnx.ModelProto:
+    """Assemble the ModelProto (streaming weights to an external data file when > 2 GiB), check it, write it."""
+    external = _needs_external_data(graph)
+    if external:
+        serialize.require_path_for_external_data(f)
+    with contextlib.ExitStack() as stack:
+        stage = stack.enter_context(serialize.ExternalDataStage(f)) if external else None
+        logger.info("assembling the ModelProto (%d nodes)%s", len(graph.nodes), " with external data" if external else "")
+        model_proto = _assemble(
+            graph, session, params_as_inputs, axes, captured, tensor_writer=stage.tensor if stage else None
+        )
+        if outline is not None:
+            outline(model_proto)
+        if verbose:
+            print(pretty_text(model_proto), file=sys.stdout)
+        logger.info("checking and writing the model")
+        if stage:
+            stage.commit(model_proto, validate_path=_check)
+        else:
+            _check(model_proto)
+            serialize.write(model_proto, f)
+    return model_proto
+
+
 def _assemble(
     graph: ir.Graph, session: ExportSession, params_as_inputs: bool, axes: dict, captured: Capture, tensor_writer=None
 ):

@@ -27,12 +27,22 @@ _MODULE_PREFIX = "__module."
 _TRACE_WRAPPER = "model"  # capture traces the model as attribute "model" of a wrapper module
 
 
+def check_request(model: Any, selection: bool | Collection[type], opset: int) -> None:
+    """Fail early, with a clear message, when ``export_modules_as_functions`` cannot be honoured."""
+    if opset < 15:
+        raise ExportArgumentError(
+            f"export_modules_as_functions needs opset >= 15 (ONNX local functions), got opset {opset}"
+        )
+    if not isinstance(model, torch.nn.Module) or isinstance(model, torch.jit.ScriptModule):
+        raise ExportArgumentError("export_modules_as_functions needs a traced nn.Module (scopes come from tracing)")
+    if selection is not True:
+        _check_selection(selection)
+
+
 def export_modules_as_functions(
     model_proto: onnx.ModelProto, model: Any, node_scopes: dict[str, str], selection: bool | Collection[type]
 ) -> None:
     """Outline the calls of the modules ``selection`` picks (True: every submodule) into local functions."""
-    if not isinstance(model, torch.nn.Module) or isinstance(model, torch.jit.ScriptModule):
-        raise ExportArgumentError("export_modules_as_functions needs a traced nn.Module (scopes come from tracing)")
     chosen_types = None if selection is True else _check_selection(selection)
     modules = dict(model.named_modules())
     graph = model_proto.graph
@@ -52,6 +62,10 @@ def export_modules_as_functions(
 
 
 def _check_selection(selection: Collection[type]) -> set[type]:
+    if isinstance(selection, (str, bytes)) or not isinstance(selection, Collection):
+        raise ExportArgumentError(
+            f"export_modules_as_functions must be a bool or a set of nn.Module types, got {selection!r}"
+        )
     types = set(selection)
     for item in types:
         if not (isinstance(item, type) and issubclass(item, torch.nn.Module)):

@@ -447,9 +447,16 @@ def test_modules_as_functions_needs_opset_15():
         export_bytes(Stack(), (torch.randn(3, 4),), opset_version=14, export_modules_as_functions=True)
 
 
-def test_modules_as_functions_rejects_non_module_types():
+@pytest.mark.parametrize("selection", [{int}, "Linear", 3])
+def test_modules_as_functions_rejects_non_module_types(selection):
     with pytest.raises(ExportArgumentError, match="set of nn.Module types"):
-        export_bytes(Stack(), (torch.randn(3, 4),), opset_version=15, export_modules_as_functions={int})
+        export_bytes(Stack(), (torch.randn(3, 4),), opset_version=15, export_modules_as_functions=selection)
+
+
+def test_modules_as_functions_needs_a_traced_module():
+    scripted = torch.jit.script(torch.nn.Linear(4, 2).eval())
+    with pytest.raises(ExportArgumentError, match="traced nn.Module"):
+        export_bytes(scripted, (torch.randn(3, 4),), opset_version=15, export_modules_as_functions=True)
 
 
 def test_torchvision_resnet_blocks_as_functions():
