@@ -361,18 +361,21 @@ def _inverse(perm: list[int]) -> list[int]:
 
 
 def _values_for_front(g, moved, values, first: int, count: int, index):
-    """``values`` broadcast to torch's result layout, then with the index dims moved to the front."""
+    """``values`` broadcast to torch's result layout (dims before, index dims, dims after), index dims then moved
+    to the front to match ScatterND's updates layout."""
     sizes = dims_or_sizes(g, moved)
-    index_shape = shape_of(g, index)
+    before, after = sizes[:first], sizes[first + count :]
     index_rank = require_rank(g, index)
-    target = to_int64_list_value(g, sizes[:first]) if first else None
-    parts = [p for p in (target, to_int64_list_value(g, index_shape) if isinstance(index_shape, list) else index_shape,
-                         to_int64_list_value(g, sizes[first + count :]) if sizes[first + count :] else None) if p is not None]
-    shape = parts[0] if len(parts) == 1 else g.op("Concat", *parts, axis_i=0)
-    shape.shape = (first + index_rank + len(sizes) - first - count,)
-    expanded = expand_to_shape_value(g, values, shape)
-    expanded.shape = tuple([None] * shape.shape[0])
-    return transpose_perm(g, expanded, _front_perm(shape.shape[0], first, index_rank))
+    index_shape = shape_of(g, index)
+    if isinstance(index_shape, list):
+        target = before + index_shape + after
+    else:
+        parts = ([to_int64_list_value(g, before)] if before else []) + [index_shape]
+        parts += [to_int64_list_value(g, after)] if after else []
+        target = parts[0] if len(parts) == 1 else g.op("Concat", *parts, axis_i=0)
+        target = typed(target, [len(before) + index_rank + len(after)])
+    expanded = expand_to_shape_value(g, values, target)
+    return transpose_perm(g, expanded, _front_perm(len(before) + index_rank + len(after), first, index_rank))
 
 
 def _accumulate_front(g, front, tensors: list, updates):
