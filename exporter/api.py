@@ -452,7 +452,7 @@ def _name_outputs(graph: ir.Graph, names: list[str]) -> None:
 # -- assembly and validation -------------------------------------------------------------------------------------
 def _assemble_check_write(graph, session, captured, f, params_as_inputs, axes, outline, verbose) -> onnx.ModelProto:
     """Assemble the ModelProto (streaming weights to an external data file when > 2 GiB), check it, write it."""
-    external = _needs_external_data(graph)
+    external = _prepare_external_data(graph)
     if external:
         serialize.require_path_for_external_data(f)
     with contextlib.ExitStack() as stack:
@@ -551,9 +551,20 @@ def _refine_output_shapes(model: onnx.ModelProto, axes: dict) -> None:
                 dims[axis].dim_param = dim_name
 
 
-def _needs_external_data(graph: ir.Graph) -> bool:
-    total = sum(v.const.nbytes for v in graph.initializers if v.const is not None)
-    return total >= serialize.EXTERNAL_DATA_THRESHOLD
+def _prepare_external_data(graph: ir.Graph) -> bool:
+    """Whether the tensors (initializers and constants, e.g. folded from parameters) exceed the protobuf limit.
+
+    When they do, large constants become initializers, so every large tensor can go to the external data file.
+    """
+    initializer_bytes = sum(v.const.nbytes for v in graph.initializers if v.const is not None)
+    constant_bytes = sum(
+        node.outputs[0].const.nbytes for node in graph.all_nodes()
+        if node.op_type == "Constant" and not node.domain and node.outputs[0].const is not None
+    )
+    if initializer_bytes + constant_bytes < serialize.EXTERNAL_DATA_THRESHOLD:
+        return False
+    passes.hoist_constants(graph, graph, min_bytes=serialize.EXTERNAL_TENSOR_MIN_BYTES)
+    return True
 
 
 def _parameter_bytes(model: Any) -> int:

@@ -28,13 +28,17 @@ def optimize(graph: ir.Graph, opset: int, do_constant_folding: bool, fold_params
         hoist_constants(graph, graph)
 
 
-def hoist_constants(graph: ir.Graph, main: ir.Graph) -> None:
-    """Turn Constant nodes into main-graph initializers (Constant only holds floats before opset 9)."""
+def hoist_constants(graph: ir.Graph, main: ir.Graph, min_bytes: int = 0) -> None:
+    """Turn Constant nodes into main-graph initializers (Constant only holds floats before opset 9).
+
+    ``min_bytes`` hoists only constants at least that large (external data: large tensors must be initializers).
+    """
     kept = []
     for node in graph.nodes:
         for sub in graph.subgraphs_of(node):
-            hoist_constants(sub, main)
-        if node.op_type == "Constant" and not node.domain and node.outputs[0].const is not None:
+            hoist_constants(sub, main, min_bytes)
+        payload = node.outputs[0].const if node.op_type == "Constant" and not node.domain else None
+        if payload is not None and payload.nbytes >= min_bytes:
             value = node.outputs[0]
             if graph is not main and any(v is value for v in graph.outputs):
                 kept.append(_identity_of_initializer(value, main))

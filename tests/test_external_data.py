@@ -70,6 +70,24 @@ def test_large_model_is_written_with_external_data(tmp_path, small_threshold, mo
     np.testing.assert_allclose(_run(target, x), model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
+class LargeConstant(torch.nn.Module):
+    """No parameters: the large tensor is computed at export time and folded into a constant."""
+
+    def forward(self, x):
+        table = torch.arange(64 * 128, dtype=torch.float32).reshape(64, 128) / 1000
+        return x @ table
+
+
+def test_large_constants_go_to_external_data_too(tmp_path, small_threshold):
+    target = tmp_path / "const.onnx"
+    x = torch.randn(2, 64)
+    exporter.export(LargeConstant(), (x,), str(target))
+    assert (tmp_path / "const.onnx.data").stat().st_size >= 64 * 128 * 4
+    proto = onnx.load(str(target), load_external_data=False)
+    assert not [n for n in proto.graph.node if n.op_type == "Constant" and n.attribute[0].t.ByteSize() > 4096]
+    np.testing.assert_allclose(_run(target, x), LargeConstant()(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_relative_path_and_moved_pair_still_load(tmp_path, small_threshold, monkeypatch):
     model = Wide().eval()
     x = torch.randn(1, 64)
