@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import exporter
-from exporter.errors import ExportArgumentError, UnsupportedOperatorError
+from exporter.errors import CheckerError, ExportArgumentError, UnsupportedOperatorError
 from tests.conftest import export_bytes, run_onnx
 
 
@@ -80,6 +80,20 @@ def test_docs_custom_op_example_exports_into_custom_domain_with_version(register
     imports = {o.domain: o.version for o in result.model.opset_import}
     assert imports == {"": exporter.DEFAULT_OPSET, "custom_domain": 2}
     onnx.checker.check_model(result.model, full_check=True)
+
+
+def test_v1_5_docs_example_without_a_domain_is_rejected_by_the_checker(registered, tmp_path):
+    # The 1.5 docs emit g.op("Foo", ...) into the default domain, where no operator Foo exists: the full
+    # checker every export runs rejects it, and nothing is written.
+    @exporter.parse_args("v", "v", "f", "i")
+    def symbolic_foo_forward_v15(g, input1, input2, attr1, attr2):
+        return g.op("Foo", input1, input2, attr1_f=attr1, attr2_i=attr2)
+
+    registered("custom_ops::foo_forward", symbolic_foo_forward_v15, 9)
+    target = tmp_path / "model.onnx"
+    with pytest.raises(CheckerError, match="Foo"):
+        exporter.export(FooModel(2.0, 3), _inputs(), str(target))
+    assert not target.exists()
 
 
 def test_custom_domain_version_defaults_to_1(registered):
