@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -50,9 +51,15 @@ def _errors(expected: np.ndarray, actual: np.ndarray) -> tuple[float, float]:
     return float(diff.max()), float((diff / np.maximum(np.abs(e), 1e-12)).max())
 
 
-def compare_arrays(expected: list[np.ndarray], actual: list[np.ndarray], rtol: float, atol: float) -> Verdict:
-    """Every output: same count, shape and dtype; integers and bools equal; floats allclose(rtol, atol)."""
-    verdict = Verdict(ok=True, rtol=rtol, atol=atol, comparison=f"allclose(rtol={rtol:g}, atol={atol:.3g}) on {len(expected)} output(s)")
+Tolerance = Callable[[float], "tuple[float, float]"]  # an output's scale (max |x|) -> (rtol, atol)
+
+
+def compare_arrays(expected: list[np.ndarray], actual: list[np.ndarray], tolerance: Tolerance) -> Verdict:
+    """Every output: same count, shape and dtype; integers and bools equal; floats allclose(rtol, atol), with the
+    tolerance of each output computed from that output's own scale."""
+    rtol, atol = tolerance(0.0)
+    verdict = Verdict(ok=True, rtol=rtol, atol=atol)
+    verdict.comparison = f"allclose(rtol={rtol:g}, atol={atol:.3g}{_scaled(tolerance)}) on {len(expected)} output(s)"
     if len(expected) != len(actual):
         verdict.ok, verdict.message = False, f"output count differs: torch {len(expected)}, onnx {len(actual)}"
         return verdict
@@ -73,6 +80,8 @@ def compare_arrays(expected: list[np.ndarray], actual: list[np.ndarray], rtol: f
                 verdict.ok, verdict.message = False, f"output {index}: {e.dtype} values differ (max abs {max_abs:g})"
                 return verdict
             continue
+        rtol, atol = tolerance(scale_of([e]))
+        verdict.atol = max(verdict.atol, atol)
         if not np.array_equal(np.isnan(e), np.isnan(a)) or not np.array_equal(np.isinf(e) & (e > 0), np.isinf(a) & (a > 0)):
             verdict.ok, verdict.message = False, f"output {index}: NaN/Inf positions differ"
             return verdict
@@ -125,14 +134,21 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-12)
 
 
-def compare_detections(names: list[str], expected: list[np.ndarray], actual: list[np.ndarray], rtol: float,
-                       atol: float) -> Verdict:
+def _scaled(tolerance: Tolerance) -> str:
+    base = tolerance(0.0)[1]
+    grows = tolerance(1.0)[1] - base
+    return f" + {grows:g} x the output's max |x|" if grows > 0 else ""
+
+
+def compare_detections(names: list[str], expected: list[np.ndarray], actual: list[np.ndarray],
+                       tolerance: Tolerance) -> Verdict:
     """Detections matched one to one by label and IoU >= 0.9, then compared within tolerance.
 
     The final detections of a random-weight detector sit on near-ties (scores within a hair of the cut-off or of
     a box NMS suppresses), so the verdict rests on the detections clear of ties: each must have a match whose
     box and score (and mask/keypoints) agree within rtol/atol. The counts and the achieved errors are recorded.
     """
+    rtol, atol = tolerance(0.0)
     if len(expected) != len(actual):
         return Verdict(False, f"output count differs: torch {len(expected)}, onnx {len(actual)}", rtol=rtol, atol=atol)
     e = dict(zip(names, expected))
@@ -162,7 +178,9 @@ def compare_detections(names: list[str], expected: list[np.ndarray], actual: lis
                 continue
             max_abs, max_rel = _errors(ref, got)
             verdict.max_abs, verdict.max_rel = max(verdict.max_abs, max_abs), max(verdict.max_rel, max_rel)
-            if not np.allclose(got, ref, rtol=rtol, atol=atol) and verdict.ok:
+            key_rtol, key_atol = tolerance(scale_of([e[key]]))
+            verdict.atol = max(verdict.atol, key_atol)
+            if not np.allclose(got, ref, rtol=key_rtol, atol=key_atol) and verdict.ok:
                 verdict.ok = False
                 verdict.message = f"detection {i} ({key}): max abs error {max_abs:.3g}, max rel error {max_rel:.3g}"
     if unmatched and verdict.ok:
@@ -173,7 +191,7 @@ def compare_detections(names: list[str], expected: list[np.ndarray], actual: lis
                           f"{len(stable)} tie-free torch detections matched (torch {len(scores_e)}, onnx "
                           f"{len(scores_a)} in all; {len(scores_e) - len(stable)} on near-ties not required); "
                           f"boxes/scores{'/' + '/'.join(n for n in names[3:]) if len(names) > 3 else ''} "
-                          f"allclose(rtol={rtol:g}, atol={atol:.3g})")
+                          f"allclose(rtol={rtol:g}, atol={atol:.3g}{_scaled(tolerance)})")
     if not stable:
         verdict.message = verdict.message or "no tie-free detection to compare"
     return verdict

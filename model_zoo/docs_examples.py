@@ -211,7 +211,7 @@ def docs_entries() -> list[ZooEntry]:
             inputs=lambda variant, seed: (torch.randn((10, 4)[variant], 3, 224, 224, generator=generator(seed)),),
             input_names=ALEXNET_INPUT_NAMES, output_names=["output1"],
             dynamic_axes={"actual_input_1": {0: "batch"}, "output1": {0: "batch"}},
-            quick_opsets=(7, 14), notes="the documentation's AlexNet: batch 10, inputs actual_input_1 and learned_0..15",
+            quick_opsets=(14,), notes="the documentation's AlexNet: batch 10, inputs actual_input_1 and learned_0..15",
         ),
         ZooEntry(
             name="resnet18_docs", kind="example", family="docs",

@@ -28,7 +28,7 @@ FAMILY_MODULES = {
 
 # A representative model of each family in the quick tier (cheap, covering the family's distinctive ops), at
 # the lowest opset the family needs and the highest: the quick tier must finish in minutes on two cores.
-QUICK = {"mobilenet_v3_small": (7, 16), "lraspp_mobilenet_v3_large": (11, 16), "ssdlite320_mobilenet_v3_large": (11, 16),
+QUICK = {"mobilenet_v3_small": (7, 16), "lraspp_mobilenet_v3_large": (11, 16), "ssdlite320_mobilenet_v3_large": (11,),
          "r3d_18": (7, 16), "raft_small": (11, 16)}
 
 # Rough cost relative to resnet50 (export + several forward passes); scales the per-case timeout.
@@ -141,15 +141,20 @@ def _detection(name: str) -> ZooEntry:
         input_names=["image"], output_names=outputs,
         dynamic_axes={"image": {1: "height", 2: "width"}, **{o: {0: "detections"} for o in outputs}},
         min_opset=_DETECTION[0], min_opset_reason=_DETECTION[1],
+        atol_scale=1e-4,
+        tolerance_reason="box coordinates are pixels of a ~320-pixel image, produced after a bilinear resize and a "
+                         "deep backbone: their absolute error is judged against that scale (1e-4 of the largest "
+                         "coordinate, 0.03 pixel); scores (at most 1) keep an absolute tolerance of about 1e-4",
         comparison="detection", quick_opsets=QUICK.get(name, ()), cost=COST.get(name, 2.0),
         notes=f"built with {_detection_kwargs(name)}",
     )
 
 
 def _video(name: str) -> ZooEntry:
-    frames, size = (16, 224) if name in ("s3d", "mvit_v1_b", "mvit_v2_s") else (8, 112)
+    # MViT and S3D fix their input (16 x 224 x 224); the ResNet-style 3D models and Swin3D take any clip.
+    frames, size = (16, 224) if name in ("s3d", "mvit_v1_b", "mvit_v2_s") else (4, 64)
     if name.startswith("swin3d"):
-        frames, size = 8, 224
+        frames, size = 4, 112
     shape = (3, frames, size, size)
     min_opset, reason = _ERF if name.startswith(("mvit", "swin3d")) else (7, "")
     return ZooEntry(
@@ -192,19 +197,12 @@ def _optical_flow(name: str) -> ZooEntry:
 _MAKERS = {"detection": _detection, "segmentation": _segmentation, "video": _video, "optical_flow": _optical_flow}
 
 
-def family_of(name: str) -> str:
-    for family, module in FAMILY_MODULES.items():
-        if name in list_models(module=module):
-            return family
-    return "classification"
-
-
 def torchvision_entries() -> list[ZooEntry]:
     """One entry per torchvision model, quantized models excluded (they need a quantization backend ONNX lacks)."""
+    family_of = {name: family for family, module in FAMILY_MODULES.items() for name in list_models(module=module)}
     entries = []
     for name in list_models():
         if name.startswith("quantized_"):
             continue
-        family = family_of(name)
-        entries.append(_MAKERS.get(family, _classification)(name))
+        entries.append(_MAKERS.get(family_of.get(name, "classification"), _classification)(name))
     return entries
