@@ -66,7 +66,7 @@ _CUSTOM_NAME = re.compile(r"^[A-Za-z0-9_.\-]+::[A-Za-z_\-][A-Za-z0-9_.\-]*$")
 
 
 def register_custom_op_symbolic(symbolic_name: str, symbolic_fn: Callable, opset_version: int) -> None:
-    """Register ``symbolic_fn`` for the TorchScript op ``symbolic_name`` ("<namespace>::<op>") from ``opset_version`` on.
+    """Register ``symbolic_fn`` for the op ``symbolic_name`` ("<namespace>::<op>") from ``opset_version`` on.
 
     The function is called as ``symbolic_fn(g, *inputs)`` like a built-in symbolic and may emit ops of a
     custom domain with ``g.op("domain::Op", ...)``. It wins over a built-in symbolic of the same op at
@@ -457,7 +457,7 @@ def _assemble_check_write(graph, session, captured, f, params_as_inputs, axes, o
         serialize.require_path_for_external_data(f)
     with contextlib.ExitStack() as stack:
         stage = stack.enter_context(serialize.ExternalDataStage(f)) if external else None
-        logger.info("assembling the ModelProto (%d nodes)%s", len(graph.nodes), " with external data" if external else "")
+        logger.info("assembling the ModelProto (%d nodes, external data: %s)", len(graph.nodes), external)
         model_proto = _assemble(
             graph, session, params_as_inputs, axes, captured, tensor_writer=stage.tensor if stage else None
         )

@@ -317,7 +317,7 @@ def _copy_type(value: ir.Value, like: ir.Value) -> ir.Value:
 
 
 def _scope_of(node) -> str:
-    """Node-name prefix from the module path: ``__module.model/__module.model.a/__module.model.a.lin`` -> ``/a/lin/``."""
+    """Node-name prefix from the module path: scope ``__module.model/.../__module.model.a.lin`` -> ``/a/lin/``."""
     from exporter.local_functions import instance_paths
 
     scope = node.scopeName()

@@ -177,7 +177,9 @@ class ExternalDataStage:
         self._data.write(b"\0" * padding)
         offset = self._data.tell()
         self._data.write(array.reshape(-1).view(np.uint8).data)
-        proto = onnx.TensorProto(name=name, dims=list(array.shape), data_type=helper.np_dtype_to_tensor_dtype(array.dtype))
+        proto = onnx.TensorProto(
+            name=name, dims=list(array.shape), data_type=helper.np_dtype_to_tensor_dtype(array.dtype)
+        )
         proto.data_location = onnx.TensorProto.EXTERNAL
         for key, value in (("location", self.location), ("offset", offset), ("length", array.nbytes)):
             entry = proto.external_data.add()

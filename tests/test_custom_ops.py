@@ -113,7 +113,8 @@ def test_custom_symbolic_of_standard_ops_runs_on_onnx_runtime(registered):
 
 def test_custom_symbolic_applies_from_its_opset_only(registered):
     registered("custom_ops::foo_forward", symbolic_foo_forward, 11)
-    with pytest.raises(UnsupportedOperatorError, match="custom_ops::foo_forward is not exportable at opset 10: needs opset >= 11"):
+    message = "custom_ops::foo_forward is not exportable at opset 10: needs opset >= 11"
+    with pytest.raises(UnsupportedOperatorError, match=message):
         export_bytes(FooModel(2.0, 3), _inputs(), opset_version=10)
     _, result = export_bytes(FooModel(2.0, 3), _inputs(), opset_version=16)
     assert [n.op_type for n in _nodes(result.model, "custom_domain")] == ["Foo"]
