@@ -48,11 +48,8 @@ def size_arith(g, op_type: str, a, b):
 
 def dims_or_sizes(g, x) -> list:
     """Per-dim sizes of ``x``: ints where static, 0-d int64 values where not."""
-    rank = require_rank(g, x)
-    dims = g.dims(x)
-    return [d if d is not None else dim_size(g, x, i) for i, d in enumerate(dims)] if dims else [
-        dim_size(g, x, i) for i in range(rank)
-    ]
+    dims = g.dims(x) or [None] * require_rank(g, x)
+    return [d if d is not None else dim_size(g, x, i) for i, d in enumerate(dims)]
 
 
 def broadcast_shape(*shapes) -> tuple | None:
@@ -178,7 +175,7 @@ def expand_to(g, x, target: list):
         return typed(g.op("Expand", x, to_int64_list_value(g, wanted)), result_shape)
     if lead > 0:
         x = unsqueeze(g, x, list(range(lead)))
-    own = [1] * lead + dims_or_sizes(g, g.value(x))[lead:] if lead else dims_or_sizes(g, x)
+    own = [1] * lead + dims_or_sizes(g, x)[lead:]
     repeats = []
     for want, have in zip(target, own):
         if not is_value(want) and int(constant_value(want)) == -1:

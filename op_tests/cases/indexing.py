@@ -93,6 +93,10 @@ CASES = [
     # aten::index
     OpCase("index", lambda k: (_r(5, 3 + k), _idx(5, 4)), sample="tensor", fn=lambda x, i: x[i]),
     OpCase("index", lambda k: (_r(2 + k, 5, 3), _idx(5, 2, 2)), sample="tensor_dim1", fn=lambda x, i: x[:, i]),
+    OpCase("index", lambda k: (_r(5, 2 + k), torch.tensor([-1, 0, -5, 2])), sample="negative_single",
+           fn=lambda x, i: x[i]),
+    OpCase("index", lambda k: (_r(5, 2 + k, dtype=torch.bool), torch.tensor([[1, 2], [0, 0]], dtype=torch.int32)),
+           sample="bool_data_int32_index", fn=lambda x, i: x[i]),
     OpCase("index", lambda k: (_r(4, 5, 3 + k), _idx(4, 3), _idx(5, 3)), sample="two_tensors", fn=lambda x, i, j: x[i, j]),
     OpCase("index", lambda k: (_r(4, 2 + k, 5), _idx(4, 3), _idx(5, 1)), sample="separated",
            fn=lambda x, i, j: x[i, :, j]),
