@@ -206,8 +206,22 @@ def reshape(g: GraphContext, x: Any, shape: Any) -> ir.Value:
     """Reshape to ``shape`` (a list of ints/values, or a 1-D value); -1 and 0 as in ONNX Reshape."""
     out = g.op("Reshape", g.value(x), to_int64_list_value(g, shape))
     if isinstance(shape, (list, tuple)):
-        out.shape = tuple(s if isinstance(s, int) and s > 0 else None for s in shape)
+        out.shape = _reshaped_dims(g, x, shape)
     return out
+
+
+def _reshaped_dims(g: GraphContext, x: Any, shape: Sequence[Any]) -> tuple:
+    """The output dims of ONNX Reshape: 0 copies the input dim, -1 takes the rest when every size is known."""
+    dims = [s if isinstance(s, int) and not isinstance(s, bool) else None for s in shape]
+    # Only static exports resolve sizes: in dynamic ones static_dims would run shape inference per reshape.
+    in_dims = g.static_dims(x) if g.static_shapes else None
+    if in_dims is None or None in dims:
+        return tuple(d if d is not None and d > 0 else None for d in dims)
+    dims = [in_dims[i] if d == 0 and i < len(in_dims) else d for i, d in enumerate(dims)]
+    if -1 in dims:
+        known = int(np.prod([d for d in dims if d != -1]))
+        dims[dims.index(-1)] = int(np.prod(in_dims)) // known if known else None
+    return tuple(dims)
 
 
 def slice_op(

@@ -1,0 +1,241 @@
+"""Attention and embeddings: scaled_dot_product_attention, the fused multi-head-attention and transformer
+encoder kernels that PyTorch's fast path records in eval mode, embedding and embedding_bag.
+
+There is no attention op in ONNX opsets 7-16, so attention is written out as MatMul/Softmax/MatMul. Softmax
+before opset 13 flattens the input to 2-D around its axis, which for the last axis is exactly a row-wise
+softmax, so the same form serves every opset. A boolean mask (True = attend) becomes the additive mask
+log(mask): 0 where attended, -inf where not, which needs neither Where (opset 9) nor a finite stand-in for -inf.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from exporter import dtypes
+from exporter.registry import parse_args, symbolic, unsupported
+from exporter.symbolics._helpers import (
+    BOOL,
+    INT64,
+    cast,
+    constant_value,
+    dim_size,
+    reduce_op,
+    require_rank,
+    reshape,
+    scalar_like,
+    slice_op,
+    unsqueeze,
+)
+from exporter.symbolics.normalization import standardize
+
+
+# -- scaled dot-product attention ------------------------------------------------------------------------------
+def attend(g, query, key, value, additive_mask=None, scale=None):
+    """softmax(query @ key^T * scale + mask) @ value over the last two axes, and the attention weights."""
+    rank = require_rank(g, query)
+    key_t = g.op("Transpose", key, perm_i=list(range(rank - 2)) + [rank - 1, rank - 2])
+    scores = g.op("MatMul", query, key_t)
+    scores = g.op("Mul", scores, _scale(g, query, scale))
+    if additive_mask is not None:
+        scores = g.op("Add", scores, additive_mask)
+    weights = g.op("Softmax", scores, axis_i=rank - 1)
+    return g.op("MatMul", weights, value), weights
+
+
+def _scale(g, query, scale):
+    """``scale`` or 1/sqrt(embedding size), computed in-graph when that size is dynamic."""
+    if scale is not None:
+        return scalar_like(g, scale, query)
+    size = dim_size(g, query, -1)
+    if isinstance(size, int):
+        return scalar_like(g, 1.0 / math.sqrt(size), query)
+    return g.op("Reciprocal", g.op("Sqrt", cast(g, size, query.dtype)))
+
+
+def additive_mask(g, mask, like, attend_where_true=True):
+    """A float mask to add to the scores: float masks as they are, boolean ones as 0 / -inf."""
+    if mask.dtype != BOOL:
+        return cast(g, mask, like.dtype)
+    keep = mask if attend_where_true else g.op("Not", mask)
+    return g.op("Log", cast(g, keep, like.dtype))
+
+
+def causal_mask(g, query, key):
+    """The boolean lower-triangular (L, S) mask of is_causal: position i attends to positions j <= i."""
+    length, source = dim_size(g, query, -2), dim_size(g, key, -2)
+    if isinstance(length, int) and isinstance(source, int):
+        return g.const(np.tril(np.ones((length, source), dtype=np.bool_)))
+    if g.opset < 11:
+        raise unsupported(g.node.kind(), g.opset, "is_causal with dynamic sequence lengths needs opset >= 11")
+    rows = unsqueeze(g, _arange(g, length), [1])
+    columns = unsqueeze(g, _arange(g, source), [0])
+    return g.op("Not", g.op("Greater", columns, rows))
+
+
+def _arange(g, size):
+    return g.op("Range", g.const(0), cast(g, size, INT64), g.const(1))
+
+
+@symbolic("aten::scaled_dot_product_attention")
+@parse_args("v", "v", "v", "v", "f", "b", "v", "b")
+def scaled_dot_product_attention(g, query, key, value, attn_mask, dropout_p, is_causal, scale=None, enable_gqa=False):
+    if dropout_p > 0:
+        raise unsupported(g.node.kind(), g.opset, "attention dropout is random in PyTorch even in eval mode")
+    if enable_gqa and _head_count(g, query) != _head_count(g, key):
+        raise unsupported(g.node.kind(), g.opset, "grouped-query attention (enable_gqa) is not supported")
+    mask = causal_mask(g, query, key) if is_causal else attn_mask
+    added = additive_mask(g, mask, query) if mask is not None else None
+    out, _ = attend(g, query, key, value, added, constant_value(scale))
+    return out
+
+
+def _head_count(g, x):
+    dims = g.dims(x)
+    return dims[-3] if dims is not None and len(dims) >= 3 else None
+
+
+# -- PyTorch's fused fast paths (eval mode, no grad) -----------------------------------------------------------
+def _linear(g, x, weight, bias):
+    out = g.op("MatMul", x, g.op("Transpose", weight, perm_i=[1, 0]))
+    return g.op("Add", out, bias) if bias is not None else out
+
+
+def _rows(g, x, start, stop):
+    return slice_op(g, x, [0], [start], [stop])
+
+
+def multi_head_attention(g, query, key, value, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
+                         mask=None, mask_type=None):
+    """Batch-first multi-head attention with packed in-projection weights; returns (output, per-head weights)."""
+    head_dim = embed_dim // num_heads
+
+    def heads(x, index):
+        rows = (index * embed_dim, (index + 1) * embed_dim)
+        projected = _linear(g, x, _rows(g, qkv_weight, *rows), _rows(g, qkv_bias, *rows))
+        split = reshape(g, projected, [0, 0, num_heads, head_dim])
+        return g.set_type(g.op("Transpose", split, perm_i=[0, 2, 1, 3]), shape=(None, num_heads, None, head_dim))
+
+    added = None
+    if mask is not None:
+        # MHA's boolean masks mark the positions to ignore; a key-padding mask (type 1) is (batch, source).
+        added = additive_mask(g, mask, query, attend_where_true=False)
+        if mask_type == 1:
+            added = unsqueeze(g, added, [1, 2])
+    attended, weights = attend(g, heads(query, 0), heads(key, 1), heads(value, 2), added, 1.0 / math.sqrt(head_dim))
+    merged = reshape(g, g.op("Transpose", attended, perm_i=[0, 2, 1, 3]), [0, 0, embed_dim])
+    return _linear(g, merged, proj_weight, proj_bias), weights
+
+
+@symbolic("aten::_native_multi_head_attention")
+@parse_args("v", "v", "v", "i", "i", "v", "v", "v", "v", "v", "b", "b", "v")
+def native_multi_head_attention(g, query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight,
+                                proj_bias, mask=None, need_weights=True, average_attn_weights=True, mask_type=None):
+    out, weights = multi_head_attention(g, query, key, value, embed_dim, num_head, qkv_weight, qkv_bias,
+                                        proj_weight, proj_bias, mask, constant_value(mask_type))
+    if average_attn_weights:
+        weights = reduce_op(g, "ReduceMean", weights, [1], False)
+    return out, weights
+
+
+@symbolic("aten::_transformer_encoder_layer_fwd")
+@parse_args("v", "i", "i", "v", "v", "v", "v", "b", "b", "f", "v", "v", "v", "v", "v", "v", "v", "v", "v", "v")
+def transformer_encoder_layer(g, src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
+                              norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
+                              ffn_bias_1, ffn_weight_2, ffn_bias_2, mask=None, mask_type=None):
+    """nn.TransformerEncoderLayer's fused eval kernel: self-attention and feed-forward blocks with residuals."""
+    if use_gelu and g.opset < 9:
+        raise unsupported(g.node.kind(), g.opset, "the exact GELU activation uses Erf, which needs opset >= 9")
+
+    def norm(x, weight, bias):
+        normalized, _, _ = standardize(g, x, [require_rank(g, src) - 1], eps)
+        return g.op("Add", g.op("Mul", normalized, weight), bias)
+
+    def self_attention(x):
+        out, _ = multi_head_attention(g, x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
+                                      proj_bias, mask, constant_value(mask_type))
+        return out
+
+    def feed_forward(x):
+        hidden = _linear(g, x, ffn_weight_1, ffn_bias_1)
+        hidden = _gelu(g, hidden) if use_gelu else g.op("Relu", hidden)
+        return _linear(g, hidden, ffn_weight_2, ffn_bias_2)
+
+    x = src
+    if norm_first:
+        x = g.op("Add", x, self_attention(norm(x, norm_weight_1, norm_bias_1)))
+        return g.op("Add", x, feed_forward(norm(x, norm_weight_2, norm_bias_2)))
+    x = norm(g.op("Add", x, self_attention(x)), norm_weight_1, norm_bias_1)
+    return norm(g.op("Add", x, feed_forward(x)), norm_weight_2, norm_bias_2)
+
+
+def _gelu(g, x):
+    """x * (1 + erf(x / sqrt(2))) / 2, the exact GELU."""
+    erf = g.op("Erf", g.op("Mul", x, scalar_like(g, 1 / math.sqrt(2), x)))
+    return g.op("Mul", g.op("Mul", x, scalar_like(g, 0.5, x)), g.op("Add", erf, scalar_like(g, 1.0, x)))
+
+
+# -- embeddings ----------------------------------------------------------------------------------------------------
+@symbolic("aten::embedding")
+def embedding(g, weight, indices, padding_idx=None, scale_grad_by_freq=None, sparse=None):
+    """Rows of ``weight``; padding_idx only affects gradients, so inference ignores it."""
+    return g.op("Gather", weight, indices, axis_i=0)
+
+
+_BAG_REDUCTIONS = {0: "ReduceSum", 1: "ReduceMean", 2: "ReduceMax"}
+
+
+@symbolic("aten::embedding_bag")
+def embedding_bag(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """Bags of fixed size (2-D indices, no offsets) reduce one axis; 1-D indices with offsets build a
+    bag-membership matrix and reduce through it."""
+    mode = int(constant_value(mode))
+    if padding_idx is not None and int(constant_value(padding_idx)) >= 0:
+        raise unsupported(g.node.kind(), g.opset, "embedding_bag with padding_idx is not supported")
+    rows = g.op("Gather", weight, indices, axis_i=0)
+    if per_sample_weights is not None:
+        weights = cast(g, per_sample_weights, rows.dtype)
+        rows = g.op("Mul", rows, unsqueeze(g, weights, [require_rank(g, weights)]))
+    if require_rank(g, indices) == 2:
+        output = reduce_op(g, _BAG_REDUCTIONS[mode], rows, [1], False)
+    else:
+        output = _bags_by_offsets(g, rows, indices, offsets, mode, bool(constant_value(include_last_offset)))
+    # The auxiliary outputs (offset2bag, bag sizes, max indices) serve the backward pass only.
+    empty = g.const(np.zeros((0,), dtype=np.int64))
+    return output, empty, empty, empty
+
+
+def _bags_by_offsets(g, rows, indices, offsets, mode, include_last_offset):
+    """Reduce ``rows`` [N, D] into bags [B, D]; bag b holds rows offsets[b] <= i < offsets[b + 1]."""
+    count = dim_size(g, indices, 0)
+    if not isinstance(count, int) and g.opset < 11:
+        raise unsupported(g.node.kind(), g.opset, "embedding_bag with a dynamic index count needs opset >= 11")
+    compare_type = INT64 if g.opset >= 9 else rows.dtype  # Less/Greater take only floats before opset 9
+    positions = cast(g, g.const(np.arange(count)) if isinstance(count, int) else _arange(g, count), compare_type)
+    offsets = cast(g, offsets, compare_type)
+    starts = _rows(g, offsets, 0, -1) if include_last_offset else offsets
+    ends = _rows(g, offsets, 1, 2**62)
+    if not include_last_offset:
+        ends = g.op("Concat", ends, cast(g, reshape(g, cast(g, count, INT64), [1]), compare_type), axis_i=0)
+    after_start = g.op("Not", g.op("Less", unsqueeze(g, positions, [0]), unsqueeze(g, starts, [1])))
+    before_end = g.op("Less", unsqueeze(g, positions, [0]), unsqueeze(g, ends, [1]))
+    membership = g.op("And", after_start, before_end)  # [B, N]
+    weights = cast(g, membership, rows.dtype)
+    if mode == 2:
+        # Rows outside the bag are pushed to half the lowest finite value (absorbing any real entry) before
+        # the max; an empty bag then holds that finite value and is zeroed, giving 0 as PyTorch does.
+        lowest = g.const(np.array(np.finfo(dtypes.numpy_from_onnx(rows.dtype)).min / 2), rows.dtype)
+        outside = g.op("Mul", g.op("Sub", scalar_like(g, 1.0, weights), unsqueeze(g, weights, [2])), lowest)
+        best = reduce_op(g, "ReduceMax", g.op("Add", unsqueeze(g, rows, [0]), outside), [1], False)
+        nonempty = unsqueeze(g, reduce_op(g, "ReduceMax", weights, [1], False), [1])
+        return g.op("Mul", best, nonempty)
+    total = g.op("MatMul", weights, rows)
+    if mode == 0:
+        return total
+    # An empty bag's mean is 0: divide its zero total by 1 instead of 0.
+    sizes = reduce_op(g, "ReduceSum", weights, [1], False)
+    empty = g.op("Sub", scalar_like(g, 1.0, sizes), reduce_op(g, "ReduceMax", weights, [1], False))
+    return g.op("Div", total, unsqueeze(g, g.op("Add", sizes, empty), [1]))
+
