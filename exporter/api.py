@@ -469,8 +469,9 @@ def _assemble_check_write(graph, session, captured, f, params_as_inputs, axes, o
         if stage:
             stage.commit(model_proto, validate_path=_check)
         else:
-            _check(model_proto)
-            serialize.write(model_proto, f)
+            payload = model_proto.SerializeToString()  # once: the checker and the file share these bytes
+            _check(payload)
+            serialize.write(payload, f)
     return model_proto
 
 

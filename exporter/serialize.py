@@ -111,12 +111,13 @@ def check_destination(f: Any) -> None:
         raise ExportArgumentError("f must be opened in binary mode")
 
 
-def write(model: onnx.ModelProto, f: Any) -> None:
-    """Write ``model`` (its data inline) to ``f``; paths are written atomically (temp file + rename)."""
+def write(model: onnx.ModelProto | bytes, f: Any) -> None:
+    """Write ``model`` (its data inline, or already serialized) to ``f``; paths are written atomically."""
+    payload = model if isinstance(model, bytes) else model.SerializeToString()
     if not is_path(f):
-        f.write(model.SerializeToString())
+        f.write(payload)
         return
-    _atomic_write_bytes(Path(f).expanduser().resolve(), model.SerializeToString())
+    _atomic_write_bytes(Path(f).expanduser().resolve(), payload)
 
 
 def _atomic_write_bytes(target: Path, payload: bytes) -> None:
