@@ -39,7 +39,7 @@ def _run(args: argparse.Namespace) -> int:
     selected = case_sel.select(
         tier=args.tier, opsets=case_sel.parse_opsets(args.opsets), providers=case_sel.parse_providers(args.ep, args.tier),
         modes=modes, models=args.models.split(",") if args.models else None, shard=case_sel.parse_shard(args.shard),
-        case_ids=args.case or None, exporter=args.exporter,
+        case_ids=args.case or None, exporter=args.exporter, exclude=args.exclude.split(",") if args.exclude else None,
     )
     if args.case and not selected:
         print(f"no case matches {args.case}", file=sys.stderr)
@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--opsets", help="e.g. 7-16 or 9,11,14 (default: the tier's)")
     run_p.add_argument("--mode", choices=("static", "dynamic", "both"), default="both")
     run_p.add_argument("--models", help="comma-separated zoo names or globs")
+    run_p.add_argument("--exclude", help="comma-separated zoo names or globs to leave out")
     run_p.add_argument("--case", action="append", help="exact case id or glob; repeatable; re-runs even if recorded")
     run_p.add_argument("--shard", help="i/n (0-based): run the i-th of n model shards")
     run_p.add_argument("--out", help="results JSONL (default results/conformance_<tier>[.shard<i>of<n>].jsonl)")

@@ -71,7 +71,8 @@ def parse_shard(text: str | None) -> tuple[int, int]:
 
 def select(tier: str = "quick", opsets: tuple[int, ...] | None = None, providers: tuple[str, ...] = ("cpu",),
            modes: tuple[str, ...] = ("static", "dynamic"), models: list[str] | None = None,
-           shard: tuple[int, int] = (0, 1), case_ids: list[str] | None = None, exporter: str = "engine") -> list[Case]:
+           shard: tuple[int, int] = (0, 1), case_ids: list[str] | None = None, exporter: str = "engine",
+           exclude: list[str] | None = None) -> list[Case]:
     """The cases of ``tier`` (optionally narrowed; the quick tier takes each entry's ``quick_opsets``), grouped by model so one worker serves all of a model's cases.
 
     Sharding splits by model (round robin over the models in name order), so a model's trace is never
@@ -85,6 +86,8 @@ def select(tier: str = "quick", opsets: tuple[int, ...] | None = None, providers
         entries = [e for e in entries if e.quick_opsets]
     if models:
         entries = [e for e in entries if any(fnmatch.fnmatchcase(e.name, pattern) for pattern in models)]
+    if exclude:
+        entries = [e for e in entries if not any(fnmatch.fnmatchcase(e.name, pattern) for pattern in exclude)]
     ordered = sorted(entries, key=lambda e: e.name)
     index, count = shard
     chosen = {e.name for k, e in enumerate(ordered) if k % count == index}

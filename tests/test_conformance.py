@@ -235,3 +235,26 @@ def test_killed_run_resumes_without_redoing_finished_cases(tmp_path):
     assert all(r["started_at"] == first[r["case_id"]] for r in rows if r["case_id"] in first)
     assert {r["status"] for r in rows if "test_sleeps" in r["case_id"]} == {"timeout"}
     assert "2 already in" in resumed.stderr
+
+
+def test_reusing_the_capture_across_opsets_changes_nothing(tmp_path):
+    """The runner traces once per model; exports from the reused capture must equal fresh exports."""
+    import io
+
+    import torch
+
+    import exporter
+    from conformance.worker import reused_capture
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 6 * 6, 5)).eval()
+    args = (torch.randn(2, 3, 8, 8),)
+    cache: dict = {}
+    for opset, axes in ((9, None), (13, {"x": {0: "n"}}), (16, None)):
+        fresh, reused = io.BytesIO(), io.BytesIO()
+        exporter.export(model, args, fresh, opset_version=opset, input_names=["x"], dynamic_axes=axes)
+        with reused_capture(cache):
+            exporter.export(model, args, reused, opset_version=opset, input_names=["x"], dynamic_axes=axes)
+        assert fresh.getvalue() == reused.getvalue(), f"opset {opset}"
+    assert len(cache) == 1
