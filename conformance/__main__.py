@@ -51,6 +51,7 @@ def _run(args: argparse.Namespace) -> int:
           f"({args.workers} workers, {args.timeout:.0f} s per case before cost scaling)", file=sys.stderr)
     if todo:
         options = RunOptions(out=out, workers=args.workers, timeout_s=args.timeout, progress=not args.no_progress,
+                             light_first=args.light_first,
                              repro_dir=args.repro_dir or os.path.splitext(out)[0] + ".repro",
                              static_fields={"versions": results_io.versions(), "git_rev": results_io.git_revision()})
         run(todo, options)
@@ -118,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--timeout", type=float, default=300.0, help="seconds per case, scaled by the model's cost")
     run_p.add_argument("--redo", help="statuses to run again, e.g. timeout,crash (or all)")
     run_p.add_argument("--no-progress", action="store_true")
+    run_p.add_argument("--light-first", action="store_true",
+                       help="run the cheapest models first (widest coverage if the run is cut short)")
     run_p.add_argument("--exporter", choices=("engine", "peer"), default="engine",
                        help="peer: torch.onnx.export(dynamo=False), to validate the zoo and tolerances themselves")
     run_p.set_defaults(func=_run)

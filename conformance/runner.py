@@ -34,6 +34,7 @@ class RunOptions:
     timeout_s: float = 300.0
     repro_dir: str | None = None
     progress: bool = True
+    light_first: bool = False
     static_fields: dict = field(default_factory=dict)  # versions, git_rev: the same on every row
 
 
@@ -89,7 +90,9 @@ def run(cases: list[Case], options: RunOptions) -> list[dict]:
     """Run ``cases`` (already filtered for resume) and return their rows in completion order."""
     writer = ResultsWriter(options.out)
     groups = collections.OrderedDict()
-    for case in sorted(cases, key=lambda c: -c.cost):  # heavy models first: the run's tail stays short
+    # Heavy models first keeps the run's tail short; light first gives the widest coverage early in a run
+    # that may be cut short.
+    for case in sorted(cases, key=lambda c: c.cost if options.light_first else -c.cost):
         groups.setdefault(case.name, collections.deque()).append(case)
     pending = collections.deque(groups.values())
     context = multiprocessing.get_context("spawn")
