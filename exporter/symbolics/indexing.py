@@ -54,6 +54,7 @@ def _int_or_none(x):
 # -- slicing and selecting --------------------------------------------------------------------------------------
 @symbolic("aten::slice")
 def slice_(g, self, dim=0, start=None, end=None, step=1):
+    """x[start:end:step] along dim: Slice (steps from opset 10; Gather of static positions below)."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     step = 1 if step is None else int(constant_value(step))
@@ -74,6 +75,7 @@ def slice_(g, self, dim=0, start=None, end=None, step=1):
 
 @symbolic("aten::select")
 def select(g, self, dim, index):
+    """x.select(dim, index): Gather with a scalar index (drops the dim)."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     if is_value(index):
@@ -87,6 +89,7 @@ def select(g, self, dim, index):
 
 @symbolic("aten::index_select")
 def index_select(g, self, dim, index):
+    """index_select(dim, index): Gather."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     index = g.value(index, torch.int64)
@@ -142,6 +145,8 @@ def _gather_by_hits(g, self, dim: int, index):
 
 @symbolic("aten::gather")
 def gather(g, self, dim, index, sparse_grad=None):
+    """torch.gather: GatherElements from opset 11; below, a Gather of linear positions (static shapes) or an
+    index==j selection (dynamic shapes, opset 9)."""
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
     if g.opset >= 11:
@@ -153,6 +158,7 @@ def gather(g, self, dim, index, sparse_grad=None):
 
 @symbolic("aten::take_along_dim")
 def take_along_dim(g, self, indices, dim=None):
+    """take_along_dim(indices, dim): broadcast input and indices except along dim, then gather."""
     if dim is None:
         return gather(g, reshape_to(g, self, [-1]), 0, reshape_to(g, indices, [-1]))
     rank = require_rank(g, self)
@@ -187,7 +193,8 @@ def _mask_to_indices(g, mask) -> list:
     if g.opset < 9:
         raise unsupported(g.node.kind(), g.opset, "boolean-mask indexing needs NonZero: needs opset >= 9")
     rows = g.op("NonZero", cast(g, mask, BOOL))
-    return [typed(g.op("Gather", rows, g.const(i, torch.int64), axis_i=0), (None,)) for i in range(require_rank(g, mask))]
+    rows_of = [g.op("Gather", rows, g.const(i, torch.int64), axis_i=0) for i in range(require_rank(g, mask))]
+    return [typed(r, (None,)) for r in rows_of]
 
 
 def _wrap_negative(g, index, size):
@@ -253,6 +260,8 @@ def _merge_dims(g, self, first: int, count: int):
 
 @symbolic("aten::index", "aten::_unsafe_index")
 def index(g, self, indices):
+    """Advanced indexing x[i, j, mask, ...]: Gather (one tensor), Compress (one mask), or a Gather of
+    linearized indices (several)."""
     indices = list(indices)
     present = [i for i in indices if i is not None]
     if len(present) == 1 and _is_mask(g, present[0]) and g.opset >= 9:
@@ -285,7 +294,8 @@ def _add_rows(g, base, row_index, updates):
         return g.op("ScatterND", base, unsqueeze(g, reshape_to(g, row_index, [-1]), [1]), updates, reduction_s="add")
     elem = g.dtype(base)
     if not (dtypes.is_float(elem) or (g.opset >= 9 and elem in (dtypes.onnx_from_torch(torch.int32), INT64))):
-        raise unsupported(g.node.kind(), g.opset, "an accumulating scatter of this type needs ScatterND reduction: needs opset >= 16")
+        raise unsupported(g.node.kind(), g.opset,
+                          "an accumulating scatter of this type needs ScatterND reduction: needs opset >= 16")
     one_hot = _one_hot_rows(g, row_index, dim_size(g, base, 0), elem)
     spread = g.op("MatMul", g.op("Transpose", one_hot, perm_i=[1, 0]), updates)
     return g.op("Add", base, spread)
@@ -305,6 +315,8 @@ def _broadcast_indices(g, tensors: list) -> list:
 
 @symbolic("aten::index_put", "aten::index_put_", "aten::_unsafe_index_put")
 def index_put(g, self, indices, values, accumulate=False):
+    """index_put(indices, values, accumulate): Where for a mask and one value, ScatterND otherwise;
+    accumulate sums duplicates."""
     accumulate = bool(constant_value(accumulate)) if accumulate is not None else False
     indices = list(indices)
     present = [i for i in indices if i is not None]
@@ -451,6 +463,7 @@ def _zero_extend(g, x, like, skip: int):
 
 @symbolic("aten::scatter", "aten::scatter_")
 def scatter(g, self, dim, index, src, reduce=None):
+    """scatter(dim, index, src | value, reduce=None): Scatter (9-10) / ScatterElements (11+), reductions at 16."""
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
     if is_value(src) and g.rank(src) != 0:
@@ -469,7 +482,8 @@ def scatter(g, self, dim, index, src, reduce=None):
         return _scatter_elements(g, self, dim, index, updates, onnx_reduction)
     if reduce == "add":
         return _scatter_add_along(g, self, dim, index, updates)
-    raise unsupported(g.node.kind(), g.opset, "scatter with reduce='multiply' needs ScatterElements reduction: needs opset >= 16")
+    raise unsupported(g.node.kind(), g.opset,
+                      "scatter with reduce='multiply' needs ScatterElements reduction: needs opset >= 16")
 
 
 def _scalar_of(g, value, like):
@@ -478,6 +492,7 @@ def _scalar_of(g, value, like):
 
 @symbolic("aten::scatter_add", "aten::scatter_add_")
 def scatter_add(g, self, dim, index, src):
+    """scatter_add: ScatterElements reduction 'add' from opset 16; the index==j summation below."""
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
     updates = cast(g, _crop_to(g, src, index), g.dtype(self))
@@ -488,18 +503,22 @@ def scatter_add(g, self, dim, index, src):
 
 @symbolic("aten::scatter_reduce", "aten::scatter_reduce_")
 def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
+    """scatter_reduce 'sum' / 'prod' (include_self either way); 'amax'/'amin'/'mean' need ONNX 18."""
     reduce = str(constant_value(reduce))
     include_self = True if include_self is None else bool(constant_value(include_self))
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
     updates = cast(g, _crop_to(g, src, index), g.dtype(self))
     if reduce not in ("sum", "prod"):
-        raise unsupported(g.node.kind(), g.opset, f"scatter_reduce '{reduce}' has no ONNX form up to opset 16 (max/min come at 18)")
+        raise unsupported(g.node.kind(), g.opset,
+                          f"scatter_reduce '{reduce}' has no ONNX form up to opset 16 (max/min come at 18)")
     if reduce == "prod" and g.opset < 16:
-        raise unsupported(g.node.kind(), g.opset, "scatter_reduce 'prod' needs ScatterElements reduction: needs opset >= 16")
+        raise unsupported(g.node.kind(), g.opset,
+                          "scatter_reduce 'prod' needs ScatterElements reduction: needs opset >= 16")
     if not include_self:
         if g.opset < 9:
-            raise unsupported(g.node.kind(), g.opset, "scatter_reduce with include_self=False needs Scatter: needs opset >= 9")
+            raise unsupported(g.node.kind(), g.opset,
+                              "scatter_reduce with include_self=False needs Scatter: needs opset >= 9")
         neutral = _scalar_of(g, 0 if reduce == "sum" else 1, self)
         self = _scatter_elements(g, self, dim, index, expand_to_shape_value(g, neutral, shape_of(g, index)))
     if g.opset >= 16:
@@ -516,6 +535,7 @@ def _index_along(g, index, dim: int, rank: int, shape):
 
 @symbolic("aten::index_add", "aten::index_add_")
 def index_add(g, self, dim, index, source, alpha=None):
+    """index_add(dim, index, source, alpha): ScatterND reduction 'add' from 16; a one-hot row sum below."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     index = cast(g, reshape_to(g, g.value(index), [-1]), INT64)
@@ -537,6 +557,7 @@ def index_add(g, self, dim, index, source, alpha=None):
 
 @symbolic("aten::index_copy", "aten::index_copy_", since=9)
 def index_copy(g, self, dim, index, source):
+    """index_copy(dim, index, source): Scatter/ScatterElements with the index laid along dim."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     source = cast(g, g.value(source), g.dtype(self))
@@ -546,6 +567,7 @@ def index_copy(g, self, dim, index, source):
 
 @symbolic("aten::index_fill", "aten::index_fill_", since=9)
 def index_fill(g, self, dim, index, value):
+    """index_fill(dim, index, value): scatter of the broadcast value at the indexed slices."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     index = cast(g, reshape_to(g, g.value(index), [-1]), INT64)
@@ -560,15 +582,18 @@ def index_fill(g, self, dim, index, value):
 # -- masks ------------------------------------------------------------------------------------------------------
 @symbolic("aten::masked_select", since=9)
 def masked_select(g, self, mask):
+    """masked_select(mask): Compress of the broadcast input by the flattened mask."""
     mask = cast(g, g.value(mask), BOOL)
     if g.dims(self) != g.dims(mask) or None in (g.dims(self) or [None]):
-        self, mask = expand_to_shape_value(g, self, shape_of(g, mask)), expand_to_shape_value(g, mask, shape_of(g, self))
+        self, mask = (expand_to_shape_value(g, self, shape_of(g, mask)),
+                      expand_to_shape_value(g, mask, shape_of(g, self)))
     # Compress without an axis reads its input flattened.
     return g.op("Compress", self, reshape_to(g, mask, [-1]))
 
 
 @symbolic("aten::masked_scatter", "aten::masked_scatter_", since=11)
 def masked_scatter(g, self, mask, source):
+    """masked_scatter(mask, source): ScatterND of the first nnz source values at NonZero(mask)."""
     mask = expand_to_shape_value(g, cast(g, g.value(mask), BOOL), shape_of(g, self))
     positions = g.op("Transpose", g.op("NonZero", mask), perm_i=[1, 0])
     count = slice_op(g, g.op("Shape", positions), [0], [0], [1])
@@ -578,6 +603,7 @@ def masked_scatter(g, self, mask, source):
 
 @symbolic("aten::nonzero", "aten::argwhere", since=9)
 def nonzero(g, self):
+    """nonzero/argwhere: NonZero transposed to [nnz, rank]."""
     return g.op("Transpose", g.op("NonZero", _nonzero_input(g, self)), perm_i=[1, 0])
 
 
@@ -599,6 +625,7 @@ def _nonzero_input(g, x):
 @symbolic("aten::one_hot")
 @parse_args("v", "i")
 def one_hot(g, self, num_classes):
+    """F.one_hot: OneHot from opset 9; Equal against 0..n-1 below (num_classes given)."""
     self = cast(g, self, INT64)
     if num_classes < 0:
         if g.opset < 9:

@@ -98,6 +98,7 @@ def list_output_count(g) -> int | None:
 # -- size queries ---------------------------------------------------------------------------------------------
 @symbolic("aten::size")
 def size(g, self, dim=None):
+    """``x.size()`` / ``x.size(dim)``: Python ints where static, Shape/Gather values where not."""
     if dim is None:
         return shape_of(g, self)
     return dim_size(g, self, int(constant_value(dim)))
@@ -105,6 +106,7 @@ def size(g, self, dim=None):
 
 @symbolic("aten::numel")
 def numel(g, self):
+    """Element count: an int for static shapes, else ONNX Size."""
     dims = g.static_dims(self)
     if dims is not None:
         return int(np.prod(dims, dtype=np.int64))
@@ -115,23 +117,27 @@ def numel(g, self):
 
 @symbolic("aten::dim")
 def dim(g, self):
+    """The rank, always known at export time."""
     return require_rank(g, self)
 
 
 # -- reshaping --------------------------------------------------------------------------------------------------
 @symbolic("aten::view", "aten::reshape", "aten::_reshape_alias")
 def view(g, self, size, *unused):
+    """view/reshape: ONNX Reshape (-1 inferred; list entries may be run-time sizes)."""
     return reshape(g, self, size)
 
 
 @symbolic("aten::view_as", "aten::reshape_as")
 def view_as(g, self, other):
+    """view_as/reshape_as: Reshape to the other tensor's shape."""
     return reshape(g, self, shape_of(g, other))
 
 
 @symbolic("aten::flatten")
 @parse_args("v", "i", "i")
 def flatten(g, input, start_dim, end_dim):
+    """flatten(start, end): Reshape (Flatten when it is exactly axis 1 on a dynamic shape)."""
     rank = require_rank(g, input)
     if rank == 0:
         return reshape(g, input, [1])
@@ -150,6 +156,7 @@ def flatten(g, input, start_dim, end_dim):
 
 @symbolic("aten::unflatten")
 def unflatten(g, self, dim, sizes):
+    """unflatten(dim, sizes): Reshape, copying the leading dims with Reshape's 0."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     sizes = sizes if isinstance(sizes, list) else constant_value(sizes)
@@ -204,16 +211,19 @@ def expand_to_shape_value(g, x, shape):
 
 @symbolic("aten::expand")
 def expand(g, self, size, implicit=None):
+    """expand(size): Expand (Tile below opset 8); -1 keeps a dim."""
     return expand_to(g, self, list(size) if isinstance(size, (list, tuple)) else constant_value(size))
 
 
 @symbolic("aten::expand_as")
 def expand_as(g, self, other):
+    """expand_as(other): broadcast to the other tensor's shape."""
     return expand_to_shape_value(g, self, shape_of(g, other))
 
 
 @symbolic("aten::repeat")
 def repeat(g, self, repeats):
+    """repeat(repeats): Tile, after adding leading dims when repeats is longer than the rank."""
     repeats = list(repeats) if isinstance(repeats, (list, tuple)) else constant_value(repeats)
     rank = require_rank(g, self)
     if len(repeats) > rank:
@@ -225,6 +235,7 @@ def repeat(g, self, repeats):
 
 @symbolic("aten::tile")
 def tile(g, self, dims):
+    """tile(dims): repeat with dims padded by leading ones."""
     dims = list(dims) if isinstance(dims, (list, tuple)) else constant_value(dims)
     rank = require_rank(g, self)
     return repeat(g, self, [1] * (rank - len(dims)) + dims)
@@ -234,6 +245,7 @@ def tile(g, self, dims):
 @symbolic("aten::unsqueeze", "aten::unsqueeze_")
 @parse_args("v", "i")
 def unsqueeze_(g, self, dim):
+    """unsqueeze(dim): Unsqueeze (axes attribute before 13, input from 13)."""
     rank = g.rank(self)
     if dim < 0:
         dim = normalize_dim(dim, None if rank is None else rank + 1)
@@ -242,6 +254,7 @@ def unsqueeze_(g, self, dim):
 
 @symbolic("aten::squeeze", "aten::squeeze_")
 def squeeze_(g, self, dim=None):
+    """squeeze() / squeeze(dim) / squeeze(dims): Squeeze of the dims that are 1."""
     rank = require_rank(g, self)
     dims_known = g.dims(self)
     if dim is None:
@@ -271,6 +284,7 @@ def transpose_perm(g, x, perm: list[int]):
 @symbolic("aten::transpose", "aten::transpose_", "aten::swapaxes", "aten::swapdims")
 @parse_args("v", "i", "i")
 def transpose(g, self, dim0, dim1):
+    """transpose/swapaxes/swapdims: Transpose swapping two dims."""
     rank = require_rank(g, self)
     perm = list(range(rank))
     dim0, dim1 = normalize_dim(dim0, rank), normalize_dim(dim1, rank)
@@ -281,22 +295,26 @@ def transpose(g, self, dim0, dim1):
 @symbolic("aten::permute")
 @parse_args("v", "is")
 def permute(g, self, dims):
+    """permute(dims): Transpose."""
     rank = require_rank(g, self)
     return transpose_perm(g, self, [normalize_dim(d, rank) for d in dims])
 
 
 @symbolic("aten::t", "aten::numpy_T")
 def t(g, self):
+    """t(): reverse the (at most 2) dims."""
     rank = require_rank(g, self)
     return transpose_perm(g, self, list(range(rank))[::-1])
 
 
 @symbolic("aten::movedim", "aten::moveaxis")
 def movedim(g, self, source, destination):
+    """movedim/moveaxis(source, destination): Transpose; other dims keep their order."""
     rank = require_rank(g, self)
     source, destination = constant_value(source), constant_value(destination)
     source = [normalize_dim(int(s), rank) for s in (source if isinstance(source, list) else [source])]
-    destination = [normalize_dim(int(d), rank) for d in (destination if isinstance(destination, list) else [destination])]
+    destination = destination if isinstance(destination, list) else [destination]
+    destination = [normalize_dim(int(d), rank) for d in destination]
     perm = [-1] * rank
     for s, d in zip(source, destination):
         perm[d] = s
@@ -327,6 +345,8 @@ def split_at(g, x, dim: int, starts: list) -> list:
 
 @symbolic("aten::split", "aten::split_with_sizes", "aten::unsafe_split", "aten::unsafe_split_with_sizes")
 def split(g, self, split_size, dim=0):
+    """split(split_size | sizes, dim): Split for static sizes, Slices for run-time sizes, a sequence for a
+    run-time count."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     split_size = constant_value(split_size) if not isinstance(split_size, list) else split_size
@@ -354,6 +374,7 @@ def split(g, self, split_size, dim=0):
 @symbolic("aten::chunk", "aten::unsafe_chunk")
 @parse_args("v", "i", "i")
 def chunk(g, self, chunks, dim):
+    """chunk(chunks, dim): pieces of ceil(n / chunks), like torch."""
     rank = require_rank(g, self)
     dim = normalize_dim(dim, rank)
     n = g.dims(self)[dim]
@@ -372,6 +393,7 @@ def chunk(g, self, chunks, dim):
 
 @symbolic("aten::tensor_split")
 def tensor_split(g, self, indices_or_sections, dim=0):
+    """tensor_split(sections | indices, dim): Slices at the section boundaries."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     spec = constant_value(indices_or_sections)
@@ -388,6 +410,7 @@ def tensor_split(g, self, indices_or_sections, dim=0):
 @symbolic("aten::unbind")
 @parse_args("v", "i")
 def unbind(g, self, dim):
+    """unbind(dim): one Gather per index (a SplitToSequence when the count is only known at run time)."""
     rank = require_rank(g, self)
     dim = normalize_dim(dim, rank)
     n = g.dims(self)[dim]
@@ -410,6 +433,7 @@ def _unbind_to_sequence(g, x, dim: int):
 # -- joining ----------------------------------------------------------------------------------------------------
 @symbolic("aten::cat", "aten::concat", "aten::concatenate")
 def cat(g, tensors, dim):
+    """cat/concat/concatenate: Concat of the promoted inputs (empty 1-D tensors dropped, as torch does)."""
     dim = int(constant_value(dim))
     if is_value(tensors):
         from exporter.symbolics.sequence import concat_from_sequence
@@ -430,6 +454,7 @@ def _is_empty_1d(g, t) -> bool:
 
 @symbolic("aten::stack")
 def stack(g, tensors, dim):
+    """stack(tensors, dim): Unsqueeze each, then Concat."""
     if is_value(tensors):
         from exporter.symbolics.sequence import concat_from_sequence
 
@@ -443,12 +468,14 @@ def stack(g, tensors, dim):
 
 @symbolic("aten::hstack")
 def hstack(g, tensors):
+    """hstack: cat along dim 1 (dim 0 for 1-D inputs)."""
     tensors = [unsqueeze(g, t, [0]) if g.rank(t) == 0 else t for t in tensors]
     return cat(g, tensors, 0 if g.rank(tensors[0]) == 1 else 1)
 
 
 @symbolic("aten::vstack", "aten::row_stack")
 def vstack(g, tensors):
+    """vstack/row_stack: cat along dim 0 after making inputs at least 2-D."""
     tensors = [reshape(g, t, [1, -1]) if (g.rank(t) or 0) < 2 else t for t in tensors]
     return cat(g, tensors, 0)
 
@@ -456,6 +483,7 @@ def vstack(g, tensors):
 # -- slicing-based rearrangements -------------------------------------------------------------------------------
 @symbolic("aten::narrow")
 def narrow(g, self, dim, start, length):
+    """narrow(dim, start, length): Slice."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     if not is_value(start) and int(constant_value(start)) < 0:
@@ -479,6 +507,7 @@ def arange_indices(g, count) -> object:
 @symbolic("aten::flip")
 @parse_args("v", "is")
 def flip(g, self, dims):
+    """flip(dims): Slice with step -1 from opset 10; Gather of reversed positions below."""
     rank = require_rank(g, self)
     dims = [normalize_dim(d, rank) for d in dims]
     if g.opset >= 10:
@@ -499,6 +528,7 @@ def flip(g, self, dims):
 @symbolic("aten::roll")
 @parse_args("v", "is", "is")
 def roll(g, self, shifts, dims):
+    """roll(shifts, dims): two Slices per dim, joined in swapped order."""
     if not dims:
         flat = reshape(g, self, [-1])
         return reshape(g, roll(g, flat, shifts, [0]), shape_of(g, self))
@@ -575,27 +605,32 @@ def _pad_circular(g, x, pad: list, rank: int):
 
 @symbolic("aten::pad")
 def pad(g, input, pad, mode="constant", value=None):
+    """F.pad (aten::pad): constant, reflect, replicate or circular padding."""
     pad = pad if isinstance(pad, list) else constant_value(pad)
     return pad_op(g, input, pad, str(constant_value(mode)) if mode is not None else "constant", value)
 
 
 @symbolic("aten::constant_pad_nd")
 def constant_pad_nd(g, input, pad, value=0):
+    """constant_pad_nd(pad, value): Pad in constant mode."""
     return pad_op(g, input, pad if isinstance(pad, list) else constant_value(pad), "constant", value)
 
 
 @symbolic("aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d")
 def reflection_pad(g, input, padding):
+    """reflection_pad{1,2,3}d: Pad in reflect mode."""
     return pad_op(g, input, padding if isinstance(padding, list) else constant_value(padding), "reflect")
 
 
 @symbolic("aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d")
 def replication_pad(g, input, padding):
+    """replication_pad{1,2,3}d: Pad in edge mode."""
     return pad_op(g, input, padding if isinstance(padding, list) else constant_value(padding), "replicate")
 
 
 @symbolic("aten::_pad_circular")
 def pad_circular(g, input, padding):
+    """_pad_circular: circular padding from Slices and Concat (ONNX Pad has no wrap mode before 19)."""
     return _pad_circular(g, input, constant_value(padding), require_rank(g, input))
 
 
@@ -603,6 +638,7 @@ def pad_circular(g, input, padding):
 @symbolic("aten::pixel_shuffle")
 @parse_args("v", "i")
 def pixel_shuffle(g, self, upscale_factor):
+    """pixel_shuffle(r): DepthToSpace CRD from opset 11 (float), Reshape/Transpose/Reshape otherwise."""
     r = upscale_factor
     if require_rank(g, self) != 4:
         raise SymbolicValueError("pixel_shuffle is exported for 4-D inputs only")
@@ -618,6 +654,7 @@ def pixel_shuffle(g, self, upscale_factor):
 @symbolic("aten::pixel_unshuffle")
 @parse_args("v", "i")
 def pixel_unshuffle(g, self, downscale_factor):
+    """pixel_unshuffle(r): Reshape/Transpose/Reshape (channel-major, unlike SpaceToDepth)."""
     r = downscale_factor
     if require_rank(g, self) != 4:
         raise SymbolicValueError("pixel_unshuffle is exported for 4-D inputs only")
@@ -632,6 +669,7 @@ def pixel_unshuffle(g, self, downscale_factor):
 @symbolic("aten::channel_shuffle", "aten::native_channel_shuffle")
 @parse_args("v", "i")
 def channel_shuffle(g, self, groups):
+    """channel_shuffle(groups): Reshape to (N, g, C/g, ...), swap the group dims, Reshape back."""
     rank = require_rank(g, self)
     sizes = dims_or_sizes(g, self)
     per_group = size_arith(g, "Div", sizes[1], groups)
@@ -644,6 +682,7 @@ def channel_shuffle(g, self, groups):
 @symbolic("aten::unfold")
 @parse_args("v", "i", "i", "i")
 def unfold(g, self, dimension, size, step):
+    """Tensor.unfold(dim, size, step): Gather of the window positions, window contents moved last."""
     rank = require_rank(g, self)
     if rank == 0:
         return reshape(g, self, [1])
@@ -674,6 +713,7 @@ def _window_weight(channels: int, kernel: list[int], dtype: int) -> np.ndarray:
 @symbolic("aten::im2col")
 @parse_args("v", "is", "is", "is", "is")
 def im2col(g, self, kernel_size, dilation, padding, stride):
+    """im2col (F.unfold): a grouped Conv whose one-hot kernels copy every tap to its own channel."""
     if require_rank(g, self) != 4 or g.dims(self)[1] is None:
         raise SymbolicValueError("im2col needs a 4-D input with a static channel count")
     channels = g.dims(self)[1]
@@ -686,12 +726,14 @@ def im2col(g, self, kernel_size, dilation, padding, stride):
 @symbolic("aten::col2im")
 @parse_args("v", "is", "is", "is", "is", "is")
 def col2im(g, self, output_size, kernel_size, dilation, padding, stride):
+    """col2im (F.fold): the grouped ConvTranspose of im2col's one-hot kernels, which sums overlaps."""
     taps = kernel_size[0] * kernel_size[1]
     dims = g.dims(self)
     if require_rank(g, self) != 3 or dims[1] is None:
         raise SymbolicValueError("col2im needs a 3-D input with a static channel count")
     channels = dims[1] // taps
-    blocks = [(output_size[i] + 2 * padding[i] - dilation[i] * (kernel_size[i] - 1) - 1) // stride[i] + 1 for i in range(2)]
+    span = [dilation[i] * (kernel_size[i] - 1) + 1 for i in range(2)]
+    blocks = [(output_size[i] + 2 * padding[i] - span[i]) // stride[i] + 1 for i in range(2)]
     grid = reshape(g, self, [0, dims[1]] + blocks)
     weight = g.const(_window_weight(channels, kernel_size, g.dtype(self)))
     natural = [(blocks[i] - 1) * stride[i] + dilation[i] * (kernel_size[i] - 1) + 1 - 2 * padding[i] for i in range(2)]
@@ -704,6 +746,7 @@ def col2im(g, self, output_size, kernel_size, dilation, padding, stride):
 # -- grids, triangles, diagonals --------------------------------------------------------------------------------
 @symbolic("aten::meshgrid")
 def meshgrid(g, tensors, indexing=None):
+    """meshgrid(tensors, indexing): each input reshaped along its grid axis and broadcast to the grid."""
     indexing = "ij" if indexing is None else str(constant_value(indexing))
     tensors = [reshape(g, t, [-1]) if g.rank(t) == 0 else t for t in tensors]
     axes = list(range(len(tensors)))
@@ -753,17 +796,20 @@ def _triangle(g, self, diagonal, upper: bool):
 
 @symbolic("aten::tril", "aten::tril_")
 def tril(g, self, diagonal=0):
+    """tril(diagonal): Trilu from opset 14; a lower-triangle mask (Where, or Mul/And before 9) below."""
     return _triangle(g, self, diagonal, upper=False)
 
 
 @symbolic("aten::triu", "aten::triu_")
 def triu(g, self, diagonal=0):
+    """triu(diagonal): Trilu from opset 14; an upper-triangle mask below."""
     return _triangle(g, self, diagonal, upper=True)
 
 
 @symbolic("aten::diagonal")
 @parse_args("v", "i", "i", "i")
 def diagonal(g, self, offset, dim1, dim2):
+    """diagonal(offset, dim1, dim2): the two dims moved last and merged, then Gather of the diagonal positions."""
     rank = require_rank(g, self)
     dim1, dim2 = normalize_dim(dim1, rank), normalize_dim(dim2, rank)
     perm = [i for i in range(rank) if i not in (dim1, dim2)] + [dim1, dim2]
@@ -781,6 +827,7 @@ def diagonal(g, self, offset, dim1, dim2):
 @symbolic("aten::diag")
 @parse_args("v", "i")
 def diag(g, self, diagonal):
+    """diag(x, k): diagonal of a matrix, or a matrix with a vector on its k-th diagonal (Gather from [v, 0])."""
     rank = require_rank(g, self)
     if rank == 2:
         return diagonal_(g, self, diagonal)
@@ -798,4 +845,5 @@ def diag(g, self, diagonal):
 
 
 def diagonal_(g, self, offset):
+    """diagonal of dims 0 and 1 (torch.diag of a matrix)."""
     return diagonal(g, self, offset, 0, 1)

@@ -86,56 +86,67 @@ def _first(args):
 
 @symbolic("aten::zeros", "aten::empty")
 def zeros(g, size, *options):
+    """zeros/empty(size): zeros of the size (empty contents are undefined in torch; zeros are a valid choice)."""
     return filled(g, _size_list(size), 0, _dtype(g, _first(options)))
 
 
 @symbolic("aten::ones")
 def ones(g, size, *options):
+    """ones(size)."""
     return filled(g, _size_list(size), 1, _dtype(g, _first(options)))
 
 
 @symbolic("aten::full")
 def full(g, size, fill_value, *options):
+    """full(size, fill_value): dtype from the argument, else from the fill value's type."""
     return filled(g, _size_list(size), fill_value, _dtype(g, _first(options), _fill_type(g, fill_value)))
 
 
 @symbolic("aten::zeros_like", "aten::empty_like")
 def zeros_like(g, self, *options):
+    """zeros_like/empty_like(self): zeros of self's shape."""
     return filled(g, shape_of(g, self), 0, _dtype(g, _first(options), g.dtype(self)))
 
 
 @symbolic("aten::ones_like")
 def ones_like(g, self, *options):
+    """ones_like(self)."""
     return filled(g, shape_of(g, self), 1, _dtype(g, _first(options), g.dtype(self)))
 
 
 @symbolic("aten::full_like")
 def full_like(g, self, fill_value, *options):
+    """full_like(self, fill_value)."""
     return filled(g, shape_of(g, self), fill_value, _dtype(g, _first(options), g.dtype(self)))
 
 
 @symbolic("aten::new_zeros", "aten::new_empty")
 def new_zeros(g, self, size, *options):
+    """self.new_zeros/new_empty(size): zeros with self's dtype unless one is given."""
     return filled(g, _size_list(size), 0, _dtype(g, _first(options), g.dtype(self)))
 
 
 @symbolic("aten::new_ones")
 def new_ones(g, self, size, *options):
+    """self.new_ones(size)."""
     return filled(g, _size_list(size), 1, _dtype(g, _first(options), g.dtype(self)))
 
 
 @symbolic("aten::new_full")
 def new_full(g, self, size, fill_value, *options):
+    """self.new_full(size, fill_value)."""
     return filled(g, _size_list(size), fill_value, _dtype(g, _first(options), g.dtype(self)))
 
 
 @symbolic("aten::fill", "aten::fill_")
 def fill(g, self, value):
+    """fill_(value): a tensor of self's shape and type holding value."""
     return filled(g, shape_of(g, self), value, g.dtype(self))
 
 
 @symbolic("aten::zero_")
 def zero_(g, self):
+    """zero_(): zeros of self's shape and type."""
     return filled(g, shape_of(g, self), 0, g.dtype(self))
 
 
@@ -162,7 +173,8 @@ def _range_value(g, start, end, step, inclusive: bool, out_type: int):
             limit = cast(g, limit, work)
         return cast(g, g.op("Range", start, limit, step), out_type)
     if g.opset < 9:
-        raise unsupported(g.node.kind(), g.opset, "a range with run-time bounds needs ConstantOfShape/NonZero: needs opset >= 9")
+        raise unsupported(g.node.kind(), g.opset,
+                          "a range with run-time bounds needs ConstantOfShape/NonZero: needs opset >= 9")
     start_d, end_d, step_d = (cast(g, v, DOUBLE) for v in (start, end, step))
     span = g.op("Div", g.op("Sub", end_d, start_d), step_d)
     count = g.op("Floor", span) if inclusive else g.op("Ceil", span)
@@ -177,6 +189,7 @@ def _range_value(g, start, end, step, inclusive: bool, out_type: int):
 
 @symbolic("aten::arange")
 def arange(g, *args):
+    """arange(end) / arange(start, end[, step]) with bounds known at run time."""
     count = _bound_count(g)
     bounds, dtype_arg = args[:count], _first(args[count:])
     if len(bounds) == 1:
@@ -186,13 +199,15 @@ def arange(g, *args):
     else:
         start, end, step = bounds[:3]
     # torch.arange gives int64 when every bound is an integer, else the default float type.
-    integral = all(not dtypes.is_float(g.dtype(b)) and not (is_value(b) and b.dtype is None) for b in (start, end, step))
+    bounds = (start, end, step)
+    integral = all(not dtypes.is_float(g.dtype(b)) and not (is_value(b) and b.dtype is None) for b in bounds)
     out_type = _dtype(g, dtype_arg, INT64 if integral else FLOAT)
     return _range_value(g, start, end, step, inclusive=False, out_type=out_type)
 
 
 @symbolic("aten::range")
 def range_(g, *args):
+    """torch.range(start, end, step): like arange but including end."""
     count = _bound_count(g)
     bounds, dtype_arg = args[:count], _first(args[count:])
     step = bounds[2] if len(bounds) > 2 else 1
@@ -201,6 +216,7 @@ def range_(g, *args):
 
 @symbolic("aten::linspace")
 def linspace(g, start, end, steps, *options):
+    """linspace(start, end, steps) with run-time bounds; steps must be a constant."""
     steps = int(constant_value(steps))
     out_type = _dtype(g, _first(options))
     if steps == 1:
@@ -217,6 +233,7 @@ def linspace(g, start, end, steps, *options):
 
 @symbolic("aten::eye")
 def eye(g, n, *args):
+    """eye(n[, m]) of run-time size: EyeLike over a ConstantOfShape."""
     has_columns = len(list(g.node.inputs())) == 6
     m, options = (args[0], args[1:]) if has_columns else (n, args)
     if g.opset < 9:
