@@ -54,7 +54,12 @@ def _int_or_none(x):
 # -- slicing and selecting --------------------------------------------------------------------------------------
 @symbolic("aten::slice")
 def slice_(g, self, dim=0, start=None, end=None, step=1):
-    """x[start:end:step] along dim: Slice (steps from opset 10; Gather of static positions below)."""
+    """x[start:end:step] along dim: Slice (steps from opset 10; Gather of static positions below).
+
+    A TorchScript list (``aten::slice.t``, arguments start, end, step) is sliced at export time.
+    """
+    if isinstance(self, (list, tuple)):
+        return list(self)[slice(_int_or_none(dim), _int_or_none(start), _int_or_none(end))]
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     step = 1 if step is None else int(constant_value(step))

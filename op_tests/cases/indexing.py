@@ -31,6 +31,14 @@ def _mask(*shape):
     return mask
 
 
+class _SliceList(torch.nn.Module):
+    """A scripted slice of a list of tensors (aten::slice.t), resolved at export time."""
+
+    def forward(self, x):
+        parts = [x, x.t().t(), x.unsqueeze(0).squeeze(0), x.permute(1, 0).t()]
+        return torch.cat(parts[1::2], 0), torch.stack(parts[:2], 0)
+
+
 def _sparse(*shape):
     return torch.randn(*shape).clamp(min=0)
 
@@ -68,6 +76,7 @@ CASES = [
     OpCase("slice", lambda k: (_r(2 + k, 6, dtype=torch.bool),), sample="negative_bounds", fn=lambda x: x[:, -4:-1]),
     OpCase("slice", lambda k: (_r(5 + k, 4),), sample="dynamic_end", fn=lambda x: x[: x.size(0) - 2],
            known_failures={o: _DYNAMIC_BOUND for o in (7, 8, 9)}),
+    OpCase("slice", lambda k: (_r(2 + k, 3),), sample="scripted_list", module=lambda: torch.jit.script(_SliceList())),
     # select
     OpCase("select", lambda k: (_r(2 + k, 3, 4),), fn=lambda x: x[:, 1]),
     OpCase("select", lambda k: (_r(2 + k, 3, 4, dtype=torch.int32),), sample="negative", fn=lambda x: x[..., -1]),
