@@ -528,23 +528,36 @@ def flip(g, self, dims):
 @symbolic("aten::roll")
 @parse_args("v", "is", "is")
 def roll(g, self, shifts, dims):
-    """roll(shifts, dims): two Slices per dim, joined in swapped order."""
+    """roll(shifts, dims): two Slices per static dim, joined in swapped order; a Gather of (i - shift) mod n for a
+    dim of run-time size (opset 9), where the shift may exceed the size."""
     if not dims:
-        flat = reshape(g, self, [-1])
+        flat = reshape_to(g, self, [-1])
         return reshape(g, roll(g, flat, shifts, [0]), shape_of(g, self))
     rank = require_rank(g, self)
     out = self
     for shift, d in zip(shifts, dims):
         d = normalize_dim(d, rank)
         n = g.dims(self)[d]
-        if n is not None:
-            shift = shift % n if n else 0
+        if n is None:
+            out = _roll_run_time_dim(g, out, shift, d)
+            continue
+        shift = shift % n if n else 0
         if shift == 0:
             continue
-        # Rolling by s moves the last s entries to the front; negative s rolls the other way.
+        # Rolling by s moves the last s entries to the front.
         head, tail = split_at(g, out, d, [0, -shift])
         out = g.op("Concat", tail, head, axis_i=d)
     return out
+
+
+def _roll_run_time_dim(g, x, shift: int, dim: int):
+    """Gather of positions (i - shift) mod n, computed as (i + n*|shift| - shift) mod n to stay non-negative
+    (integer Div truncates, so it is a floor only for non-negative operands; Mod is opset 10)."""
+    n = dim_size(g, x, dim)
+    offset = size_arith(g, "Sub", size_arith(g, "Mul", n, abs(shift)), shift)
+    shifted = g.op("Add", arange_indices(g, n), offset)
+    wrapped = g.op("Sub", shifted, g.op("Mul", g.op("Div", shifted, n), n))
+    return g.op("Gather", x, wrapped, axis_i=dim)
 
 
 # -- padding ----------------------------------------------------------------------------------------------------
