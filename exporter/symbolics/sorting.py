@@ -28,6 +28,7 @@ from exporter.symbolics._helpers import (
     slice_op,
     squeeze,
     to_int64_list_value,
+    torch_dtype_arg,
 )
 from exporter.symbolics.reductions import accumulation_type
 
@@ -127,8 +128,6 @@ def _scan_types(g, x, dtype):
     """(output type, compute type) for cumsum/cumprod; integers accumulate as int64 like PyTorch."""
     out = output_dtype(g)
     if out is None:
-        from exporter.symbolics._helpers import torch_dtype_arg
-
         requested = torch_dtype_arg(dtype)
         out = dtypes.onnx_from_torch(requested) if requested is not None else x.dtype
     return out, accumulation_type(out)

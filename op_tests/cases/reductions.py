@@ -49,6 +49,9 @@ CASES = [
     OpCase("min", lambda k: (_x(k, 2, 3),), sample="all", fn=lambda x: x.min()),
     OpCase("min", lambda k: (_distinct(k, 2, 3, 4),), sample="dim", fn=lambda x: torch.min(x, 2)),
     OpCase("min", lambda k: (_ints(k, 2, 3).to(torch.uint8),), sample="all_uint8", fn=lambda x: x.min()),
+    # max.other / min.other dispatch to the element-wise aten::maximum / aten::minimum symbolics.
+    OpCase("max", lambda k: (_x(k, 2, 3), _x(0, 1, 3)), sample="other_broadcast", fn=lambda a, b: torch.max(a, b)),
+    OpCase("min", lambda k: (_ints(k, 2, 3), _ints(k, 2, 3)), sample="other_int64", fn=lambda a, b: torch.min(a, b)),
     OpCase("amax", lambda k: (_x(k, 2, 3, 4),), fn=lambda x: x.amax((0, 2))),
     OpCase("amax", lambda k: (_ints(k, 2, 3).to(torch.int8),), sample="int8_keepdim",
            fn=lambda x: x.amax(-1, keepdim=True)),
