@@ -36,6 +36,7 @@ from exporter.symbolics.shape import (
     expand_to,
     broadcast_shape,
     expand_to_shape_value,
+    known_dims,
     reshape_to,
     size_arith,
     transpose_perm,
@@ -65,7 +66,7 @@ def slice_(g, self, dim=0, start=None, end=None, step=1):
     step = 1 if step is None else int(constant_value(step))
     start = 0 if start is None else start
     end = INT64_MAX if end is None else end
-    n = g.dims(self)[dim]
+    n = known_dims(g, self)[dim]
     start_c, end_c = _int_or_none(start), _int_or_none(end)
     if step == 1 and start_c == 0 and end_c is not None and (end_c >= INT64_MAX or (n is not None and end_c >= n)):
         return self
@@ -86,7 +87,7 @@ def select(g, self, dim, index):
     if is_value(index):
         return g.op("Gather", self, cast(g, index, INT64), axis_i=dim)
     index = int(constant_value(index))
-    n = g.dims(self)[dim]
+    n = known_dims(g, self)[dim]
     if index < 0 and n is not None:
         index += n
     return g.op("Gather", self, g.const(index, torch.int64), axis_i=dim)
@@ -131,7 +132,7 @@ def _gather_by_hits(g, self, dim: int, index):
     if g.opset < 9:
         raise unsupported(g.node.kind(), g.opset, "with dynamic shapes gather needs GatherElements (opset 11) "
                                                   "or Where with NonZero: needs opset >= 9")
-    self_dims, index_dims = g.dims(self), g.dims(index)
+    self_dims, index_dims = known_dims(g, self), known_dims(g, index)
     if any(a != dim and (self_dims[a] is None or self_dims[a] != index_dims[a]) for a in range(rank)):
         if g.opset < 10:
             raise unsupported(g.node.kind(), g.opset, "gather with an index of run-time shape needs Slice with "
@@ -168,7 +169,7 @@ def take_along_dim(g, self, indices, dim=None):
         return gather(g, reshape_to(g, self, [-1]), 0, reshape_to(g, indices, [-1]))
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
-    self_dims, index_dims = g.dims(self), g.dims(indices)
+    self_dims, index_dims = known_dims(g, self), known_dims(g, indices)
     # Broadcast every dim but ``dim``; -1 keeps a dim as it is.
     self_target, index_target = [], []
     for axis in range(rank):
@@ -349,7 +350,7 @@ def index_put(g, self, indices, values, accumulate=False):
 
 
 def _is_single(g, values) -> bool:
-    dims = g.dims(values)
+    dims = g.dims(values)  # None when unknown: then not provably a single value
     return dims is not None and all(d == 1 for d in dims)
 
 
@@ -412,7 +413,7 @@ def _accumulate_front(g, front, tensors: list, updates):
 # -- scatters ---------------------------------------------------------------------------------------------------
 def _crop_to(g, src, index):
     """``src`` cut to ``index``'s shape (torch reads only that corner of ``src``; ONNX wants equal shapes)."""
-    src_dims, index_dims = g.dims(src), g.dims(index)
+    src_dims, index_dims = known_dims(g, src), known_dims(g, index)
     if src_dims is not None and src_dims == index_dims:
         return src
     axes = list(range(require_rank(g, index)))
@@ -443,8 +444,8 @@ def _scatter_add_along(g, self, dim: int, index, src):
         spread = g.op("Where", hits, values, zero)
     else:  # Where is opset 9; 0/1 weights give the same sums for finite values
         spread = g.op("Mul", values, cast(g, hits, g.dtype(self)))
-    index_dims = g.dims(index) or [None] * rank
-    summed_shape = [d for a, d in enumerate(index_dims) if a != dim] + [g.dims(self)[dim]]
+    index_dims = known_dims(g, index) or [None] * rank
+    summed_shape = [d for a, d in enumerate(index_dims) if a != dim] + [known_dims(g, self)[dim]]
     summed = typed(reduce_op(g, "ReduceSum", spread, [dim], keepdims=False), summed_shape)
     contribution = transpose_perm(g, summed, list(range(dim)) + [rank - 1] + list(range(dim, rank - 1)))
     return g.op("Add", self, _zero_extend(g, contribution, self, skip=dim))
@@ -455,7 +456,7 @@ def _zero_extend(g, x, like, skip: int):
     from exporter.symbolics.tensor_factories import filled
 
     rank = require_rank(g, like)
-    x_dims, like_dims = g.dims(x), g.dims(like)
+    x_dims, like_dims = known_dims(g, x), known_dims(g, like)
     for axis in range(rank):
         if axis == skip or (x_dims[axis] is not None and x_dims[axis] == like_dims[axis]):
             continue
@@ -589,7 +590,7 @@ def index_fill(g, self, dim, index, value):
 def masked_select(g, self, mask):
     """masked_select(mask): Compress of the broadcast input by the flattened mask."""
     mask = cast(g, g.value(mask), BOOL)
-    if g.dims(self) != g.dims(mask) or None in (g.dims(self) or [None]):
+    if known_dims(g, self) != known_dims(g, mask) or None in (known_dims(g, self) or [None]):
         self, mask = (expand_to_shape_value(g, self, shape_of(g, mask)),
                       expand_to_shape_value(g, mask, shape_of(g, self)))
     # Compress without an axis reads its input flattened.

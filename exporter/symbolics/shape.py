@@ -46,9 +46,16 @@ def size_arith(g, op_type: str, a, b):
     return out
 
 
+def known_dims(g, x) -> list:
+    """Per-dim sizes that may be baked in (ints), None elsewhere; only the rank is needed when shape inference
+    of a dynamic export knows nothing about ``x``."""
+    dims = g.dims(x)
+    return list(dims) if dims is not None else [None] * require_rank(g, x)
+
+
 def dims_or_sizes(g, x) -> list:
     """Per-dim sizes of ``x``: ints where static, 0-d int64 values where not."""
-    dims = g.dims(x) or [None] * require_rank(g, x)
+    dims = known_dims(g, x)
     return [d if d is not None else dim_size(g, x, i) for i, d in enumerate(dims)]
 
 
@@ -174,7 +181,7 @@ def expand_to(g, x, target: list):
     rank = require_rank(g, x)
     lead = len(target) - rank
     known = [None if is_value(t) else int(constant_value(t)) for t in target]
-    own_dims = [None] * lead + (g.dims(x) or [None] * rank)
+    own_dims = [None] * lead + (known_dims(g, x) or [None] * rank)
     result_shape = [o if k == -1 else k for k, o in zip(known, own_dims)]
     if g.opset >= 8:
         # Expand broadcasts both ways, so a 1 keeps the input's dim, just like torch's -1.
@@ -199,7 +206,7 @@ def expand_to_shape_value(g, x, shape):
     if isinstance(shape, list):
         return expand_to(g, x, shape)
     target_rank = shape.shape[0]
-    result_shape = broadcast_shape(g.dims(x), [None] * target_rank) if g.rank(x) is not None else None
+    result_shape = broadcast_shape(known_dims(g, x), [None] * target_rank) if g.rank(x) is not None else None
     if g.opset >= 8:
         return typed(g.op("Expand", x, shape), result_shape)
     x = g.value(x)
@@ -256,7 +263,7 @@ def unsqueeze_(g, self, dim):
 def squeeze_(g, self, dim=None):
     """squeeze() / squeeze(dim) / squeeze(dims): Squeeze of the dims that are 1."""
     rank = require_rank(g, self)
-    dims_known = g.dims(self)
+    dims_known = known_dims(g, self)
     if dim is None:
         if dims_known is not None and all(d is not None for d in dims_known):
             ones = [i for i, d in enumerate(dims_known) if d == 1]
@@ -350,7 +357,7 @@ def split(g, self, split_size, dim=0):
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     split_size = constant_value(split_size) if not isinstance(split_size, list) else split_size
-    n = g.dims(self)[dim]
+    n = known_dims(g, self)[dim]
     if isinstance(split_size, list):
         if any(is_value(s) for s in split_size):
             starts = [0]
@@ -377,7 +384,7 @@ def chunk(g, self, chunks, dim):
     """chunk(chunks, dim): pieces of ceil(n / chunks), like torch."""
     rank = require_rank(g, self)
     dim = normalize_dim(dim, rank)
-    n = g.dims(self)[dim]
+    n = known_dims(g, self)[dim]
     if n is not None:
         step = -(-n // chunks)
         return split_sizes(g, self, dim, [min(step, n - i) for i in range(0, n, step)] or [0])
@@ -399,7 +406,7 @@ def tensor_split(g, self, indices_or_sections, dim=0):
     spec = constant_value(indices_or_sections)
     if isinstance(spec, list):
         return split_at(g, self, dim, [0] + [int(i) for i in spec])
-    n = g.dims(self)[dim]
+    n = known_dims(g, self)[dim]
     if n is None:
         raise SymbolicValueError("tensor_split into sections needs the split dim to be static")
     sections = int(spec)
@@ -413,7 +420,7 @@ def unbind(g, self, dim):
     """unbind(dim): one Gather per index (a SplitToSequence when the count is only known at run time)."""
     rank = require_rank(g, self)
     dim = normalize_dim(dim, rank)
-    n = g.dims(self)[dim]
+    n = known_dims(g, self)[dim]
     count = n if n is not None else list_output_count(g)
     if count is None:
         return _unbind_to_sequence(g, self, dim)
@@ -515,7 +522,7 @@ def flip(g, self, dims):
         return slice_op(g, self, dims, [-1] * count, [-INT64_MAX] * count, [-1] * count)
     out = self
     for d in dims:
-        n = g.dims(self)[d]
+        n = known_dims(g, self)[d]
         if n is not None:
             indices = g.const(np.arange(n - 1, -1, -1, dtype=np.int64))
         else:
@@ -537,7 +544,7 @@ def roll(g, self, shifts, dims):
     out = self
     for shift, d in zip(shifts, dims):
         d = normalize_dim(d, rank)
-        n = g.dims(self)[d]
+        n = known_dims(g, self)[d]
         if n is None:
             out = _roll_run_time_dim(g, out, shift, d)
             continue
@@ -682,7 +689,16 @@ def pixel_unshuffle(g, self, downscale_factor):
 @symbolic("aten::channel_shuffle", "aten::native_channel_shuffle")
 @parse_args("v", "i")
 def channel_shuffle(g, self, groups):
-    """channel_shuffle(groups): Reshape to (N, g, C/g, ...), swap the group dims, Reshape back."""
+    """channel_shuffle(groups): Reshape to (N, g, C/g, rest), swap the group dims, Reshape back to the input shape.
+
+    With a static channel count the reshapes copy or infer every other dim (0 and -1), and the final one reads
+    the input's Shape, so ONNX shape inference still knows the channel count downstream in dynamic exports.
+    """
+    channels = known_dims(g, self)[1]
+    if channels is not None:
+        grouped = reshape_to(g, self, [0, groups, channels // groups, -1])
+        swapped = transpose_perm(g, grouped, [0, 2, 1, 3])
+        return reshape(g, swapped, shape_of(g, self))
     rank = require_rank(g, self)
     sizes = dims_or_sizes(g, self)
     per_group = size_arith(g, "Div", sizes[1], groups)
@@ -700,7 +716,7 @@ def unfold(g, self, dimension, size, step):
     if rank == 0:
         return reshape(g, self, [1])
     d = normalize_dim(dimension, rank)
-    n = g.dims(self)[d]
+    n = known_dims(g, self)[d]
     if n is None:
         raise SymbolicValueError("unfold needs the unfolded dim to be static")
     windows = (n - size) // step + 1
@@ -727,9 +743,9 @@ def _window_weight(channels: int, kernel: list[int], dtype: int) -> np.ndarray:
 @parse_args("v", "is", "is", "is", "is")
 def im2col(g, self, kernel_size, dilation, padding, stride):
     """im2col (F.unfold): a grouped Conv whose one-hot kernels copy every tap to its own channel."""
-    if require_rank(g, self) != 4 or g.dims(self)[1] is None:
+    if require_rank(g, self) != 4 or known_dims(g, self)[1] is None:
         raise SymbolicValueError("im2col needs a 4-D input with a static channel count")
-    channels = g.dims(self)[1]
+    channels = known_dims(g, self)[1]
     weight = g.const(_window_weight(channels, kernel_size, g.dtype(self)))
     cols = g.op("Conv", self, weight, kernel_shape_i=kernel_size, dilations_i=dilation, strides_i=stride,
                 pads_i=padding + padding, group_i=channels)
@@ -741,7 +757,7 @@ def im2col(g, self, kernel_size, dilation, padding, stride):
 def col2im(g, self, output_size, kernel_size, dilation, padding, stride):
     """col2im (F.fold): the grouped ConvTranspose of im2col's one-hot kernels, which sums overlaps."""
     taps = kernel_size[0] * kernel_size[1]
-    dims = g.dims(self)
+    dims = known_dims(g, self)
     if require_rank(g, self) != 3 or dims[1] is None:
         raise SymbolicValueError("col2im needs a 3-D input with a static channel count")
     channels = dims[1] // taps
@@ -779,7 +795,7 @@ def meshgrid(g, tensors, indexing=None):
 
 def _triangle_mask(g, x, diagonal: int, upper: bool):
     """Boolean mask over the last two dims of ``x`` that keeps the lower (or upper) triangle."""
-    dims = g.dims(x)
+    dims = known_dims(g, x)
     rows, cols = dims[-2], dims[-1]
     if rows is not None and cols is not None:
         offset = np.arange(cols)[None, :] - np.arange(rows)[:, None]
@@ -827,7 +843,7 @@ def diagonal(g, self, offset, dim1, dim2):
     dim1, dim2 = normalize_dim(dim1, rank), normalize_dim(dim2, rank)
     perm = [i for i in range(rank) if i not in (dim1, dim2)] + [dim1, dim2]
     moved = transpose_perm(g, self, perm)
-    rows, cols = g.dims(self)[dim1], g.dims(self)[dim2]
+    rows, cols = known_dims(g, self)[dim1], known_dims(g, self)[dim2]
     if rows is None or cols is None:
         raise SymbolicValueError("diagonal needs both diagonal dims to be static")
     length = max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
@@ -844,7 +860,7 @@ def diag(g, self, diagonal):
     rank = require_rank(g, self)
     if rank == 2:
         return diagonal_(g, self, diagonal)
-    n = g.dims(self)[0]
+    n = known_dims(g, self)[0]
     if n is None:
         raise SymbolicValueError("diag of a vector needs its length to be static")
     size = n + abs(diagonal)
