@@ -94,6 +94,14 @@ def reshape_to(g, x, sizes: list):
     return typed(reshape(g, x, sizes), [s if not is_value(s) and int(constant_value(s)) > 0 else None for s in sizes])
 
 
+def traced_dim(g, dim: int, input_index: int = 0) -> int | None:
+    """The size the trace recorded for ``dim`` of the node's input (the example's size, even if dynamic)."""
+    from exporter.convert import ts_value_type
+
+    shape = ts_value_type(list(g.node.inputs())[input_index], True)[1]
+    return shape[dim] if shape is not None and isinstance(shape[dim], int) else None
+
+
 def list_output_count(g) -> int | None:
     """How many tensors the list returned by the current node holds, read from its ListUnpack consumer."""
     for use in list(g.node.outputs())[0].uses():
@@ -385,6 +393,10 @@ def chunk(g, self, chunks, dim):
     rank = require_rank(g, self)
     dim = normalize_dim(dim, rank)
     n = known_dims(g, self)[dim]
+    if n is None and g.opset < 10:
+        # Run-time chunk bounds need Slice inputs (opset 10). Shape inference could not prove this dim static, but
+        # the trace recorded its size: split by it, so a different size at run time fails loudly in Split.
+        n = traced_dim(g, dim)
     if n is not None:
         step = -(-n // chunks)
         return split_sizes(g, self, dim, [min(step, n - i) for i in range(0, n, step)] or [0])

@@ -20,7 +20,8 @@ def _r(*shape, dtype=torch.float32):
 
 # The harness applies min_opset to static and dynamic exports alike; these cases pass statically at every opset
 # and their dynamic export needs a higher one, so the dynamic limitation is recorded here per opset.
-_DYNAMIC_BOUNDS = ("dynamic export: chunk sizes computed at run time need Slice with input bounds (opset 10); "
+_DYNAMIC_BOUNDS = ("dynamic export: chunk sizes of a dim of run-time size need Slice with input bounds (opset 10); "
+                   "below it the traced size is baked into Split, which rejects another size at run time; "
                    "the static export passes at this opset")
 _DYNAMIC_RANGE = ("dynamic export: an index range of run-time length needs ConstantOfShape+NonZero (opset 9) or "
                   "Range (opset 11); the static export passes at this opset")
