@@ -128,7 +128,9 @@ def capture(model: Any, args: Any) -> Capture:
     if isinstance(model, torch.jit.ScriptModule):
         return _capture_scripted(model, model.forward.graph, model._c, positional, kwargs, _state_dict(model))
     if isinstance(model, torch.nn.Module):
-        return _capture_traced(model, positional, kwargs)
+        if any(isinstance(sub, torch.jit.ScriptModule) for sub in model.modules()):
+            return _capture_traced(model, positional, kwargs)
+        return _capture_traced_graph(model, positional, kwargs)
     raise ExportArgumentError(
         f"model must be a torch.nn.Module, torch.jit.ScriptModule or torch.jit.ScriptFunction, got {type(model).__name__}"
     )
@@ -155,6 +157,63 @@ def _capture_traced(model: torch.nn.Module, positional: tuple, kwargs: dict) -> 
     captured.example_outputs = outputs
     captured.tracer_warnings = tracer_warnings
     return captured
+
+
+def _capture_traced_graph(model: torch.nn.Module, positional: tuple, kwargs: dict) -> Capture:
+    """Trace straight to a graph whose inputs are the flat arguments followed by the parameters and buffers.
+
+    Several times faster than ``torch.jit.trace``, which first builds a ScriptModule mirroring every submodule;
+    that mirror is only needed when the model holds scripted submodules (the tracer calls them as methods).
+    """
+    flat, rebuild = flatten((positional, kwargs))
+    wrapper = _FlatCall(model, rebuild)
+    state: dict[torch.Tensor, str] = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        state.setdefault(tensor, name)  # a tied tensor takes its first state_dict name
+    tracer_warnings: list[str] = []
+    try:
+        with quiet_torchscript(tracer_warnings), torch.no_grad(), _module_scopes(wrapper):
+            graph, _ = torch._C._create_graph_by_tracing(
+                lambda *tensors: wrapper(*tensors[: len(flat)]), flat + list(state), lambda _: "", False, False
+            )
+    except ExportArgumentError:
+        raise
+    except Exception as error:
+        raise CaptureError(f"tracing {type(model).__name__} failed: {type(error).__name__}: {error}") from error
+    params = _prune_state_inputs(graph, len(flat), list(state.items()))
+    captured = _finish(graph, None, flat, "", {})
+    captured.params = params
+    captured.example_outputs = [t.detach() for t in wrapper.last_outputs]
+    captured.tracer_warnings = tracer_warnings
+    return captured
+
+
+@contextlib.contextmanager
+def _module_scopes(wrapper: torch.nn.Module):
+    """Record module scopes as ``torch.jit.trace`` names them (``__module.model.layer1``): local functions use them."""
+    names: dict[Any, str] = {}
+    for path, module in wrapper.named_modules(prefix="__module"):
+        names.setdefault(module, path)
+    saved = torch.jit._trace._trace_module_map
+    torch.jit._trace._trace_module_map = names
+    try:
+        yield
+    finally:
+        torch.jit._trace._trace_module_map = saved
+
+
+def _prune_state_inputs(graph, user_count: int, state: list[tuple[torch.Tensor, str]]) -> list[tuple[str, torch.Tensor]]:
+    """Drop the parameter/buffer inputs the trace never read; the rest keep state_dict order and names."""
+    torch._C._jit_pass_dce(graph)
+    inputs = list(graph.inputs())
+    params = []
+    for index in reversed(range(user_count, len(inputs))):
+        if inputs[index].uses():
+            tensor, name = state[index - user_count]
+            params.append((name, tensor.detach()))
+        else:
+            graph.eraseInput(index)
+    return params[::-1]
 
 
 def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) -> Capture:
