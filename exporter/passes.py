@@ -1,4 +1,5 @@
-"""Graph optimizations on the in-memory ONNX graph: constant folding, identity removal, dead-code elimination."""
+"""Graph optimizations on the in-memory ONNX graph: constant folding, identity removal, dead-code elimination,
+Conv+BatchNormalization fusion and de-duplication of equal constants."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ _NON_DETERMINISTIC = frozenset(
     {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
 )
 _MAX_FOLDED_ELEMENTS = 1 << 26
+_SMALL_CONSTANT_BYTES = 4096
 
 
 def optimize(graph: ir.Graph, opset: int, do_constant_folding: bool, fold_params: bool) -> None:
@@ -23,7 +25,9 @@ def optimize(graph: ir.Graph, opset: int, do_constant_folding: bool, fold_params
         if fold_params:
             fuse_conv_batchnorm(graph)
     eliminate_identities(graph)
+    merge_transposes(graph)
     remove_dead_nodes(graph)
+    deduplicate_constants(graph)
     if opset < 9:
         hoist_constants(graph, graph)
 
@@ -164,6 +168,80 @@ def _initializer(graph: ir.Graph, like: ir.Value, payload: np.ndarray, suffix: s
     value.const = payload
     graph.initializers.append(value)
     return value
+
+
+def deduplicate_constants(graph: ir.Graph) -> None:
+    """Let equal Constant nodes of one graph share the first one (symbolics emit the same indices many times)."""
+    protected = {id(v) for v in graph.outputs}
+    for node in graph.all_nodes():
+        for sub in graph.subgraphs_of(node):
+            protected.update(id(v) for v in sub.outputs)
+    _deduplicate_in(graph, protected)
+
+
+def _deduplicate_in(graph: ir.Graph, protected: set[int]) -> None:
+    small: dict[tuple, ir.Value] = {}
+    large: dict[tuple, list[ir.Value]] = {}
+    replacements: dict[int, ir.Value] = {}
+    kept = []
+    for node in graph.nodes:
+        for sub in graph.subgraphs_of(node):
+            _deduplicate_in(sub, protected)
+        value = node.outputs[0] if node.op_type == "Constant" and not node.domain else None
+        payload = None if value is None or value.const is None else np.asarray(value.const)
+        if payload is None or payload.dtype == object or id(value) in protected:
+            kept.append(node)
+            continue
+        # Bytes, not values, decide equality: 0.0 and -0.0 differ, and equal NaN payloads may merge.
+        key = (value.dtype, payload.dtype.str, payload.shape)
+        if payload.nbytes <= _SMALL_CONSTANT_BYTES:
+            twin = small.setdefault((*key, payload.tobytes()), value)
+        else:  # large payloads are compared in place rather than copied into dictionary keys
+            candidates = large.setdefault(key, [])
+            twin = next((c for c in candidates if _same_bytes(c.const, payload)), value)
+            if twin is value:
+                candidates.append(value)
+        if twin is value:
+            kept.append(node)
+        else:
+            replacements[id(value)] = twin
+    graph.nodes = kept
+    if replacements:
+        _rewire(graph, replacements)
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal payload bytes of two arrays of one dtype and shape (flattened: ascontiguousarray makes 0-d 1-d)."""
+    flat_a, flat_b = (np.ascontiguousarray(x).reshape(-1).view(np.uint8) for x in (a, b))
+    return np.array_equal(flat_a, flat_b)
+
+
+def merge_transposes(graph: ir.Graph) -> None:
+    """Read Transpose(Transpose(x)) as one Transpose of x with the composed permutation (none if it is identity).
+
+    The inner Transpose is left to dead-code elimination once nothing else reads it.
+    """
+    outputs = {id(v) for v in graph.outputs}
+    replacements: dict[int, ir.Value] = {}
+    kept = []
+    for node in graph.nodes:
+        for sub in graph.subgraphs_of(node):
+            merge_transposes(sub)
+        inner = node.inputs[0].producer if node.op_type == "Transpose" and not node.domain else None
+        if inner is None or inner.op_type != "Transpose" or inner.domain or "perm" not in inner.attrs \
+                or "perm" not in node.attrs:
+            kept.append(node)
+            continue
+        perm = [inner.attrs["perm"][axis] for axis in node.attrs["perm"]]
+        if perm == sorted(perm) and id(node.outputs[0]) not in outputs:
+            replacements[id(node.outputs[0])] = inner.inputs[0]
+            continue
+        node.inputs = [inner.inputs[0]]
+        node.attrs = {**node.attrs, "perm": perm}
+        kept.append(node)
+    graph.nodes = kept
+    if replacements:
+        _rewire(graph, replacements)
 
 
 def eliminate_identities(graph: ir.Graph) -> None:

@@ -1,0 +1,69 @@
+"""Graph passes: constant de-duplication and Transpose merging keep the model's results and shrink the graph."""
+
+from __future__ import annotations
+
+import collections
+import io
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+
+import exporter
+from exporter import ir, passes
+
+
+def _constant(name: str, payload: np.ndarray) -> ir.Node:
+    value = ir.Value(name, dtype=onnx.helper.np_dtype_to_tensor_dtype(payload.dtype), shape=payload.shape,
+                     const=payload)
+    node = ir.Node("Constant", [], [value], {"value": payload}, name=name)
+    value.producer = node
+    return node
+
+
+def _reader(name: str, *inputs: ir.Value) -> ir.Node:
+    node = ir.Node("Concat", list(inputs), [ir.Value(name)], {"axis": 0}, name=name)
+    node.outputs[0].producer = node
+    return node
+
+
+def test_equal_constants_share_one_node_but_sign_and_rank_still_distinguish():
+    nodes = [
+        _constant("a", np.array([1], np.int64)),
+        _constant("b", np.array([1], np.int64)),
+        _constant("scalar", np.array(1, np.int64)),
+        _constant("zero", np.array([0.0], np.float32)),
+        _constant("negative_zero", np.array([-0.0], np.float32)),
+    ]
+    reader = _reader("out", *(n.outputs[0] for n in nodes))
+    graph = ir.Graph("g", nodes=nodes + [reader], outputs=[reader.outputs[0]])
+    passes.deduplicate_constants(graph)
+    assert [n.name for n in graph.nodes] == ["a", "scalar", "zero", "negative_zero", "out"]
+    assert [v.producer.name for v in reader.inputs] == ["a", "a", "scalar", "zero", "negative_zero"]
+
+
+def test_a_constant_that_is_a_graph_output_keeps_its_node():
+    first, second = _constant("a", np.array([2.0])), _constant("b", np.array([2.0]))
+    graph = ir.Graph("g", nodes=[first, second], outputs=[first.outputs[0], second.outputs[0]])
+    passes.deduplicate_constants(graph)
+    assert [n.name for n in graph.nodes] == ["a", "b"]
+
+
+class _DoubleTranspose(torch.nn.Module):
+    def forward(self, x):
+        return x.transpose(1, 2).permute(0, 2, 3, 1) + 1, x.transpose(1, 2).transpose(1, 2) * 2
+
+
+def test_consecutive_transposes_merge_and_cancel_with_the_same_results():
+    x = torch.randn(2, 3, 4, 5)
+    buffer = io.BytesIO()
+    exporter.export(_DoubleTranspose(), (x,), buffer, opset_version=13)
+    model = onnx.load_from_string(buffer.getvalue())
+    histogram = collections.Counter(node.op_type for node in model.graph.node)
+    assert histogram["Transpose"] == 1
+    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    merged, cancelled = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    expected_merged, expected_cancelled = _DoubleTranspose()(x)
+    np.testing.assert_array_equal(merged, expected_merged.numpy())
+    np.testing.assert_array_equal(cancelled, expected_cancelled.numpy())
