@@ -13,6 +13,7 @@ import io
 import json
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -85,19 +86,27 @@ def graph_stats(data: bytes) -> dict:
     return {"node_count": len(model.graph.node), "file_size": len(data), "op_histogram": dict(sorted(histogram.items()))}
 
 
-def ort_latency_ms(data: bytes, args: tuple, repeats: int) -> float:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-    flat = [t for t in _flat_tensors(args)]
-    feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), flat)}
-    session.run(None, feeds)
-    samples = []
+def ort_latencies_ms(models: dict[str, bytes], args: tuple, repeats: int) -> dict[str, float | str]:
+    """Median ONNX Runtime CPU latency per side (or the error), runs alternating between the sides."""
+    runners, results = {}, {}
+    for side, data in models.items():
+        try:
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = 1
+            session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+            feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), _flat_tensors(args))}
+            session.run(None, feeds)  # warm-up
+            runners[side] = (session, feeds)
+        except Exception as error:
+            results[side] = f"{type(error).__name__}: {str(error)[:300]}"
+    samples: dict[str, list[float]] = {side: [] for side in runners}
     for _ in range(repeats):
-        start = time.perf_counter()
-        session.run(None, feeds)
-        samples.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(samples)
+        for side, (session, feeds) in runners.items():
+            start = time.perf_counter()
+            session.run(None, feeds)
+            samples[side].append((time.perf_counter() - start) * 1e3)
+    results.update({side: statistics.median(values) for side, values in samples.items()})
+    return results
 
 
 def _flat_tensors(obj):
@@ -138,10 +147,8 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
             "peak_rss_growth_mb": peaks[side],
             **graph_stats(outputs[side]),
         }
-        try:
-            row[side]["ort_ms"] = ort_latency_ms(outputs[side], args, latency_repeats)
-        except Exception as error:
-            row[side]["ort_error"] = f"{type(error).__name__}: {str(error)[:300]}"
+    for side, latency in ort_latencies_ms(outputs, args, latency_repeats).items():
+        row[side]["ort_ms" if isinstance(latency, float) else "ort_error"] = latency
     if "ours" in row and "peer" in row:
         row["ratios"] = {
             key: row["ours"][key] / row["peer"][key]
@@ -149,6 +156,17 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
             if row["ours"].get(key) and row["peer"].get(key)
         }
     return row
+
+
+def histogram_diff(row: dict) -> str:
+    ours, peer = row["ours"]["op_histogram"], row["peer"]["op_histogram"]
+    diffs = [f"{op} {ours.get(op, 0)}/{peer.get(op, 0)}" for op in sorted(set(ours) | set(peer))
+             if ours.get(op, 0) != peer.get(op, 0)]
+    return ", ".join(diffs) or "identical"
+
+
+def _last_opset_row(rows: list[dict], model: str) -> dict:
+    return max((r for r in rows if r["model"] == model), key=lambda r: r["opset"])
 
 
 def markdown_table(rows: list[dict]) -> str:
@@ -171,11 +189,47 @@ def markdown_table(rows: list[dict]) -> str:
             f"{pair('node_count', '{}')} | {ratio('node_count')} | {pair('ort_ms', '{:.2f}')} | {ratio('ort_ms')} | "
             f"{pair('peak_rss_growth_mb', '{:.0f}')} |"
         )
+    lines.append("\nOp counts that differ (ours/peer), per model at its highest benchmarked opset:")
+    for row in rows:
+        if row is _last_opset_row(rows, row["model"]) and "ours" in row and "peer" in row:
+            lines.append(f"- {row['model']} (opset {row['opset']}): {histogram_diff(row)}")
     for row in rows:
         for side in ("ours", "peer"):
             if f"{side}_error" in row:
                 lines.append(f"\n- {row['model']} opset {row['opset']}: {side} failed: {row[side + '_error']}")
     return "\n".join(lines)
+
+
+def conformance_quick_seconds(out: Path, timeout: float) -> dict:
+    """Wall time of ``python -m conformance run --tier quick`` with each exporter (fresh results file each)."""
+    times: dict = {}
+    for side, name in (("ours", "engine"), ("peer", "peer")):
+        results = out / f"conformance_quick_{name}.jsonl"
+        results.unlink(missing_ok=True)
+        command = [sys.executable, "-m", "conformance", "run", "--tier", "quick", "--exporter", name,
+                   "--out", str(results), "--no-progress"]
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            times[f"{side}_error"] = f"timed out after {timeout:.0f} s"
+            continue
+        times[f"{side}_s"] = time.perf_counter() - start
+        if done.returncode not in (0, 1):  # 1: some cases failed, which is a result, not a crash
+            times[f"{side}_error"] = f"exit {done.returncode}: {done.stderr[-300:]}"
+    if "ours_s" in times and "peer_s" in times:
+        times["ratio"] = times["ours_s"] / times["peer_s"]
+    return times
+
+
+def conformance_line(quick: dict) -> str:
+    ours, peer = quick.get("ours_s"), quick.get("peer_s")
+    text = f"Conformance quick tier: ours {ours:.0f} s" if ours else "Conformance quick tier: ours failed"
+    text += f", peer {peer:.0f} s" if peer else ", peer failed"
+    if "ratio" in quick:
+        text += f", ratio {quick['ratio']:.2f}"
+    errors = [f"{side}: {quick[side + '_error']}" for side in ("ours", "peer") if side + "_error" in quick]
+    return text + (f" ({'; '.join(errors)})" if errors else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -185,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="timed exports per side after the warm-up")
     parser.add_argument("--latency-repeats", type=int, default=20)
     parser.add_argument("--out", default="results/bench")
+    parser.add_argument("--conformance", action="store_true",
+                        help="also time the conformance quick tier with each exporter (slow)")
+    parser.add_argument("--conformance-timeout", type=float, default=3600)
     args = parser.parse_args(argv)
     torch.set_num_threads(max(1, (os.cpu_count() or 2)))
     out = Path(args.out)
@@ -196,6 +253,11 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(bench_one(name, opset, args.runs, args.latency_repeats))
             (out / "bench.json").write_text(json.dumps(rows, indent=1))
     table = markdown_table(rows)
+    if args.conformance:
+        print("timing the conformance quick tier ...", file=sys.stderr, flush=True)
+        quick = conformance_quick_seconds(out, args.conformance_timeout)
+        (out / "bench.json").write_text(json.dumps(rows + [{"conformance_quick": quick}], indent=1))
+        table += "\n\n" + conformance_line(quick)
     (out / "bench.md").write_text(table + "\n")
     print(table)
     print(f"\nwritten: {out / 'bench.json'} and {out / 'bench.md'}")

@@ -108,9 +108,16 @@ def _evaluate(node: ir.Node, opset: int) -> list[np.ndarray] | None:
     attrs = [helper.make_attribute(k, _attr_payload(v), attr_type=node.attr_types[k]) for k, v in node.attrs.items()]
     proto = helper.make_node(node.op_type, names, out_names)
     proto.attribute.extend(attrs)
+    feeds = {n: np.asarray(v.const) for n, v in zip(names, node.inputs) if v is not None}
     try:
-        evaluator = ReferenceEvaluator(proto, opsets={"": opset})
-        feeds = {n: v.const for n, v in zip(names, node.inputs) if v is not None}
+        # A model, not a bare node: only a model's opset import makes the evaluator pick the operator version
+        # of the target opset (a bare node gets the latest, e.g. Unsqueeze-13, which rejects an axes attribute).
+        inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), None)
+                  for n, a in feeds.items()]
+        outputs = [helper.make_empty_tensor_value_info(n) for n in out_names]
+        model = helper.make_model(helper.make_graph([proto], "fold", inputs, outputs),
+                                  opset_imports=[helper.make_opsetid("", opset)])
+        evaluator = ReferenceEvaluator(model)
         results = evaluator.run(None, feeds)
     except Exception:
         return None

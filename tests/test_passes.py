@@ -67,3 +67,22 @@ def test_consecutive_transposes_merge_and_cancel_with_the_same_results():
     expected_merged, expected_cancelled = _DoubleTranspose()(x)
     np.testing.assert_array_equal(merged, expected_merged.numpy())
     np.testing.assert_array_equal(cancelled, expected_cancelled.numpy())
+
+
+class _UnsqueezedWeight(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(3))
+
+    def forward(self, x):
+        return x + self.weight.unsqueeze(0).squeeze(0).unsqueeze(0)
+
+
+def test_folding_evaluates_operators_in_the_target_opset_version():
+    # Unsqueeze/Squeeze take axes as an attribute before opset 13 and as an input from 13 on.
+    x = torch.randn(2, 3)
+    for opset in (9, 11, 13):
+        buffer = io.BytesIO()
+        exporter.export(_UnsqueezedWeight().eval(), (x,), buffer, opset_version=opset)
+        model = onnx.load_from_string(buffer.getvalue())
+        assert [node.op_type for node in model.graph.node if node.op_type != "Constant"] == ["Add"], opset
