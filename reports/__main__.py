@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--baseline", help="a previous results JSONL file to compare with")
     build.add_argument("--registry", help="registry snapshot JSON from `python -m reports registry`, or 'live' "
                        "to snapshot the installed exporter now (default: infer from the results)")
+    build.add_argument("--bench", metavar="FILE", help="a bench.json from `python -m benchmarks` to show as a table")
     build.add_argument("--mark-baseline", metavar="PATH", help="also copy the results read to PATH as the new baseline")
 
     registry = commands.add_parser("registry", help="snapshot which ops have symbolics at which opsets, as JSON")
@@ -40,7 +41,7 @@ def _build(args: argparse.Namespace) -> int:
 
     try:
         path = build_report(args.results, args.out, baseline_path=args.baseline, registry=args.registry,
-                            mark_baseline=args.mark_baseline)
+                            mark_baseline=args.mark_baseline, bench_path=args.bench)
     except (FileNotFoundError, ValueError) as error:
         print(f"reports: {error}", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ import tempfile
 from typing import Any
 
 from reports import analysis, baseline, html
+from reports.bench import load_bench
 from reports.registry_snapshot import SymbolicIndex, infer_snapshot, load_snapshot, take_snapshot
 from reports.results import OPSETS, OUTCOMES, case_key, expand_paths, load_rows
 
@@ -16,12 +17,13 @@ JSON_NAME = "report.json"
 
 
 def build_report(results: list[str], out_dir: str, *, baseline_path: str | None = None, registry: str | None = None,
-                 mark_baseline: str | None = None) -> str:
+                 mark_baseline: str | None = None, bench_path: str | None = None) -> str:
     """Write the report for ``results`` into ``out_dir`` and return the HTML file's path.
 
     ``registry`` is a snapshot file from ``python -m reports registry``, or ``"live"`` to snapshot the
     importable exporter now; without it, registry facts are inferred from the results. ``mark_baseline``
-    copies the rows read to that path, for later runs to be compared with.
+    copies the rows read to that path, for later runs to be compared with. ``bench_path`` (a bench.json from
+    ``python -m benchmarks``) adds the benchmark table.
     """
     files = [f for f in expand_paths(results) if not _same_file(f, baseline_path) and not _same_file(f, mark_baseline)]
     read = [row for row in load_rows(files) if _is_result(row)]
@@ -29,6 +31,7 @@ def build_report(results: list[str], out_dir: str, *, baseline_path: str | None 
     data = report_data(rows, files, out_dir, baseline_path=baseline_path, registry=registry)
     data["header"]["peer_rows_excluded"] = len(peer_rows)
     data["header"]["superseded_rows"] = superseded
+    data["bench"] = load_bench(bench_path) if bench_path else None
     os.makedirs(out_dir, exist_ok=True)
     _write_atomic(os.path.join(out_dir, JSON_NAME), json.dumps(data, separators=(",", ":")))
     html_path = os.path.join(out_dir, HTML_NAME)

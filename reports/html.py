@@ -7,7 +7,7 @@ import os
 from html import escape
 from typing import Any
 
-from reports import svg
+from reports import bench, svg
 from reports.results import BUCKETS, NO_DATA, OPSETS, OUTCOME_BY_KEY, OUTCOMES, SUITE_LABELS
 
 ASSETS = os.path.join(os.path.dirname(__file__), "assets")
@@ -25,9 +25,12 @@ def render(data: dict[str, Any]) -> str:
         _coverage(data["coverage"]),
         _charts(data),
     ]
+    if data.get("bench"):
+        sections.append(bench.section(data["bench"], _card))
     nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in (
         ("run", "Run"), ("summary", "Summary"), ("baseline", "Baseline"), ("matrix", "Op matrix"),
-        ("models", "Models"), ("coverage", "ATen coverage"), ("charts", "Charts")) if anchor != "baseline" or data.get("baseline"))
+        ("models", "Models"), ("coverage", "ATen coverage"), ("charts", "Charts"), ("bench", "Benchmarks"))
+        if anchor not in ("baseline", "bench") or data.get(anchor))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
