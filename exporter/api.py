@@ -262,7 +262,8 @@ def export(
         _name_outputs(graph, names_out)
         logger.info("optimizing %d ONNX nodes", len(graph.nodes))
         passes.optimize(
-            graph, opset, do_constant_folding=do_constant_folding and not is_training, fold_params=not is_training
+            graph, opset, do_constant_folding=do_constant_folding and not is_training, fold_params=not is_training,
+            keep_module_boundaries=bool(export_modules_as_functions),
         )
         outline = None
         if export_modules_as_functions:

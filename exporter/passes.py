@@ -3,7 +3,6 @@ Conv+BatchNormalization fusion and de-duplication of equal constants."""
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import onnx
@@ -18,16 +17,23 @@ _MAX_FOLDED_ELEMENTS = 1 << 26
 _SMALL_CONSTANT_BYTES = 4096
 
 
-def optimize(graph: ir.Graph, opset: int, do_constant_folding: bool, fold_params: bool) -> None:
-    """Run the passes in place on the main graph and its subgraphs."""
+def optimize(graph: ir.Graph, opset: int, do_constant_folding: bool, fold_params: bool,
+             keep_module_boundaries: bool = False) -> None:
+    """Run the passes in place on the main graph and its subgraphs.
+
+    ``keep_module_boundaries`` (modules exported as local functions) skips the rewrites that let a node read
+    values from another module instance (shared constants, merged Transposes), which would change outlining.
+    """
     if do_constant_folding:
         fold_constants(graph, opset, fold_params)
         if fold_params:
             fuse_conv_batchnorm(graph)
     eliminate_identities(graph)
-    merge_transposes(graph)
+    if not keep_module_boundaries:
+        merge_transposes(graph)
     remove_dead_nodes(graph)
-    deduplicate_constants(graph)
+    if not keep_module_boundaries:
+        deduplicate_constants(graph)
     if opset < 9:
         hoist_constants(graph, graph)
 
@@ -203,8 +209,8 @@ def _deduplicate_in(graph: ir.Graph, protected: set[int]) -> None:
         key = (value.dtype, payload.dtype.str, payload.shape)
         if payload.nbytes <= _SMALL_CONSTANT_BYTES:
             twin = small.setdefault((*key, payload.tobytes()), value)
-        else:  # large payloads are compared in place rather than copied into dictionary keys
-            candidates = large.setdefault(key, [])
+        else:  # large payloads: a sample of elements finds the candidates, a byte comparison confirms
+            candidates = large.setdefault((*key, _sample(payload)), [])
             twin = next((c for c in candidates if _same_bytes(c.const, payload)), value)
             if twin is value:
                 candidates.append(value)
@@ -215,6 +221,11 @@ def _deduplicate_in(graph: ir.Graph, protected: set[int]) -> None:
     graph.nodes = kept
     if replacements:
         _rewire(graph, replacements)
+
+
+def _sample(payload: np.ndarray, count: int = 64) -> bytes:
+    """Bytes of ``count`` evenly spread elements: tells different weights apart without reading all of them."""
+    return np.asarray(payload.flat[np.linspace(0, payload.size - 1, count, dtype=np.int64)]).tobytes()
 
 
 def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:

@@ -43,6 +43,18 @@ def test_equal_constants_share_one_node_but_sign_and_rank_still_distinguish():
     assert [v.producer.name for v in reader.inputs] == ["a", "a", "scalar", "zero", "negative_zero"]
 
 
+def test_large_constants_merge_only_when_every_byte_matches():
+    weight = np.random.default_rng(0).standard_normal((64, 65)).astype(np.float32)  # > 4 KiB: the sampled path
+    nudged = weight.copy()
+    nudged[0, 1] = np.nextafter(nudged[0, 1], np.float32(1))  # an element the sample does not read
+    nodes = [_constant("w", weight), _constant("same", weight.copy()), _constant("transposed_back", weight.T.T),
+             _constant("nudged", nudged)]
+    reader = _reader("out", *(n.outputs[0] for n in nodes))
+    graph = ir.Graph("g", nodes=nodes + [reader], outputs=[reader.outputs[0]])
+    passes.deduplicate_constants(graph)
+    assert [v.producer.name for v in reader.inputs] == ["w", "w", "w", "nudged"]
+
+
 def test_a_constant_that_is_a_graph_output_keeps_its_node():
     first, second = _constant("a", np.array([2.0])), _constant("b", np.array([2.0]))
     graph = ir.Graph("g", nodes=[first, second], outputs=[first.outputs[0], second.outputs[0]])
