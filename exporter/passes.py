@@ -15,6 +15,7 @@ _NON_DETERMINISTIC = frozenset(
 )
 _MAX_FOLDED_ELEMENTS = 1 << 26
 _SMALL_CONSTANT_BYTES = 4096
+_INITIALIZER_MIN_BYTES = 4096
 
 
 def optimize(graph: ir.Graph, opset: int, do_constant_folding: bool, fold_params: bool,
@@ -36,6 +37,10 @@ def optimize(graph: ir.Graph, opset: int, do_constant_folding: bool, fold_params
         deduplicate_constants(graph)
     if opset < 9:
         hoist_constants(graph, graph)
+    elif do_constant_folding and not keep_module_boundaries:
+        # Folded weights become initializers, as parameters are: tools (quantizers, optimizers) look for weights
+        # there, and a tensor attribute would cost extra copies when the model is assembled.
+        hoist_constants(graph, graph, min_bytes=_INITIALIZER_MIN_BYTES)
 
 
 def hoist_constants(graph: ir.Graph, main: ir.Graph, min_bytes: int = 0) -> None:

@@ -98,3 +98,25 @@ def test_folding_evaluates_operators_in_the_target_opset_version():
         exporter.export(_UnsqueezedWeight().eval(), (x,), buffer, opset_version=opset)
         model = onnx.load_from_string(buffer.getvalue())
         assert [node.op_type for node in model.graph.node if node.op_type != "Constant"] == ["Add"], opset
+
+
+class _TransposedWeight(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(64, 32))
+
+    def forward(self, x):
+        return x @ self.weight.t() @ torch.ones(64, 2)
+
+
+def test_folded_weights_become_initializers_small_constants_stay_nodes():
+    x = torch.randn(3, 32)
+    buffer = io.BytesIO()
+    model = _TransposedWeight().eval()
+    exporter.export(model, (x,), buffer, opset_version=13)
+    proto = onnx.load_from_string(buffer.getvalue())
+    assert [node.op_type for node in proto.graph.node] == ["MatMul", "Constant", "MatMul"]  # 512-byte ones: a node
+    assert [tuple(t.dims) for t in proto.graph.initializer] == [(32, 64)]  # the folded 8 KiB transpose
+    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {session.get_inputs()[0].name: x.numpy()})[0],
+                               model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
