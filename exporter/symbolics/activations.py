@@ -134,7 +134,8 @@ def gelu(g, self, approximate="none"):
     if g.opset < 9:
         raise unsupported(g.node.kind(), g.opset, "exact gelu needs ONNX Erf: needs opset >= 9")
     # 0.5 * x * (1 + erf(x / sqrt(2)))
-    error = unary_math(g, "Erf", _times(g, self, 1.0 / math.sqrt(2.0)))
+    # Div by sqrt(2), not Mul by its inverse: the form ONNX Runtime's Gelu fusion recognises.
+    error = unary_math(g, "Erf", g.op("Div", self, _scalar(g, math.sqrt(2.0), self)))
     return g.op("Mul", _times(g, self, 0.5), g.op("Add", _scalar(g, 1, self), error))
 
 

@@ -28,7 +28,8 @@ def standardize(g, x, axes, eps):
     """(x - mean) / sqrt(var + eps) over ``axes`` with the biased variance; also returns (mean, rstd)."""
     mean = reduce_op(g, "ReduceMean", x, axes, True)
     centered = g.op("Sub", x, mean)
-    variance = reduce_op(g, "ReduceMean", g.op("Mul", centered, centered), axes, True)
+    # Pow(d, 2), not Mul(d, d): the form ONNX Runtime's LayerNormalization fusion recognises.
+    variance = reduce_op(g, "ReduceMean", g.op("Pow", centered, scalar_like(g, 2, x)), axes, True)
     std = g.op("Sqrt", g.op("Add", variance, scalar_like(g, eps, x)))
     return g.op("Div", centered, std), mean, std
 
