@@ -37,20 +37,38 @@ def conformance(session: nox.Session) -> None:
 
     Arguments after ``--`` go to ``python -m conformance run``: ``--tier full --ep cuda``, ``--shard 0/4``,
     ``--opsets 9,11``, ``--models 'resnet*'``, ``--out FILE``, ``--workers N``, ``--timeout S``.
+    ``--update-baseline`` then writes the tier's baseline (``baselines/conformance_<tier>.jsonl``) from this run's
+    results: the only way a baseline changes. When the tier has a baseline, the report shows the gate's verdict.
     ``nox -s conformance -- merge a.jsonl b.jsonl --out all.jsonl`` joins shard results instead of running.
     """
     install(session)
     args = list(session.posargs)
-    if args and args[0] in ("merge", "summary", "list", "report"):
+    if args and args[0] in ("merge", "summary", "list", "report", "gate"):
         session.run("python", "-m", "conformance", *args)
         return
+    update_baseline = "--update-baseline" in args
+    args = [a for a in args if a != "--update-baseline"]
     out = _option(args, "--out") or _default_results(args)
     if "--out" not in args:
         args += ["--out", out]
     session.run("python", "-m", "conformance", "run", *args)
+    baseline = _baseline_of(args)
+    if update_baseline:
+        session.run("python", "-m", "conformance", "gate", out, "--baseline", baseline, "--update-baseline")
     report_dir = os.path.join("reports", "out", os.path.splitext(os.path.basename(out))[0])
-    session.run("python", "-m", "conformance", "report", out, "--out", report_dir)
+    whole_tier = not any(_option(args, name) for name in _SCOPE_OPTIONS)
+    compare = ["--baseline", baseline] if os.path.exists(baseline) and whole_tier else []
+    session.run("python", "-m", "conformance", "report", out, "--out", report_dir, *compare)
     session.log(f"results: {out}")
+
+
+# Options that run part of a tier: such a run is not compared with the tier's baseline (cases would "vanish").
+_SCOPE_OPTIONS = ("--shard", "--models", "--exclude", "--case", "--opsets", "--mode")
+
+
+def _baseline_of(args: list[str]) -> str:
+    """The committed baseline of the run's tier: what the gate compares a run of that tier with."""
+    return os.path.join("baselines", f"conformance_{_option(args, '--tier') or 'quick'}.jsonl")
 
 
 def _option(args: list[str], name: str) -> str | None:
@@ -90,10 +108,14 @@ def report(session: nox.Session) -> None:
 
 @nox.session
 def gate(session: nox.Session) -> None:
-    """Fail when conformance results regress against the committed baseline (baselines/)."""
+    """Fail when conformance results regress against the committed baseline (baselines/).
+
+    Default: the quick tier's results (``results/conformance_quick.jsonl``, from ``nox -s conformance``) against
+    ``baselines/conformance_quick.jsonl``. Arguments after ``--`` go to ``python -m conformance gate``.
+    """
     install(session)
-    args = session.posargs or ["results/conformance.jsonl"]
-    session.run("python", "-m", "conformance.gate", *args)
+    args = session.posargs or ["results/conformance_quick.jsonl"]
+    session.run("python", "-m", "conformance", "gate", *args)
 
 
 @nox.session

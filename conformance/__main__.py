@@ -6,7 +6,9 @@
     python -m conformance run --case 'model/resnet50/opset9/*'   exact cases (globs), re-run even if recorded
     python -m conformance merge a.jsonl b.jsonl --out all.jsonl
     python -m conformance summary results/conformance_quick.jsonl
-    python -m conformance report RESULTS --out DIR      HTML report via `python -m reports build`, when present
+    python -m conformance report RESULTS --out DIR [--baseline B]   HTML report via `python -m reports build`
+    python -m conformance gate RESULTS --baseline B     release gate: non-zero exit on regressions (conformance.gate)
+    python -m conformance gate RESULTS --baseline B --update-baseline   write B from RESULTS (explicit refresh)
 
 ``run`` resumes: cases already in the results file are not run again (``--redo timeout,crash`` re-runs those
 statuses). Each failing case gets a one-line ``rerun`` command and a repro bundle under ``<out>.repro/``.
@@ -15,7 +17,6 @@ statuses). Each failing case gets a one-line ``rerun`` command and a repro bundl
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import subprocess
 import sys
@@ -89,17 +90,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    """Build the HTML report with the reports package when it provides a CLI; say so when it does not."""
-    if importlib.util.find_spec("reports.__main__") is None:
-        print("reports package has no CLI yet (reports/__main__.py); skipping the HTML report")
-        return 0
-    code = subprocess.call([sys.executable, "-m", "reports", "build", *args.results, "--out", args.out])
+    """Build the HTML report with the reports package (compared with a baseline, and gated, when one is given)."""
+    baseline = ["--baseline", args.baseline] if args.baseline else []
+    code = subprocess.call([sys.executable, "-m", "reports", "build", *args.results, "--out", args.out, *baseline])
     if code == 0:
         print(f"report: {args.out}")
     return code
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -145,9 +144,23 @@ def main(argv: list[str] | None = None) -> int:
     report_p = commands.add_parser("report", help="build the HTML report (needs reports/__main__.py)")
     report_p.add_argument("results", nargs="+")
     report_p.add_argument("--out", required=True)
+    report_p.add_argument("--baseline", help="baseline results to compare with (the report then shows the gate)")
     report_p.set_defaults(func=_report)
 
-    args = parser.parse_args(argv)
+    # `gate` has its own parser (conformance.gate.main); listed here for --help.
+    commands.add_parser("gate", help="release gate against a baseline (see python -m conformance gate --help)",
+                        add_help=False)
+
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["gate"]:
+        from conformance import gate
+
+        return gate.main(argv[1:])
+    args = build_parser().parse_args(argv)
     return args.func(args)
 
 

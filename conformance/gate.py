@@ -15,7 +15,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-DEFAULT_BASELINE = Path("baselines/conformance_baseline.jsonl")
+DEFAULT_BASELINE = Path("baselines/conformance_quick.jsonl")
 DEFAULT_ALLOWLIST = Path("baselines/flaky_allowlist.json")
 BASELINE_FIELDS = ("case_id", "status", "max_abs_error", "max_rel_error", "rtol", "atol", "error", "stage")
 
@@ -168,14 +168,18 @@ def update_baseline(results: list[Path], baseline: Path) -> int:
     return len(rows)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.gate", description=__doc__)
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m conformance gate", description=__doc__)
     parser.add_argument("results", nargs="+", type=Path, help="results JSONL files or directories of them")
     parser.add_argument("--baseline", type=Path, default=DEFAULT_BASELINE)
     parser.add_argument("--allowlist", type=Path, default=DEFAULT_ALLOWLIST)
     parser.add_argument("--json", type=Path, help="also write the findings as JSON (the HTML report reads it)")
     parser.add_argument("--update-baseline", action="store_true", help="write the baseline from these results")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.update_baseline:
         count = update_baseline(args.results, args.baseline)
         print(f"baseline updated: {count} cases -> {args.baseline}")

@@ -229,10 +229,29 @@ def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) ->
         raise CaptureError(f"running the scripted model failed: {type(error).__name__}: {error}") from error
     graph = graph.copy()
     user_inputs = list(graph.inputs())[1:] if module_c is not None else list(graph.inputs())
+    _hard_code_scalars(graph, user_inputs, positional, first_input=1 if module_c is not None else 0)
+    user_inputs = [v for v, arg in zip(user_inputs, positional) if not isinstance(arg, _SCALARS)]
     for value, tensor in zip(user_inputs, flat):
         if isinstance(tensor, torch.Tensor) and value.type().kind() == "TensorType":
             value.setType(torch._C.TensorType.create_from_tensor(tensor))
     return _finish(graph, module_c, flat, "", state_dict, outputs)
+
+
+_SCALARS = (bool, int, float)
+
+
+def _hard_code_scalars(graph, user_inputs: list, positional: tuple, first_input: int) -> None:
+    """Python scalar arguments become constants of the graph, as tracing hard-codes them (the documented
+    semantics of non-tensor inputs), instead of graph inputs that no feed could fill."""
+    first_node = next(iter(graph.nodes()), None)
+    for index in reversed(range(min(len(user_inputs), len(positional)))):
+        if not isinstance(positional[index], _SCALARS):
+            continue
+        constant = graph.insertConstant(positional[index])
+        if first_node is not None:
+            constant.node().moveBefore(first_node)
+        user_inputs[index].replaceAllUsesWith(constant)
+        graph.eraseInput(first_input + index)
 
 
 def _finish(graph, module_c, flat, prefix, state_dict, outputs=None) -> Capture:

@@ -51,6 +51,17 @@ _DETECTION = (11, "the transform resizes with half-pixel bilinear Resize (opset 
 _GRID_SAMPLE = (16, "grid_sample needs GridSample (opset 16)")
 
 
+# Deep classifiers whose logits grow to several units with random weights: ONNX Runtime's and PyTorch's float32
+# kernels (conv algorithms, summation order) differ by 1.6e-5 to 4.8e-5 of the largest logit after 100+ layers
+# (measured on efficientnet_b4/b6, inception_v3, regnet_x_3_2gf/16gf; torch.onnx's own export differs alike).
+_DEEP_CLASSIFIERS = ("efficientnet_", "inception_v3", "regnet_")
+_DEEP_TOLERANCE = dict(
+    atol_scale=1e-4,
+    tolerance_reason="float32 accumulation over 100+ layers: ORT and PyTorch differ by up to ~5e-5 of the largest "
+                     "logit (torch.onnx's export too), so atol grows by 1e-4 of the output's largest magnitude",
+)
+
+
 def _gelu_model(name: str) -> bool:
     return name.startswith(("vit_", "swin", "convnext", "maxvit", "mvit"))
 
@@ -80,6 +91,7 @@ def _classification(name: str) -> ZooEntry:
         dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
         min_opset=min_opset, min_opset_reason=reason,
         quick_opsets=QUICK.get(name, ()), cost=COST.get(name, 1.0),
+        **(_DEEP_TOLERANCE if name.startswith(_DEEP_CLASSIFIERS) else {}),
     )
 
 
@@ -100,11 +112,15 @@ def _segmentation(name: str) -> ZooEntry:
 
 
 def _detection_kwargs(name: str) -> dict:
-    """Small images (the R-CNN default resizes to 800 pixels) and few detections, so a case stays affordable."""
+    """Small images (the R-CNN default resizes to 800 pixels) and few detections, so a case stays affordable.
+
+    R-CNNs keep every score (``box_score_thresh=0``): with random weights their class scores sit near 1/91, below
+    the default 0.05 cut-off, and a model that detects nothing would leave nothing to compare.
+    """
     if name.startswith(("fasterrcnn", "maskrcnn", "keypointrcnn")):
-        kwargs = {"min_size": 320, "max_size": 320, "box_detections_per_img": 20}
-        if "mobilenet" in name:
-            kwargs = {"box_detections_per_img": 20}
+        kwargs = {"box_detections_per_img": 20, "box_score_thresh": 0.0}
+        if "mobilenet" not in name:
+            kwargs.update(min_size=320, max_size=320)
         return kwargs
     if name.startswith(("retinanet", "fcos")):
         return {"min_size": 320, "max_size": 320, "detections_per_img": 20}

@@ -14,7 +14,7 @@ import sys
 DEFAULT_OUT = os.path.join("results", "report")
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m reports", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -29,8 +29,11 @@ def main(argv: list[str] | None = None) -> int:
 
     registry = commands.add_parser("registry", help="snapshot which ops have symbolics at which opsets, as JSON")
     registry.add_argument("--out", required=True, help="file to write")
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "registry":
         return _registry(args.out)
     return _build(args)

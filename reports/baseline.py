@@ -6,6 +6,7 @@ import json
 import os
 import re
 import tempfile
+from dataclasses import asdict
 from typing import Any
 
 from reports.results import bucket, case_key, text
@@ -51,6 +52,23 @@ def compare(current: list[dict], baseline: list[dict], source: str) -> dict[str,
         "new_cases_failing": added_failing,
         "new_cases": sum(1 for key in after if key not in before),
         "missing_cases": missing,
+    }
+
+
+def gate_verdict(current: list[dict], baseline: list[dict]) -> dict[str, Any]:
+    """The release gate's verdict on the same rows (``conformance.gate``), so the page and ``nox -s gate`` agree."""
+    from conformance import gate
+
+    result = gate.compare({case_key(row): row for row in current},
+                          {case_key(row): row for row in baseline if row.get("exporter", "engine") != "peer"},
+                          gate.load_allowlist(gate.DEFAULT_ALLOWLIST))
+    regressions = [f for f in result.findings if f.is_regression]
+    return {
+        "passed": result.passed,
+        "regressions": [asdict(f) for f in regressions if not f.allowed_because],
+        "allowed": [asdict(f) for f in regressions if f.allowed_because],
+        "improvements": len(result.of_kind("improvement")),
+        "newly_covered": len(result.of_kind("newly_covered")),
     }
 
 

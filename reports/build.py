@@ -74,10 +74,15 @@ def report_data(rows: list[dict], files: list[str], out_dir: str, *, baseline_pa
         "op_matrix": analysis.op_matrix(cases),
         "models": models,
         "coverage": analysis.aten_coverage(rows, index, cases),
-        "baseline": baseline.compare(rows, load_rows([baseline_path]), baseline_path) if baseline_path else None,
+        "baseline": _baseline_diff(rows, baseline_path) if baseline_path else None,
         "registry": snapshot,
         "cases": cases,
     }
+
+
+def _baseline_diff(rows: list[dict], baseline_path: str) -> dict[str, Any]:
+    before = load_rows([baseline_path])
+    return {**baseline.compare(rows, before, baseline_path), "gate": baseline.gate_verdict(rows, before)}
 
 
 def _is_result(row: dict) -> bool:

@@ -187,13 +187,32 @@ def _baseline(diff: dict[str, Any] | None) -> str:
         return f'<h3>{escape(title)} ({len(entries)})</h3>{listing_html}'
 
     missing = diff["missing_cases"]
-    body = (listing("New failures", diff["new_failures"], fold=False) + listing("New cases that fail", diff["new_cases_failing"])
+    body = (_gate(diff.get("gate")) + listing("New failures", diff["new_failures"], fold=False) + listing("New cases that fail", diff["new_cases_failing"])
             + listing("Changed errors", diff["changed_errors"]) + listing("New passes", diff["new_passes"])
             + f'<h3>Cases in the baseline but not in this run ({len(missing)})</h3>'
             + (f'<details><summary>show</summary><ul class="diff">{"".join(f"<li><code>{escape(k)}</code></li>" for k in missing[:500])}</ul></details>' if missing else ""))
     lead = (f"Against <code>{escape(diff['source'])}</code> ({diff['baseline_cases']} cases); {diff['new_cases']} cases are new "
             "in this run. A case missing from this run is listed because a dropped case can hide a regression.")
     return _card("baseline", "Compared with the baseline", lead, body)
+
+
+def _gate(verdict: dict[str, Any] | None) -> str:
+    """The release gate's verdict (regressions block a release; allow-listed flakes are shown, not counted)."""
+    if not verdict:
+        return ""
+    def rows(findings: list[dict]) -> str:
+        return "".join(
+            f'<tr><td>{escape(f["kind"])}</td><td><code>{escape(f["case_id"])}</code></td><td>{escape(f["before"])}</td>'
+            f'<td>{escape(f["after"])}</td><td>{escape(f["allowed_because"])}</td></tr>' for f in findings[:200])
+    state = "pass" if verdict["passed"] else "fail"
+    head = (f'<p class="gate gate-{state}" id="gate-verdict"><strong>Release gate: {state.upper()}</strong> — '
+            f'{len(verdict["regressions"])} regressions, {len(verdict["allowed"])} allow-listed, '
+            f'{verdict["improvements"]} improvements, {verdict["newly_covered"]} newly covered cases</p>')
+    findings = verdict["regressions"] + verdict["allowed"]
+    if not findings:
+        return head
+    return (head + '<table class="gate-table"><thead><tr><th>regression</th><th>case</th><th>baseline</th><th>this run</th>'
+            f'<th>allow-listed because</th></tr></thead><tbody>{rows(findings)}</tbody></table>')
 
 
 def _legend() -> str:

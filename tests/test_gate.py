@@ -126,3 +126,16 @@ def test_update_baseline_is_explicit_and_keeps_status_and_error(tmp_path):
 def test_missing_baseline_is_an_error(tmp_path):
     results = _write(tmp_path / "r.jsonl", [_row("a")])
     assert gate.main([str(results), "--baseline", str(tmp_path / "nope.jsonl")]) == 2
+
+
+def test_conformance_cli_runs_the_gate(tmp_path, baseline, capsys):
+    """``python -m conformance gate RESULTS --baseline B`` is the gate, exit code included."""
+    from conformance.__main__ import main
+
+    rows = [json.loads(line) for line in baseline.read_text().splitlines()]
+    results = _write(tmp_path / "results.jsonl", rows[1:])
+    argv = ["gate", str(results), "--baseline", str(baseline), "--allowlist", str(tmp_path / "none.json")]
+    assert main(argv) == 1
+    assert "vanished" in capsys.readouterr().out
+    _write(results, rows)
+    assert main(argv) == 0

@@ -340,6 +340,16 @@ def test_baseline_comparison(report):
     assert diff["new_cases"] == sum(1 for c in report["cases"] if c["kind"] == "op")
 
 
+def test_report_shows_the_release_gate_verdict_of_conformance_gate(report):
+    """The page shows the gate's own verdict (conformance.gate), naming the regressions that block a release."""
+    verdict = report["baseline"]["gate"]
+    blocking = sorted((f["kind"], f["case_id"]) for f in verdict["regressions"])
+    assert blocking == [("new_failure", "model/fcn_resnet50/opset9/static/cpu"),
+                        ("vanished", "model/alexnet/opset13/static/cpu")]
+    assert verdict["passed"] is False and verdict["improvements"] == 1
+    assert "Release gate: FAIL" in report["_html"] and "model/alexnet/opset13/static/cpu" in report["_html"]
+
+
 def test_mark_baseline_then_compare_shows_no_change(fixture_dir, tmp_path):
     results = os.path.join(fixture_dir, "results")
     marked = tmp_path / "baseline.jsonl"
@@ -348,6 +358,7 @@ def test_mark_baseline_then_compare_shows_no_change(fixture_dir, tmp_path):
     build_report([results], str(tmp_path / "second"), baseline_path=str(marked))
     diff = json.loads((tmp_path / "second" / "report.json").read_text())["baseline"]
     assert diff["new_failures"] == diff["new_passes"] == diff["changed_errors"] == diff["missing_cases"] == []
+    assert diff["gate"]["passed"] is True
 
 
 def test_a_baseline_inside_the_results_folder_is_not_read_as_results(fixture_dir, tmp_path):

@@ -305,3 +305,45 @@ def test_number_arithmetic_in_scripted_loop(opset):
     proto = _export(model, (torch.ones(7),), opset, input_names=["x"], dynamic_axes={"x": {0: "n"}})
     _expect_same(model, proto, (torch.ones(7),))
     _expect_same(model, proto, (torch.ones(12),))
+
+
+# -- list item assignment and scalar arguments ----------------------------------------------------------------
+class ListItemAssignment(torch.nn.Module):
+    def forward(self, x, n):
+        items = [x, x * 2, x * 3]
+        items[1] = x + 10
+        items[int(n)] = x - 5
+        return torch.stack(items)
+
+
+@pytest.mark.parametrize("opset", [10, 11, 13, 16])
+def test_list_item_assignment_at_run_time_position(opset):
+    model = torch.jit.script(ListItemAssignment())
+    x = torch.randn(3, 4)
+    if opset < 11:
+        with pytest.raises(UnsupportedOperatorError, match="needs opset >= 11"):
+            _export(model, (x, torch.tensor(-1)), opset)
+        return
+    proto = _export(model, (x, torch.tensor(-1)), opset)
+    assert {"SequenceErase", "SequenceInsert"} <= _op_types(proto)
+    for position in (-3, -1, 0, 2):
+        _expect_same(model, proto, (x, torch.tensor(position)))
+
+
+class ScalarArgument(torch.nn.Module):
+    def forward(self, x, scale: int):
+        items = [x, x]
+        items[scale % 2] = x * scale
+        return torch.cat(items)
+
+
+@pytest.mark.parametrize("opset", [7, 14])
+def test_scalar_argument_of_a_script_module_is_hard_coded(opset):
+    """Non-tensor arguments are hard-coded into the graph (the documented semantics), not left as inputs."""
+    model = torch.jit.script(ScalarArgument())
+    x = torch.randn(2, 3)
+    proto = _export(model, (x, 3), opset)
+    initializers = {init.name for init in proto.graph.initializer}
+    assert len([i for i in proto.graph.input if i.name not in initializers]) == 1
+    actual = _run(proto, (x,))
+    np.testing.assert_allclose(actual[0], model(x, 3).numpy(), rtol=1e-6)

@@ -540,7 +540,15 @@ def clamp_max(g, self, max):
 
 # -- selection and masking ----------------------------------------------------------------------------------
 @symbolic("aten::where")
-def where(g, condition, self, other):
+def where(g, condition, self=None, other=None):
+    """where(condition, self, other): Where on promoted types; one-argument where(condition) is
+    nonzero(as_tuple=True), NonZero from opset 9."""
+    if self is None:
+        if g.opset < 9:
+            raise unsupported(g.node.kind(), g.opset, "where(condition) needs NonZero: needs opset >= 9")
+        from exporter.symbolics.indexing import nonzero_numpy
+
+        return nonzero_numpy(g, condition)
     _, (a, b) = promote_all(g, self, other)
     return select(g, g.value(condition), a, b)
 

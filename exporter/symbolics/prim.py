@@ -42,7 +42,7 @@ def num_to_tensor(g, x):
 
 
 @symbolic("aten::detach", "aten::clone", "aten::contiguous", "prim::unchecked_cast",
-          "aten::alias", "aten::lift_fresh", "aten::lift", "aten::dequantize", "aten::_set_item", "aten::resolve_conj",
+          "aten::alias", "aten::lift_fresh", "aten::lift", "aten::dequantize", "aten::resolve_conj",
           "aten::resolve_neg")
 def passthrough(g, x, *unused):
     return x

@@ -134,6 +134,24 @@ def append(g, items, element):
     return _sequence_value(out, items.dtype)
 
 
+@symbolic("aten::_set_item")
+def set_item(g, items, index, element):
+    """``items[index] = element`` (made functional by the mutation pass): a known list at a known position
+    changes at export time; otherwise SequenceErase then SequenceInsert at the position (opset 11)."""
+    if isinstance(items, (list, tuple)) and not is_value(index):
+        updated = list(items)
+        updated[int(constant_value(index))] = element
+        return updated
+    require_sequences(g, "assigning into a list at a position computed at run time")
+    sequence = as_sequence(g, items)
+    length = sequence_length(g, sequence)
+    # Python counts a negative index from the end; (index + n) mod n is that position, non-negative.
+    position = g.op("Mod", g.op("Add", cast(g, index, INT64), length), length)
+    erased = _sequence_value(g.op("SequenceErase", sequence, position), sequence.dtype)
+    out = g.op("SequenceInsert", erased, cast(g, element, sequence.dtype), position)
+    return _sequence_value(out, sequence.dtype)
+
+
 @symbolic("aten::list")
 def list_copy(g, items):
     """``list(x)`` of a list: values are immutable here, so the copy is the list itself."""

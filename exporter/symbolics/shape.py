@@ -119,6 +119,12 @@ def size(g, self, dim=None):
     return dim_size(g, self, int(constant_value(dim)))
 
 
+@symbolic("aten::_shape_as_tensor")
+def shape_as_tensor(g, self):
+    """``torch._shape_as_tensor(x)``: the shape as a 1-D int64 tensor (Shape, or a constant where static)."""
+    return g.value(shape_of(g, self), torch.int64)
+
+
 @symbolic("aten::numel")
 def numel(g, self):
     """Element count: an int for static shapes, else ONNX Size."""

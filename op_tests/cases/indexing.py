@@ -177,6 +177,8 @@ CASES = [
     OpCase("nonzero", lambda k: (_mask(3 + k, 2, 2),), sample="bool_3d", min_opset=9, fn=lambda x: x.nonzero()),
     OpCase("nonzero", lambda k: (_r(5 + k, dtype=torch.int64),), sample="as_tuple", min_opset=9,
            fn=lambda x: torch.nonzero(x, as_tuple=True)),
+    OpCase("where", lambda k: (_sparse(3 + k, 4),), sample="condition_only", min_opset=9,
+           fn=lambda x: torch.where(x != 0)),
     OpCase("argwhere", lambda k: (_r(3 + k, 4, dtype=torch.int32),), min_opset=9, fn=lambda x: torch.argwhere(x)),
     # one_hot
     OpCase("one_hot", lambda k: (_idx(4, 3 + k),), fn=lambda x: F.one_hot(x, 5)),

@@ -48,6 +48,7 @@ CASES = [
     OpCase("size", lambda k: (_r(2 + k, 3),), fn=lambda x: x.reshape(x.size(0), -1, 1)),
     OpCase("size", lambda k: (_r(2, 3 + k),), sample="negative_dim", fn=lambda x: x.reshape(x.size(-1), x.size(0))),
     OpCase("numel", lambda k: (_r(2 + k, 3),), fn=lambda x: x.reshape(x.numel())),
+    OpCase("_shape_as_tensor", lambda k: (_r(2 + k, 3),), fn=lambda x: torch._shape_as_tensor(x) * 2),
     OpCase("dim", lambda k: (_r(2 + k, 3),), fn=lambda x: x.reshape([-1] * 1 + [3] * (x.dim() - 1))),
     # reshapes
     OpCase("view", lambda k: (_r(2 + k, 3, 4),), fn=lambda x: x.view(-1, 12)),
