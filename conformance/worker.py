@@ -24,7 +24,7 @@ import torch
 
 import model_zoo
 from conformance import repro
-from conformance.compare import Verdict, compare_arrays, compare_detections, reference_problem
+from conformance.compare import Verdict, arbitrate, compare_arrays, compare_detections, reference_problem
 from conformance.schema import empty_row
 
 PERTURBED_SEED = 1
@@ -74,6 +74,16 @@ def _to(obj: Any, device: str) -> Any:
         return type(obj)(_to(x, device) for x in obj)
     if isinstance(obj, dict):
         return {k: _to(v, device) for k, v in obj.items()}
+    return obj
+
+
+def _as_float64(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.double() if obj.is_floating_point() else obj
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_as_float64(x) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _as_float64(v) for k, v in obj.items()}
     return obj
 
 
@@ -130,6 +140,18 @@ class WorkerState:
                 if device == "cuda":
                     torch.cuda.synchronize()
                 prepared.torch_ms[key[0] + label] = (time.perf_counter() - start) * 1e3
+        return prepared.references[key]
+
+    def float64_reference(self, prepared: Prepared, device: str, label: str) -> Any:
+        """PyTorch's output for ``label`` with the model and its float inputs in float64 (computed once)."""
+        key = (device + ":float64", label)
+        if key not in prepared.references:
+            if key[0] not in prepared.device_models:
+                prepared.device_models[key[0]] = copy.deepcopy(prepared.model).to(device=device, dtype=torch.float64).eval()
+            model = prepared.device_models[key[0]]
+            args = _to(_as_float64(_clone(prepared.checks[label])), device)
+            with torch.no_grad():
+                prepared.references[key] = model(*args)
         return prepared.references[key]
 
     @staticmethod
@@ -342,6 +364,8 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
             return
         row["stage"] = "accuracy"
         current = _compare(entry, expected, actual, state.reference(prepared, device, label))
+        if not current.ok and entry.comparison != "detection":
+            current = _arbitrate(state, prepared, device, label, current, expected, actual)
         current.message = f"{label}: {current.message}" if current.message else ""
         verdict = current if verdict is None else verdict.merge(current)
     row.update(max_abs_error=verdict.max_abs, max_rel_error=verdict.max_rel, rtol=verdict.rtol, atol=verdict.atol,
@@ -386,6 +410,23 @@ def _peer_export(prepared: Prepared, path: str, opset: int, dynamic_axes):
 class _PeerResult:
     model: Any
     capture: Any = None
+
+
+def _arbitrate(state: WorkerState, prepared: Prepared, device: str, label: str, verdict: Verdict,
+               expected: list[np.ndarray], actual: list[np.ndarray]) -> Verdict:
+    """A float32 mismatch, re-judged against a float64 run of the model (see ``compare.arbitrate``)."""
+    try:
+        exact = flat_outputs(state.float64_reference(prepared, device, label))
+    except Exception as error:
+        verdict.message += f" (float64 arbitration impossible: {type(error).__name__}: {str(error)[:200]})"
+        return verdict
+    decision = arbitrate(expected, actual, exact, verdict.atol)
+    verdict.comparison += f"; {decision.comparison}"
+    if decision.ok:
+        verdict.ok, verdict.message = True, ""
+    else:
+        verdict.message += f"; {decision.comparison}"
+    return verdict
 
 
 def _compare(entry, expected: list[np.ndarray], actual: list[np.ndarray], structured: Any) -> Verdict:

@@ -51,17 +51,6 @@ _DETECTION = (11, "the transform resizes with half-pixel bilinear Resize (opset 
 _GRID_SAMPLE = (16, "grid_sample needs GridSample (opset 16)")
 
 
-# Deep classifiers whose logits grow to several units with random weights: ONNX Runtime's and PyTorch's float32
-# kernels (conv algorithms, summation order) differ by 1.6e-5 to 4.8e-5 of the largest logit after 100+ layers
-# (measured on efficientnet_b4/b6, inception_v3, regnet_x_3_2gf/16gf; torch.onnx's own export differs alike).
-_DEEP_CLASSIFIERS = ("efficientnet_", "inception_v3", "regnet_")
-_DEEP_TOLERANCE = dict(
-    atol_scale=1e-4,
-    tolerance_reason="float32 accumulation over 100+ layers: ORT and PyTorch differ by up to ~5e-5 of the largest "
-                     "logit (torch.onnx's export too), so atol grows by 1e-4 of the output's largest magnitude",
-)
-
-
 def _gelu_model(name: str) -> bool:
     return name.startswith(("vit_", "swin", "convnext", "maxvit", "mvit"))
 
@@ -91,7 +80,6 @@ def _classification(name: str) -> ZooEntry:
         dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
         min_opset=min_opset, min_opset_reason=reason,
         quick_opsets=QUICK.get(name, ()), cost=COST.get(name, 1.0),
-        **(_DEEP_TOLERANCE if name.startswith(_DEEP_CLASSIFIERS) else {}),
     )
 
 

@@ -258,3 +258,32 @@ def test_reusing_the_capture_across_opsets_changes_nothing(tmp_path):
             exporter.export(model, args, reused, opset_version=opset, input_names=["x"], dynamic_axes=axes)
         assert fresh.getvalue() == reused.getvalue(), f"opset {opset}"
     assert len(cache) == 1
+
+
+# -- float64 arbitration of float32 mismatches --------------------------------------------------------------
+def test_arbitration_accepts_an_export_as_close_to_float64_as_torch_is():
+    from conformance.compare import arbitrate
+
+    exact = [np.linspace(-2, 2, 1000)]
+    torch_fp32 = [(exact[0] + 3e-4 * np.sin(np.arange(1000))).astype(np.float32)]
+    onnx_fp32 = [(exact[0] - 4e-4 * np.cos(np.arange(1000))).astype(np.float32)]
+    verdict = arbitrate(torch_fp32, onnx_fp32, exact, atol=1e-5)
+    assert verdict.ok and "float64 arbitration" in verdict.comparison
+
+
+def test_arbitration_rejects_an_export_far_from_float64():
+    from conformance.compare import arbitrate
+
+    exact = [np.linspace(-2, 2, 1000)]
+    torch_fp32 = [(exact[0] + 1e-5).astype(np.float32)]
+    wrong = [(exact[0] * 1.01).astype(np.float32)]
+    verdict = arbitrate(torch_fp32, wrong, exact, atol=1e-5)
+    assert not verdict.ok and "onnx deviates" in verdict.message
+
+
+def test_arbitration_requires_equal_integer_outputs():
+    from conformance.compare import arbitrate
+
+    ints = np.arange(5)
+    verdict = arbitrate([ints], [ints + 1], [ints], atol=1e-5)
+    assert not verdict.ok
