@@ -55,7 +55,7 @@ def conformance(session: nox.Session) -> None:
     baseline = _baseline_of(args)
     if update_baseline:
         session.run("python", "-m", "conformance", "gate", out, "--baseline", baseline, "--update-baseline")
-    report_dir = os.path.join("reports", "out", os.path.splitext(os.path.basename(out))[0])
+    report_dir = os.path.join("results", "reports", os.path.splitext(os.path.basename(out))[0])
     whole_tier = not any(_option(args, name) for name in _SCOPE_OPTIONS)
     compare = ["--baseline", baseline] if os.path.exists(baseline) and whole_tier else []
     session.run("python", "-m", "conformance", "report", out, "--out", report_dir, *compare)
