@@ -287,3 +287,12 @@ def test_arbitration_requires_equal_integer_outputs():
     ints = np.arange(5)
     verdict = arbitrate([ints], [ints + 1], [ints], atol=1e-5)
     assert not verdict.ok
+
+
+def test_arbitration_refuses_a_float64_run_that_computes_something_else():
+    """A model that draws random numbers gives a different float64 answer: that run cannot be the arbiter."""
+    from conformance.compare import arbitrate
+
+    exact = [np.linspace(-2, 2, 1000)]
+    verdict = arbitrate([(exact[0] + 0.3).astype(np.float32)], [(exact[0] + 0.7).astype(np.float32)], exact, atol=1e-5)
+    assert not verdict.ok and "no float64 arbitration" in verdict.message
