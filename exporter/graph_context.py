@@ -172,10 +172,10 @@ class GraphContext:
         """Shape of ``x`` from ONNX shape inference over the graph built so far; symbolic dims are str."""
         if x.producer is None or self.graph.parent is not None:
             return x.shape  # inside a subgraph: what the symbolics and local inference recorded
-        if x.inferred_shape is None:
+        if not x.shape_inferred:
             from exporter.shape_inference import infer_value_shape
 
-            x.inferred_shape = infer_value_shape(self.graph, x, self.opset, self.session.used_domains)
+            infer_value_shape(self.graph, x, self.opset, self.session.used_domains)
         return x.inferred_shape
 
     def set_type(self, value: ir.Value, dtype: int | None = None, shape: tuple | None = None) -> ir.Value:

@@ -26,6 +26,7 @@ class Value:
     kind: str = TENSOR
     is_param: bool = False  # an initializer that holds a model parameter or buffer
     inferred_shape: tuple | None = None  # cached result of ONNX shape inference (dynamic-shape exports)
+    shape_inferred: bool = False  # ONNX shape inference has seen this value (inferred_shape None: it could not tell)
     is_number: bool = False  # a TorchScript int/float/bool (a "wrapped number" for type promotion)
 
     @property
