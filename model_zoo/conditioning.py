@@ -60,11 +60,26 @@ def calibrate_batchnorm(model: torch.nn.Module, batches: Iterable[tuple]) -> int
     return len(layers)
 
 
+def reinitialise_zero_linears(model: torch.nn.Module) -> int:
+    """Give every Linear layer whose weight is all zeros PyTorch's default random initialisation; returns how many.
+
+    torchvision zero-initialises some classification heads (ViT's ``heads.head``), which a trained model would
+    have learned; left at zero the model outputs exactly zero for every input and a comparison proves nothing.
+    """
+    reset = 0
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear) and not module.weight.detach().any():
+            module.reset_parameters()
+            reset += 1
+    return reset
+
+
 def prepare(build: Callable[[], torch.nn.Module], seed: int, calibration: Callable[[int], tuple] | None,
             passes: int = 3) -> torch.nn.Module:
     """Build a model with seeded weights, calibrate its BatchNorm statistics when it has any, and return it in eval."""
     seed_everything(seed)
     model = build().eval()
+    reinitialise_zero_linears(model)
     if calibration is not None and batchnorm_layers(model):
         calibrate_batchnorm(model, (calibration(1000 + k) for k in range(passes)))
     return model.eval()
