@@ -464,7 +464,8 @@ def cat(g, tensors, dim):
         from exporter.symbolics.sequence import concat_from_sequence
 
         return concat_from_sequence(g, tensors, dim)
-    tensors = [t for t in tensors if not _is_empty_1d(g, t)]
+    # Every input empty (say, no detections in the traced image): the result is the (first) empty tensor.
+    tensors = [t for t in tensors if not _is_empty_1d(g, t)] or tensors[:1]
     if len(tensors) == 1:
         return tensors[0]
     _, values = promote_all(g, *tensors)
