@@ -338,9 +338,14 @@ def _is_constant(arg: Any) -> bool:
     return True
 
 
+def _is_in_place(kind: str) -> bool:
+    """``aten::add_`` mutates its input; ``aten::__contains__`` (a dunder) does not."""
+    return kind.endswith("_") and not kind.endswith("__")
+
+
 def _foldable(node, args: list[Any]) -> bool:
     kind = node.kind()
-    if not kind.startswith("aten::") or kind.endswith("_") or any(w in kind for w in _NOT_FOLDABLE_WORDS):
+    if not kind.startswith("aten::") or _is_in_place(kind) or any(w in kind for w in _NOT_FOLDABLE_WORDS):
         return False
     if list(node.blocks()):  # blocks() is an iterator, truthy even when empty
         return False

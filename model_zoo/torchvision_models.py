@@ -102,8 +102,9 @@ def _segmentation(name: str) -> ZooEntry:
 def _detection_kwargs(name: str) -> dict:
     """Small images (the R-CNN default resizes to 800 pixels) and few detections, so a case stays affordable.
 
-    R-CNNs keep every score (``box_score_thresh=0``): with random weights their class scores sit near 1/91, below
-    the default 0.05 cut-off, and a model that detects nothing would leave nothing to compare.
+    Every detector keeps every score (``box_score_thresh=0`` / ``score_thresh=0``): with random weights the R-CNNs'
+    class scores sit near 1/91 and RetinaNet's and FCOS's near their 0.01 prior, below the default cut-offs (0.05,
+    0.2), and a model that detects nothing would leave nothing to compare.
     """
     if name.startswith(("fasterrcnn", "maskrcnn", "keypointrcnn")):
         kwargs = {"box_detections_per_img": 20, "box_score_thresh": 0.0}
@@ -111,7 +112,7 @@ def _detection_kwargs(name: str) -> dict:
             kwargs.update(min_size=320, max_size=320)
         return kwargs
     if name.startswith(("retinanet", "fcos")):
-        return {"min_size": 320, "max_size": 320, "detections_per_img": 20}
+        return {"min_size": 320, "max_size": 320, "detections_per_img": 20, "score_thresh": 0.0}
     return {"detections_per_img": 20}
 
 

@@ -347,3 +347,28 @@ def test_scalar_argument_of_a_script_module_is_hard_coded(opset):
     assert len([i for i in proto.graph.input if i.name not in initializers]) == 1
     actual = _run(proto, (x,))
     np.testing.assert_allclose(actual[0], model(x, 3).numpy(), rtol=1e-6)
+
+
+@torch.jit.script
+def _upsampled_rows(x):
+    rows = torch.zeros(0, 4, 4)
+    for i in range(x.size(0)):
+        # Scripted F.interpolate tests its mode with `in`: aten::__contains__ on constants, folded at export.
+        row = torch.nn.functional.interpolate(x[i][None, None], size=(4, 4), mode="bilinear", align_corners=False)
+        rows = torch.cat((rows, row[0]))
+    return rows
+
+
+class PasteMasksLike(torch.nn.Module):
+    """torchvision's Mask R-CNN when traced: a scripted loop grows a tensor from an empty start, then is indexed."""
+
+    def forward(self, x):
+        return _upsampled_rows(x)[:, None] * 2
+
+
+@pytest.mark.parametrize("opset", [11, 16])
+def test_scripted_loop_growing_a_tensor_keeps_its_rank(opset):
+    x = torch.rand(3, 2, 2)
+    proto = _export(PasteMasksLike(), (x,), opset, input_names=["x"], dynamic_axes={"x": {0: "n"}})
+    assert "Loop" in _op_types(proto)
+    _expect_same(PasteMasksLike(), proto, (torch.rand(5, 2, 2),))

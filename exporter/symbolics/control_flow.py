@@ -135,9 +135,23 @@ def loop(g, max_trip_count, condition, *carried):
 
     results = g.op("Loop", trip, cond, *initial, body_g=body, outputs=len(initial))
     results = results if isinstance(results, tuple) else (results,)
-    for value, start in zip(results, initial):
+    for value, start, end in zip(results, initial, body.outputs[1:]):
         value.dtype, value.kind, value.is_number = start.dtype, start.kind, start.is_number
+        value.shape = _carried_result_shape(start, end)
     return _results(node, list(results))
+
+
+def _carried_result_shape(start: ir.Value, end: ir.Value) -> tuple | None:
+    """A carried tensor's shape after the loop: the body's output shape where it equals the start's (invariant), else
+    the rank both agree on (sizes may change per iteration)."""
+    if start.kind == ir.SEQUENCE:
+        return None
+    shape = end.shape if end.shape is not None else start.shape
+    if shape is None or (start.shape is not None and len(start.shape) != len(shape)):
+        return None
+    if start.shape is not None and tuple(start.shape) == tuple(shape):
+        return tuple(shape)
+    return tuple(None for _ in shape)
 
 
 def _convert_body(g, body_block, initial: list[ir.Value], exact_shapes: bool) -> ir.Graph:

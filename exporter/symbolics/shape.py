@@ -8,6 +8,8 @@ padding) are emulated with older ops where the shapes allow it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -169,7 +171,8 @@ def flatten(g, input, start_dim, end_dim):
         return g.op("Flatten", input, axis_i=1)
     dims = g.static_dims(input)
     if dims is not None:
-        return reshape(g, input, dims[:start] + [-1] + dims[end + 1 :])
+        # The product, not -1: Reshape cannot infer a -1 next to a zero-size dim (say, no detections).
+        return reshape(g, input, dims[:start] + [math.prod(dims[start : end + 1])] + dims[end + 1 :])
     # Reshape's 0 copies the input dim at the same index, which holds for every dim before ``start``.
     sizes = dims_or_sizes(g, input)
     return reshape(g, input, [0] * start + [-1] + sizes[end + 1 :])

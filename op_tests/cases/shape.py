@@ -59,6 +59,8 @@ CASES = [
     OpCase("flatten", lambda k: (_r(2 + k, 3, 4, 5),), fn=lambda x: x.flatten(1)),
     OpCase("flatten", lambda k: (_r(2 + k, 3, 4, 5),), sample="middle", fn=lambda x: x.flatten(1, 2)),
     OpCase("flatten", lambda k: (_r(2, 3 + k, 4),), sample="all_negative", fn=lambda x: x.flatten(-3, -1)),
+    OpCase("flatten", lambda k: (_r(2 + k, 1, 4),), sample="zero_size",
+           fn=lambda x: torch.cat([x[:0].flatten(1), x[:, 0]]) * 2),
     OpCase("unflatten", lambda k: (_r(2 + k, 6, 3),), fn=lambda x: x.unflatten(1, (2, 3))),
     OpCase("unflatten", lambda k: (_r(2, 6, 3 + k),), sample="negative", fn=lambda x: x.unflatten(-2, (-1, 2))),
     # broadcasting and repetition
