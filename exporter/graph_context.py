@@ -157,6 +157,8 @@ class GraphContext:
         """Per-dim sizes that may be baked into the graph: ints where known, None or a name where not."""
         if isinstance(x, ir.Value) and x.const is None and not self.static_shapes:
             shape = self.inferred_shape(x)
+            if shape is None and x.shape is not None:  # ONNX inference lost it; the rank still holds
+                shape = tuple(None for _ in x.shape)
         else:
             shape = self.shape(x)
         return None if shape is None else [d if isinstance(d, int) else None for d in shape]

@@ -265,6 +265,36 @@ def tile(g, self, dims):
     return repeat(g, self, [1] * (rank - len(dims)) + dims)
 
 
+@symbolic("aten::repeat_interleave")
+def repeat_interleave(g, self, repeats, dim=None, output_size=None):
+    """repeat_interleave(repeats, dim): each slice along ``dim`` (of the flattened input when ``dim`` is None) repeated.
+
+    One count for every slice: Unsqueeze after ``dim``, Tile, then merge the two dims. A constant count per slice:
+    Gather with the repeated indices. Counts per slice known only at run time are not supported.
+    """
+    if len(list(g.node.inputs())) == 2:  # repeat_interleave(repeats, *, output_size): constant ones are folded
+        raise unsupported("aten::repeat_interleave", g.opset, "the indices-only overload needs constant repeats")
+    if dim is None or constant_value(dim) is None:
+        self, dim = reshape(g, self, [-1]), 0
+    rank = require_rank(g, self)
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    if is_value(repeats) and not is_constant(repeats):
+        if g.rank(repeats) not in (0, 1) or (g.rank(repeats) == 1 and g.static_dims(repeats) != [1]):
+            raise unsupported("aten::repeat_interleave", g.opset, "per-slice repeats known only at run time")
+        count = reshape(g, repeats, [])
+    else:
+        counts = np.asarray(constant_value(repeats), dtype=np.int64).reshape(-1)
+        if counts.size > 1:
+            indices = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+            return g.op("Gather", self, g.const(indices), axis_i=dim)
+        count = int(counts[0])
+    tiles = [1] * (dim + 1) + [count] + [1] * (rank - dim - 1)
+    tiled = g.op("Tile", unsqueeze(g, self, [dim + 1]), to_int64_list_value(g, tiles))
+    sizes = list(g.shape(self) or [None] * rank)
+    g.set_type(tiled, g.dtype(self), tuple(sizes[: dim + 1] + [None if is_value(count) else count] + sizes[dim + 1 :]))
+    return flatten(g, tiled, dim, dim + 1)
+
+
 # -- squeeze / unsqueeze ----------------------------------------------------------------------------------------
 @symbolic("aten::unsqueeze", "aten::unsqueeze_")
 @parse_args("v", "i")
