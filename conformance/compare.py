@@ -184,7 +184,8 @@ def _scaled(tolerance: Tolerance) -> str:
 
 def compare_detections(names: list[str], expected: list[np.ndarray], actual: list[np.ndarray],
                        tolerance: Tolerance) -> Verdict:
-    """Detections matched one to one by label and IoU >= 0.9, then compared within tolerance.
+    """Detections matched one to one by label and IoU >= 0.9 (zero-area boxes: by coordinates), then compared
+    within tolerance.
 
     The final detections of a random-weight detector sit on near-ties (scores within a hair of the cut-off or of
     a box NMS suppresses), so the verdict rests on the detections clear of ties: each must have a match whose
@@ -200,7 +201,7 @@ def compare_detections(names: list[str], expected: list[np.ndarray], actual: lis
     labels_e, labels_a = e["labels"].reshape(-1), a["labels"].reshape(-1)
     cutoff = scores_e.min() if scores_e.size else 0.0
     stable = [i for i in range(len(scores_e)) if not _near_tie(i, scores_e, boxes_e, labels_e, cutoff)]
-    iou = box_iou(boxes_e, boxes_a) if len(boxes_e) and len(boxes_a) else np.zeros((len(boxes_e), len(boxes_a)))
+    iou = _match_overlap(boxes_e, boxes_a, *tolerance(scale_of([boxes_e])))
     verdict = Verdict(True, rtol=rtol, atol=atol)
     taken: set[int] = set()
     unmatched = []
@@ -237,6 +238,19 @@ def compare_detections(names: list[str], expected: list[np.ndarray], actual: lis
     if not stable:
         verdict.message = verdict.message or "no tie-free detection to compare"
     return verdict
+
+
+def _match_overlap(boxes_e: np.ndarray, boxes_a: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """IoU of every torch box with every ONNX box; a zero-area box (clipped to an image edge) has no IoU with
+    anything, so it counts as overlapping fully where its coordinates agree within tolerance."""
+    if not (len(boxes_e) and len(boxes_a)):
+        return np.zeros((len(boxes_e), len(boxes_a)))
+    iou = box_iou(boxes_e, boxes_a)
+    degenerate = (boxes_e[:, 2] <= boxes_e[:, 0]) | (boxes_e[:, 3] <= boxes_e[:, 1])
+    for i in np.flatnonzero(degenerate):
+        close = np.all(np.abs(boxes_a - boxes_e[i]) <= atol + rtol * np.abs(boxes_e[i]), axis=1)
+        iou[i, close] = 1.0
+    return iou
 
 
 def _near_tie(i: int, scores: np.ndarray, boxes: np.ndarray, labels: np.ndarray, cutoff: float) -> bool:

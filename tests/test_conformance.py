@@ -136,6 +136,21 @@ def test_detection_matching_ignores_order_but_not_moved_boxes():
     assert not verdict.ok and "no ONNX match" in verdict.message
 
 
+def test_zero_area_boxes_match_by_coordinates():
+    """Boxes clipped to an image edge have no area, hence no IoU: they match where their coordinates agree."""
+    from conformance.compare import compare_detections
+
+    names = ["boxes", "labels", "scores"]
+    boxes = np.array([[0, 0, 10, 10], [111.07, 216, 112, 216], [160, 99.7, 160, 104], [5, 5, 6, 9]], np.float32)
+    labels, scores = np.array([1, 2, 2, 3], np.int64), np.array([0.9, 0.7, 0.5, 0.1], np.float32)
+    verdict = compare_detections(names, [boxes, labels, scores], [boxes * (1 + 1e-5), labels, scores], TOL)
+    assert verdict.ok and "3 of 3 tie-free" in verdict.comparison, verdict.message
+    moved = boxes.copy()
+    moved[1, 0] -= 3
+    verdict = compare_detections(names, [boxes, labels, scores], [moved, labels, scores], TOL)
+    assert not verdict.ok and "1 of 3 tie-free torch detections have no ONNX match" in verdict.message
+
+
 def test_allclose_comparison_checks_shape_dtype_and_values():
     from conformance.compare import compare_arrays
 
