@@ -151,6 +151,28 @@ def test_zero_area_boxes_match_by_coordinates():
     assert not verdict.ok and "1 of 3 tie-free torch detections have no ONNX match" in verdict.message
 
 
+def test_keypoints_on_different_heatmap_grids_are_not_compared():
+    """Keypoint R-CNN decodes keypoints on a grid of ceil(box size): a box 71.001 high in torch and 70.999 in ONNX
+    (well within the box tolerance) decodes on 72 vs 71 rows, so its keypoints legitimately move."""
+    from conformance.compare import compare_detections
+
+    names = ["boxes", "labels", "scores", "keypoints", "keypoints_scores"]
+    boxes = np.array([[145.6, 86.749, 200.8, 157.750], [10, 10, 50, 60], [90, 90, 99, 99]], np.float32)
+    labels, scores = np.array([1, 1, 1], np.int64), np.array([0.9, 0.5, 0.1], np.float32)
+    keypoints = np.array([[[170, 120, 1]], [[20, 30, 1]], [[95, 95, 1]]], np.float32)
+    keypoint_scores = np.array([[2.5], [1.5], [0.5]], np.float32)
+    expected = [boxes, labels, scores, keypoints, keypoint_scores]
+    near = boxes.copy()
+    near[0, 3] -= 0.002  # height 71.001 -> 70.999
+    moved = keypoints.copy()
+    moved[0, 0, 1] += 25
+    verdict = compare_detections(names, expected, [near, labels, scores, moved, keypoint_scores], TOL)
+    assert verdict.ok and "keypoints of 1 detection(s) not compared" in verdict.comparison, verdict.message
+    moved[1, 0, 1] += 25  # the second box sits on the same grid on both sides: its keypoints must agree
+    verdict = compare_detections(names, expected, [near, labels, scores, moved, keypoint_scores], TOL)
+    assert not verdict.ok and "detection 1 (keypoints)" in verdict.message
+
+
 def test_allclose_comparison_checks_shape_dtype_and_values():
     from conformance.compare import compare_arrays
 
