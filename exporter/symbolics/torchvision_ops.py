@@ -26,7 +26,8 @@ def nms(g, boxes, scores, iou_threshold):
     keep_all = to_int64_list_value(g, [dim_size(g, boxes, 0)])
     selected = g.op("NonMaxSuppression", batched_boxes, batched_scores, keep_all,
                     g.const(np.array([iou_threshold], dtype=np.float32)), center_point_box_i=0)
-    return g.op("Gather", selected, g.const(np.array(2, dtype=np.int64)), axis_i=1)
+    g.set_type(selected, INT64, (None, 3))
+    return g.set_type(g.op("Gather", selected, g.const(np.array(2, dtype=np.int64)), axis_i=1), INT64, (None,))
 
 
 def _rois_parts(g, rois):

@@ -45,6 +45,8 @@ _NO_ONNX_OP = {opset: "ONNX has no position-sensitive RoI pooling operator at an
 CASES = [
     OpCase("nms", _nms_inputs, min_opset=10, fn=lambda boxes, scores: ops.nms(boxes, scores, 0.3)),
     OpCase("nms", _nms_inputs, sample="strict_iou", min_opset=10, fn=lambda boxes, scores: ops.nms(boxes, scores, 0.05)),
+    OpCase("nms", _nms_inputs, sample="top_kept", min_opset=10,
+           fn=lambda boxes, scores: ops.nms(boxes, scores, 0.3)[:2]),
     OpCase("batched_nms", _batched_inputs, min_opset=10,
            fn=lambda boxes, scores, idxs: ops.batched_nms(boxes, scores, idxs, 0.3)),
     OpCase("roi_align", _feature_and_rois, min_opset=10, atol=1e-5,
