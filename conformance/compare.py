@@ -22,6 +22,7 @@ class Verdict:
     rtol: float = 0.0
     atol: float = 0.0
     comparison: str = ""
+    compared_nothing: bool = False  # nothing was left to compare (say, every detection on a near-tie)
 
     def merge(self, other: "Verdict") -> "Verdict":
         """Worst of both: the first failure's message, the largest errors and tolerances."""
@@ -33,6 +34,7 @@ class Verdict:
             rtol=max(self.rtol, other.rtol),
             atol=max(self.atol, other.atol),
             comparison=self.comparison or other.comparison,
+            compared_nothing=self.compared_nothing or other.compared_nothing,
         )
 
 
@@ -245,6 +247,7 @@ def compare_detections(names: list[str], expected: list[np.ndarray], actual: lis
                                "round up to different heatmap sizes")
     if not stable:
         verdict.message = verdict.message or "no tie-free detection to compare"
+        verdict.compared_nothing = True
     return verdict
 
 

@@ -374,6 +374,8 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         row.update(status="mismatch", error=verdict.message)
     elif prepared.problem:
         row.update(status="inconclusive", reason=prepared.problem, error=verdict.message)
+    elif verdict.compared_nothing:
+        row.update(status="inconclusive", reason="a check had nothing to compare", error=verdict.message)
     else:
         row.update(status="pass", error=verdict.message)
     if opset < entry.min_opset and row["status"] == "pass":

@@ -173,6 +173,18 @@ def test_keypoints_on_different_heatmap_grids_are_not_compared():
     assert not verdict.ok and "detection 1 (keypoints)" in verdict.message
 
 
+def test_detections_all_on_near_ties_compare_nothing():
+    """Scores within a hair of each other (a random-weight RetinaNet) leave no detection to judge: never a pass."""
+    from conformance.compare import Verdict, compare_detections
+
+    names = ["boxes", "labels", "scores"]
+    boxes = np.array([[0, 0, 10, 10], [2, 2, 12, 12], [50, 50, 60, 70]], np.float32)
+    labels, scores = np.array([1, 1, 1], np.int64), np.array([0.0105, 0.0104, 0.0103], np.float32)
+    verdict = compare_detections(names, [boxes, labels, scores], [boxes, labels, scores], TOL)
+    assert verdict.compared_nothing and "no tie-free detection" in verdict.message
+    assert verdict.merge(Verdict(True)).compared_nothing
+
+
 def test_allclose_comparison_checks_shape_dtype_and_values():
     from conformance.compare import compare_arrays
 
