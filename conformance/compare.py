@@ -217,8 +217,8 @@ def compare_detections(names: list[str], expected: list[np.ndarray], actual: lis
             continue
         j = int(candidates[0])
         taken.add(j)
-        regridded = _keypoint_grid_differs(boxes_e[i], boxes_a[j])
-        keypoint_ties += bool(regridded and "keypoints" in names)
+        regridded = "keypoints" in names and _keypoint_grid_differs(boxes_e[i], boxes_a[j])
+        keypoint_ties += regridded
         for key in names:
             if key == "labels" or (regridded and key.startswith("keypoints")):
                 continue

@@ -142,16 +142,16 @@ def loop(g, max_trip_count, condition, *carried):
 
 
 def _carried_result_shape(start: ir.Value, end: ir.Value) -> tuple | None:
-    """A carried tensor's shape after the loop: the body's output shape where it equals the start's (invariant), else
-    the rank both agree on (sizes may change per iteration)."""
+    """A carried tensor's shape after the loop: the start's where the body provably returns the same shape, else
+    only the rank (sizes may change per iteration)."""
     if start.kind == ir.SEQUENCE:
         return None
-    shape = end.shape if end.shape is not None else start.shape
-    if shape is None or (start.shape is not None and len(start.shape) != len(shape)):
+    known = [shape for shape in (start.shape, end.shape) if shape is not None]
+    if not known or len({len(shape) for shape in known}) > 1:
         return None
-    if start.shape is not None and tuple(start.shape) == tuple(shape):
-        return tuple(shape)
-    return tuple(None for _ in shape)
+    if len(known) == 2 and tuple(start.shape) == tuple(end.shape):
+        return tuple(start.shape)
+    return tuple(None for _ in known[0])
 
 
 def _convert_body(g, body_block, initial: list[ir.Value], exact_shapes: bool) -> ir.Graph:
