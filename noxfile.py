@@ -33,36 +33,49 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def conformance(session: nox.Session) -> None:
-    """The conformance run (quick tier on CPU by default) followed by the HTML report.
+    """The main job: a fresh conformance run (quick tier on CPU by default), its HTML report, then the release gate.
 
     Arguments after ``--`` go to ``python -m conformance run``: ``--tier full --ep cuda``, ``--shard 0/4``,
-    ``--opsets 9,11``, ``--models 'resnet*'``, ``--out FILE``, ``--workers N``, ``--timeout S``.
-    ``--update-baseline`` then writes the tier's baseline (``baselines/conformance_<tier>.jsonl``) from this run's
-    results: the only way a baseline changes. When the tier has a baseline, the report shows the gate's verdict.
-    ``nox -s conformance -- merge a.jsonl b.jsonl --out all.jsonl`` joins shard results instead of running.
+    ``--opsets 9,11``, ``--models 'resnet*'``, ``--out FILE``, ``--workers N``, ``--timeout S``; ``--resume`` keeps
+    the cases already in the results file instead of starting over. The session exits non-zero when the release
+    gate fails: against the tier's baseline (``baselines/conformance_<tier>.jsonl``; a run of part of the tier is
+    compared on the cases it ran) or, without one, when any case fails. The report's badge shows the same verdict.
+    ``--update-baseline`` then writes the tier's baseline from this run's results: the only way a baseline changes.
+    ``nox -s conformance -- merge a.jsonl b.jsonl --out all.jsonl`` (or summary, list, report, gate, flaky) runs
+    that subcommand instead.
     """
     install(session)
     args = list(session.posargs)
-    if args and args[0] in ("merge", "summary", "list", "report", "gate"):
+    if args and args[0] in ("merge", "summary", "list", "report", "gate", "flaky"):
         session.run("python", "-m", "conformance", *args)
         return
-    update_baseline = "--update-baseline" in args
-    args = [a for a in args if a != "--update-baseline"]
+    update_baseline, resume = "--update-baseline" in args, "--resume" in args
+    args = [a for a in args if a not in ("--update-baseline", "--resume")]
     out = _option(args, "--out") or _default_results(args)
     if "--out" not in args:
         args += ["--out", out]
-    session.run("python", "-m", "conformance", "run", *args)
+    # The gate below judges the run, after the report is built, so the run itself only records.
+    session.run("python", "-m", "conformance", "run", *args, "--record-only", *([] if resume else ["--fresh"]))
     baseline = _baseline_of(args)
     if update_baseline:
         session.run("python", "-m", "conformance", "gate", out, "--baseline", baseline, "--update-baseline")
     report_dir = os.path.join("results", "reports", os.path.splitext(os.path.basename(out))[0])
-    whole_tier = not any(_option(args, name) for name in _SCOPE_OPTIONS)
-    compare = ["--baseline", baseline] if os.path.exists(baseline) and whole_tier else []
-    session.run("python", "-m", "conformance", "report", out, "--out", report_dir, *compare)
+    judged = _judged_against(args, baseline)
+    session.run("python", "-m", "conformance", "report", out, "--out", report_dir, *judged)
     session.log(f"results: {out}")
+    session.run("python", "-m", "conformance", "gate", out, *(judged or ["--no-baseline"]),
+                "--json", os.path.join(report_dir, "gate.json"))
 
 
-# Options that run part of a tier: such a run is not compared with the tier's baseline (cases would "vanish").
+def _judged_against(args: list[str], baseline: str) -> list[str]:
+    """Gate and report options: the tier's baseline when it exists (``--partial`` for a run of part of the tier)."""
+    if not os.path.exists(baseline):
+        return []
+    scoped = any(_option(args, name) for name in _SCOPE_OPTIONS)
+    return ["--baseline", baseline, *(["--partial"] if scoped else [])]
+
+
+# Options that run part of a tier: such a run is compared with the baseline only on the cases it ran.
 _SCOPE_OPTIONS = ("--shard", "--models", "--exclude", "--case", "--opsets", "--mode")
 
 

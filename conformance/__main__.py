@@ -1,4 +1,4 @@
-"""Command line: ``python -m conformance {run,merge,summary,list,report}``.
+"""Command line: ``python -m conformance {run,merge,summary,list,report,flaky,gate}``.
 
     python -m conformance run                          quick tier on CPU -> results/conformance_quick.jsonl
     python -m conformance run --tier full --ep cuda     every model x opsets 7-16 on CUDA
@@ -9,67 +9,117 @@
     python -m conformance report RESULTS --out DIR [--baseline B]   HTML report via `python -m reports build`
     python -m conformance gate RESULTS --baseline B     release gate: non-zero exit on regressions (conformance.gate)
     python -m conformance gate RESULTS --baseline B --update-baseline   write B from RESULTS (explicit refresh)
+    python -m conformance flaky RUN_A RUN_B            cases whose verdict or band differs between two runs
 
 ``run`` resumes: cases already in the results file are not run again (``--redo timeout,crash`` re-runs those
-statuses). Each failing case gets a one-line ``rerun`` command and a repro bundle under ``<out>.repro/``.
+statuses; ``--fresh`` starts over). Each failing case gets a one-line ``rerun`` command and, for models and
+examples, a repro bundle under ``<out>.repro/``. ``run`` exits 1 when a selected case fails (a failure status,
+or unsupported at an opset it claims; see conformance.verdict) unless ``--record-only``; every option is checked
+before any work starts (a bad one: one-line error, exit 2, nothing written).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 
+from conformance import arguments
 from conformance import results as results_io
+from conformance.schema import STATUSES
 from conformance.summary import print_summary
+from conformance.verdict import is_failure
 
 
-def _default_out(tier: str, shard: str | None, exporter: str = "engine") -> str:
-    suffix = f".shard{shard.replace('/', 'of')}" if shard else ""
+def _default_out(tier: str, shard: tuple[int, int] | None, exporter: str = "engine") -> str:
+    suffix = f".shard{shard[0]}of{shard[1]}" if shard else ""
     peer = "_peer" if exporter == "peer" else ""
     return os.path.join("results", f"conformance_{tier}{peer}{suffix}.jsonl")
 
 
-def _run(args: argparse.Namespace) -> int:
-    from conformance import cases as case_sel
-    from conformance.runner import RunOptions, run
+def _names(text: str | None) -> list[str] | None:
+    return [name.strip() for name in text.split(",") if name.strip()] if text else None
 
-    out = args.out or _default_out(args.tier, args.shard, args.exporter)
+
+def _select(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list:
+    """The cases the command line asks for; a name or case pattern that selects nothing is a usage error."""
+    from conformance import cases as case_sel
+
+    for option, names in (("--models", _names(args.models)), ("--exclude", _names(getattr(args, "exclude", None)))):
+        problem = names and case_sel.unknown_names(args.tier if option == "--models" else "full", names)
+        if problem:
+            parser.error(f"{option}: {problem}")
     modes = ("static", "dynamic") if args.mode == "both" else (args.mode,)
     selected = case_sel.select(
-        tier=args.tier, opsets=case_sel.parse_opsets(args.opsets), providers=case_sel.parse_providers(args.ep, args.tier),
-        modes=modes, models=args.models.split(",") if args.models else None, shard=case_sel.parse_shard(args.shard),
-        case_ids=args.case or None, exporter=args.exporter, exclude=args.exclude.split(",") if args.exclude else None,
-    )
-    if args.case and not selected:
-        print(f"no case matches {args.case}", file=sys.stderr)
-        return 2
+        tier=args.tier, opsets=args.opsets, providers=case_sel.providers_for(args.ep, args.tier), modes=modes,
+        models=_names(args.models), shard=args.shard or (0, 1), case_ids=getattr(args, "case", None),
+        exporter=getattr(args, "exporter", "engine"), exclude=_names(getattr(args, "exclude", None)))
+    if not selected:
+        parser.error("these options select no case (" + " ".join(_given_options(args)) + ")")
+    return selected
+
+
+def _given_options(args: argparse.Namespace) -> list[str]:
+    given = {"tier": args.tier, "models": args.models, "opsets": args.opsets, "mode": args.mode,
+             "shard": args.shard, "case": getattr(args, "case", None), "exclude": getattr(args, "exclude", None)}
+    return [f"--{key} {value}" for key, value in given.items() if value]
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from conformance.runner import RunOptions, run
+
+    selected = _select(args, parser)
+    out = args.out or _default_out(args.tier, args.shard, args.exporter)
+    repro_dir = args.repro_dir or os.path.splitext(out)[0] + ".repro"
+    if args.fresh:
+        _discard(out, repro_dir)
     done = results_io.latest_by_case(results_io.read_rows(out))
-    redo = set(args.redo.split(",")) if args.redo else set()
+    redo = set(args.redo or ())
     todo = [c for c in selected if args.case or c.case_id not in done or done[c.case_id]["status"] in redo or "all" in redo]
     print(f"{len(selected)} cases selected, {len(selected) - len(todo)} already in {out}, {len(todo)} to run "
           f"({args.workers} workers, {args.timeout:.0f} s per case before cost scaling)", file=sys.stderr)
     if todo:
         options = RunOptions(out=out, workers=args.workers, timeout_s=args.timeout, progress=not args.no_progress,
-                             light_first=args.light_first,
-                             repro_dir=args.repro_dir or os.path.splitext(out)[0] + ".repro",
+                             light_first=args.light_first, repro_dir=repro_dir,
                              static_fields={"versions": results_io.versions(), "git_rev": results_io.git_revision()})
         run(todo, options)
-    wanted = {c.case_id for c in selected}
-    rows = [r for r in results_io.latest_by_case(results_io.read_rows(out)).values() if r["case_id"] in wanted]
+    latest = results_io.latest_by_case(results_io.read_rows(out))
+    rows = [latest[c.case_id] for c in selected if c.case_id in latest]
     print_summary(rows)
     print(f"results: {out}")
-    return 0
+    return _run_verdict(rows, len(selected), args.record_only)
 
 
-def _merge(args: argparse.Namespace) -> int:
+def _discard(out: str, repro_dir: str) -> None:
+    if os.path.exists(out):
+        os.remove(out)
+    shutil.rmtree(repro_dir, ignore_errors=True)
+
+
+def _run_verdict(rows: list[dict], selected: int, record_only: bool) -> int:
+    """Exit status of ``run``: 1 when a selected case fails (conformance.verdict) or has no result, unless only
+    recording (the release gate then judges the results against a baseline)."""
+    failing = sum(1 for row in rows if is_failure(row))
+    missing = selected - len(rows)
+    if not failing and not missing:
+        return 0
+    text = f"{failing} failing case(s)" + (f", {missing} selected case(s) without a result" if missing else "")
+    if record_only:
+        print(f"{text}; recorded only (--record-only): judge them with `python -m conformance gate`", file=sys.stderr)
+        return 0
+    print(f"FAIL: {text}", file=sys.stderr)
+    return 1
+
+
+def _merge(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     count = results_io.merge(args.files, args.out)
     print(f"merged {len(args.files)} file(s) into {args.out}: {count} cases")
     return 0
 
 
-def _summary(args: argparse.Namespace) -> int:
+def _summary(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     rows = []
     for path in args.files:
         rows.extend(results_io.read_rows(path))
@@ -77,75 +127,104 @@ def _summary(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list(args: argparse.Namespace) -> int:
-    from conformance import cases as case_sel
-
-    selected = case_sel.select(tier=args.tier, opsets=case_sel.parse_opsets(args.opsets),
-                               providers=case_sel.parse_providers(args.ep, args.tier),
-                               models=args.models.split(",") if args.models else None)
+def _list(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    selected = _select(args, parser)
     for case in selected:
         print(case.case_id)
     print(f"{len(selected)} cases", file=sys.stderr)
     return 0
 
 
-def _report(args: argparse.Namespace) -> int:
+def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Build the HTML report with the reports package (compared with a baseline, and gated, when one is given)."""
     baseline = ["--baseline", args.baseline] if args.baseline else []
-    code = subprocess.call([sys.executable, "-m", "reports", "build", *args.results, "--out", args.out, *baseline])
+    partial = ["--partial"] if args.partial else []
+    code = subprocess.call([sys.executable, "-m", "reports", "build", *args.results, "--out", args.out, *baseline, *partial])
     if code == 0:
         print(f"report: {args.out}")
     return code
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
+def _flaky(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """List the cases whose verdict or band differs between two runs of the same tree; exit 1 when there are any."""
+    from conformance import gate
 
-    run_p = commands.add_parser("run", help="run cases (resumes an interrupted run)")
-    run_p.add_argument("--tier", choices=("quick", "full"), default="quick")
-    run_p.add_argument("--ep", help="cpu, cuda, cpu,cuda or all (default: cpu for quick, all for full)")
-    run_p.add_argument("--opsets", help="e.g. 7-16 or 9,11,14 (default: the tier's)")
-    run_p.add_argument("--mode", choices=("static", "dynamic", "both"), default="both")
-    run_p.add_argument("--models", help="comma-separated zoo names or globs")
-    run_p.add_argument("--exclude", help="comma-separated zoo names or globs to leave out")
+    differences = gate.flaky(gate.load_results([args.first]), gate.load_results([args.second]))
+    for case_id, why in differences:
+        print(f"{case_id}: {why}")
+    print(f"{len(differences)} case(s) differ between {args.first} and {args.second}", file=sys.stderr)
+    return 1 if differences else 0
+
+
+def _add_selection(command: argparse.ArgumentParser) -> None:
+    """The options that choose cases, shared by run and list."""
+    command.add_argument("--tier", choices=("quick", "full"), default="quick",
+                         help="quick (default): examples, a model per family and op cases at a few opsets; "
+                              "full: everything at opsets 7-16")
+    command.add_argument("--ep", type=arguments.choice_list(("cpu", "cuda", "all")),
+                         help="execution providers: cpu, cuda, cpu,cuda or all (default: cpu for quick, all for full)")
+    command.add_argument("--opsets", type=arguments.opsets, help="e.g. 7-16 or 9,11,14 (default: the tier's)")
+    command.add_argument("--mode", choices=("static", "dynamic", "both"), default="both",
+                         help="static, dynamic or both (default) exports")
+    command.add_argument("--models", help="comma-separated model, example or op case names or globs, in the tier")
+    command.add_argument("--shard", type=arguments.shard, help="i/n (0-based): the i-th of n shards, split by name")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = arguments.StrictParser(prog="python -m conformance", description=__doc__,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=arguments.StrictParser)
+
+    run_p = commands.add_parser("run", help="run cases (resumes an interrupted run); exit 1 when a case fails")
+    _add_selection(run_p)
+    run_p.add_argument("--exclude", help="comma-separated names or globs to leave out")
     run_p.add_argument("--case", action="append", help="exact case id or glob; repeatable; re-runs even if recorded")
-    run_p.add_argument("--shard", help="i/n (0-based): run the i-th of n model shards")
     run_p.add_argument("--out", help="results JSONL (default results/conformance_<tier>[.shard<i>of<n>].jsonl)")
     run_p.add_argument("--repro-dir", help="where repro bundles go (default <out without .jsonl>.repro)")
-    run_p.add_argument("--workers", type=int, default=int(os.environ.get("CONFORMANCE_WORKERS", 2)))
-    run_p.add_argument("--timeout", type=float, default=300.0, help="seconds per case, scaled by the model's cost")
-    run_p.add_argument("--redo", help="statuses to run again, e.g. timeout,crash (or all)")
-    run_p.add_argument("--no-progress", action="store_true")
+    run_p.add_argument("--workers", type=arguments.positive_int, default=os.environ.get("CONFORMANCE_WORKERS", "2"),
+                       help="parallel worker processes (default $CONFORMANCE_WORKERS or 2)")
+    run_p.add_argument("--timeout", type=arguments.positive_float, default=300.0,
+                       help="seconds per case, scaled by the model's cost (default 300)")
+    run_p.add_argument("--redo", type=arguments.choice_list(STATUSES + ("all",)),
+                       help="statuses to run again, e.g. timeout,crash (or all)")
+    run_p.add_argument("--fresh", action="store_true",
+                       help="discard the results file and its repro bundles first, instead of resuming")
+    run_p.add_argument("--record-only", action="store_true",
+                       help="exit 0 even when cases fail: only record (a gate judges the results later)")
+    run_p.add_argument("--no-progress", action="store_true", help="no progress bar")
     run_p.add_argument("--light-first", action="store_true",
                        help="run the cheapest models first (widest coverage if the run is cut short)")
     run_p.add_argument("--exporter", choices=("engine", "peer"), default="engine",
                        help="peer: torch.onnx.export(dynamo=False), to validate the zoo and tolerances themselves")
-    run_p.set_defaults(func=_run)
+    run_p.set_defaults(func=_run, parser=run_p)
 
     merge_p = commands.add_parser("merge", help="join results files (the latest row of each case wins)")
-    merge_p.add_argument("files", nargs="+")
-    merge_p.add_argument("--out", required=True)
-    merge_p.set_defaults(func=_merge)
+    merge_p.add_argument("files", nargs="+", type=arguments.existing_path, help="results JSONL files to join")
+    merge_p.add_argument("--out", required=True, help="the merged results file to write")
+    merge_p.set_defaults(func=_merge, parser=merge_p)
 
     summary_p = commands.add_parser("summary", help="print the summary table of results files")
-    summary_p.add_argument("files", nargs="+")
-    summary_p.add_argument("--failures", type=int, default=20, help="how many failures to list")
-    summary_p.set_defaults(func=_summary)
+    summary_p.add_argument("files", nargs="+", type=arguments.existing_path, help="results JSONL files")
+    summary_p.add_argument("--failures", type=arguments.positive_int, default=20, help="how many failures to list")
+    summary_p.set_defaults(func=_summary, parser=summary_p)
 
     list_p = commands.add_parser("list", help="list the case ids a run would cover")
-    list_p.add_argument("--tier", choices=("quick", "full"), default="quick")
-    list_p.add_argument("--ep")
-    list_p.add_argument("--opsets")
-    list_p.add_argument("--models")
-    list_p.set_defaults(func=_list)
+    _add_selection(list_p)
+    list_p.set_defaults(func=_list, parser=list_p)
 
-    report_p = commands.add_parser("report", help="build the HTML report (needs reports/__main__.py)")
-    report_p.add_argument("results", nargs="+")
-    report_p.add_argument("--out", required=True)
-    report_p.add_argument("--baseline", help="baseline results to compare with (the report then shows the gate)")
-    report_p.set_defaults(func=_report)
+    report_p = commands.add_parser("report", help="build the HTML report (python -m reports build)")
+    report_p.add_argument("results", nargs="+", type=arguments.existing_path, help="results JSONL files or folders")
+    report_p.add_argument("--out", required=True, help="folder to write report.html and report.json into")
+    report_p.add_argument("--baseline", type=arguments.existing_path,
+                          help="baseline results to compare with (the report then shows the gate)")
+    report_p.add_argument("--partial", action="store_true",
+                          help="the results cover part of the baseline's tier: compare only the cases they contain")
+    report_p.set_defaults(func=_report, parser=report_p)
+
+    flaky_p = commands.add_parser("flaky", help="list cases whose verdict or band differs between two runs")
+    flaky_p.add_argument("first", type=arguments.existing_path, help="results of the first run (RUN_A)")
+    flaky_p.add_argument("second", type=arguments.existing_path, help="results of the second run (RUN_B)")
+    flaky_p.set_defaults(func=_flaky, parser=flaky_p)
 
     # `gate` has its own parser (conformance.gate.main); listed here for --help.
     commands.add_parser("gate", help="release gate against a baseline (see python -m conformance gate --help)",
@@ -160,8 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         from conformance import gate
 
         return gate.main(argv[1:])
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return args.func(args, args.parser)  # the sub-parser, so that a usage error names the subcommand
 
 
 if __name__ == "__main__":

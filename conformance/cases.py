@@ -1,14 +1,17 @@
-"""Which cases a run covers: tiers, filters and shards."""
+"""Which cases a run covers: tiers (models, examples and op cases), filters and shards."""
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 from dataclasses import asdict, dataclass
+from typing import Callable
 
 import model_zoo
+from conformance import op_cases
+from conformance.arguments import ALL_OPSETS
 from conformance.schema import case_id
 
-ALL_OPSETS = tuple(range(7, 17))
 TIERS = ("quick", "full")
 PROVIDERS = ("cpu", "cuda")
 
@@ -32,74 +35,97 @@ class Case:
         return {**asdict(self), "case_id": self.case_id}
 
 
-def parse_opsets(text: str | None) -> tuple[int, ...] | None:
-    """'7-16', '9,11,14' or '11' -> opsets; None stays None (the tier decides)."""
-    if not text:
-        return None
-    opsets: list[int] = []
-    for part in text.split(","):
-        if "-" in part:
-            low, high = part.split("-")
-            opsets.extend(range(int(low), int(high) + 1))
-        else:
-            opsets.append(int(part))
-    return tuple(sorted(set(opsets)))
-
-
-def parse_providers(text: str | None, tier: str) -> tuple[str, ...]:
-    """'cpu', 'cuda', 'cpu,cuda' or 'all'; default: cpu for quick, both for full (CUDA skips where absent)."""
-    if not text:
+def providers_for(ep: tuple[str, ...] | None, tier: str) -> tuple[str, ...]:
+    """The providers of ``--ep`` ('cpu', 'cuda', 'all'); default: cpu for quick, both for full (CUDA skips where absent)."""
+    if not ep:
         return ("cpu",) if tier == "quick" else PROVIDERS
-    if text == "all":
-        return PROVIDERS
-    providers = tuple(p.strip() for p in text.split(","))
-    unknown = [p for p in providers if p not in PROVIDERS]
-    if unknown:
-        raise ValueError(f"unknown execution provider(s) {unknown}; choose from {PROVIDERS} or 'all'")
-    return providers
+    return PROVIDERS if "all" in ep else tuple(p for p in PROVIDERS if p in ep)
 
 
-def parse_shard(text: str | None) -> tuple[int, int]:
-    """'i/n' with 0 <= i < n (0-based) -> (i, n); None -> (0, 1)."""
-    if not text:
-        return 0, 1
-    index, count = (int(x) for x in text.split("/"))
-    if not 0 <= index < count:
-        raise ValueError(f"--shard {text}: expected i/n with 0 <= i < n")
-    return index, count
+@dataclass(frozen=True)
+class _Subject:
+    """What cases are made of: a zoo entry (model or example) or an op case, with the opsets and modes it runs."""
+
+    kind: str
+    name: str
+    family: str
+    cost: float
+    quick_opsets: tuple[int, ...]
+    modes_at: Callable[[int], tuple[str, ...]]
+
+
+def _zoo_subjects() -> list[_Subject]:
+    def modes(entry):
+        both = ("static", "dynamic") if entry.dynamic_axes else ("static",)
+        return lambda opset: both
+
+    return [_Subject(e.kind, e.name, e.family, e.cost, e.quick_opsets, modes(e)) for e in model_zoo.entries()]
+
+
+@functools.lru_cache(maxsize=1)
+def _op_subjects() -> tuple[_Subject, ...]:
+    return tuple(_Subject("op", case.name, "op", op_cases.COST, op_cases.quick_opsets(case),
+                          functools.partial(op_cases.modes_at, case)) for case in op_cases.by_name().values())
+
+
+def _subjects(tier: str) -> list[_Subject]:
+    every = [*_zoo_subjects(), *_op_subjects()]
+    return [s for s in every if s.quick_opsets] if tier == "quick" else every
+
+
+def _matches(name: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def unknown_names(tier: str, patterns: list[str]) -> str:
+    """Why some of ``patterns`` (``--models``) select nothing in ``tier``, naming the tier that has them; '' if all do."""
+    in_tier = [s.name for s in _subjects(tier)]
+    anywhere = [s.name for s in _subjects("full")]
+    problems = []
+    for pattern in patterns:
+        if any(_matches(name, [pattern]) for name in in_tier):
+            continue
+        if any(_matches(name, [pattern]) for name in anywhere):
+            problems.append(f"{pattern!r} is not in the {tier} tier, only in the full tier (add --tier full)")
+        else:
+            problems.append(f"no model, example or op case matches {pattern!r} ('python -m conformance list --tier full' lists them)")
+    return "; ".join(problems)
 
 
 def select(tier: str = "quick", opsets: tuple[int, ...] | None = None, providers: tuple[str, ...] = ("cpu",),
            modes: tuple[str, ...] = ("static", "dynamic"), models: list[str] | None = None,
            shard: tuple[int, int] = (0, 1), case_ids: list[str] | None = None, exporter: str = "engine",
            exclude: list[str] | None = None) -> list[Case]:
-    """The cases of ``tier`` (optionally narrowed; the quick tier takes each entry's ``quick_opsets``), grouped by model so one worker serves all of a model's cases.
+    """The cases of ``tier`` (optionally narrowed), grouped by model or op case so one worker serves all of its cases.
 
-    Sharding splits by model (round robin over the models in name order), so a model's trace is never
-    repeated across shards. ``case_ids`` selects exact cases (or globs) from every entry, whatever the tier.
+    The quick tier takes each zoo entry's ``quick_opsets`` and each op case's (``conformance.op_cases``); the full
+    tier every opset. ``models`` and ``exclude`` match model, example and op case names (globs). Sharding splits by
+    name (round robin over the names in order), so a model's trace is never repeated across shards. ``case_ids``
+    selects exact cases (or globs) from everything, whatever the tier.
     """
     if tier not in TIERS:
         raise ValueError(f"unknown tier {tier!r}; choose from {TIERS}")
-    entries = model_zoo.entries()
     quick = tier == "quick" and not case_ids
-    if quick:
-        entries = [e for e in entries if e.quick_opsets]
+    subjects = _subjects("quick" if quick else "full")
+    if exporter == "peer":  # the peer validates the model zoo; op cases have no peer path
+        subjects = [s for s in subjects if s.kind != "op"]
     if models:
-        entries = [e for e in entries if any(fnmatch.fnmatchcase(e.name, pattern) for pattern in models)]
+        subjects = [s for s in subjects if _matches(s.name, models)]
     if exclude:
-        entries = [e for e in entries if not any(fnmatch.fnmatchcase(e.name, pattern) for pattern in exclude)]
-    ordered = sorted(entries, key=lambda e: e.name)
+        subjects = [s for s in subjects if not _matches(s.name, exclude)]
     index, count = shard
-    chosen = {e.name for k, e in enumerate(ordered) if k % count == index}
+    ordered = sorted(s.name for s in subjects)
+    chosen = {name for k, name in enumerate(ordered) if k % count == index}
     cases = []
-    for entry in entries:
-        if entry.name not in chosen:
+    for subject in subjects:
+        if subject.name not in chosen:
             continue
-        entry_modes = [m for m in modes if m == "static" or entry.dynamic_axes]
         for provider in (providers if not case_ids else PROVIDERS):
-            for mode in entry_modes:
-                for opset in opsets or (entry.quick_opsets if quick else ALL_OPSETS):
-                    cases.append(Case(entry.kind, entry.name, entry.family, opset, mode, provider, entry.cost, exporter))
+            for mode in modes:
+                for opset in opsets or (subject.quick_opsets if quick else ALL_OPSETS):
+                    if mode in subject.modes_at(opset):
+                        cases.append(Case(subject.kind, subject.name, subject.family, opset, mode, provider,
+                                          subject.cost, exporter))
     if case_ids:
-        cases = [c for c in cases if any(fnmatch.fnmatchcase(c.case_id, pattern) for pattern in case_ids)]
+        cases = [c for c in cases if _matches(c.case_id, case_ids)]
     return cases

@@ -1,8 +1,10 @@
 """Release gate: compare a conformance run with a committed baseline and fail on regressions.
 
-A regression is a case that passed in the baseline and now does not, a passing case whose error grew by more
-than its tolerance, a case whose tolerance was loosened, or a baseline case that vanished from the run.
-Flaky cases are tolerated only through an explicit allow-list entry with a written reason; there is no retry.
+A regression is a case that passed in the baseline and now does not, a case that now fails where the baseline
+did not fail, a new case (absent from the baseline) that fails, a passing case whose error drifted or whose
+tolerance was loosened beyond the bands of ``conformance.verdict``, or a baseline case that vanished from the run.
+Without a baseline (``--no-baseline``) every case is new, so any failure fails the gate. Flaky cases are tolerated
+only through an explicit allow-list entry with a written reason; there is no retry.
 """
 
 from __future__ import annotations
@@ -15,15 +17,20 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from conformance import verdict
+from conformance.arguments import StrictParser, existing_path
+
 DEFAULT_BASELINE = Path("baselines/conformance_quick.jsonl")
 DEFAULT_ALLOWLIST = Path("baselines/flaky_allowlist.json")
-BASELINE_FIELDS = ("case_id", "status", "max_abs_error", "max_rel_error", "rtol", "atol", "error", "stage")
+# opset, expected_min_opset and reason tell an expected unsupported case or a known failure from a real failure.
+BASELINE_FIELDS = ("case_id", "status", "opset", "expected_min_opset", "reason", "max_abs_error", "max_rel_error",
+                   "rtol", "atol", "error", "stage")
 
 
 @dataclass
 class Finding:
     case_id: str
-    kind: str  # new_failure | error_drift | tolerance_loosened | vanished | improvement | newly_covered | changed_error
+    kind: str  # one of REGRESSION_KINDS, or improvement | newly_covered | changed_error
     before: str = ""
     after: str = ""
     allowed_because: str = ""
@@ -33,12 +40,13 @@ class Finding:
         return self.kind in REGRESSION_KINDS
 
 
-REGRESSION_KINDS = ("new_failure", "error_drift", "tolerance_loosened", "vanished")
+REGRESSION_KINDS = ("new_failure", "new_case_failing", "error_drift", "tolerance_loosened", "vanished")
 
 
 @dataclass
 class GateResult:
     findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # facts about the whole run (say, CUDA coverage lost)
 
     @property
     def blocking(self) -> list[Finding]:
@@ -92,53 +100,57 @@ def _describe(row: dict) -> str:
     return text
 
 
-def _grew_past_tolerance(before: dict, after: dict) -> bool:
-    b_abs, a_abs = before.get("max_abs_error"), after.get("max_abs_error")
-    if b_abs is None or a_abs is None:
-        return False
-    atol = after.get("atol") or 0.0
-    rtol = after.get("rtol") or 0.0
-    b_rel, a_rel = before.get("max_rel_error") or 0.0, after.get("max_rel_error") or 0.0
-    return a_abs - b_abs > atol and a_rel - b_rel > rtol
+def _judge(case_id: str, before: dict, after: dict | None) -> Finding | None:
+    """The finding for one baseline case, or None when nothing changed beyond the bands."""
+    if after is None:
+        return Finding(case_id, "vanished", _describe(before), "missing from this run")
+    was_pass, is_pass = before.get("status") == "pass", after.get("status") == "pass"
+    if (was_pass and not is_pass) or (verdict.is_failure(after) and not verdict.is_failure(before)):
+        return Finding(case_id, "new_failure", _describe(before), _describe(after))
+    if is_pass and not was_pass:
+        return Finding(case_id, "improvement", _describe(before), _describe(after))
+    if was_pass:
+        tolerance = verdict.loosened(before, after)
+        if tolerance:
+            return Finding(case_id, "tolerance_loosened", f"{tolerance} {before.get(tolerance)!r}",
+                           f"{tolerance} {after.get(tolerance)!r} (more than {verdict.TOLERANCE_BAND:.0%} looser)")
+        if verdict.error_drifted(before, after):
+            return Finding(case_id, "error_drift", _describe(before), _describe(after))
+        return None
+    if (before.get("status"), str(before.get("error") or "")[:200]) != (after.get("status"), str(after.get("error") or "")[:200]):
+        return Finding(case_id, "changed_error", _describe(before), _describe(after))
+    return None
 
 
-def _loosened(before: dict, after: dict) -> bool:
-    return any(
-        after.get(key) is not None and before.get(key) is not None and after[key] > before[key]
-        for key in ("rtol", "atol")
-    )
+def compare(results: dict[str, dict], baseline: dict[str, dict], allowlist: list[dict], partial: bool = False) -> GateResult:
+    """Judge ``results`` against ``baseline`` (an empty baseline: any failing case fails the gate).
 
-
-def compare(results: dict[str, dict], baseline: dict[str, dict], allowlist: list[dict]) -> GateResult:
+    ``partial``: the results cover part of the baseline's tier (a --models, --opsets or --shard run), so only the
+    baseline cases present in the results are compared and none counts as vanished.
+    """
+    if partial:
+        baseline = {case_id: row for case_id, row in baseline.items() if case_id in results}
     gate = GateResult()
     for case_id, before in sorted(baseline.items()):
-        after = results.get(case_id)
-        reason = _allowed(case_id, allowlist)
-        if after is None:
-            gate.findings.append(Finding(case_id, "vanished", _describe(before), "missing from this run", reason))
-            continue
-        was_pass, is_pass = before.get("status") == "pass", after.get("status") == "pass"
-        if was_pass and not is_pass:
-            gate.findings.append(Finding(case_id, "new_failure", _describe(before), _describe(after), reason))
-        elif not was_pass and is_pass:
-            gate.findings.append(Finding(case_id, "improvement", _describe(before), _describe(after)))
-        elif was_pass and is_pass:
-            if _loosened(before, after):
-                gate.findings.append(Finding(case_id, "tolerance_loosened",
-                                             f"rtol {before.get('rtol')}, atol {before.get('atol')}",
-                                             f"rtol {after.get('rtol')}, atol {after.get('atol')}", reason))
-            elif _grew_past_tolerance(before, after):
-                gate.findings.append(Finding(case_id, "error_drift", _describe(before), _describe(after), reason))
-        elif (before.get("status"), before.get("error", "")[:200]) != (after.get("status"), after.get("error", "")[:200]):
-            gate.findings.append(Finding(case_id, "changed_error", _describe(before), _describe(after)))
+        finding = _judge(case_id, before, results.get(case_id))
+        if finding is not None:
+            finding.allowed_because = _allowed(case_id, allowlist) if finding.is_regression else ""
+            gate.findings.append(finding)
     for case_id in sorted(set(results) - set(baseline)):
-        gate.findings.append(Finding(case_id, "newly_covered", "", _describe(results[case_id])))
+        after = results[case_id]
+        if verdict.is_failure(after):
+            gate.findings.append(Finding(case_id, "new_case_failing", "not in the baseline", _describe(after),
+                                         _allowed(case_id, allowlist)))
+        else:
+            gate.findings.append(Finding(case_id, "newly_covered", "", _describe(after)))
+    gate.notes = cuda_notes(results, baseline)
     return gate
 
 
 def render_table(gate: GateResult) -> str:
+    """The findings as a text table, ending with the verdict line (which names the first regressed cases)."""
     sections = [
-        ("Regressions (block the release)", [f for f in gate.findings if f.is_regression and not f.allowed_because]),
+        ("Regressions (block the release)", gate.blocking),
         ("Allow-listed regressions", [f for f in gate.findings if f.is_regression and f.allowed_because]),
         ("Improvements", gate.of_kind("improvement")),
         ("Changed errors", gate.of_kind("changed_error")),
@@ -152,8 +164,25 @@ def render_table(gate: GateResult) -> str:
             lines.append(f"  {f.kind:<18} {f.case_id}\n      before: {f.before or '-'}\n      after:  {f.after or '-'}{note}")
         if len(findings) > 50:
             lines.append(f"  ... and {len(findings) - 50} more")
-    lines.append("GATE: PASS" if gate.passed else f"GATE: FAIL ({len(gate.blocking)} regressions)")
+    lines.extend(gate.notes)
+    lines.append(verdict_line(gate))
     return "\n".join(lines)
+
+
+def verdict_line(gate: GateResult) -> str:
+    if gate.passed:
+        return "Release gate: PASS"
+    named = ", ".join(f.case_id for f in gate.blocking[:5]) + (", ..." if len(gate.blocking) > 5 else "")
+    return f"Release gate: FAIL ({len(gate.blocking)} regressions: {named})"
+
+
+def cuda_notes(results: dict[str, dict], baseline: dict[str, dict]) -> list[str]:
+    """A line when the baseline has CUDA cases and this run ran fewer (their regressions are listed above)."""
+    expected = [case_id for case_id in baseline if case_id.endswith("/cuda")]
+    ran = [row for row in results.values() if row.get("provider") == "cuda" and row.get("status") != "skipped"]
+    if expected and len(ran) < len(expected):
+        return [f"CUDA: the baseline has {len(expected)} CUDA cases; this run ran {len(ran)}"]
+    return []
 
 
 def update_baseline(results: list[Path], baseline: Path) -> int:
@@ -168,30 +197,52 @@ def update_baseline(results: list[Path], baseline: Path) -> int:
     return len(rows)
 
 
+def flaky(first: dict[str, dict], second: dict[str, dict]) -> list[tuple[str, str]]:
+    """(case id, why) for each case whose verdict or band differs between two runs of the same tree."""
+    differences = []
+    for case_id in sorted(set(first) | set(second)):
+        if case_id not in first or case_id not in second:
+            differences.append((case_id, f"only in the {'first' if case_id in first else 'second'} run"))
+            continue
+        why = verdict.band_difference(first[case_id], second[case_id])
+        if why:
+            differences.append((case_id, why))
+    return differences
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m conformance gate", description=__doc__)
-    parser.add_argument("results", nargs="+", type=Path, help="results JSONL files or directories of them")
-    parser.add_argument("--baseline", type=Path, default=DEFAULT_BASELINE)
-    parser.add_argument("--allowlist", type=Path, default=DEFAULT_ALLOWLIST)
+    parser = StrictParser(prog="python -m conformance gate", description=__doc__)
+    parser.add_argument("results", nargs="+", type=existing_path, help="results JSONL files or directories of them")
+    parser.add_argument("--baseline", default=str(DEFAULT_BASELINE), help=f"baseline JSONL (default {DEFAULT_BASELINE})")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="judge the results alone: any failing case fails the gate")
+    parser.add_argument("--partial", action="store_true",
+                        help="the results cover part of the baseline's tier: compare only the cases they contain")
+    parser.add_argument("--allowlist", type=Path, default=DEFAULT_ALLOWLIST,
+                        help=f"flaky-case allow-list (default {DEFAULT_ALLOWLIST})")
     parser.add_argument("--json", type=Path, help="also write the findings as JSON (the HTML report reads it)")
     parser.add_argument("--update-baseline", action="store_true", help="write the baseline from these results")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    results = [Path(p) for p in args.results]
     if args.update_baseline:
-        count = update_baseline(args.results, args.baseline)
+        count = update_baseline(results, Path(args.baseline))
         print(f"baseline updated: {count} cases -> {args.baseline}")
         return 0
-    if not args.baseline.exists():
-        print(f"no baseline at {args.baseline}; create one with --update-baseline", file=sys.stderr)
-        return 2
-    gate = compare(load_results(args.results), load_results([args.baseline]), load_allowlist(args.allowlist))
+    if not args.no_baseline and not Path(args.baseline).exists():
+        parser.error(f"no baseline at {args.baseline}; create one with --update-baseline or pass --no-baseline")
+    rows = load_results(results)
+    baseline = {} if args.no_baseline else load_results([Path(args.baseline)])
+    gate = compare(rows, baseline, load_allowlist(args.allowlist), partial=args.partial)
     print(render_table(gate))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"passed": gate.passed, "findings": [asdict(f) for f in gate.findings]}, indent=1))
+        args.json.write_text(json.dumps({"passed": gate.passed, "findings": [asdict(f) for f in gate.findings],
+                                         "notes": gate.notes}, indent=1))
     return 0 if gate.passed else 1
 
 

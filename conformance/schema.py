@@ -15,6 +15,7 @@ STATUSES = (
     "ort_error",      # ONNX Runtime could not load (stage ort_load) or run (stage ort_run) the model
     "timeout",        # the case ran past its time limit; its worker was killed
     "crash",          # the worker process died (native crash, out of memory) while running the case
+    "env_error",      # the environment cannot run the case as asked (CUDA requested, a GPU present, ORT cannot use it)
     "skipped",        # not run, with a reason (e.g. no CUDA device)
     "inconclusive",   # export and run succeeded, but the reference output cannot discriminate (see reason)
 )
@@ -23,7 +24,9 @@ STAGES = ("setup", "capture", "convert", "checker", "ort_load", "ort_run", "accu
 
 FIELDS = {
     "case_id": "unique id: '{kind}/{name}/opset{opset}/{mode}/{provider}'",
-    "kind": "'model' (torchvision) or 'example' (the documentation's examples); op_tests writes 'op'",
+    "kind": "'model' (torchvision), 'example' (the documentation's examples) or 'op' (an op_tests case)",
+    "op": "op rows: the ATen op under test (without namespace)",
+    "dtypes": "op rows: the dtypes of the example inputs",
     "name": "model zoo entry name (torchvision model name, or the example's name)",
     "family": "classification | segmentation | detection | video | optical_flow | docs",
     "opset": "target ONNX opset (int)",
@@ -55,8 +58,9 @@ FIELDS = {
     "duration_s": "wall time of the whole case, export and checks included",
 }
 
-# Statuses that are failures of the exporter (as opposed to facts about ONNX or about the environment).
-FAILURES = ("mismatch", "export_error", "checker_error", "ort_error", "timeout", "crash")
+# Failure statuses: of the exporter, or (env_error) of the machine the run was asked to use. conformance.verdict
+# decides whether a row fails a run (an unsupported case at an opset it claims does too).
+FAILURES = ("mismatch", "export_error", "checker_error", "ort_error", "timeout", "crash", "env_error")
 
 
 def case_id(kind: str, name: str, opset: int, mode: str, provider: str) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import collections
 
-from conformance.schema import FAILURES, STATUSES
+from conformance.schema import STATUSES
+from conformance.verdict import is_failure
 
 
 def print_summary(rows: list[dict], failures: int = 20) -> None:
@@ -12,7 +13,7 @@ def print_summary(rows: list[dict], failures: int = 20) -> None:
         print("no results")
         return
     print(format_table(rows))
-    failing = [r for r in rows if r["status"] in FAILURES or (r["status"] == "unsupported" and str(r.get("reason", "")).startswith("engine gap"))]
+    failing = [r for r in rows if is_failure(r)]
     if failing and failures:
         print(f"\n{len(failing)} failing case(s){'; first ' + str(failures) if len(failing) > failures else ''}:")
         for row in failing[:failures]:

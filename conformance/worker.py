@@ -10,9 +10,12 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import gc
 import os
+import re
 import shutil
+import sys
 import tempfile
 import time
 import traceback
@@ -23,7 +26,7 @@ import numpy as np
 import torch
 
 import model_zoo
-from conformance import repro
+from conformance import op_cases, repro
 from conformance.compare import Verdict, arbitrate, compare_arrays, compare_detections, reference_problem
 from conformance.schema import empty_row
 
@@ -215,17 +218,61 @@ def onnx_op_types(model) -> list[str]:
     return sorted(types)
 
 
-def cuda_unavailable_reason() -> str:
+NO_GPU = "no CUDA device on this machine (torch.cuda.is_available() is False)"
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_environment() -> tuple[str, str]:
+    """(status, reason) for CUDA cases on this machine: ("", "") when they can run; ("skipped", why) without a
+    GPU; ("env_error", why) when PyTorch sees a GPU but ONNX Runtime cannot use it (no CUDAExecutionProvider in
+    this build, or a provider that fails to start and falls back to CPU: missing or mismatched CUDA/cuDNN
+    libraries). Checked once per worker with a one-node probe model, so the cause shows before any export."""
     import onnxruntime as ort
 
     if not torch.cuda.is_available():
-        return "no CUDA device on this machine (torch.cuda.is_available() is False)"
+        return "skipped", NO_GPU
     if "CUDAExecutionProvider" not in ort.get_available_providers():
-        return "ONNX Runtime has no CUDAExecutionProvider here"
-    return ""
+        return "env_error", (f"PyTorch sees a GPU but this ONNX Runtime ({ort.__version__}) has no CUDAExecutionProvider "
+                             f"(providers: {ort.get_available_providers()}); is the CPU-only onnxruntime package "
+                             "installed over onnxruntime-gpu?")
+    with _captured_stderr() as log:
+        providers = make_session(_probe_model(), "cuda").get_providers()
+    if providers[0] != "CUDAExecutionProvider":
+        return "env_error", ("PyTorch sees a GPU but ONNX Runtime could not start CUDAExecutionProvider and fell back to "
+                             f"{providers}: {_last_lines(log.read())}")
+    return "", ""
 
 
-def make_session(path: str, provider: str):
+def _probe_model() -> bytes:
+    from onnx import TensorProto, helper
+
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "cuda_probe",
+                              [value("x", TensorProto.FLOAT, [1])], [value("y", TensorProto.FLOAT, [1])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=7).SerializeToString()
+
+
+@contextlib.contextmanager
+def _captured_stderr():
+    """ONNX Runtime reports why a provider failed on the process's stderr (file descriptor 2), not as an exception."""
+    with tempfile.TemporaryFile(mode="w+") as log:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield log
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            log.seek(0)
+
+
+def _last_lines(text: str, count: int = 3) -> str:
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in text.splitlines()]
+    return " | ".join([line for line in lines if line][-count:]) or "ONNX Runtime logged no reason"
+
+
+def make_session(model: str | bytes, provider: str):
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -238,7 +285,7 @@ def make_session(path: str, provider: str):
         providers = [("CUDAExecutionProvider", {"use_tf32": 0}), "CPUExecutionProvider"]
     else:
         providers = ["CPUExecutionProvider"]
-    return ort.InferenceSession(path, options, providers=providers)
+    return ort.InferenceSession(model, options, providers=providers)
 
 
 def run_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:
@@ -249,7 +296,8 @@ def run_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:
     artifacts: dict[str, Any] = {}
     workdir = tempfile.mkdtemp(prefix="case-", dir=state.scratch)
     try:
-        _run(case, state, row, artifacts, workdir)
+        if not _cuda_blocked(case, row):
+            _run(case, state, row, artifacts, workdir)
     except Exception as error:  # a harness bug must still produce an honest row, not a lost case
         row.update(status="crash", error=_truncate(f"harness error: {type(error).__name__}: {error}\n{traceback.format_exc()}"))
     finally:
@@ -260,22 +308,32 @@ def run_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:
     return row
 
 
+def _cuda_blocked(case: dict, row: dict) -> bool:
+    """Record a CUDA case that cannot run here (skipped without a GPU, env_error when ONNX Runtime cannot use it)."""
+    if case["provider"] != "cuda":
+        return False
+    status, reason = cuda_environment()
+    if status:
+        row.update(status=status, reason=reason, stage="setup", error=reason if status == "env_error" else "")
+    return bool(status)
+
+
 def _deserves_bundle(row: dict) -> bool:
+    if row["kind"] == "op":  # an op case is its own repro: the rerun command runs just that case
+        return False
     if row["status"] in ("mismatch", "export_error", "checker_error", "ort_error"):
         return True
     return row["status"] == "unsupported" and row["reason"].startswith("engine gap")
 
 
 def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: str) -> None:
+    if case["kind"] == "op":
+        op_cases.run(case, row)
+        return
     import exporter
     from exporter.errors import CaptureError, CheckerError, UnsupportedOperatorError
 
     provider, mode, opset = case["provider"], case["mode"], case["opset"]
-    if provider == "cuda":
-        reason = cuda_unavailable_reason()
-        if reason:
-            row.update(status="skipped", reason=reason)
-            return
     device = "cuda" if provider == "cuda" else "cpu"
     prepared = state.prepare(case["name"])
     entry = prepared.entry
@@ -345,7 +403,8 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         row.update(status="ort_error", error=_truncate(f"{type(error).__name__}: {error}"))
         return
     if provider == "cuda" and session.get_providers()[0] != "CUDAExecutionProvider":
-        row.update(status="skipped", reason="ONNX Runtime did not enable the CUDA provider for this model")
+        row.update(status="env_error", reason="ONNX Runtime fell back to CPU for this model although CUDA was requested",
+                   error=f"session providers: {session.get_providers()}")
         return
 
     names = [i.name for i in session.get_inputs()]

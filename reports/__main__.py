@@ -22,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("results", nargs="+", help="results JSONL files, or folders whose *.jsonl are read")
     build.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT})")
     build.add_argument("--baseline", help="a previous results JSONL file to compare with")
+    build.add_argument("--partial", action="store_true",
+                       help="the results cover part of the baseline's tier: compare only the cases they contain")
     build.add_argument("--registry", help="registry snapshot JSON from `python -m reports registry`, or 'live' "
                        "to snapshot the installed exporter now (default: infer from the results)")
     build.add_argument("--bench", metavar="FILE", help="a bench.json from `python -m benchmarks` to show as a table")
@@ -44,7 +46,7 @@ def _build(args: argparse.Namespace) -> int:
 
     try:
         path = build_report(args.results, args.out, baseline_path=args.baseline, registry=args.registry,
-                            mark_baseline=args.mark_baseline, bench_path=args.bench)
+                            mark_baseline=args.mark_baseline, bench_path=args.bench, partial=args.partial)
     except (FileNotFoundError, ValueError) as error:
         print(f"reports: {error}", file=sys.stderr)
         return 2

@@ -88,6 +88,9 @@ def header(rows: list[dict], sources: list[str]) -> dict[str, Any]:
         "git_rev": revisions,
         "versions": {package: sorted(values) for package, values in sorted(versions.items())},
         "providers": sorted({text(row, "provider") or "cpu" for row in rows}),
+        "cuda_cases": sum(1 for row in rows if text(row, "provider") == "cuda"),
+        "cuda_cases_run": sum(1 for row in rows if text(row, "provider") == "cuda"
+                              and text(row, "status") not in ("skipped", "env_error")),
         "gpu": gpus,
         "started_at": started,
         "finished_at": finished,

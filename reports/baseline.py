@@ -20,10 +20,15 @@ def normalized_error(error: str) -> str:
     return _VOLATILE.sub("…", first_line)
 
 
-def compare(current: list[dict], baseline: list[dict], source: str) -> dict[str, Any]:
-    """New failures, new passes, changed errors, and cases that appeared or disappeared since the baseline."""
-    before = {case_key(row): row for row in baseline if row.get("exporter", "engine") != "peer"}
-    after = {case_key(row): row for row in current}
+def _engine_rows(rows: list[dict]) -> dict[str, dict]:
+    return {case_key(row): row for row in rows if row.get("exporter", "engine") != "peer"}
+
+
+def compare(current: list[dict], baseline: list[dict], source: str, partial: bool = False) -> dict[str, Any]:
+    """New failures, new passes, changed errors, and cases that appeared or disappeared since the baseline
+    (``partial``: the run covers part of the baseline's tier, so only the baseline cases it ran are compared)."""
+    after = _engine_rows(current)
+    before = {key: row for key, row in _engine_rows(baseline).items() if not partial or key in after}
     new_failures, new_passes, changed, added_failing = [], [], [], []
     for key, row in after.items():
         old = before.get(key)
@@ -55,16 +60,18 @@ def compare(current: list[dict], baseline: list[dict], source: str) -> dict[str,
     }
 
 
-def gate_verdict(current: list[dict], baseline: list[dict]) -> dict[str, Any]:
-    """The release gate's verdict on the same rows (``conformance.gate``), so the page and ``nox -s gate`` agree."""
+def gate_verdict(current: list[dict], baseline: list[dict] | None, partial: bool = False) -> dict[str, Any]:
+    """The release gate's verdict on the same rows (``conformance.gate``), so the page and the gate agree; without a
+    baseline (None) every case is new and any failing case fails, as ``python -m conformance gate --no-baseline``."""
     from conformance import gate
 
-    result = gate.compare({case_key(row): row for row in current},
-                          {case_key(row): row for row in baseline if row.get("exporter", "engine") != "peer"},
-                          gate.load_allowlist(gate.DEFAULT_ALLOWLIST))
+    result = gate.compare(_engine_rows(current), _engine_rows(baseline or []),
+                          gate.load_allowlist(gate.DEFAULT_ALLOWLIST), partial=partial)
     regressions = [f for f in result.findings if f.is_regression]
     return {
         "passed": result.passed,
+        "has_baseline": baseline is not None,
+        "notes": result.notes,
         "regressions": [asdict(f) for f in regressions if not f.allowed_because],
         "allowed": [asdict(f) for f in regressions if f.allowed_because],
         "improvements": len(result.of_kind("improvement")),

@@ -17,18 +17,18 @@ JSON_NAME = "report.json"
 
 
 def build_report(results: list[str], out_dir: str, *, baseline_path: str | None = None, registry: str | None = None,
-                 mark_baseline: str | None = None, bench_path: str | None = None) -> str:
+                 mark_baseline: str | None = None, bench_path: str | None = None, partial: bool = False) -> str:
     """Write the report for ``results`` into ``out_dir`` and return the HTML file's path.
 
     ``registry`` is a snapshot file from ``python -m reports registry``, or ``"live"`` to snapshot the
     importable exporter now; without it, registry facts are inferred from the results. ``mark_baseline``
     copies the rows read to that path, for later runs to be compared with. ``bench_path`` (a bench.json from
-    ``python -m benchmarks``) adds the benchmark table.
+    ``python -m benchmarks``) adds the benchmark table. ``partial``: the results cover part of the baseline's tier.
     """
     files = [f for f in expand_paths(results) if not _same_file(f, baseline_path) and not _same_file(f, mark_baseline)]
     read = [row for row in load_rows(files) if _is_result(row)]
     rows, peer_rows, superseded = select_engine_rows(read)
-    data = report_data(rows, files, out_dir, baseline_path=baseline_path, registry=registry)
+    data = report_data(rows, files, out_dir, baseline_path=baseline_path, registry=registry, partial=partial)
     data["header"]["peer_rows_excluded"] = len(peer_rows)
     data["header"]["superseded_rows"] = superseded
     data["bench"] = load_bench(bench_path) if bench_path else None
@@ -57,14 +57,16 @@ def select_engine_rows(rows: list[dict]) -> tuple[list[dict], list[dict], int]:
 
 
 def report_data(rows: list[dict], files: list[str], out_dir: str, *, baseline_path: str | None = None,
-                registry: str | None = None) -> dict[str, Any]:
-    """Everything the page shows, as JSON-able data (also written as the sidecar)."""
+                registry: str | None = None, partial: bool = False) -> dict[str, Any]:
+    """Everything the page shows, as JSON-able data (also written as the sidecar). ``gate`` is the release gate's
+    verdict on these rows (against the baseline when there is one), which the page's header badge shows."""
     snapshot = take_snapshot() if registry == "live" else load_snapshot(registry) if registry else infer_snapshot(rows)
     index = SymbolicIndex(snapshot)
     cases = analysis.compact_rows(rows, index)
     for case in cases:
         case["repro_href"] = _href(case["repro"], out_dir)
     models = analysis.models(cases)
+    diff = _baseline_diff(rows, baseline_path, partial) if baseline_path else None
     return {
         "schema": 1,
         "opsets": list(OPSETS),
@@ -74,15 +76,17 @@ def report_data(rows: list[dict], files: list[str], out_dir: str, *, baseline_pa
         "op_matrix": analysis.op_matrix(cases),
         "models": models,
         "coverage": analysis.aten_coverage(rows, index, cases),
-        "baseline": _baseline_diff(rows, baseline_path) if baseline_path else None,
+        "baseline": diff,
+        "gate": diff["gate"] if diff else baseline.gate_verdict(rows, None),
         "registry": snapshot,
         "cases": cases,
     }
 
 
-def _baseline_diff(rows: list[dict], baseline_path: str) -> dict[str, Any]:
+def _baseline_diff(rows: list[dict], baseline_path: str, partial: bool) -> dict[str, Any]:
     before = load_rows([baseline_path])
-    return {**baseline.compare(rows, before, baseline_path), "gate": baseline.gate_verdict(rows, before)}
+    return {**baseline.compare(rows, before, baseline_path, partial),
+            "gate": baseline.gate_verdict(rows, before, partial)}
 
 
 def _is_result(row: dict) -> bool:

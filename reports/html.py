@@ -91,12 +91,26 @@ def _subtitle(header: dict[str, Any]) -> str:
 
 
 def _verdict(data: dict[str, Any]) -> str:
-    failed = data["summary"]["overall"]["failed"]
+    """The header badge: the release gate's verdict on these rows (against the baseline when the report has one;
+    otherwise any failing case fails), the same verdict ``python -m conformance gate`` exits with."""
     if not data["summary"]["overall"]["total"]:
         return '<span class="verdict bad">no results</span>'
-    if failed:
-        return f'<span class="verdict bad">{failed} failing</span>'
-    return '<span class="verdict good">no failures</span>'
+    gate = data["gate"]
+    failed = data["summary"]["overall"]["failed"]
+    against = "against the baseline" if gate["has_baseline"] else "no baseline: any failure fails"
+    detail = f'{len(gate["regressions"])} regressions' if gate["has_baseline"] else f"{failed} failing"
+    state, colour = ("PASS", "good") if gate["passed"] else ("FAIL", "bad")
+    return (f'<span class="verdict {colour}" id="gate-badge">Release gate: {state} · {detail} '
+            f'({against})</span>{_cuda_badge(data["header"])}')
+
+
+def _cuda_badge(header: dict[str, Any]) -> str:
+    """How many CUDA cases ran, in red when some did not (no GPU, or an environment that cannot use it)."""
+    total, ran = header["cuda_cases"], header["cuda_cases_run"]
+    if not total:
+        return ""
+    colour = "good" if ran == total else "bad"
+    return f'<span class="verdict {colour}" id="cuda-badge">CUDA cases run: {ran} of {total}</span>'
 
 
 # ---------------------------------------------------------------------------------------------------------------

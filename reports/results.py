@@ -12,11 +12,12 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from conformance.verdict import is_failure
+
 OPSETS = tuple(range(7, 17))
 SUITES = ("op", "model", "example")
 SUITE_LABELS = {"op": "Ops", "model": "Models", "example": "Examples"}
 
-FAILING_STATUSES = {"mismatch", "export_error", "checker_error", "ort_error", "timeout", "crash"}
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class Outcome:
 OUTCOMES = [
     Outcome("crash", "Crash", "#3d1f1f", "!", 130),
     Outcome("timeout", "Timeout", "#7a4a24", "T", 120),
+    Outcome("env_error", "Environment error", "#5b2333", "V", 115),
     Outcome("export_error", "Export error", "#c0392b", "E", 110),
     Outcome("checker_error", "Checker error", "#e0663d", "C", 100),
     Outcome("ort_load_error", "ORT load error", "#9b3f96", "L", 90),
@@ -147,27 +149,21 @@ def outcome_key(row: dict, registered: set[str] | None = None) -> str:
     return status if status in OUTCOME_BY_KEY else "crash" if status else "skipped"
 
 
-def is_unexpected_unsupported(row: dict) -> bool:
-    """An op row unsupported at an opset where its test says it must export: a test failure, not a limit of ONNX."""
-    expected = row.get("expected_min_opset")
-    opset = opset_of(row)
-    return text(row, "status") == "unsupported" and isinstance(expected, int) and opset is not None and opset >= expected
-
-
 def bucket(row: dict) -> str:
-    """The summary bucket: passed, failed, unsupported, skipped or inconclusive."""
+    """The summary bucket: passed, failed, unsupported, skipped or inconclusive.
+
+    Failed is exactly what fails a run and the release gate (``conformance.verdict.is_failure``: failure statuses,
+    unknown statuses, and unsupported at an opset the case claims). A failure an op case declares at an opset (a
+    known ONNX or ONNX Runtime limitation, with its reason) counts with the unsupported.
+    """
     status = text(row, "status")
     if status == "pass":
         return "passed"
-    if status in FAILING_STATUSES or is_unexpected_unsupported(row):
+    if is_failure(row):
         return "failed"
-    if status == "unsupported":
-        return "unsupported"
-    if status == "inconclusive":
-        return "inconclusive"
-    if status == "skipped":
-        return "skipped"
-    return "failed"  # an unknown status is treated as the worst case, never silently as a pass
+    if status in ("inconclusive", "skipped"):
+        return status
+    return "unsupported"
 
 
 BUCKETS = ("passed", "failed", "unsupported", "skipped", "inconclusive")

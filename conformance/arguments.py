@@ -1,0 +1,87 @@
+"""Strict command-line parsing shared by ``python -m conformance`` (and its ``gate``) and ``python -m benchmarks``.
+
+Every value is checked by argparse before any work starts: a bad one ends the command with a one-line error and
+exit status 2, having written nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+ALL_OPSETS = tuple(range(7, 17))
+
+
+class StrictParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (``prog: error: message (see --help)``), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def opsets(text: str) -> tuple[int, ...]:
+    """'7-16', '9,11,14' or '11' -> sorted opsets, each within 7-16."""
+    found: set[int] = set()
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        try:
+            span = range(int(low), int(high if dash else low) + 1)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected opsets like 11, 9,11,14 or 7-16") from None
+        if not span:
+            raise argparse.ArgumentTypeError(f"{text!r}: the range {part} is empty")
+        if span.start not in ALL_OPSETS or span[-1] not in ALL_OPSETS:
+            raise argparse.ArgumentTypeError(f"{text!r}: opsets must lie within {ALL_OPSETS[0]}-{ALL_OPSETS[-1]}")
+        found.update(span)
+    return tuple(sorted(found))
+
+
+def shard(text: str) -> tuple[int, int]:
+    """'i/n' with 0 <= i < n (0-based) -> (i, n)."""
+    index, slash, count = text.partition("/")
+    try:
+        parsed = int(index), int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected i/n, e.g. 0/4 (0-based)") from None
+    if not slash or not 0 <= parsed[0] < parsed[1]:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected i/n with 0 <= i < n, e.g. 0/4")
+    return parsed
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    return value
+
+
+def existing_path(text: str) -> str:
+    """A file or folder that exists (results to read)."""
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"{text}: no such file or folder")
+    return text
+
+
+def choice_list(choices: tuple[str, ...]):
+    """A comma-separated list whose items all come from ``choices``."""
+    def parse(text: str) -> tuple[str, ...]:
+        items = tuple(item.strip() for item in text.split(",") if item.strip())
+        unknown = [item for item in items if item not in choices]
+        if unknown or not items:
+            raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(choices)}")
+        return items
+
+    return parse

@@ -1,0 +1,47 @@
+"""The hand-written operator cases of ``op_tests/cases``, run by the conformance runner as cases of kind "op".
+
+Their rows are the ones ``op_tests`` writes (``op_tests.harness.result_row``), so the report's op x opset matrix
+reads the same thing whichever ran them. The full tier runs every case at every opset 7-16; the quick tier runs a
+deterministic subset that keeps the main job within its time budget: each case at the lowest opset it claims
+(proving the claim), at 11 and 13 (where most operator forms change: attributes become inputs for Clip, Pad,
+Slice at 11; Squeeze, Unsqueeze, ReduceSum, Split at 13) and at 16 (the highest), static and, where the case has
+one, dynamic.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from conformance.arguments import ALL_OPSETS
+
+QUICK_OPSETS = (11, 13, 16)
+COST = 0.05  # relative to a resnet50 model case: op cases sort after the models, which keeps the run's tail short
+
+
+@functools.lru_cache(maxsize=1)
+def by_name() -> dict:
+    """Every OpCase by its name (``op_tests.cases`` rejects duplicate names)."""
+    from op_tests.cases import all_cases
+
+    return {case.name: case for case in all_cases()}
+
+
+def quick_opsets(case) -> tuple[int, ...]:
+    """The quick tier's opsets for ``case`` (see the module docstring)."""
+    lowest = min(max(case.min_opset, ALL_OPSETS[0]), ALL_OPSETS[-1])
+    return tuple(sorted({lowest, *QUICK_OPSETS}))
+
+
+def modes_at(case, opset: int) -> tuple[str, ...]:
+    """Static always; dynamic where the case has a dynamic variant and ``opset`` reaches its minimum (as op_tests)."""
+    return ("static", "dynamic") if case.has_dynamic_variant() and opset >= case.min_opset else ("static",)
+
+
+def run(case: dict, row: dict) -> None:
+    """Run the op case described by the conformance ``case`` and fill ``row`` with its result."""
+    from op_tests.harness import result_row, run_case
+
+    op_case = by_name()[case["name"]]
+    dynamic = case["mode"] == "dynamic"
+    result = run_case(op_case, case["opset"], dynamic, case["provider"])
+    row.update(result_row(op_case, case["opset"], dynamic, case["provider"], result))
