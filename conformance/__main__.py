@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from conformance import arguments
 from conformance import results as results_io
@@ -149,7 +150,7 @@ def _flaky(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """List the cases whose verdict or band differs between two runs of the same tree; exit 1 when there are any."""
     from conformance import gate
 
-    differences = gate.flaky(gate.load_results([args.first]), gate.load_results([args.second]))
+    differences = gate.flaky(gate.load_results([Path(args.first)]), gate.load_results([Path(args.second)]))
     for case_id, why in differences:
         print(f"{case_id}: {why}")
     print(f"{len(differences)} case(s) differ between {args.first} and {args.second}", file=sys.stderr)

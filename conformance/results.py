@@ -39,7 +39,7 @@ def latest_by_case(rows: Iterable[dict]) -> dict[str, dict]:
 
 
 class ResultsWriter:
-    """Appends rows to a JSONL file, each flushed to disk as soon as its case ends."""
+    """Appends rows to a JSONL file, each written out as soon as its case ends."""
 
     def __init__(self, path: str):
         self.path = path
@@ -59,11 +59,12 @@ class ResultsWriter:
                 handle.write(b"\n")
 
     def append(self, row: dict) -> None:
+        # Flushed to the kernel at once, so a killed run keeps every finished case; no fsync: it costs ~5 ms a row
+        # in the runner's single loop (30 s over the quick tier's 6,000 rows) and guards only against a machine
+        # crash, after which the run resumes from the rows that reached the disk (a torn last line is repaired).
         line = json.dumps(row, default=str) + "\n"
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
 
 
 def merge(paths: list[str], out: str) -> int:

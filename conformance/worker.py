@@ -294,7 +294,8 @@ def run_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:
     row.update({k: case[k] for k in ("case_id", "kind", "name", "family", "opset", "provider", "mode", "exporter")})
     start = time.perf_counter()
     artifacts: dict[str, Any] = {}
-    workdir = tempfile.mkdtemp(prefix="case-", dir=state.scratch)
+    # Op cases export to memory; a model case writes its model (and external data) into a folder of its own.
+    workdir = "" if case["kind"] == "op" else tempfile.mkdtemp(prefix="case-", dir=state.scratch)
     try:
         if not _cuda_blocked(case, row):
             _run(case, state, row, artifacts, workdir)
@@ -304,7 +305,8 @@ def run_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:
         row["duration_s"] = round(time.perf_counter() - start, 3)
         if repro_root and _deserves_bundle(row):
             row["repro"] = repro.write_bundle(repro_root, row, artifacts)
-        shutil.rmtree(workdir, ignore_errors=True)
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
     return row
 
 
