@@ -50,8 +50,8 @@ def test_shard_jobs_run_every_shard_of_the_full_tier_on_cuda_and_cpu():
         (args,) = _nox_calls(job, "conformance", **{"matrix.shard": str(shard), "env.SHARDS": str(count)})
         parsed = conformance_parser().parse_args(["run", *args])
         assert parsed.tier == "full"
-        assert set(cases.parse_providers(parsed.ep, parsed.tier)) == {"cpu", "cuda"}
-        assert cases.parse_shard(parsed.shard) == (shard, count)
+        assert set(cases.providers_for(parsed.ep, parsed.tier)) == {"cpu", "cuda"}
+        assert parsed.shard == (shard, count)
         assert parsed.out == f"results/shard-{shard}.jsonl"
         uploaded = _upload_paths(job, shard)
         assert parsed.out in uploaded and f"results/shard-{shard}.repro/" in uploaded
@@ -62,10 +62,23 @@ def _upload_paths(job: dict, shard: int) -> list[str]:
     return uploads[0]["with"]["path"].replace("${{ matrix.shard }}", str(shard)).split()
 
 
-def test_gate_job_merges_reports_and_gates_against_the_committed_full_baseline():
+def _as_the_job_sees_them(tmp_path, monkeypatch, paths: list[str]) -> None:
+    """The CLIs check that input files exist: create the artifacts the job's earlier steps leave, in a scratch folder."""
+    monkeypatch.chdir(tmp_path)
+    for path in paths:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    (tmp_path / "baselines").symlink_to(ROOT / "baselines")
+
+
+def test_gate_job_merges_reports_and_gates_against_the_committed_full_baseline(tmp_path, monkeypatch):
     job = _workflow()["jobs"]["gate"]
     assert job["needs"] == "conformance"
     (merge,) = _nox_calls(job, "conformance")
+    shards = [arg for arg in merge if "*" in arg]
+    assert shards == ["shards/results/shard-*.jsonl"], "the shell expands the shard glob"
+    _as_the_job_sees_them(tmp_path, monkeypatch, ["shards/results/shard-0.jsonl", "results/merged.jsonl"])
+    merge = [str(p) for arg in merge for p in (sorted(tmp_path.glob(arg)) if "*" in arg else [arg])]
     parsed = conformance_parser().parse_args(merge)
     assert parsed.command == "merge"
     (report,) = _nox_calls(job, "report")

@@ -343,11 +343,38 @@ def test_baseline_comparison(report):
 def test_report_shows_the_release_gate_verdict_of_conformance_gate(report):
     """The page shows the gate's own verdict (conformance.gate), naming the regressions that block a release."""
     verdict = report["baseline"]["gate"]
-    blocking = sorted((f["kind"], f["case_id"]) for f in verdict["regressions"])
+    blocking = sorted((f["kind"], f["case_id"]) for f in verdict["regressions"] if f["kind"] != "new_case_failing")
     assert blocking == [("new_failure", "model/fcn_resnet50/opset9/static/cpu"),
                         ("vanished", "model/alexnet/opset13/static/cpu")]
+    # The op rows are not in the baseline: each one the page counts as failed blocks the release as a failing new case.
+    new_failing = {f["case_id"] for f in verdict["regressions"] if f["kind"] == "new_case_failing"}
+    assert new_failing == {c["id"] for c in report["cases"] if c["kind"] == "op" and c["bucket"] == "failed"}
     assert verdict["passed"] is False and verdict["improvements"] == 1
     assert "Release gate: FAIL" in report["_html"] and "model/alexnet/opset13/static/cpu" in report["_html"]
+    assert re.search(r'id="gate-badge">Release gate: FAIL · \d+ regressions \(against the baseline\)', report["_html"])
+
+
+def test_header_badge_is_the_gate_verdict_without_a_baseline_too(tmp_path):
+    """No baseline: the badge says FAIL exactly when `python -m conformance gate --no-baseline` exits 1."""
+    from conformance import gate
+
+    passing = [r for r in crafted_model_rows() if r["status"] in ("pass", "inconclusive", "skipped")]
+    for rows, state in ((passing, "PASS"), (crafted_model_rows(), "FAIL")):
+        results = write_jsonl(str(tmp_path / "r.jsonl"), rows)
+        html = open(build_report([results], str(tmp_path / state)), encoding="utf-8").read()
+        failed = json.loads((tmp_path / state / "report.json").read_text())["summary"]["overall"]["failed"]
+        assert f'id="gate-badge">Release gate: {state} · {failed} failing (no baseline: any failure fails)' in html
+        assert gate.main([results, "--no-baseline", "--allowlist", str(tmp_path / "none.json")]) == (state == "FAIL")
+
+
+def test_header_counts_the_cuda_cases_that_ran_in_red_when_some_did_not(tmp_path):
+    rows = [_model("model", "resnet18", opset, "static", "cuda", "skipped", reason="no CUDA device on this machine")
+            for opset in (9, 16)] + [_model("model", "resnet18", 9, "static", "cpu", "pass")]
+    html = open(build_report([write_jsonl(str(tmp_path / "r.jsonl"), rows)], str(tmp_path / "out")), encoding="utf-8").read()
+    assert '<span class="verdict bad" id="cuda-badge">CUDA cases run: 0 of 2</span>' in html
+    cpu_only = [rows[-1]]
+    html = open(build_report([write_jsonl(str(tmp_path / "c.jsonl"), cpu_only)], str(tmp_path / "c")), encoding="utf-8").read()
+    assert "cuda-badge" not in html
 
 
 def test_mark_baseline_then_compare_shows_no_change(fixture_dir, tmp_path):
