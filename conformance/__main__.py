@@ -55,17 +55,11 @@ def _select(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list:
     modes = ("static", "dynamic") if args.mode == "both" else (args.mode,)
     selected = case_sel.select(
         tier=args.tier, opsets=args.opsets, providers=case_sel.providers_for(args.ep, args.tier), modes=modes,
-        models=_names(args.models), shard=args.shard or (0, 1), case_ids=getattr(args, "case", None),
+        models=_names(args.models), kinds=args.kinds, shard=args.shard or (0, 1), case_ids=getattr(args, "case", None),
         exporter=getattr(args, "exporter", "engine"), exclude=_names(getattr(args, "exclude", None)))
     if not selected:
-        parser.error("these options select no case (" + " ".join(_given_options(args)) + ")")
+        parser.error("these options select no case (`python -m conformance list` with the tier's options shows what each selects)")
     return selected
-
-
-def _given_options(args: argparse.Namespace) -> list[str]:
-    given = {"tier": args.tier, "models": args.models, "opsets": args.opsets, "mode": args.mode,
-             "shard": args.shard, "case": getattr(args, "case", None), "exclude": getattr(args, "exclude", None)}
-    return [f"--{key} {value}" for key, value in given.items() if value]
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -168,6 +162,8 @@ def _add_selection(command: argparse.ArgumentParser) -> None:
     command.add_argument("--mode", choices=("static", "dynamic", "both"), default="both",
                          help="static, dynamic or both (default) exports")
     command.add_argument("--models", help="comma-separated model, example or op case names or globs, in the tier")
+    command.add_argument("--kinds", type=arguments.choice_list(arguments.KINDS),
+                         help="comma-separated kinds of case: model, example, op (default: all)")
     command.add_argument("--shard", type=arguments.shard, help="i/n (0-based): the i-th of n shards, split by name")
 
 

@@ -10,6 +10,7 @@ import argparse
 import os
 
 ALL_OPSETS = tuple(range(7, 17))
+KINDS = ("model", "example", "op")  # what a conformance case runs: a zoo model, a docs example, an op_tests case
 
 
 class StrictParser(argparse.ArgumentParser):

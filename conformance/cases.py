@@ -94,12 +94,12 @@ def unknown_names(tier: str, patterns: list[str]) -> str:
 
 def select(tier: str = "quick", opsets: tuple[int, ...] | None = None, providers: tuple[str, ...] = ("cpu",),
            modes: tuple[str, ...] = ("static", "dynamic"), models: list[str] | None = None,
-           shard: tuple[int, int] = (0, 1), case_ids: list[str] | None = None, exporter: str = "engine",
+           kinds: tuple[str, ...] | None = None, shard: tuple[int, int] = (0, 1), case_ids: list[str] | None = None, exporter: str = "engine",
            exclude: list[str] | None = None) -> list[Case]:
     """The cases of ``tier`` (optionally narrowed), grouped by model or op case so one worker serves all of its cases.
 
     The quick tier takes each zoo entry's ``quick_opsets`` and each op case's (``conformance.op_cases``); the full
-    tier every opset. ``models`` and ``exclude`` match model, example and op case names (globs). Sharding splits by
+    tier every opset. ``kinds`` keeps models, examples or op cases; ``models`` and ``exclude`` match their names (globs). Sharding splits by
     name (round robin over the names in order), so a model's trace is never repeated across shards. ``case_ids``
     selects exact cases (or globs) from everything, whatever the tier.
     """
@@ -109,6 +109,8 @@ def select(tier: str = "quick", opsets: tuple[int, ...] | None = None, providers
     subjects = _subjects("quick" if quick else "full")
     if exporter == "peer":  # the peer validates the model zoo; op cases have no peer path
         subjects = [s for s in subjects if s.kind != "op"]
+    if kinds:
+        subjects = [s for s in subjects if s.kind in kinds]
     if models:
         subjects = [s for s in subjects if _matches(s.name, models)]
     if exclude:

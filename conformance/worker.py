@@ -239,7 +239,7 @@ def cuda_environment() -> tuple[str, str]:
         providers = make_session(_probe_model(), "cuda").get_providers()
     if providers[0] != "CUDAExecutionProvider":
         return "env_error", ("PyTorch sees a GPU but ONNX Runtime could not start CUDAExecutionProvider and fell back to "
-                             f"{providers}: {_last_lines(log.read())}")
+                             f"{providers}: {_last_lines(''.join(log))}")
     return "", ""
 
 
@@ -254,17 +254,20 @@ def _probe_model() -> bytes:
 
 @contextlib.contextmanager
 def _captured_stderr():
-    """ONNX Runtime reports why a provider failed on the process's stderr (file descriptor 2), not as an exception."""
+    """Collect what the process writes to stderr (file descriptor 2) into the yielded list, as one text on exit:
+    ONNX Runtime reports why a provider failed there, not as an exception."""
+    captured: list[str] = []
     with tempfile.TemporaryFile(mode="w+") as log:
         sys.stderr.flush()
         saved = os.dup(2)
         os.dup2(log.fileno(), 2)
         try:
-            yield log
+            yield captured
         finally:
             os.dup2(saved, 2)
             os.close(saved)
             log.seek(0)
+            captured.append(log.read())
 
 
 def _last_lines(text: str, count: int = 3) -> str:

@@ -107,6 +107,60 @@ def test_cuda_case_skips_with_reason_without_a_gpu(tmp_path):
     assert row["status"] == "skipped" and "CUDA" in row["reason"]
 
 
+@pytest.fixture()
+def fake_gpu(monkeypatch):
+    """PyTorch sees a GPU (faked); the worker's cached CUDA check starts afresh and is forgotten afterwards."""
+    import torch
+
+    from conformance import worker
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    worker.cuda_environment.cache_clear()
+    yield worker
+    worker.cuda_environment.cache_clear()
+
+
+def _cuda_case():
+    from conformance.cases import select
+
+    (case,) = select(tier="full", opsets=(13,), modes=("static",), providers=("cuda",), models=["test_add_one"])
+    return case
+
+
+def test_a_gpu_without_onnx_runtime_cuda_provider_is_an_environment_error(tmp_path, fake_gpu, monkeypatch):
+    import onnxruntime
+
+    from conformance.verdict import is_failure
+
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    row = _run_in_process(_cuda_case(), tmp_path)
+    assert row["status"] == "env_error" and "no CUDAExecutionProvider" in row["error"]
+    assert is_failure(row)
+
+
+def test_a_cuda_provider_that_silently_falls_back_to_cpu_is_an_environment_error(tmp_path, fake_gpu, monkeypatch):
+    import onnxruntime
+
+    class CpuSession:  # what ONNX Runtime returns when CUDAExecutionProvider fails to start: a CPU-only session
+        def get_providers(self):
+            return ["CPUExecutionProvider"]
+
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(fake_gpu, "make_session", lambda model, provider: CpuSession())
+    row = _run_in_process(_cuda_case(), tmp_path)
+    assert row["status"] == "env_error" and "fell back to ['CPUExecutionProvider']" in row["error"]
+
+
+def test_the_real_onnx_runtime_fallback_is_caught_with_its_reason(fake_gpu):
+    """No fakes below PyTorch: this onnxruntime-gpu build lists CUDAExecutionProvider, and without a GPU (or with
+    missing CUDA libraries) creating it fails and the session falls back to CPU, which the probe catches."""
+    if os.path.exists("/dev/nvidia0"):
+        pytest.skip("a real GPU: ONNX Runtime's CUDA provider starts here, so there is no fallback to provoke")
+    status, reason = fake_gpu.cuda_environment()
+    assert status == "env_error" and "fell back to ['CPUExecutionProvider']" in reason
+    assert "CUDA" in reason.split(":", 1)[1], reason  # ONNX Runtime's own words on why the provider failed
+
+
 # -- comparisons ---------------------------------------------------------------------------------------------
 def test_reference_problem_spots_degenerate_outputs():
     from conformance.compare import reference_problem
@@ -277,7 +331,7 @@ def test_killed_run_resumes_without_redoing_finished_cases(tmp_path):
     first = {r["case_id"]: r["started_at"] for r in _rows(out)}
     assert len(first) == 2 and all("test_add_one" in case for case in first)
     resumed = subprocess.run([*command, "--timeout", "5"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.returncode == 1 and "FAIL: 2 failing case(s)" in resumed.stderr  # the timeouts fail the run
     rows = _rows(out)
     ids = [r["case_id"] for r in rows]
     assert len(ids) == len(set(ids)) == 4  # 2 models x 2 modes, each exactly once
