@@ -49,22 +49,23 @@ def shard(text: str) -> tuple[int, int]:
     return parsed
 
 
-def positive_int(text: str) -> int:
+def _number(text: str, convert, what: str):
     try:
-        value = int(text)
+        return convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
+
+def positive_int(text: str) -> int:
+    value = _number(text, int, "a whole number")
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
     return value
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
+    value = _number(text, float, "a number")
+    if not value > 0:  # also rejects nan
         raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
     return value
 
