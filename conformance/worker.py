@@ -235,11 +235,14 @@ def cuda_environment() -> tuple[str, str]:
         return "env_error", (f"PyTorch sees a GPU but this ONNX Runtime ({ort.__version__}) has no CUDAExecutionProvider "
                              f"(providers: {ort.get_available_providers()}); is the CPU-only onnxruntime package "
                              "installed over onnxruntime-gpu?")
-    with _captured_stderr() as log:
-        providers = make_session(_probe_model(), "cuda").get_providers()
+    try:
+        with _captured_stderr() as logged:
+            providers = make_session(_probe_model(), "cuda").get_providers()
+    except Exception as error:
+        return "env_error", f"PyTorch sees a GPU but ONNX Runtime cannot create a CUDA session: {type(error).__name__}: {error}"
     if providers[0] != "CUDAExecutionProvider":
         return "env_error", ("PyTorch sees a GPU but ONNX Runtime could not start CUDAExecutionProvider and fell back to "
-                             f"{providers}: {_last_lines(''.join(log))}")
+                             f"{providers}: {_last_lines(''.join(logged))}")
     return "", ""
 
 

@@ -97,9 +97,20 @@ def test_a_missing_input_file_is_an_error(tmp_path, argv, prog):
     (["--latency-repeats", "-1"], "at least 1"),
     (["--conformance-timeout", "0"], "greater than 0"),
 ])
-def test_a_bad_benchmarks_flag_is_a_one_line_error_and_writes_nothing(tmp_path, argv, says):
-    done = _cli(tmp_path, *argv, module="benchmarks")
-    assert says in _one_line_usage_error(done, tmp_path, "python -m benchmarks")
+def test_a_bad_benchmarks_flag_is_a_one_line_error_and_writes_nothing(tmp_path, monkeypatch, capsys, argv, says):
+    from benchmarks.__main__ import main as bench_main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        bench_main(argv)
+    error = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and len(error.splitlines()) == 1 and says in error
+    assert error.startswith("python -m benchmarks: error: ") and os.listdir(tmp_path) == []
+
+
+def test_the_benchmarks_entry_point_rejects_before_any_work(tmp_path):
+    done = _cli(tmp_path, "--opsets", "99", module="benchmarks")
+    assert "within 7-16" in _one_line_usage_error(done, tmp_path, "python -m benchmarks")
 
 
 def test_benchmarks_accept_opsets_as_a_list_or_with_commas():
@@ -140,13 +151,15 @@ def test_run_exits_non_zero_when_a_case_fails_unless_it_only_records(tmp_path):
     env = {"MODEL_ZOO_EXTRA": EXTRA}
     selection = ["run", "--tier", "full", "--opsets", "13", "--mode", "static", "--ep", "cpu", "--workers", "1",
                  "--no-progress", "--out", "r.jsonl"]
-    passing = _cli(tmp_path, *selection, "--models", "test_add_one", env=env)
-    assert passing.returncode == 0, passing.stderr
-    failing = _cli(tmp_path, *selection, "--models", "test_add_one,test_bakes_a_random_number", env=env)
+    both = ["--models", "test_add_one,test_bakes_a_random_number"]
+    failing = _cli(tmp_path, *selection, *both, env=env)
     assert failing.returncode == 1 and "FAIL: 1 failing case(s)" in failing.stderr
     assert "example/test_bakes_a_random_number/opset13/static/cpu: mismatch" in failing.stdout
-    recorded = _cli(tmp_path, *selection, "--models", "test_add_one,test_bakes_a_random_number", "--record-only", env=env)
+    # The runs below resume from r.jsonl (nothing left to run): the exit status judges the selected cases' rows.
+    recorded = _cli(tmp_path, *selection, *both, "--record-only", env=env)
     assert recorded.returncode == 0 and "recorded only (--record-only)" in recorded.stderr
+    passing = _cli(tmp_path, *selection, "--models", "test_add_one", env=env)
+    assert passing.returncode == 0 and "1 already in r.jsonl, 0 to run" in passing.stderr
 
 
 # -- CUDA: requested, a GPU visible, ONNX Runtime unable to use it ------------------------------------------------
