@@ -221,7 +221,7 @@ class Converter:
             value.dtype = elem
         if value.shape is None and shape is not None:
             value.shape = shape
-        if is_number and value.producer is not None:
+        if is_number:  # a scripted model's int/float/bool input too
             value.is_number = True
 
 

@@ -337,16 +337,18 @@ class ScalarArgument(torch.nn.Module):
         return torch.cat(items)
 
 
-@pytest.mark.parametrize("opset", [7, 14])
-def test_scalar_argument_of_a_script_module_is_hard_coded(opset):
-    """Non-tensor arguments are hard-coded into the graph (the documented semantics), not left as inputs."""
+@pytest.mark.parametrize("opset", [11, 14])
+def test_scalar_argument_of_a_script_module_is_an_int64_input(opset):
+    """A scripted model's int argument stays a graph input (0-d int64), as torch.onnx keeps it."""
     model = torch.jit.script(ScalarArgument())
     x = torch.randn(2, 3)
     proto = _export(model, (x, 3), opset)
     initializers = {init.name for init in proto.graph.initializer}
-    assert len([i for i in proto.graph.input if i.name not in initializers]) == 1
-    actual = _run(proto, (x,))
-    np.testing.assert_allclose(actual[0], model(x, 3).numpy(), rtol=1e-6)
+    inputs = [i for i in proto.graph.input if i.name not in initializers]
+    assert [i.type.tensor_type.elem_type for i in inputs] == [onnx.TensorProto.FLOAT, onnx.TensorProto.INT64]
+    for scale in (3, 4):
+        actual = _run(proto, (x, torch.tensor(scale)))
+        np.testing.assert_allclose(actual[0], model(x, scale).numpy(), rtol=1e-6)
 
 
 @torch.jit.script

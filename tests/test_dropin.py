@@ -1,0 +1,149 @@
+"""Drop-in for torch.onnx callers (issue 19): their calls, enums, inputs, outputs, warnings and files behave as with
+torch.onnx.export(dynamo=False). Each test names the caller's habit it covers; tests/test_differential_torch_onnx.py
+runs the same calls through both exporters side by side.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import onnx
+import pytest
+import torch
+import torch.onnx  # the caller's module: its enums and is_in_onnx_export() (tests may use torch.onnx; the engine not)
+
+import exporter
+from exporter.errors import ExportArgumentError
+from tests.conftest import export_bytes, run_onnx
+
+
+def _graph_input_names(data: bytes) -> list[str]:
+    model = onnx.load_from_string(data)
+    initializers = {i.name for i in model.graph.initializer}
+    return [i.name for i in model.graph.input if i.name not in initializers]
+
+
+class Scale(torch.nn.Module):
+    def forward(self, x: torch.Tensor, n: int) -> torch.Tensor:
+        return x * n
+
+
+class IgnoresSecond(torch.nn.Module):
+    def forward(self, x, unused):
+        return x + 1
+
+
+# -- the call ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", list(torch.onnx.TrainingMode.__members__.values()), ids=str)
+def test_torch_training_mode_is_accepted_by_member_name(mode):
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Dropout()).train()
+    _, result = export_bytes(model, (torch.randn(4, 3),), training=mode)
+    ops = {n.op_type for n in result.model.graph.node}
+    assert ("Dropout" in ops) == (mode.name != "EVAL")  # PRESERVE keeps the model's own (training) mode
+
+
+@pytest.mark.parametrize("export_type", list(torch.onnx.OperatorExportTypes.__members__.values()), ids=str)
+def test_torch_operator_export_type_is_accepted_by_member_name(export_type):
+    _, result = export_bytes(torch.nn.Linear(3, 3), (torch.randn(2, 3),), operator_export_type=export_type)
+    aten = [n for n in result.model.graph.node if n.domain == "org.pytorch.aten"]
+    assert bool(aten) == (export_type.name == "ONNX_ATEN")
+
+
+def test_torch_training_mode_works_with_select_model_mode_for_export():
+    model = torch.nn.Dropout()
+    with exporter.select_model_mode_for_export(model, torch.onnx.TrainingMode.TRAINING):
+        assert model.training
+    assert model.training  # restored (a new module starts in training mode)
+
+
+@pytest.mark.parametrize("bad", [True, "EVAL", 7])
+def test_a_value_that_is_no_training_mode_is_an_argument_error(bad):
+    with pytest.raises(ExportArgumentError, match="training must be a TrainingMode"):
+        export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), training=bad)
+
+
+def test_dynamo_false_is_this_exporter_and_dynamo_true_a_clear_error():
+    data, _ = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), dynamo=False)
+    assert data
+    with pytest.raises(ExportArgumentError, match="dynamo=True.*TorchScript-based"):
+        export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), dynamo=True)
+
+
+def test_kwargs_argument_is_the_models_keyword_arguments():
+    class Offset(torch.nn.Module):
+        def forward(self, x, offset=None):
+            return x + offset
+
+    x, offset = torch.randn(2), torch.randn(2)
+    data, result = export_bytes(Offset(), (x,), kwargs={"offset": offset})
+    assert result.input_names == ["x", "offset"]
+    np.testing.assert_allclose(run_onnx(data, {"x": x.numpy(), "offset": offset.numpy()})[0], (x + offset).numpy())
+
+
+def test_torch_is_in_onnx_export_is_true_during_our_export_and_false_after():
+    seen = []
+
+    class Branches(torch.nn.Module):
+        def forward(self, x):
+            seen.append(torch.onnx.is_in_onnx_export())
+            return x * 2 if torch.onnx.is_in_onnx_export() else x
+
+    x = torch.randn(3)
+    data, _ = export_bytes(Branches(), (x,))
+    assert seen and all(seen)
+    assert not torch.onnx.is_in_onnx_export()
+    np.testing.assert_allclose(run_onnx(data, {"x": x.numpy()})[0], (x * 2).numpy())
+
+
+# -- names and dynamic axes ------------------------------------------------------------------------------------------
+def test_dynamic_axes_naming_neither_input_nor_output_warns_and_export_goes_on():
+    with pytest.warns(UserWarning, match="'nothing'.*neither an input nor an output"):
+        data, _ = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), input_names=["x"],
+                               dynamic_axes={"x": {0: "batch"}, "nothing": {0: "n"}})
+    assert run_onnx(data, {"x": np.ones((5, 2), np.float32)})[0].shape == (5, 2)
+
+
+@pytest.mark.parametrize("kind", ["input_names", "output_names"])
+def test_more_names_than_values_is_an_argument_error(kind):
+    names = {"input_names": ["x", "w", "b", "extra"], "output_names": ["y", "extra"]}[kind]
+    with pytest.raises(ExportArgumentError, match="'extra'.*name nothing|name nothing.*'extra'"):
+        export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), **{kind: names})
+
+
+# -- graph inputs ----------------------------------------------------------------------------------------------------
+def test_traced_python_number_arguments_become_0d_inputs_as_in_torch_onnx():
+    x = torch.randn(3)
+    data, result = export_bytes(Scale(), (x, 3))
+    model = onnx.load_from_string(data)
+    assert result.input_names == ["x", "n"]
+    assert model.graph.input[1].type.tensor_type.elem_type == onnx.TensorProto.INT64
+    assert run_onnx(data, {"x": x.numpy(), "n": np.array(5)})[0].tolist() == pytest.approx((x * 5).tolist())
+
+
+def test_scripted_int_argument_stays_an_int64_input_with_its_name():
+    x = torch.randn(3)
+    data, _ = export_bytes(torch.jit.script(Scale()), (x, 3), input_names=["x", "n"])
+    assert _graph_input_names(data) == ["x", "n"]
+    assert run_onnx(data, {"x": x.numpy(), "n": np.array(4)})[0].tolist() == pytest.approx((x * 4).tolist())
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["traced", "scripted"])
+def test_an_unused_argument_is_no_graph_input(script):
+    model = torch.jit.script(IgnoresSecond()) if script else IgnoresSecond()
+    data, result = export_bytes(model, (torch.randn(2), torch.randn(3)), input_names=["a", "b"])
+    assert _graph_input_names(data) == ["a"] and result.input_names == ["a"]
+
+
+def test_an_argument_used_only_for_its_static_shape_is_dropped_but_kept_when_that_axis_is_dynamic():
+    class AddsLength(torch.nn.Module):
+        def forward(self, x, y):
+            return x + y.shape[0]
+
+    args = (torch.randn(2), torch.randn(3))
+    static, _ = export_bytes(AddsLength(), args, input_names=["x", "y"])
+    dynamic, _ = export_bytes(AddsLength(), args, input_names=["x", "y"], dynamic_axes={"y": [0]})
+    assert _graph_input_names(static) == ["x"]
+    assert _graph_input_names(dynamic) == ["x", "y"]
+    out = run_onnx(dynamic, {"x": np.zeros(2, np.float32), "y": np.zeros(7, np.float32)})[0]
+    assert out.tolist() == [7.0, 7.0]
