@@ -270,6 +270,7 @@ def export(
     args = _with_keyword_arguments(args, kwargs)
     opset = _check_opset(opset_version)
     serialize.check_destination(f)
+    _check_no_meta_tensors(model, args)
     training = _enum_member(TrainingMode, training, "training")
     operator_export_type = _enum_member(OperatorExportTypes, operator_export_type, "operator_export_type")
     dynamic_axes = dict(dynamic_axes or {})
@@ -304,7 +305,7 @@ def export(
         graph = converter.convert_graph(captured.graph, inputs + params)
         graph.inputs = inputs if export_params else inputs + params
         graph.initializers = params if export_params else []
-        _name_outputs(graph, names_out)
+        _name_outputs(graph, names_out, session)
         logger.info("optimizing %d ONNX nodes", len(graph.nodes))
         passes.optimize(
             graph, opset, do_constant_folding=do_constant_folding and not is_training, fold_params=not is_training,
@@ -362,6 +363,17 @@ def _check_dynamo(dynamo: Any) -> None:
         raise ExportArgumentError(
             f"dynamo={dynamo!r}: this exporter is the TorchScript-based export (dynamo=False); the torch.export-based "
             "exporter (dynamo=True) is torch.onnx.export itself"
+        )
+
+
+def _check_no_meta_tensors(model: Any, args: Any) -> None:
+    """A model or argument on the ``meta`` device has shapes but no data: nothing could be run or written."""
+    tensors = list(model.state_dict().values()) if isinstance(model, torch.nn.Module) else []
+    tensors += flatten(split_args(args))[0]
+    if any(isinstance(t, torch.Tensor) and t.is_meta for t in tensors):
+        raise ExportArgumentError(
+            "the model or its arguments are on the 'meta' device, which holds shapes but no data; "
+            "load real weights (e.g. model.to_empty(device='cpu') then load_state_dict) before exporting"
         )
 
 
@@ -511,22 +523,25 @@ def _drop_unused_inputs(graph: ir.Graph, names: list[str], user_count: int) -> l
 
 
 def _param_array(tensor: torch.Tensor) -> np.ndarray:
+    """The tensor's data as numpy, in its own element type (bfloat16 through ml_dtypes, which onnx writes)."""
     tensor = tensor.detach().cpu()
     if tensor.dtype == torch.bfloat16:
-        return tensor.float().numpy()
+        import ml_dtypes
+
+        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return tensor.numpy()
 
 
-def _name_outputs(graph: ir.Graph, names: list[str]) -> None:
+def _name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> None:
     """Give outputs their names; an output that is an input, a parameter or a repeated value gets an Identity."""
     from exporter.graph_context import GraphContext
 
+    ctx = GraphContext(session, graph)  # the export's own session: node names stay unique
     seen: set[int] = set()
     protected = {id(v) for v in graph.inputs} | {id(v) for v in graph.initializers}
     renamed = []
     for value, name in zip(graph.outputs, names):
         if id(value) in seen or id(value) in protected or value.producer is None:
-            ctx = GraphContext(ExportSession(opset=MIN_OPSET), graph)
             copy = ctx.op("Identity", value)
             copy.dtype, copy.shape, copy.kind = value.dtype, value.shape, value.kind
             value = copy

@@ -237,9 +237,7 @@ def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) ->
         raise ExportArgumentError("keyword arguments are not supported for ScriptModule/ScriptFunction models")
     try:
         with quiet_torchscript(), torch.no_grad():
-            outputs = flatten_outputs(model(*positional))
-    except ExportArgumentError:
-        raise
+            outputs = _scripted_example_outputs(model(*positional))
     except Exception as error:
         raise CaptureError(f"running the scripted model failed: {type(error).__name__}: {error}") from error
     flat, _ = flatten(positional, numbers_as_tensors=True)
@@ -249,6 +247,14 @@ def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) ->
         if value.type().kind() == "TensorType":
             value.setType(torch._C.TensorType.create_from_tensor(tensor))
     return _finish(graph, module_c, flat, "", state_dict, outputs)
+
+
+def _scripted_example_outputs(result: Any) -> list:
+    """The example results, one per output of the scripted graph once its tuples are lowered: a number becomes a
+    0-d tensor output and a list of tensors one output (an ONNX sequence), as torch.onnx exports them."""
+    if isinstance(result, tuple):
+        return [item for part in result for item in _scripted_example_outputs(part)]
+    return [number_tensor(result) if isinstance(result, _SCALARS) else result]
 
 
 def _finish(graph, module_c, flat, prefix, state_dict, outputs=None) -> Capture:
