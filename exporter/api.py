@@ -217,12 +217,29 @@ def select_model_mode_for_export(model: Any, mode: TrainingMode):
 
 @dataclass
 class ExportResult:
-    """What one export produced: the ModelProto and facts the harness records."""
+    """What one export produced: the ModelProto and facts the harness records.
+
+    Its repr is a one-line summary (opset, input and output names, node and initializer counts), not the model.
+    """
 
     model: onnx.ModelProto
     capture: Capture
     input_names: list[str]
     output_names: list[str]
+
+    def __repr__(self) -> str:
+        graph = self.model.graph
+        opset = next((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")), None)
+        inputs = [i.name for i in graph.input if i.name not in {t.name for t in graph.initializer}]
+        return (
+            f"ExportResult(opset={opset}, inputs={_shortened(inputs)}, outputs={_shortened(self.output_names)}, "
+            f"nodes={len(graph.node)}, initializers={len(graph.initializer)})"
+        )
+
+
+def _shortened(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return f"[{shown}{', ...' if len(names) > limit else ''}]"
 
 
 def export(

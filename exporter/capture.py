@@ -9,6 +9,7 @@ reads (named after their ``state_dict`` keys), outputs are the flattened tensor 
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -120,18 +121,40 @@ class _FlatCall(torch.nn.Module):
         return self.last_outputs
 
 
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+
+
 @contextlib.contextmanager
 def quiet_torchscript(tracer_warnings: list[str] | None = None):
-    """Silence TorchScript's deprecation noise; collect TracerWarnings for our own reporting."""
+    """Show the model's warnings, hide TorchScript's own deprecation noise.
+
+    Shown, once each with the source line that raised it: every TracerWarning (a value the trace froze, such as a
+    data-dependent branch: the classic source of silently wrong models) and every warning raised from the model's
+    own code (outside torch). Hidden: deprecation, future and user warnings raised inside torch itself (its
+    tracer and scripting machinery warn about their own deprecation on every export). TracerWarnings are also
+    collected in ``tracer_warnings``.
+    """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
+    shown: set[tuple] = set()
     for warning in caught:
-        if issubclass(warning.category, torch.jit.TracerWarning):
-            if tracer_warnings is not None:
-                tracer_warnings.append(str(warning.message))
-        elif not issubclass(warning.category, (DeprecationWarning, FutureWarning, UserWarning)):
-            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+        is_tracer = issubclass(warning.category, torch.jit.TracerWarning)
+        if is_tracer and tracer_warnings is not None:
+            tracer_warnings.append(str(warning.message))
+        key = (str(warning.message), warning.category, warning.filename, warning.lineno)
+        if key in shown or not (is_tracer or _from_outside_torch(warning) or not _is_noise(warning.category)):
+            continue
+        shown.add(key)
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+
+
+def _from_outside_torch(warning: warnings.WarningMessage) -> bool:
+    return not os.path.abspath(warning.filename).startswith(_TORCH_DIR)
+
+
+def _is_noise(category: type[Warning]) -> bool:
+    return issubclass(category, (DeprecationWarning, FutureWarning, UserWarning))
 
 
 def capture(model: Any, args: Any) -> Capture:

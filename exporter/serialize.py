@@ -13,11 +13,11 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from exporter import ir
+from exporter import __version__, ir
 from exporter.errors import ExportArgumentError
 
 PRODUCER_NAME = "onnx-export-engine"
-PRODUCER_VERSION = "0.1.0"
+PRODUCER_VERSION = __version__
 TWO_GIB = 2**31
 # Initializer bytes from which a model is written with external data (protobuf cannot serialize 2 GiB; the
 # margin leaves room for the graph itself). A module constant so tests can lower it.

@@ -5,7 +5,10 @@ runs the same calls through both exporters side by side.
 
 from __future__ import annotations
 
-import io
+import os
+import pathlib
+import stat
+import warnings
 
 import numpy as np
 import onnx
@@ -147,3 +150,157 @@ def test_an_argument_used_only_for_its_static_shape_is_dropped_but_kept_when_tha
     assert _graph_input_names(dynamic) == ["x", "y"]
     out = run_onnx(dynamic, {"x": np.zeros(2, np.float32), "y": np.zeros(7, np.float32)})[0]
     assert out.tolist() == [7.0, 7.0]
+
+
+# -- graph outputs ---------------------------------------------------------------------------------------------------
+class InputTwice(torch.nn.Module):
+    def forward(self, x):
+        return x, x
+
+
+class ListAndNumbers(torch.nn.Module):
+    def forward(self, x):
+        return [x + 1, x * 2], x.size(0), x.dim() > 1
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["traced", "scripted"])
+def test_an_input_returned_twice_gives_two_outputs_that_load_in_onnx_runtime(script):
+    model = torch.jit.script(InputTwice()) if script else InputTwice()
+    x = torch.randn(3)
+    data, _ = export_bytes(model, (x,))
+    first, second = run_onnx(data, {"x": x.numpy()})
+    assert first.tolist() == second.tolist() == pytest.approx(x.tolist())
+
+
+def test_scripted_list_and_number_outputs_are_a_sequence_and_0d_tensors():
+    x = torch.randn(2, 3)
+    data, result = export_bytes(torch.jit.script(ListAndNumbers()), (x,))
+    kinds = [o.type.WhichOneof("value") for o in result.model.graph.output]
+    assert kinds == ["sequence_type", "tensor_type", "tensor_type"]
+    items, size, is_matrix = run_onnx(data, {"x": x.numpy()})
+    np.testing.assert_allclose(items[1], (x * 2).numpy())
+    assert (size.shape, int(size), is_matrix.dtype, bool(is_matrix)) == ((), 2, np.bool_, True)
+
+
+def test_a_list_output_below_opset_11_names_the_opset_it_needs():
+    with pytest.raises(exporter.UnsupportedOperatorError, match="list of tensors as a graph output.*opset >= 11"):
+        export_bytes(torch.jit.script(ListAndNumbers()), (torch.randn(2, 3),), opset_version=9)
+
+
+# -- dtypes -------------------------------------------------------------------------------------------------------
+def test_bfloat16_parameters_are_written_as_bfloat16():
+    model = torch.nn.Linear(4, 3).to(torch.bfloat16)
+    _, result = export_bytes(model, (torch.randn(2, 4).bfloat16(),))
+    weight = next(t for t in result.model.graph.initializer if t.name == "weight")
+    assert weight.data_type == onnx.TensorProto.BFLOAT16
+    np.testing.assert_array_equal(onnx.numpy_helper.to_array(weight).astype(np.float32), model.weight.detach().float().numpy())
+
+
+# -- files --------------------------------------------------------------------------------------------------------
+@pytest.fixture()
+def umask_027():
+    previous = os.umask(0o027)
+    yield
+    os.umask(previous)
+
+
+def test_a_new_file_gets_its_permissions_from_the_umask(tmp_path, umask_027):
+    target = tmp_path / "m.onnx"
+    exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target))
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_an_existing_file_keeps_its_permissions(tmp_path, umask_027):
+    target = tmp_path / "m.onnx"
+    target.write_bytes(b"old")
+    target.chmod(0o604)
+    exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target))
+    assert stat.S_IMODE(target.stat().st_mode) == 0o604 and target.read_bytes() != b"old"
+
+
+def _no_capture(*args, **kwargs):
+    raise AssertionError("the export started although its destination was unusable")
+
+
+def test_a_read_only_target_file_is_refused_before_any_work(tmp_path, monkeypatch):
+    target = tmp_path / "m.onnx"
+    target.write_bytes(b"keep me")
+    target.chmod(0o444)
+    monkeypatch.setattr(exporter.api, "capture", _no_capture)
+    with pytest.raises(ExportArgumentError, match="read-only"):
+        exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target))
+    assert target.read_bytes() == b"keep me"
+
+
+@pytest.fixture()
+def unwritable_dir(tmp_path):
+    """A directory in which no file can be created: read-only for a regular user; for root (whom permissions do
+    not stop) sysfs, which refuses new files to everyone."""
+    if os.geteuid() != 0:
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        locked.chmod(0o555)
+        yield locked
+        locked.chmod(0o755)
+    elif os.path.isdir("/sys/kernel"):
+        yield pathlib.Path("/sys/kernel")
+    else:
+        pytest.skip("running as root without sysfs: no directory refuses new files")
+
+
+@pytest.mark.parametrize("where", ["unwritable_dir", "directory_as_f"])
+def test_an_unusable_destination_is_a_typed_error_before_any_work(where, unwritable_dir, tmp_path, monkeypatch):
+    target = unwritable_dir / "m.onnx" if where == "unwritable_dir" else tmp_path
+    monkeypatch.setattr(exporter.api, "capture", _no_capture)
+    with pytest.raises(ExportArgumentError, match="not writable|is a directory"):
+        exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target))
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_a_meta_device_model_is_a_typed_error_before_any_work(monkeypatch):
+    monkeypatch.setattr(exporter.api, "capture", _no_capture)
+    with pytest.raises(ExportArgumentError, match="'meta' device"):
+        export_bytes(torch.nn.Linear(2, 2).to("meta"), (torch.randn(1, 2),))
+
+
+# -- warnings, repr -------------------------------------------------------------------------------------------------
+class Warns(torch.nn.Module):
+    def forward(self, x):
+        warnings.warn("the model's own warning")
+        for _ in range(3):
+            warnings.warn("warned in a loop")
+        if x.sum() > 0:  # a data-dependent branch: the trace freezes it
+            return x * 2
+        return x
+
+
+def test_tracer_and_model_warnings_are_shown_once_each_with_their_source_line():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        export_bytes(Warns(), (torch.randn(3),))
+    shown = [(w.category.__name__, str(w.message)[:24], pathlib.Path(w.filename).name) for w in caught]
+    assert sorted(shown) == sorted([
+        ("UserWarning", "the model's own warning", "test_dropin.py"),
+        ("UserWarning", "warned in a loop", "test_dropin.py"),
+        ("TracerWarning", "Converting a tensor to a", "test_dropin.py"),
+    ])
+    tracer = next(w for w in caught if w.category is torch.jit.TracerWarning)
+    source = pathlib.Path(__file__).read_text().splitlines()[tracer.lineno - 1]
+    assert "if x.sum() > 0" in source
+
+
+def test_torchscripts_own_deprecation_noise_stays_hidden():
+    scripted = torch.jit.script(torch.nn.Linear(2, 2))  # the caller's own call: torch warns them about it
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        export_bytes(scripted, (torch.randn(1, 2),))
+        export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
+    assert [str(w.message) for w in caught] == []
+
+
+def test_export_result_repr_is_a_short_summary():
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    _, result = export_bytes(model, (torch.randn(1, 256),), input_names=["features"])
+    text = repr(result)
+    assert len(text) < 200
+    assert text.startswith("ExportResult(opset=14, inputs=['features'], outputs=['output'], nodes=")
