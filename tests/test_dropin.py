@@ -304,3 +304,65 @@ def test_export_result_repr_is_a_short_summary():
     text = repr(result)
     assert len(text) < 200
     assert text.startswith("ExportResult(opset=14, inputs=['features'], outputs=['output'], nodes=")
+
+
+# -- numbers that were wrong ---------------------------------------------------------------------------------------
+class ArangeToFloatEnd(torch.nn.Module):
+    def forward(self, end):
+        return torch.arange(end), torch.arange(0, end), torch.arange(end, out=torch.empty(0))
+
+
+class ScalarTensors(torch.nn.Module):
+    def forward(self, x):
+        return torch.scalar_tensor(x.size(0)), torch.scalar_tensor(x.size(1), dtype=torch.int64)
+
+
+class IntDivision(torch.nn.Module):
+    def forward(self, x, y):
+        return x / y, torch.true_divide(x, y)
+
+
+def _assert_like_pytorch(model, args, data, names):
+    with torch.no_grad():
+        expected = model(*args)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    actual = run_onnx(data, {n: a.numpy() for n, a in zip(names, args)})
+    for a, e in zip(actual, expected):
+        assert (a.shape, a.dtype) == (tuple(e.shape), e.numpy().dtype)
+        np.testing.assert_allclose(a, e.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["traced", "scripted"])
+def test_arange_to_a_float_tensor_counts_like_pytorch(script):
+    model = torch.jit.script(ArangeToFloatEnd()) if script else ArangeToFloatEnd()
+    data, _ = export_bytes(model, (torch.tensor(6.2),), input_names=["end"])
+    _assert_like_pytorch(model, (torch.tensor(6.2),), data, ["end"])
+    _assert_like_pytorch(model, (torch.tensor(3.5),), data, ["end"])
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["traced", "scripted"])
+def test_scalar_tensor_of_a_size_is_the_default_float_type(script):
+    model = torch.jit.script(ScalarTensors()) if script else ScalarTensors()
+    data, _ = export_bytes(model, (torch.randn(2, 3),), input_names=["x"], dynamic_axes={"x": [0, 1]})
+    _assert_like_pytorch(model, (torch.randn(5, 7),), data, ["x"])
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["traced", "scripted"])
+def test_integer_true_division_follows_the_default_dtype(script):
+    model = torch.jit.script(IntDivision()) if script else IntDivision()
+    args = (torch.tensor([7, 8, 9], dtype=torch.int32), torch.tensor([2, 3, 4], dtype=torch.int32))
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        data, _ = export_bytes(model, args, input_names=["x", "y"])
+        _assert_like_pytorch(model, args, data, ["x", "y"])
+    finally:
+        torch.set_default_dtype(previous)
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["traced", "scripted"])
+def test_prelu_on_a_0d_input_is_0d(script):
+    model = torch.nn.PReLU()
+    model = torch.jit.script(model) if script else model
+    data, _ = export_bytes(model, (torch.tensor(-2.0),), input_names=["x"])
+    _assert_like_pytorch(model, (torch.tensor(-3.0),), data, ["x"])
