@@ -30,7 +30,8 @@ import torch
 import torch.onnx  # the peer (tests may call torch.onnx; the engine never does)
 
 import exporter
-from exporter.errors import CaptureError, ExportArgumentError, OnnxExporterError, UnsupportedOperatorError
+from exporter.errors import CaptureError, ExportArgumentError, UnsupportedOperatorError
+from tests.test_api_parity import DropNorm
 
 TM = torch.onnx.TrainingMode
 OET = torch.onnx.OperatorExportTypes
@@ -158,16 +159,6 @@ class ConvBnRelu(torch.nn.Module):
 
     def forward(self, x):
         return self.pool(torch.relu(self.bn(self.conv(x)))).flatten(1)
-
-
-class BnDropout(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.bn = torch.nn.BatchNorm1d(4)
-        self.drop = torch.nn.Dropout(0.5)
-
-    def forward(self, x):
-        return self.drop(self.bn(x))
 
 
 class TwoOutputs(torch.nn.Module):
@@ -422,12 +413,12 @@ CALLS: list[Call] = [
     Call("modules_as_functions_opset14", Outer, x4, {"export_modules_as_functions": True, "opset_version": 14},
          rejects="argument"),
     # torch's enums, as callers pass them
-    Call("training_eval", BnDropout, x4, {"training": TM.EVAL}),
-    Call("training_preserve_eval_model", lambda: BnDropout().eval(), x4, {"training": TM.PRESERVE}),
+    Call("training_eval", DropNorm, x4, {"training": TM.EVAL}),
+    Call("training_preserve_eval_model", lambda: DropNorm().eval(), x4, {"training": TM.PRESERVE}),
     Call("training_training_batchnorm", lambda: torch.nn.BatchNorm1d(4), x4, {"training": TM.TRAINING}),
     Call("training_preserve_training_batchnorm", lambda: torch.nn.BatchNorm1d(4).train(), x4,
          {"training": TM.PRESERVE}),
-    Call("training_training_dropout_structure", BnDropout, x4, {"training": TM.TRAINING}, run=False),
+    Call("training_training_dropout_structure", DropNorm, x4, {"training": TM.TRAINING}, run=False),
     Call("training_true_bool", Affine, x4, {"training": True}, rejects="argument"),
     Call("training_string", Affine, x4, {"training": "EVAL"}, rejects="argument"),
     Call("export_type_onnx", Affine, x4, {"operator_export_type": OET.ONNX}),
