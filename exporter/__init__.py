@@ -4,6 +4,8 @@ Opsets 7 to 16. Our own engine: it captures with TorchScript and converts with i
 it never calls PyTorch's own ONNX exporter.
 """
 
+__version__ = "0.1.0"  # the package version (pyproject.toml); also the producer_version of every exported model
+
 from exporter import symbolics as _symbolics  # noqa: F401  (registers the built-in symbolics)
 from exporter import errors
 from exporter.api import (
@@ -30,6 +32,7 @@ from exporter.errors import (
 from exporter.registry import MAX_OPSET, MIN_OPSET, parse_args
 
 __all__ = [
+    "__version__",
     "DEFAULT_OPSET",
     "MAX_OPSET",
     "MIN_OPSET",

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import importlib
 import inspect
 import io
 import logging
 import re
 import sys
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Sequence
 
@@ -17,7 +19,7 @@ import onnx
 import torch
 
 from exporter import dtypes, ir, local_functions, passes, serialize
-from exporter.capture import Capture, capture, split_args
+from exporter.capture import Capture, capture, flatten, split_args
 from exporter.convert import Converter
 from exporter.errors import CheckerError, ExportArgumentError
 from exporter.graph_context import ExportSession
@@ -44,22 +46,51 @@ class OperatorExportTypes(enum.IntEnum):
     ONNX_FALLTHROUGH = 3
 
 
+def _enum_member(enum_type: type[enum.IntEnum], value: Any, parameter: str) -> enum.IntEnum:
+    """Our member of ``enum_type`` for ``value``: one of ours, its int value, or any enum member of the same name.
+
+    Callers pass torch.onnx's own ``TrainingMode``/``OperatorExportTypes`` (pybind enums, not ints): matching by
+    member name accepts them without any conversion work delegated to torch.onnx.
+    """
+    if isinstance(value, enum_type):
+        return value
+    name = getattr(value, "name", None)
+    if isinstance(name, str) and name in enum_type.__members__:
+        return enum_type[name]
+    if isinstance(value, int) and not isinstance(value, bool) and value in enum_type._value2member_map_:
+        return enum_type(value)
+    members = ", ".join(enum_type.__members__)
+    raise ExportArgumentError(f"{parameter} must be a {enum_type.__name__} ({members}), got {value!r}")
+
+
 _in_export = False
+
+# torch.onnx.is_in_onnx_export() is True while the module global `_is_onnx_exporting` of this module is (its
+# dynamo exporter's flag; it also reads its TorchScript exporter's GLOBALS, a property-guarded object). Models
+# branch on that function, so during our export we set the plain global and restore it after: importing the
+# module runs no exporter code and no torch.onnx function is called (tests/test_hard_line.py allows exactly this
+# module name and checks the flag is the only thing touched).
+_TORCH_EXPORTING_FLAG_MODULE = "torch.onnx._internal.exporter._flags"
+_TORCH_EXPORTING_FLAG = "_is_onnx_exporting"
 
 
 def is_in_onnx_export() -> bool:
-    """True only while :func:`export` of this engine is running."""
+    """True only while :func:`export` of this engine is running (``torch.onnx.is_in_onnx_export()`` too)."""
     return _in_export
 
 
 @contextlib.contextmanager
 def _exporting():
     global _in_export
-    previous, _in_export = _in_export, True
+    flags = importlib.import_module(_TORCH_EXPORTING_FLAG_MODULE)
+    previous = _in_export, getattr(flags, _TORCH_EXPORTING_FLAG)
+    _in_export = True
+    setattr(flags, _TORCH_EXPORTING_FLAG, True)
     try:
         yield
     finally:
-        _in_export = previous
+        _in_export = previous[0]
+        setattr(flags, _TORCH_EXPORTING_FLAG, previous[1])
 
 
 _CUSTOM_NAME = re.compile(r"^[A-Za-z0-9_.\-]+::[A-Za-z_\-][A-Za-z0-9_.\-]*$")
@@ -100,7 +131,7 @@ def unconvertible_ops(
     only for some arguments are not.
     """
     opset = _check_opset(opset_version)
-    with _exporting(), select_model_mode_for_export(model, TrainingMode(training)):
+    with _exporting(), select_model_mode_for_export(model, training):
         captured = capture(model, args)
     missing: list[str] = []
     _collect_unconvertible(captured.graph.nodes(), opset, missing)
@@ -165,7 +196,11 @@ def _logging_if(enabled: bool):
 
 @contextlib.contextmanager
 def select_model_mode_for_export(model: Any, mode: TrainingMode):
-    """Context manager putting ``model`` in the mode ``mode`` asks for, restoring its original mode after."""
+    """Context manager putting ``model`` in the mode ``mode`` asks for, restoring its original mode after.
+
+    ``mode`` is a :class:`TrainingMode` or torch.onnx's own ``TrainingMode`` (matched by member name).
+    """
+    mode = _enum_member(TrainingMode, mode, "mode")
     if not isinstance(model, torch.nn.Module):
         yield
         return
@@ -182,12 +217,29 @@ def select_model_mode_for_export(model: Any, mode: TrainingMode):
 
 @dataclass
 class ExportResult:
-    """What one export produced: the ModelProto and facts the harness records."""
+    """What one export produced: the ModelProto and facts the harness records.
+
+    Its repr is a one-line summary (opset, input and output names, node and initializer counts), not the model.
+    """
 
     model: onnx.ModelProto
     capture: Capture
     input_names: list[str]
     output_names: list[str]
+
+    def __repr__(self) -> str:
+        graph = self.model.graph
+        opset = next((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")), None)
+        inputs = [i.name for i in graph.input if i.name not in {t.name for t in graph.initializer}]
+        return (
+            f"ExportResult(opset={opset}, inputs={_shortened(inputs)}, outputs={_shortened(self.output_names)}, "
+            f"nodes={len(graph.node)}, initializers={len(graph.initializer)})"
+        )
+
+
+def _shortened(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return f"[{shown}{', ...' if len(names) > limit else ''}]"
 
 
 def export(
@@ -206,6 +258,9 @@ def export(
     keep_initializers_as_inputs: bool | None = None,
     custom_opsets: Mapping[str, int] | None = None,
     export_modules_as_functions: bool | Collection[type[torch.nn.Module]] = False,
+    *,
+    kwargs: Mapping[str, Any] | None = None,
+    dynamo: bool = False,
 ) -> ExportResult:
     """Export ``model`` to ONNX, with the semantics of the TorchScript-era PyTorch ONNX exporter.
 
@@ -222,11 +277,19 @@ def export(
     ``export_params=False`` leaves the parameters out, so they become plain inputs. ``training`` selects
     eval, preserve or training mode; ``operator_export_type`` chooses how unconvertible ops are handled;
     ``custom_opsets`` gives versions to custom domains (default 1). Returns an :class:`ExportResult`.
+
+    As in torch 2.x's ``torch.onnx.export``, ``kwargs`` are keyword arguments for the model (the same as a
+    trailing dict in ``args``) and ``dynamo=False`` selects this TorchScript-based export; ``dynamo=True`` (the
+    torch.export-based exporter) is an :class:`ExportArgumentError`. ``training`` and ``operator_export_type``
+    also take torch.onnx's own enums, matched by member name.
     """
+    _check_dynamo(dynamo)
+    args = _with_keyword_arguments(args, kwargs)
     opset = _check_opset(opset_version)
     serialize.check_destination(f)
-    training = TrainingMode(training)
-    operator_export_type = OperatorExportTypes(operator_export_type)
+    _check_no_meta_tensors(model, args)
+    training = _enum_member(TrainingMode, training, "training")
+    operator_export_type = _enum_member(OperatorExportTypes, operator_export_type, "operator_export_type")
     dynamic_axes = dict(dynamic_axes or {})
     _check_dynamic_axes_shape(dynamic_axes)
     if export_modules_as_functions:
@@ -259,12 +322,13 @@ def export(
         graph = converter.convert_graph(captured.graph, inputs + params)
         graph.inputs = inputs if export_params else inputs + params
         graph.initializers = params if export_params else []
-        _name_outputs(graph, names_out)
+        _name_outputs(graph, names_out, session)
         logger.info("optimizing %d ONNX nodes", len(graph.nodes))
         passes.optimize(
             graph, opset, do_constant_folding=do_constant_folding and not is_training, fold_params=not is_training,
             keep_module_boundaries=bool(export_modules_as_functions),
         )
+        names_in = _drop_unused_inputs(graph, names_in, len(inputs))
         outline = None
         if export_modules_as_functions:
             def outline(proto):
@@ -311,6 +375,35 @@ def pretty_text(model: onnx.ModelProto) -> str:
 
 
 # -- argument checks ------------------------------------------------------------------------------------------
+def _check_dynamo(dynamo: Any) -> None:
+    if dynamo is not False:
+        raise ExportArgumentError(
+            f"dynamo={dynamo!r}: this exporter is the TorchScript-based export (dynamo=False); the torch.export-based "
+            "exporter (dynamo=True) is torch.onnx.export itself"
+        )
+
+
+def _check_no_meta_tensors(model: Any, args: Any) -> None:
+    """A model or argument on the ``meta`` device has shapes but no data: nothing could be run or written."""
+    tensors = list(model.state_dict().values()) if isinstance(model, torch.nn.Module) else []
+    tensors += flatten(split_args(args))[0]
+    if any(isinstance(t, torch.Tensor) and t.is_meta for t in tensors):
+        raise ExportArgumentError(
+            "the model or its arguments are on the 'meta' device, which holds shapes but no data; "
+            "load real weights (e.g. model.to_empty(device='cpu') then load_state_dict) before exporting"
+        )
+
+
+def _with_keyword_arguments(args: Any, kwargs: Mapping[str, Any] | None) -> Any:
+    """``args`` with ``kwargs`` appended as the trailing dict of keyword arguments (torch 2.x's ``kwargs=``)."""
+    if not kwargs:
+        return args
+    positional, trailing = split_args(args)
+    if trailing:
+        raise ExportArgumentError("keyword arguments given twice: in a trailing dict of args and as kwargs")
+    return (*positional, dict(kwargs))
+
+
 def _check_opset(opset_version: int | None) -> int:
     opset = DEFAULT_OPSET if opset_version is None else opset_version
     if not isinstance(opset, int) or not MIN_OPSET <= opset <= MAX_OPSET:
@@ -335,12 +428,14 @@ def _check_dynamic_axes_shape(dynamic_axes: dict) -> None:
 
 
 def _check_dynamic_axes_names(dynamic_axes: dict, names_in: list[str], names_out: list[str]) -> None:
+    """Warn about (and ignore) a ``dynamic_axes`` key that is neither an input nor an output, as torch.onnx does."""
     known = set(names_in) | set(names_out)
     for key in dynamic_axes:
         if key not in known:
-            raise ExportArgumentError(
-                f"dynamic_axes names {key!r}, which is neither an input nor an output; "
-                f"inputs: {names_in[:8]}{'...' if len(names_in) > 8 else ''}, outputs: {names_out}"
+            warnings.warn(
+                f"dynamic_axes names {key!r}, which is neither an input nor an output; it is ignored "
+                f"(inputs: {names_in[:8]}{'...' if len(names_in) > 8 else ''}, outputs: {names_out})",
+                stacklevel=3,
             )
 
 
@@ -364,7 +459,7 @@ def _is_training(model: Any, mode: TrainingMode) -> bool:
 
 # -- naming ------------------------------------------------------------------------------------------------
 def _default_user_input_names(model: Any, args: Any, count: int) -> list[str]:
-    """Names from ``forward``'s signature when each argument is one tensor; else input_0, input_1, ..."""
+    """Names from ``forward``'s signature when each argument is one tensor or number; else input_0, input_1, ..."""
     positional, kwargs = split_args(args)
     try:
         forward = model.forward if isinstance(model, torch.nn.Module) else model
@@ -374,12 +469,10 @@ def _default_user_input_names(model: Any, args: Any, count: int) -> list[str]:
         return [f"input_{i}" for i in range(count)]
     names = []
     for name, value in bound.arguments.items():
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, (torch.Tensor, bool, int, float)):
             names.append(name)
         elif isinstance(value, (tuple, list, dict)):
-            from exporter.capture import flatten
-
-            leaves, _ = flatten(value)
+            leaves, _ = flatten(value, numbers_as_tensors=True)
             names.extend(f"{name}_{k}" for k in range(len(leaves)))
     if len(names) != count or len(set(names)) != count:
         return [f"input_{i}" for i in range(count)]
@@ -387,10 +480,14 @@ def _default_user_input_names(model: Any, args: Any, count: int) -> list[str]:
 
 
 def _input_names(model, args, captured: Capture, input_names) -> list[str]:
+    """Names of the model's inputs then of its used parameters. As in torch.onnx, ``input_names`` names the
+    inputs and then every parameter and buffer in state_dict order, used or not."""
     user = _default_user_input_names(model, args, len(captured.user_inputs))
-    names = user + [name for name, _ in captured.params]
-    for index, name in enumerate(list(input_names or [])[: len(names)]):
-        names[index] = name
+    state_names = captured.state_names or [name for name, _ in captured.params]
+    names = user + state_names
+    _apply_names(names, input_names, "input", "inputs, parameters and buffers")
+    renamed = dict(zip(state_names, names[len(user):]))
+    names = names[: len(user)] + [renamed.get(name, name) for name, _ in captured.params]
     if len(set(names)) != len(names):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         raise ExportArgumentError(f"input names must be unique; repeated: {duplicates}")
@@ -400,9 +497,18 @@ def _input_names(model, args, captured: Capture, input_names) -> list[str]:
 def _output_names(captured: Capture, output_names) -> list[str]:
     count = len(list(captured.graph.outputs()))
     names = [f"output_{i}" if count > 1 else "output" for i in range(count)]
-    for index, name in enumerate(list(output_names or [])[:count]):
-        names[index] = name
+    _apply_names(names, output_names, "output", "outputs")
     return names
+
+
+def _apply_names(names: list[str], given: Sequence[str] | None, kind: str, what: str) -> None:
+    """Put the caller's names over the first defaults; more names than values is an error (as in torch.onnx)."""
+    given = list(given or [])
+    if len(given) > len(names):
+        raise ExportArgumentError(
+            f"{len(given)} {kind} names given for {len(names)} {what}: {given[len(names):]} name nothing"
+        )
+    names[: len(given)] = given
 
 
 def _graph_inputs(captured: Capture, names: list[str], axes: dict, export_params: bool):
@@ -424,23 +530,35 @@ def _graph_inputs(captured: Capture, names: list[str], axes: dict, export_params
     return inputs, params
 
 
+def _drop_unused_inputs(graph: ir.Graph, names: list[str], user_count: int) -> list[str]:
+    """Remove the model's own inputs that nothing reads (as torch.onnx does: an unused argument, or one whose
+    only use, such as its static shape, was folded away); the names of the inputs left, parameters last."""
+    used = passes.used_values(graph)
+    unused = {id(v) for v in graph.inputs[:user_count] if id(v) not in used}
+    graph.inputs = [v for v in graph.inputs if id(v) not in unused]
+    return [v.name for v in graph.inputs[:user_count - len(unused)]] + names[user_count:]
+
+
 def _param_array(tensor: torch.Tensor) -> np.ndarray:
+    """The tensor's data as numpy, in its own element type (bfloat16 through ml_dtypes, which onnx writes)."""
     tensor = tensor.detach().cpu()
     if tensor.dtype == torch.bfloat16:
-        return tensor.float().numpy()
+        import ml_dtypes
+
+        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return tensor.numpy()
 
 
-def _name_outputs(graph: ir.Graph, names: list[str]) -> None:
+def _name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> None:
     """Give outputs their names; an output that is an input, a parameter or a repeated value gets an Identity."""
     from exporter.graph_context import GraphContext
 
+    ctx = GraphContext(session, graph)  # the export's own session: node names stay unique
     seen: set[int] = set()
     protected = {id(v) for v in graph.inputs} | {id(v) for v in graph.initializers}
     renamed = []
     for value, name in zip(graph.outputs, names):
         if id(value) in seen or id(value) in protected or value.producer is None:
-            ctx = GraphContext(ExportSession(opset=MIN_OPSET), graph)
             copy = ctx.op("Identity", value)
             copy.dtype, copy.shape, copy.kind = value.dtype, value.shape, value.kind
             value = copy

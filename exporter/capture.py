@@ -9,6 +9,7 @@ reads (named after their ``state_dict`` keys), outputs are the flattened tensor 
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -19,6 +20,7 @@ from exporter import mutation
 from exporter.errors import CaptureError, ExportArgumentError
 
 _WRAPPER_PREFIX = "model."
+_SCALARS = (bool, int, float)
 
 
 @dataclass
@@ -28,6 +30,9 @@ class Capture:
     params: list[tuple[str, torch.Tensor]]
     example_outputs: list[torch.Tensor] | None
     tracer_warnings: list[str] = field(default_factory=list)
+    # Every parameter and buffer, used or not (one name per distinct tensor, state_dict order): torch.onnx's
+    # input_names name the model's inputs and then these, so a list naming unused ones is still valid.
+    state_names: list[str] = field(default_factory=list)
 
 
 def split_args(args: Any) -> tuple[tuple, dict]:
@@ -47,14 +52,24 @@ def split_args(args: Any) -> tuple[tuple, dict]:
     return args, {}
 
 
-def flatten(obj: Any) -> tuple[list[torch.Tensor], Callable[[list], Any]]:
+def number_tensor(value: bool | int | float) -> torch.Tensor:
+    """The 0-d tensor torch.onnx makes of a Python number argument: bool, int64 or float64."""
+    dtype = torch.bool if isinstance(value, bool) else torch.int64 if isinstance(value, int) else torch.float64
+    return torch.tensor(value, dtype=dtype)
+
+
+def flatten(obj: Any, numbers_as_tensors: bool = False) -> tuple[list[torch.Tensor], Callable[[list], Any]]:
     """Tensor leaves of a nested tuple/list/dict and a function rebuilding the structure from new leaves.
 
-    Non-tensor leaves are kept as they are (they are hard-coded into the exported graph, as documented).
+    With ``numbers_as_tensors``, Python numbers are leaves too, as 0-d tensors (:func:`number_tensor`), and the
+    structure is rebuilt with those tensors in their place: how torch.onnx traces a model, so a number argument
+    becomes a graph input. Other non-tensor leaves (strings, None) are kept as they are, hard-coded.
     """
     leaves: list[torch.Tensor] = []
 
     def walk(node):
+        if numbers_as_tensors and isinstance(node, _SCALARS):
+            node = number_tensor(node)
         if isinstance(node, torch.Tensor):
             index = len(leaves)
             leaves.append(node)
@@ -106,18 +121,40 @@ class _FlatCall(torch.nn.Module):
         return self.last_outputs
 
 
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+
+
 @contextlib.contextmanager
 def quiet_torchscript(tracer_warnings: list[str] | None = None):
-    """Silence TorchScript's deprecation noise; collect TracerWarnings for our own reporting."""
+    """Show the model's warnings, hide TorchScript's own deprecation noise.
+
+    Shown, once each with the source line that raised it: every TracerWarning (a value the trace froze, such as a
+    data-dependent branch: the classic source of silently wrong models) and every warning raised from the model's
+    own code (outside torch). Hidden: deprecation, future and user warnings raised inside torch itself (its
+    tracer and scripting machinery warn about their own deprecation on every export). TracerWarnings are also
+    collected in ``tracer_warnings``.
+    """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
+    shown: set[tuple] = set()
     for warning in caught:
-        if issubclass(warning.category, torch.jit.TracerWarning):
-            if tracer_warnings is not None:
-                tracer_warnings.append(str(warning.message))
-        elif not issubclass(warning.category, (DeprecationWarning, FutureWarning, UserWarning)):
-            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+        is_tracer = issubclass(warning.category, torch.jit.TracerWarning)
+        if is_tracer and tracer_warnings is not None:
+            tracer_warnings.append(str(warning.message))
+        key = (str(warning.message), warning.category, warning.filename, warning.lineno)
+        if key in shown or not (is_tracer or _from_outside_torch(warning) or not _is_noise(warning.category)):
+            continue
+        shown.add(key)
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+
+
+def _from_outside_torch(warning: warnings.WarningMessage) -> bool:
+    return not os.path.abspath(warning.filename).startswith(_TORCH_DIR)
+
+
+def _is_noise(category: type[Warning]) -> bool:
+    return issubclass(category, (DeprecationWarning, FutureWarning, UserWarning))
 
 
 def capture(model: Any, args: Any) -> Capture:
@@ -141,7 +178,7 @@ def _state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def _capture_traced(model: torch.nn.Module, positional: tuple, kwargs: dict) -> Capture:
-    flat, rebuild = flatten((positional, kwargs))
+    flat, rebuild = flatten((positional, kwargs), numbers_as_tensors=True)
     wrapper = _FlatCall(model, rebuild)
     tracer_warnings: list[str] = []
     try:
@@ -165,7 +202,7 @@ def _capture_traced_graph(model: torch.nn.Module, positional: tuple, kwargs: dic
     Several times faster than ``torch.jit.trace``, which first builds a ScriptModule mirroring every submodule;
     that mirror is only needed when the model holds scripted submodules (the tracer calls them as methods).
     """
-    flat, rebuild = flatten((positional, kwargs))
+    flat, rebuild = flatten((positional, kwargs), numbers_as_tensors=True)
     wrapper = _FlatCall(model, rebuild)
     state: dict[torch.Tensor, str] = {}
     for name, tensor in model.state_dict(keep_vars=True).items():
@@ -183,6 +220,7 @@ def _capture_traced_graph(model: torch.nn.Module, positional: tuple, kwargs: dic
     params = _prune_state_inputs(graph, len(flat), list(state.items()))
     captured = _finish(graph, None, flat, "", {})
     captured.params = params
+    captured.state_names = list(state.values())
     captured.example_outputs = [t.detach() for t in wrapper.last_outputs]
     captured.tracer_warnings = tracer_warnings
     return captured
@@ -217,41 +255,29 @@ def _prune_state_inputs(graph, user_count: int, state: list[tuple[torch.Tensor, 
 
 
 def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) -> Capture:
+    """A scripted model's own graph; a Python number argument stays a graph input (a 0-d tensor), as in torch.onnx."""
     if kwargs:
         raise ExportArgumentError("keyword arguments are not supported for ScriptModule/ScriptFunction models")
-    flat, _ = flatten(positional)
     try:
         with quiet_torchscript(), torch.no_grad():
-            outputs = flatten_outputs(model(*positional))
-    except ExportArgumentError:
-        raise
+            outputs = _scripted_example_outputs(model(*positional))
     except Exception as error:
         raise CaptureError(f"running the scripted model failed: {type(error).__name__}: {error}") from error
+    flat, _ = flatten(positional, numbers_as_tensors=True)
     graph = graph.copy()
     user_inputs = list(graph.inputs())[1:] if module_c is not None else list(graph.inputs())
-    _hard_code_scalars(graph, user_inputs, positional, first_input=1 if module_c is not None else 0)
-    user_inputs = [v for v, arg in zip(user_inputs, positional) if not isinstance(arg, _SCALARS)]
     for value, tensor in zip(user_inputs, flat):
-        if isinstance(tensor, torch.Tensor) and value.type().kind() == "TensorType":
+        if value.type().kind() == "TensorType":
             value.setType(torch._C.TensorType.create_from_tensor(tensor))
     return _finish(graph, module_c, flat, "", state_dict, outputs)
 
 
-_SCALARS = (bool, int, float)
-
-
-def _hard_code_scalars(graph, user_inputs: list, positional: tuple, first_input: int) -> None:
-    """Python scalar arguments become constants of the graph, as tracing hard-codes them (the documented
-    semantics of non-tensor inputs), instead of graph inputs that no feed could fill."""
-    first_node = next(iter(graph.nodes()), None)
-    for index in reversed(range(min(len(user_inputs), len(positional)))):
-        if not isinstance(positional[index], _SCALARS):
-            continue
-        constant = graph.insertConstant(positional[index])
-        if first_node is not None:
-            constant.node().moveBefore(first_node)
-        user_inputs[index].replaceAllUsesWith(constant)
-        graph.eraseInput(first_input + index)
+def _scripted_example_outputs(result: Any) -> list:
+    """The example results, one per output of the scripted graph once its tuples are lowered: a number becomes a
+    0-d tensor output and a list of tensors one output (an ONNX sequence), as torch.onnx exports them."""
+    if isinstance(result, tuple):
+        return [item for part in result for item in _scripted_example_outputs(part)]
+    return [number_tensor(result) if isinstance(result, _SCALARS) else result]
 
 
 def _finish(graph, module_c, flat, prefix, state_dict, outputs=None) -> Capture:
@@ -260,7 +286,9 @@ def _finish(graph, module_c, flat, prefix, state_dict, outputs=None) -> Capture:
     torch._C._jit_pass_lower_all_tuples(graph)
     mutation.functionalize(graph)
     torch._C._jit_pass_dce(graph)
-    return Capture(graph=graph, user_inputs=list(flat), params=params, example_outputs=outputs)
+    state_names = list({id(tensor): name for name, tensor in reversed(state_dict.items())}.values())[::-1]
+    return Capture(graph=graph, user_inputs=list(flat), params=params, example_outputs=outputs,
+                   state_names=state_names)
 
 
 def _lift_attributes(graph, module_c, prefix: str, state_dict: dict[str, torch.Tensor]) -> list[tuple[str, torch.Tensor]]:

@@ -88,9 +88,9 @@ class Converter:
         return [env[v.unique()] for v in block.returnNode().inputs()]
 
     def _as_output(self, ctx: GraphContext, result: Any, force_local: bool = False) -> ir.Value:
+        if isinstance(result, (list, tuple)) and any(isinstance(x, ir.Value) for x in result):
+            result = _sequence_output(ctx, result)
         if not isinstance(result, ir.Value):
-            if isinstance(result, (list, tuple)) and any(isinstance(x, ir.Value) for x in result):
-                raise SymbolicValueError("a list of tensors cannot be a graph output here")
             return ctx.const(result)
         produced_here = result.producer is not None and result.producer in ctx.graph.nodes
         if force_local and not produced_here:
@@ -221,8 +221,19 @@ class Converter:
             value.dtype = elem
         if value.shape is None and shape is not None:
             value.shape = shape
-        if is_number and value.producer is not None:
+        if is_number:  # a scripted model's int/float/bool input too
             value.is_number = True
+
+
+def _sequence_output(ctx: GraphContext, items: list) -> ir.Value:
+    """A scripted model's list of tensors returned as an ONNX sequence, as torch.onnx does (opset 11+)."""
+    from exporter.symbolics.sequence import SEQUENCE_OPSET, as_sequence
+
+    if ctx.opset < SEQUENCE_OPSET:
+        raise UnsupportedOperatorError(
+            "a list of tensors as a graph output", ctx.opset, SEQUENCE_OPSET, f"needs ONNX sequences: needs opset >= {SEQUENCE_OPSET}"
+        )
+    return as_sequence(ctx, list(items))
 
 
 def _record_source_location(node, onnx_nodes) -> None:

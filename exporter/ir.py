@@ -14,6 +14,9 @@ import numpy as np
 # Value kinds.
 TENSOR = "tensor"
 SEQUENCE = "sequence"
+# A list a loop built by appending one tensor per iteration, held as the Loop's scan output: the tensors stacked
+# on a new axis 0. Only aten::stack reads such a value (control_flow._scanned_lists makes sure).
+SCANNED = "scanned"
 
 
 @dataclass(eq=False)

@@ -309,6 +309,14 @@ def remove_dead_nodes(graph: ir.Graph) -> None:
     graph.initializers = [v for v in graph.initializers if id(v) in live]
 
 
+def used_values(graph: ir.Graph) -> set[int]:
+    """ids of the values some node (subgraphs included) reads, or that are outputs of ``graph``."""
+    used = {id(v) for v in graph.outputs}
+    for node in graph.nodes:
+        used.update(id(v) for v in _reads(graph, node))
+    return used
+
+
 def _reads(graph: ir.Graph, node: ir.Node):
     for value in node.inputs:
         if value is not None:

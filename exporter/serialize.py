@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,11 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from exporter import ir
+from exporter import __version__, ir
 from exporter.errors import ExportArgumentError
 
 PRODUCER_NAME = "onnx-export-engine"
-PRODUCER_VERSION = "0.1.0"
+PRODUCER_VERSION = __version__
 TWO_GIB = 2**31
 # Initializer bytes from which a model is written with external data (protobuf cannot serialize 2 GiB; the
 # margin leaves room for the graph itself). A module constant so tests can lower it.
@@ -99,16 +100,49 @@ def is_path(f: Any) -> bool:
 
 
 def check_destination(f: Any) -> None:
-    """Fail before exporting when ``f`` is neither a path nor a writable binary file object."""
+    """Fail before exporting when ``f`` cannot receive the model: a path whose directory is missing or cannot be
+    written, a directory, a file that is read-only; an object that is not a writable binary file."""
     if is_path(f):
-        parent = Path(f).expanduser().resolve().parent
-        if not parent.is_dir():
-            raise ExportArgumentError(f"cannot write {os.fspath(f)!r}: directory {str(parent)!r} does not exist")
+        _check_target_path(Path(f).expanduser().resolve(), os.fspath(f))
         return
     if not hasattr(f, "write"):
         raise ExportArgumentError(f"f must be a file path or a binary file object, got {type(f).__name__}")
     if isinstance(f, io.TextIOBase):
         raise ExportArgumentError("f must be opened in binary mode")
+
+
+def _check_target_path(target: Path, given: str) -> None:
+    parent = target.parent
+    if not parent.is_dir():
+        raise ExportArgumentError(f"cannot write {given!r}: directory {str(parent)!r} does not exist")
+    if target.is_dir():
+        raise ExportArgumentError(f"cannot write {given!r}: it is a directory; f must name a file")
+    if target.exists() and not _is_writable_file(target):
+        raise ExportArgumentError(f"cannot write {given!r}: the file is read-only")
+    try:  # the only sure test, for any user (root included) and file system: create a file there
+        probe = _create_file(parent, f".{target.name}.probe")
+    except OSError as error:
+        raise ExportArgumentError(f"cannot write {given!r}: directory {str(parent)!r} is not writable ({error.strerror})") from error
+    probe.unlink()
+
+
+def _is_writable_file(target: Path) -> bool:
+    """Writable by us, and not marked read-only for everyone (which even root, whom access() lets write, should
+    respect, as ``open(path, "wb")`` by a regular user would)."""
+    return os.access(target, os.W_OK) and bool(target.stat().st_mode & 0o222)
+
+
+def _create_file(directory: Path, prefix: str) -> Path:
+    """A new, empty file with a unique name in ``directory``, created with mode 0666 less the umask (as
+    ``open(path, "wb")`` creates one), not tempfile's 0600."""
+    for _ in range(100):
+        path = directory / f"{prefix}{os.urandom(4).hex()}.tmp"
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no free temporary name in {directory}")
 
 
 def write(model: onnx.ModelProto | bytes, f: Any) -> None:
@@ -121,13 +155,17 @@ def write(model: onnx.ModelProto | bytes, f: Any) -> None:
 
 
 def _atomic_write_bytes(target: Path, payload: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    """Write a temporary file beside ``target`` and rename it into place. The file gets the permissions a direct
+    ``open(target, "wb")`` would give: an existing file's own mode, else 0666 less the umask."""
+    tmp = _create_file(target.parent, f".{target.name}.")
     try:
-        with os.fdopen(fd, "wb") as handle:
+        if target.exists():
+            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+        with open(tmp, "wb") as handle:
             handle.write(payload)
         os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

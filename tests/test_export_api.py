@@ -38,12 +38,13 @@ def test_unsupported_opset_is_rejected_before_writing(tmp_path, opset):
     assert not target.exists()
 
 
-def test_dynamic_axes_name_that_is_not_an_input_or_output(tmp_path):
+def test_dynamic_axes_name_that_is_not_an_input_or_output_warns_and_is_ignored(tmp_path):
     target = tmp_path / "m.onnx"
-    with pytest.raises(ExportArgumentError, match="'z'.*neither an input nor an output"):
+    with pytest.warns(UserWarning, match="'z'.*neither an input nor an output"):
         exporter.export(_model(), torch.randn(2, 4), str(target), input_names=["x"], output_names=["y"],
-                        dynamic_axes={"z": [0]})
-    assert not target.exists()
+                        dynamic_axes={"z": [0], "x": [0]})
+    model = onnx.load(str(target))
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "x_dynamic_axes_1"
 
 
 def test_dynamic_axes_must_be_dict_or_list():

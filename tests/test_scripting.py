@@ -222,17 +222,61 @@ class ListLoopModel(torch.nn.Module):
 
 @pytest.mark.parametrize("opset", ALL_OPSETS)
 def test_list_built_in_loop(opset):
+    """The docs' example (v1.5, opset 11). Loop-11 carries tensors only (sequence types joined Loop's carried values
+    at Loop-13): below 13 the appended-then-stacked lists are the Loop's scan outputs."""
     model = torch.jit.script(ListLoopModel())
     inputs = torch.randn(16)
-    if opset < 13:
-        # The docs say opset 11, but Loop-11 carries tensors only: sequence types joined Loop's carried values at
-        # Loop-13, and ONNX Runtime rejects a Loop-11 carrying a sequence.
-        with pytest.raises(UnsupportedOperatorError, match="needs opset >= 13"):
-            _export(model, (inputs,), opset)
-        return
     proto = _export(model, (inputs,), opset)
-    assert {"Loop", "SequenceInsert", "ConcatFromSequence"} <= _op_types(proto)
+    sequence_ops = {"SequenceInsert", "ConcatFromSequence"}
+    if opset < 13:
+        assert "Loop" in _op_types(proto) and not sequence_ops & _op_types(proto)
+    else:
+        assert {"Loop"} | sequence_ops <= _op_types(proto)
     _expect_same(model, proto, (inputs,))
+
+
+class AppendThenStack(torch.nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        rows = []
+        for i in range(x.size(0)):
+            rows.append(x[i] * i)
+        return torch.stack(rows, self.dim)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_appended_list_stacked_after_the_loop_is_a_scan_output_at_opset_11(dim):
+    model = torch.jit.script(AppendThenStack(dim))
+    proto = _export(model, (torch.randn(4, 3),), 11, input_names=["x"], dynamic_axes={"x": [0]})
+    loop = next(n for n in proto.graph.node if n.op_type == "Loop")
+    assert len(loop.input) == 2 and len(loop.output) == 1  # nothing carried: one scan output
+    x = torch.randn(6, 3)
+    np.testing.assert_allclose(_run(proto, (x,))[0], model(x).numpy(), rtol=1e-6)
+
+
+def test_a_scripted_int_argument_where_a_constant_is_needed_is_a_clear_error():
+    class StackOn(torch.nn.Module):
+        def forward(self, x, dim: int):
+            return torch.stack([x, x], dim)
+
+    with pytest.raises(exporter.errors.SymbolicValueError, match="aten::stack: .*must be known at export time"):
+        _export(torch.jit.script(StackOn()), (torch.randn(2), 0), 14)
+
+
+class AppendedListAlsoMeasured(torch.nn.Module):
+    def forward(self, x):
+        rows = []
+        for i in range(x.size(0)):
+            rows.append(x[i])
+        return torch.stack(rows), len(rows)
+
+
+def test_a_list_read_other_than_by_stack_still_needs_opset_13():
+    with pytest.raises(UnsupportedOperatorError, match="needs opset >= 13"):
+        _export(torch.jit.script(AppendedListAlsoMeasured()), (torch.randn(4, 3),), 11)
 
 
 # -- control flow beyond the docs ------------------------------------------------------------------------------
@@ -337,16 +381,18 @@ class ScalarArgument(torch.nn.Module):
         return torch.cat(items)
 
 
-@pytest.mark.parametrize("opset", [7, 14])
-def test_scalar_argument_of_a_script_module_is_hard_coded(opset):
-    """Non-tensor arguments are hard-coded into the graph (the documented semantics), not left as inputs."""
+@pytest.mark.parametrize("opset", [11, 14])
+def test_scalar_argument_of_a_script_module_is_an_int64_input(opset):
+    """A scripted model's int argument stays a graph input (0-d int64), as torch.onnx keeps it."""
     model = torch.jit.script(ScalarArgument())
     x = torch.randn(2, 3)
     proto = _export(model, (x, 3), opset)
     initializers = {init.name for init in proto.graph.initializer}
-    assert len([i for i in proto.graph.input if i.name not in initializers]) == 1
-    actual = _run(proto, (x,))
-    np.testing.assert_allclose(actual[0], model(x, 3).numpy(), rtol=1e-6)
+    inputs = [i for i in proto.graph.input if i.name not in initializers]
+    assert [i.type.tensor_type.elem_type for i in inputs] == [onnx.TensorProto.FLOAT, onnx.TensorProto.INT64]
+    for scale in (3, 4):
+        actual = _run(proto, (x, torch.tensor(scale)))
+        np.testing.assert_allclose(actual[0], model(x, scale).numpy(), rtol=1e-6)
 
 
 @torch.jit.script

@@ -32,9 +32,18 @@ def is_constant(x: Any) -> bool:
 
 
 def constant_value(x: Any) -> Any:
-    """The Python payload of a constant (numpy arrays of size 1 become scalars)."""
+    """The Python payload of a constant (numpy arrays of size 1 become scalars).
+
+    A value computed at run time (a graph input, such as a scripted model's ``int`` argument, or anything
+    computed from one) is a :class:`SymbolicValueError`: the op needs that argument at export time.
+    """
     if isinstance(x, ir.Value):
         array = x.const
+        if array is None:
+            raise SymbolicValueError(
+                f"this argument must be known at export time, but {x.name!r} is computed at run time "
+                "(a graph input or a value derived from one)"
+            )
         return array.item() if array.size == 1 and array.ndim == 0 else array.tolist()
     if isinstance(x, torch.Tensor):
         return x.item() if x.numel() == 1 and x.dim() == 0 else x.tolist()

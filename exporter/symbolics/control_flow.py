@@ -12,6 +12,8 @@ Numbers of scripted code (``int``, ``float``, ``bool``) are 0-d tensors of int64
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 from onnx import TensorProto
 
@@ -114,11 +116,19 @@ def _cast_output(g, graph: ir.Graph, index: int, dtype: int) -> None:
 # -- Loop -------------------------------------------------------------------------------------------------------
 @symbolic("prim::Loop")
 def loop(g, max_trip_count, condition, *carried):
-    """ONNX Loop: ``for`` loops give a trip count, ``while`` loops a condition, both carry values."""
+    """ONNX Loop: ``for`` loops give a trip count, ``while`` loops a condition, both carry values.
+
+    Below opset 13 (where Loop cannot carry sequences), a list the loop only grows by one ``append`` per
+    iteration and that is then only stacked becomes a scan output of the Loop (see :func:`_scanned_lists`).
+    """
     node = g.node
     body_block = next(iter(node.blocks()))
     ts_outputs = list(node.outputs())
-    initial = [_carried_initial(g, value, ts_value) for value, ts_value in zip(carried, ts_outputs)]
+    scanned = _scanned_lists(node, body_block, carried) if g.opset < SEQUENCE_LOOP_OPSET else []
+    if len(scanned) == len(carried) and g.opset < 11:
+        scanned = []  # Loop-1 needs at least one carried value (Loop-11 allows none): the list error stands
+    kept = [k for k in range(len(carried)) if k not in scanned]
+    initial = [_carried_initial(g, carried[k], ts_outputs[k]) for k in kept]
     trip = None if _is_static(max_trip_count) and int(constant_value(max_trip_count)) == _INT64_MAX else (
         _as_number(g, max_trip_count, INT64)
     )
@@ -126,19 +136,46 @@ def loop(g, max_trip_count, condition, *carried):
 
     body = None
     if g.static_shapes and all(v.kind == ir.SEQUENCE or g.static_dims(v) is not None for v in initial):
-        body = _convert_body(g, body_block, initial, exact_shapes=True)
+        body = _convert_body(g, body_block, initial, scanned, exact_shapes=True)
         if not _shapes_invariant(body):
             body = None
     if body is None:
-        body = _convert_body(g, body_block, initial, exact_shapes=False)
+        body = _convert_body(g, body_block, initial, scanned, exact_shapes=False)
     _settle_empty_sequences(initial, body.outputs[1:])
 
-    results = g.op("Loop", trip, cond, *initial, body_g=body, outputs=len(initial))
+    results = g.op("Loop", trip, cond, *initial, body_g=body, outputs=len(carried))
     results = results if isinstance(results, tuple) else (results,)
     for value, start, end in zip(results, initial, body.outputs[1:]):
         value.dtype, value.kind, value.is_number = start.dtype, start.kind, start.is_number
         value.shape = _carried_result_shape(start, end)
-    return _results(node, list(results))
+    for value, element in zip(results[len(kept):], body.outputs[1 + len(kept):]):
+        value.dtype, value.kind = element.dtype, ir.SCANNED
+        value.shape = None if element.shape is None else (None, *element.shape)
+    by_position = dict(zip(kept + scanned, results))
+    return _results(node, [by_position[k] for k in range(len(carried))])
+
+
+SEQUENCE_LOOP_OPSET = 13  # Loop-11 carries tensors only; sequence types joined its V at Loop-13
+
+
+def _scanned_lists(node, body_block, carried) -> list[int]:
+    """Positions of the carried lists that can be the Loop's scan outputs: lists that start empty, that each
+    iteration grows by exactly one ``append`` (its only use in the body), and that after the loop are only read
+    by ``aten::stack``. The scan output holds the appended tensors stacked on a new axis 0, which is exactly
+    what stack needs; anything else could observe the list itself, so it is not rewritten."""
+    body_inputs = list(body_block.inputs())[1:]
+    returned = list(body_block.returnNode().inputs())[1:]
+    scanned = []
+    for k, (start, list_in, list_out, result) in enumerate(zip(carried, body_inputs, returned, node.outputs())):
+        uses = list_in.uses()
+        if not (isinstance(start, list) and not start and _is_list_type(result) and len(uses) == 1):
+            continue
+        append_node = uses[0].user
+        if (append_node.kind() == "aten::append" and uses[0].offset == 0 and append_node.owningBlock() == body_block
+                and append_node.output() == list_out and len(list_out.uses()) == 1
+                and result.uses() and all(use.user.kind() == "aten::stack" for use in result.uses())):
+            scanned.append(k)
+    return scanned
 
 
 def _carried_result_shape(start: ir.Value, end: ir.Value) -> tuple | None:
@@ -154,18 +191,45 @@ def _carried_result_shape(start: ir.Value, end: ir.Value) -> tuple | None:
     return tuple(None for _ in known[0])
 
 
-def _convert_body(g, body_block, initial: list[ir.Value], exact_shapes: bool) -> ir.Graph:
-    """The ONNX body graph; carried inputs get the start values' shapes (``exact_shapes``) or only their ranks."""
+def _convert_body(g, body_block, initial: list[ir.Value], scanned: list[int], exact_shapes: bool) -> ir.Graph:
+    """The ONNX body graph; carried inputs get the start values' shapes (``exact_shapes``) or only their ranks.
+
+    A scanned list (positions ``scanned``) is no body input: the body returns the tensor it appends, after the
+    carried values, as the Loop's scan output.
+    """
     iteration = _body_input(g, "iteration", INT64, (), number=True)
     cond_in = _body_input(g, "condition", BOOL, (), number=True)
     carried_in = [
         _body_input(g, "carried", v.dtype, v.shape if exact_shapes else _loose_shape(v), v.is_number, v.kind)
         for v in initial
     ]
-    body = g.convert_block(body_block, [iteration, *carried_in], "loop_body")
-    body.inputs.insert(1, cond_in)
+    block_inputs = iter(carried_in)
+    count = len(carried_in) + len(scanned)
+    bound = [[] if k in scanned else next(block_inputs) for k in range(count)]
+    with _returning_appended_elements(body_block, scanned):
+        body = g.convert_block(body_block, [iteration, *bound], "loop_body")
+    body.inputs = [iteration, cond_in, *carried_in]
+    outputs = body.outputs[1:]
+    body.outputs = [body.outputs[0]] + [o for k, o in enumerate(outputs) if k not in scanned] + [
+        outputs[k] for k in scanned
+    ]
     _fix_body_outputs(g, body, carried_in)
     return body
+
+
+@contextlib.contextmanager
+def _returning_appended_elements(body_block, scanned: list[int]):
+    """Make the body return, for each scanned list, the element it appends instead of the grown list (restored
+    after): the element is the iteration's scan output, and the append itself becomes dead code."""
+    ret = body_block.returnNode()
+    originals = {k: list(ret.inputs())[k + 1] for k in scanned}
+    for k, list_out in originals.items():
+        ret.replaceInput(k + 1, list_out.node().inputsAt(1))
+    try:
+        yield
+    finally:
+        for k, list_out in originals.items():
+            ret.replaceInput(k + 1, list_out)
 
 
 def _shapes_invariant(body: ir.Graph) -> bool:

@@ -12,6 +12,7 @@ import builtins
 import math
 
 import numpy as np
+import torch
 from onnx import TensorProto
 
 from exporter import dtypes
@@ -44,9 +45,10 @@ def arith(g, op_type, a, b, dtype):
 
 
 def float_type(g, *args):
-    """The floating type PyTorch computes ``args`` in: their promoted type, or the default float for ints."""
+    """The floating type PyTorch computes ``args`` in: their promoted type, or the default float for ints
+    (``torch.get_default_dtype()`` at export time, as PyTorch's own run of the model uses)."""
     target = promote(g, *args)
-    return target if dtypes.is_float(target) else FLOAT
+    return target if dtypes.is_float(target) else dtypes.onnx_from_torch(torch.get_default_dtype())
 
 
 def as_float(g, x):

@@ -48,7 +48,17 @@ def passthrough(g, x, *unused):
     return x
 
 
-@symbolic("aten::Int", "aten::ScalarImplicit", "aten::IntImplicit")
+@symbolic("aten::ScalarImplicit")
+def to_scalar(g, x):
+    """A 0-d tensor used as a Scalar keeps its own type (a float tensor's value stays a float)."""
+    if not is_value(x):
+        return constant_value(x)
+    out = g.op("Identity", x)
+    out.dtype, out.shape, out.is_number = x.dtype, (), True
+    return out
+
+
+@symbolic("aten::Int", "aten::IntImplicit")
 def to_int(g, x):
     if not is_value(x):
         return int(constant_value(x))
@@ -95,10 +105,13 @@ def tensor_from_data(g, data, dtype=None, device=None, *unused):
     from exporter.symbolics._helpers import to_int64_list_value, torch_dtype_arg
 
     target = torch_dtype_arg(dtype)
+    if target is None and g.node.kind() == "aten::scalar_tensor":
+        target = torch.get_default_dtype()  # scalar_tensor makes the default float type, whatever its value's
     if not is_value(data) and not (isinstance(data, list) and any(is_value(d) for d in data)):
         return torch.tensor(constant_value(data), dtype=target)
     if isinstance(data, list):
         value = to_int64_list_value(g, data)
     else:
         value = data
-    return cast(g, value, output_dtype(g) or value.dtype)
+    explicit = dtypes.onnx_from_torch(target) if target is not None else None
+    return cast(g, value, explicit or output_dtype(g) or value.dtype)

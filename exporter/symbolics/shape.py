@@ -514,6 +514,11 @@ def _is_empty_1d(g, t) -> bool:
 @symbolic("aten::stack")
 def stack(g, tensors, dim):
     """stack(tensors, dim): Unsqueeze each, then Concat."""
+    if is_value(tensors) and tensors.kind == ir.SCANNED:  # already stacked on axis 0: move that axis to dim
+        rank = len(tensors.shape) if tensors.shape is not None else require_rank(g, tensors)
+        dim = normalize_dim(int(constant_value(dim)), rank)
+        perm = [*range(1, dim + 1), 0, *range(dim + 1, rank)]
+        return g.op("Identity", tensors) if dim == 0 else g.op("Transpose", tensors, perm_i=perm)
     if is_value(tensors):
         from exporter.symbolics.sequence import concat_from_sequence
 

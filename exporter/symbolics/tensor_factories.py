@@ -151,9 +151,16 @@ def zero_(g, self):
 
 
 # -- ranges -----------------------------------------------------------------------------------------------------
+def _is_out_overload(g) -> bool:
+    """Whether the node is an ``out=`` overload (``aten::arange.out``, ``.start_out``): its last input is ``out``."""
+    return g.node.schema().partition("(")[0].endswith("out")
+
+
 def _bound_count(g) -> int:
     """How many of aten::arange / aten::range's inputs are bounds (start, end, step), whichever overload it is."""
     inputs = list(g.node.inputs())
+    if _is_out_overload(g):
+        return len(inputs) - 1
     # The overloads end with dtype, layout, device, pin_memory; what comes before are the bounds.
     return len(inputs) - 4 if len(inputs) >= 5 else len(inputs)
 
@@ -201,7 +208,10 @@ def arange(g, *args):
     # torch.arange gives int64 when every bound is an integer, else the default float type.
     bounds = (start, end, step)
     integral = all(not dtypes.is_float(g.dtype(b)) and not (is_value(b) and b.dtype is None) for b in bounds)
-    out_type = _dtype(g, dtype_arg, INT64 if integral else FLOAT)
+    if _is_out_overload(g):  # the result takes the type of the ``out`` tensor
+        out_type = g.dtype(args[-1])
+    else:
+        out_type = _dtype(g, dtype_arg, INT64 if integral else FLOAT)
     return _range_value(g, start, end, step, inclusive=False, out_type=out_type)
 
 

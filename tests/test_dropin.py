@@ -1,0 +1,368 @@
+"""Drop-in for torch.onnx callers (issue 19): their calls, enums, inputs, outputs, warnings and files behave as with
+torch.onnx.export(dynamo=False). Each test names the caller's habit it covers; tests/test_differential_torch_onnx.py
+runs the same calls through both exporters side by side.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import stat
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+import torch
+import torch.onnx  # the caller's module: its enums and is_in_onnx_export() (tests may use torch.onnx; the engine not)
+
+import exporter
+from exporter.errors import ExportArgumentError
+from tests.conftest import export_bytes, run_onnx
+
+
+def _graph_input_names(data: bytes) -> list[str]:
+    model = onnx.load_from_string(data)
+    initializers = {i.name for i in model.graph.initializer}
+    return [i.name for i in model.graph.input if i.name not in initializers]
+
+
+class Scale(torch.nn.Module):
+    def forward(self, x: torch.Tensor, n: int) -> torch.Tensor:
+        return x * n
+
+
+class IgnoresSecond(torch.nn.Module):
+    def forward(self, x, unused):
+        return x + 1
+
+
+# -- the call ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", list(torch.onnx.TrainingMode.__members__.values()), ids=str)
+def test_torch_training_mode_is_accepted_by_member_name(mode):
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Dropout()).train()
+    _, result = export_bytes(model, (torch.randn(4, 3),), training=mode)
+    ops = {n.op_type for n in result.model.graph.node}
+    assert ("Dropout" in ops) == (mode.name != "EVAL")  # PRESERVE keeps the model's own (training) mode
+
+
+@pytest.mark.parametrize("export_type", list(torch.onnx.OperatorExportTypes.__members__.values()), ids=str)
+def test_torch_operator_export_type_is_accepted_by_member_name(export_type):
+    _, result = export_bytes(torch.nn.Linear(3, 3), (torch.randn(2, 3),), operator_export_type=export_type)
+    aten = [n for n in result.model.graph.node if n.domain == "org.pytorch.aten"]
+    assert bool(aten) == (export_type.name == "ONNX_ATEN")
+
+
+def test_torch_training_mode_works_with_select_model_mode_for_export():
+    model = torch.nn.Dropout()
+    with exporter.select_model_mode_for_export(model, torch.onnx.TrainingMode.TRAINING):
+        assert model.training
+    assert model.training  # restored (a new module starts in training mode)
+
+
+@pytest.mark.parametrize("bad", [True, "EVAL", 7])
+def test_a_value_that_is_no_training_mode_is_an_argument_error(bad):
+    with pytest.raises(ExportArgumentError, match="training must be a TrainingMode"):
+        export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), training=bad)
+
+
+def test_dynamo_false_is_this_exporter_and_dynamo_true_a_clear_error():
+    data, _ = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), dynamo=False)
+    assert data
+    with pytest.raises(ExportArgumentError, match="dynamo=True.*TorchScript-based"):
+        export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), dynamo=True)
+
+
+def test_kwargs_argument_is_the_models_keyword_arguments():
+    class Offset(torch.nn.Module):
+        def forward(self, x, offset=None):
+            return x + offset
+
+    x, offset = torch.randn(2), torch.randn(2)
+    data, result = export_bytes(Offset(), (x,), kwargs={"offset": offset})
+    assert result.input_names == ["x", "offset"]
+    np.testing.assert_allclose(run_onnx(data, {"x": x.numpy(), "offset": offset.numpy()})[0], (x + offset).numpy())
+
+
+def test_torch_is_in_onnx_export_is_true_during_our_export_and_false_after():
+    seen = []
+
+    class Branches(torch.nn.Module):
+        def forward(self, x):
+            seen.append(torch.onnx.is_in_onnx_export())
+            return x * 2 if torch.onnx.is_in_onnx_export() else x
+
+    x = torch.randn(3)
+    data, _ = export_bytes(Branches(), (x,))
+    assert seen and all(seen)
+    assert not torch.onnx.is_in_onnx_export()
+    np.testing.assert_allclose(run_onnx(data, {"x": x.numpy()})[0], (x * 2).numpy())
+
+
+# -- names and dynamic axes ------------------------------------------------------------------------------------------
+def test_dynamic_axes_naming_neither_input_nor_output_warns_and_export_goes_on():
+    with pytest.warns(UserWarning, match="'nothing'.*neither an input nor an output"):
+        data, _ = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), input_names=["x"],
+                               dynamic_axes={"x": {0: "batch"}, "nothing": {0: "n"}})
+    assert run_onnx(data, {"x": np.ones((5, 2), np.float32)})[0].shape == (5, 2)
+
+
+@pytest.mark.parametrize("kind", ["input_names", "output_names"])
+def test_more_names_than_values_is_an_argument_error(kind):
+    names = {"input_names": ["x", "w", "b", "extra"], "output_names": ["y", "extra"]}[kind]
+    with pytest.raises(ExportArgumentError, match="'extra'.*name nothing|name nothing.*'extra'"):
+        export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), **{kind: names})
+
+
+# -- graph inputs ----------------------------------------------------------------------------------------------------
+def test_traced_python_number_arguments_become_0d_inputs_as_in_torch_onnx():
+    x = torch.randn(3)
+    data, result = export_bytes(Scale(), (x, 3))
+    model = onnx.load_from_string(data)
+    assert result.input_names == ["x", "n"]
+    assert model.graph.input[1].type.tensor_type.elem_type == onnx.TensorProto.INT64
+    assert run_onnx(data, {"x": x.numpy(), "n": np.array(5)})[0].tolist() == pytest.approx((x * 5).tolist())
+
+
+def test_scripted_int_argument_stays_an_int64_input_with_its_name():
+    x = torch.randn(3)
+    data, _ = export_bytes(torch.jit.script(Scale()), (x, 3), input_names=["x", "n"])
+    assert _graph_input_names(data) == ["x", "n"]
+    assert run_onnx(data, {"x": x.numpy(), "n": np.array(4)})[0].tolist() == pytest.approx((x * 4).tolist())
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["traced", "scripted"])
+def test_an_unused_argument_is_no_graph_input(script):
+    model = torch.jit.script(IgnoresSecond()) if script else IgnoresSecond()
+    data, result = export_bytes(model, (torch.randn(2), torch.randn(3)), input_names=["a", "b"])
+    assert _graph_input_names(data) == ["a"] and result.input_names == ["a"]
+
+
+def test_an_argument_used_only_for_its_static_shape_is_dropped_but_kept_when_that_axis_is_dynamic():
+    class AddsLength(torch.nn.Module):
+        def forward(self, x, y):
+            return x + y.shape[0]
+
+    args = (torch.randn(2), torch.randn(3))
+    static, _ = export_bytes(AddsLength(), args, input_names=["x", "y"])
+    dynamic, _ = export_bytes(AddsLength(), args, input_names=["x", "y"], dynamic_axes={"y": [0]})
+    assert _graph_input_names(static) == ["x"]
+    assert _graph_input_names(dynamic) == ["x", "y"]
+    out = run_onnx(dynamic, {"x": np.zeros(2, np.float32), "y": np.zeros(7, np.float32)})[0]
+    assert out.tolist() == [7.0, 7.0]
+
+
+# -- graph outputs ---------------------------------------------------------------------------------------------------
+class InputTwice(torch.nn.Module):
+    def forward(self, x):
+        return x, x
+
+
+class ListAndNumbers(torch.nn.Module):
+    def forward(self, x):
+        return [x + 1, x * 2], x.size(0), x.dim() > 1
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["traced", "scripted"])
+def test_an_input_returned_twice_gives_two_outputs_that_load_in_onnx_runtime(script):
+    model = torch.jit.script(InputTwice()) if script else InputTwice()
+    x = torch.randn(3)
+    data, _ = export_bytes(model, (x,))
+    first, second = run_onnx(data, {"x": x.numpy()})
+    assert first.tolist() == second.tolist() == pytest.approx(x.tolist())
+
+
+def test_scripted_list_and_number_outputs_are_a_sequence_and_0d_tensors():
+    x = torch.randn(2, 3)
+    data, result = export_bytes(torch.jit.script(ListAndNumbers()), (x,))
+    kinds = [o.type.WhichOneof("value") for o in result.model.graph.output]
+    assert kinds == ["sequence_type", "tensor_type", "tensor_type"]
+    items, size, is_matrix = run_onnx(data, {"x": x.numpy()})
+    np.testing.assert_allclose(items[1], (x * 2).numpy())
+    assert (size.shape, int(size), is_matrix.dtype, bool(is_matrix)) == ((), 2, np.bool_, True)
+
+
+def test_a_list_output_below_opset_11_names_the_opset_it_needs():
+    with pytest.raises(exporter.UnsupportedOperatorError, match="list of tensors as a graph output.*opset >= 11"):
+        export_bytes(torch.jit.script(ListAndNumbers()), (torch.randn(2, 3),), opset_version=9)
+
+
+# -- dtypes -------------------------------------------------------------------------------------------------------
+def test_bfloat16_parameters_are_written_as_bfloat16():
+    model = torch.nn.Linear(4, 3).to(torch.bfloat16)
+    _, result = export_bytes(model, (torch.randn(2, 4).bfloat16(),))
+    weight = next(t for t in result.model.graph.initializer if t.name == "weight")
+    assert weight.data_type == onnx.TensorProto.BFLOAT16
+    np.testing.assert_array_equal(onnx.numpy_helper.to_array(weight).astype(np.float32), model.weight.detach().float().numpy())
+
+
+# -- files --------------------------------------------------------------------------------------------------------
+@pytest.fixture()
+def umask_027():
+    previous = os.umask(0o027)
+    yield
+    os.umask(previous)
+
+
+def test_a_new_file_gets_its_permissions_from_the_umask(tmp_path, umask_027):
+    target = tmp_path / "m.onnx"
+    exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target))
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_an_existing_file_keeps_its_permissions(tmp_path, umask_027):
+    target = tmp_path / "m.onnx"
+    target.write_bytes(b"old")
+    target.chmod(0o604)
+    exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target))
+    assert stat.S_IMODE(target.stat().st_mode) == 0o604 and target.read_bytes() != b"old"
+
+
+def _no_capture(*args, **kwargs):
+    raise AssertionError("the export started although its destination was unusable")
+
+
+def test_a_read_only_target_file_is_refused_before_any_work(tmp_path, monkeypatch):
+    target = tmp_path / "m.onnx"
+    target.write_bytes(b"keep me")
+    target.chmod(0o444)
+    monkeypatch.setattr(exporter.api, "capture", _no_capture)
+    with pytest.raises(ExportArgumentError, match="read-only"):
+        exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target))
+    assert target.read_bytes() == b"keep me"
+
+
+@pytest.fixture()
+def unwritable_dir(tmp_path):
+    """A directory in which no file can be created: read-only for a regular user; for root (whom permissions do
+    not stop) sysfs, which refuses new files to everyone."""
+    if os.geteuid() != 0:
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        locked.chmod(0o555)
+        yield locked
+        locked.chmod(0o755)
+    elif os.path.isdir("/sys/kernel"):
+        yield pathlib.Path("/sys/kernel")
+    else:
+        pytest.skip("running as root without sysfs: no directory refuses new files")
+
+
+@pytest.mark.parametrize("where", ["unwritable_dir", "directory_as_f"])
+def test_an_unusable_destination_is_a_typed_error_before_any_work(where, unwritable_dir, tmp_path, monkeypatch):
+    target = unwritable_dir / "m.onnx" if where == "unwritable_dir" else tmp_path
+    monkeypatch.setattr(exporter.api, "capture", _no_capture)
+    with pytest.raises(ExportArgumentError, match="not writable|is a directory"):
+        exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target))
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_a_meta_device_model_is_a_typed_error_before_any_work(monkeypatch):
+    monkeypatch.setattr(exporter.api, "capture", _no_capture)
+    with pytest.raises(ExportArgumentError, match="'meta' device"):
+        export_bytes(torch.nn.Linear(2, 2).to("meta"), (torch.randn(1, 2),))
+
+
+# -- warnings, repr -------------------------------------------------------------------------------------------------
+class Warns(torch.nn.Module):
+    def forward(self, x):
+        warnings.warn("the model's own warning")
+        for _ in range(3):
+            warnings.warn("warned in a loop")
+        if x.sum() > 0:  # a data-dependent branch: the trace freezes it
+            return x * 2
+        return x
+
+
+def test_tracer_and_model_warnings_are_shown_once_each_with_their_source_line():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        export_bytes(Warns(), (torch.randn(3),))
+    shown = [(w.category.__name__, str(w.message)[:24], pathlib.Path(w.filename).name) for w in caught]
+    assert sorted(shown) == sorted([
+        ("UserWarning", "the model's own warning", "test_dropin.py"),
+        ("UserWarning", "warned in a loop", "test_dropin.py"),
+        ("TracerWarning", "Converting a tensor to a", "test_dropin.py"),
+    ])
+    tracer = next(w for w in caught if w.category is torch.jit.TracerWarning)
+    source = pathlib.Path(__file__).read_text().splitlines()[tracer.lineno - 1]
+    assert "if x.sum() > 0" in source
+
+
+def test_torchscripts_own_deprecation_noise_stays_hidden():
+    scripted = torch.jit.script(torch.nn.Linear(2, 2))  # the caller's own call: torch warns them about it
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        export_bytes(scripted, (torch.randn(1, 2),))
+        export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
+    assert [str(w.message) for w in caught] == []
+
+
+def test_export_result_repr_is_a_short_summary():
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    _, result = export_bytes(model, (torch.randn(1, 256),), input_names=["features"])
+    text = repr(result)
+    assert len(text) < 200
+    assert text.startswith("ExportResult(opset=14, inputs=['features'], outputs=['output'], nodes=")
+
+
+# -- numbers that were wrong ---------------------------------------------------------------------------------------
+class ArangeToFloatEnd(torch.nn.Module):
+    def forward(self, end):
+        return torch.arange(end), torch.arange(0, end), torch.arange(end, out=torch.empty(0))
+
+
+class ScalarTensors(torch.nn.Module):
+    def forward(self, x):
+        return torch.scalar_tensor(x.size(0)), torch.scalar_tensor(x.size(1), dtype=torch.int64)
+
+
+class IntDivision(torch.nn.Module):
+    def forward(self, x, y):
+        return x / y, torch.true_divide(x, y)
+
+
+def _assert_like_pytorch(model, args, data, names):
+    with torch.no_grad():
+        expected = model(*args)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    actual = run_onnx(data, {n: a.numpy() for n, a in zip(names, args)})
+    for a, e in zip(actual, expected):
+        assert (a.shape, a.dtype) == (tuple(e.shape), e.numpy().dtype)
+        np.testing.assert_allclose(a, e.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["traced", "scripted"])
+def test_arange_to_a_float_tensor_counts_like_pytorch(script):
+    model = torch.jit.script(ArangeToFloatEnd()) if script else ArangeToFloatEnd()
+    data, _ = export_bytes(model, (torch.tensor(6.2),), input_names=["end"])
+    _assert_like_pytorch(model, (torch.tensor(6.2),), data, ["end"])
+    _assert_like_pytorch(model, (torch.tensor(3.5),), data, ["end"])
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["traced", "scripted"])
+def test_scalar_tensor_of_a_size_is_the_default_float_type(script):
+    model = torch.jit.script(ScalarTensors()) if script else ScalarTensors()
+    data, _ = export_bytes(model, (torch.randn(2, 3),), input_names=["x"], dynamic_axes={"x": [0, 1]})
+    _assert_like_pytorch(model, (torch.randn(5, 7),), data, ["x"])
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["traced", "scripted"])
+def test_integer_true_division_follows_the_default_dtype(script):
+    model = torch.jit.script(IntDivision()) if script else IntDivision()
+    args = (torch.tensor([7, 8, 9], dtype=torch.int32), torch.tensor([2, 3, 4], dtype=torch.int32))
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        data, _ = export_bytes(model, args, input_names=["x", "y"])
+        _assert_like_pytorch(model, args, data, ["x", "y"])
+    finally:
+        torch.set_default_dtype(previous)
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["traced", "scripted"])
+def test_prelu_on_a_0d_input_is_0d(script):
+    model = torch.nn.PReLU()
+    model = torch.jit.script(model) if script else model
+    data, _ = export_bytes(model, (torch.tensor(-2.0),), input_names=["x"])
+    _assert_like_pytorch(model, (torch.tensor(-3.0),), data, ["x"])
