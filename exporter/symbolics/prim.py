@@ -102,3 +102,9 @@ def tensor_from_data(g, data, dtype=None, device=None, *unused):
     else:
         value = data
     return cast(g, value, output_dtype(g) or value.dtype)
+
+
+@symbolic("aten::is_floating_point")
+def is_floating_point(g, self):
+    """A Python bool: the element type is known when the graph is built."""
+    return dtypes.is_float(g.dtype(self))

@@ -357,3 +357,12 @@ def linalg_matrix_norm(g, self, ord, dim, keepdim, dtype):
     sums = reduce(g, "ReduceSum", g.op("Abs", cast(g, self, accumulation_type(out))), [summed], True)
     result = reduce(g, "ReduceMax" if ord > 0 else "ReduceMin", sums, [extreme], True, out=out)
     return result if keepdim else squeeze(g, result, sorted([rows, columns]))
+
+
+@symbolic("aten::aminmax")
+def aminmax(g, self, dim=None, keepdim=False):
+    """aminmax(self, *, dim, keepdim) -> (min, max), over every element when dim is None."""
+    axes, keepdim = reduction_axes(g, self, dim), bool(constant_value(keepdim))
+    out = _result_type(g, self)
+    compute = accumulation_type(out, narrow_ints_to=INT32)
+    return tuple(reduce(g, op, self, axes, keepdim, compute, out) for op in ("ReduceMin", "ReduceMax"))

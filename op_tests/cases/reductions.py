@@ -111,3 +111,8 @@ CASES += [
     OpCase("linalg_matrix_norm", lambda k: (_x(k, 3, 4, 5),), sample="neg_inf",
            fn=lambda x: torch.linalg.matrix_norm(x, float("-inf"), dim=(1, 2))),
 ]
+
+CASES += [
+    OpCase("aminmax", lambda k: (_x(k, 3, 4),), sample="dim_keepdim", fn=lambda x: torch.aminmax(x, dim=1, keepdim=True)),
+    OpCase("aminmax", lambda k: (_ints(k, 3, 4),), sample="all_int", fn=lambda x: torch.aminmax(x)),
+]
