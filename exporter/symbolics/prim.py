@@ -108,3 +108,9 @@ def tensor_from_data(g, data, dtype=None, device=None, *unused):
 def is_floating_point(g, self):
     """A Python bool: the element type is known when the graph is built."""
     return dtypes.is_float(g.dtype(self))
+
+
+@symbolic("aten::is_pinned")
+def is_pinned(g, self, device=None):
+    """False: an exported tensor lives in ONNX Runtime's memory, never in pinned host memory."""
+    return False
