@@ -65,3 +65,9 @@ def test_matrix_norms_from_singular_values_raise():
 def test_fake_quantize_wider_than_8_bits_raises():
     with pytest.raises(UnsupportedOperatorError, match="does not fit 8 bits"):
         _export(lambda model, x: torch.fake_quantize_per_tensor_affine(x, 0.1, 0, -1000, 1000), torch.randn(3, 4))
+
+
+def test_as_strided_of_a_non_contiguous_view_raises():
+    """Its storage (the untransposed tensor) is not the order of its elements, which is all the graph has."""
+    with pytest.raises(UnsupportedOperatorError, match="not known to be contiguous"):
+        _export(lambda model, x: x.t().as_strided((2, 2), (1, 2)), torch.randn(3, 4))

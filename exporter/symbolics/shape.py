@@ -992,3 +992,30 @@ for _rank in (1, 2, 3):
 def dim_arange(g, like, dim):
     """_dim_arange(like, dim): arange(like.size(dim)), int64."""
     return arange_indices(g, dim_size(g, like, dim))
+
+
+@symbolic("aten::as_strided")
+def as_strided(g, self, size, stride, storage_offset=None):
+    """as_strided(size, stride, storage_offset): element [i, j, ...] is storage[offset + i*stride0 + j*stride1 ...].
+    The storage is the input's flattened elements only when the input is contiguous, which TorchScript's recorded
+    strides must show; sizes, strides and offset must be constants (the element positions are precomputed)."""
+    ts_input = list(g.node.inputs())[0].type()
+    sizes, strides = ts_input.sizes(), ts_input.strides()
+    if sizes is None or strides is None or None in sizes or list(strides) != _contiguous_strides(sizes):
+        raise unsupported(g.node.kind(), g.opset, "as_strided of a tensor not known to be contiguous (its storage "
+                                                  "order is not its element order)")
+    if not all(is_constant(v) for v in (size, stride, storage_offset)):
+        raise unsupported(g.node.kind(), g.opset, "as_strided with sizes, strides or offset known only at run time")
+    size, stride = [int(s) for s in constant_value(size)], [int(s) for s in constant_value(stride)]
+    positions = np.full(size, int(constant_value(storage_offset) or 0), dtype=np.int64)
+    for axis, (length, step) in enumerate(zip(size, stride)):
+        positions += (np.arange(length, dtype=np.int64) * step).reshape([-1] + [1] * (len(size) - axis - 1))
+    return g.op("Gather", reshape(g, self, [-1]), g.const(positions), axis_i=0)
+
+
+def _contiguous_strides(sizes) -> list[int]:
+    strides, step = [], 1
+    for length in reversed(list(sizes)):
+        strides.insert(0, step)
+        step *= max(int(length), 1)
+    return strides

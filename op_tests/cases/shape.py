@@ -198,3 +198,8 @@ CASES += [
     OpCase("_dim_arange", lambda k: (_r(3 + k, 4 + k),), fn=lambda x: torch._dim_arange(x, 1) * 2,
            dynamic_min_opset=9),
 ]
+
+CASES += [
+    OpCase("as_strided", lambda k: (_r(5 + k, 8, 7),), sample="overlapping_offset",
+           fn=lambda x: x.as_strided((3, 3, 3), (1, 4, 2), storage_offset=2)),
+]
