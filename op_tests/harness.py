@@ -5,6 +5,11 @@ and makes sample inputs for two size variants: variant 0 is exported, variant 1 
 axes that should be dynamic) is fed to the dynamic export as a second check. Axes whose sizes differ between
 the variants become the dynamic axes. Below ``min_opset`` the case must raise UnsupportedOperatorError naming
 that minimum.
+
+Outputs are compared value by value (``compare="values"``), except for random ops (``compare="distribution"``):
+ONNX Runtime draws its own numbers, so those are compared by shape, dtype and distribution, with a two-sample
+Kolmogorov-Smirnov test between PyTorch's draws and ONNX Runtime's (ONNX Runtime seeded, so a verdict repeats).
+Each result records which comparison it rests on (``comparison``).
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class OpCase:
     tolerance_reason: str = ""
     dynamic: bool = True  # False when dynamic shapes make no sense for this op
     known_failures: dict[int, str] = field(default_factory=dict)  # opset -> reason naming the ONNX/ORT limitation
+    compare: str = "values"  # "values", or "distribution" for random outputs (see the module docstring)
 
     def min_opset_for(self, dynamic: bool) -> int:
         """The lowest opset that must export and run, static or dynamic (static exports may bake sizes in)."""
@@ -101,6 +107,7 @@ class CaseResult:
     op_types: list[str] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=list)
     stage: str = ""
+    comparison: str = "values"  # what the accuracy verdict rests on
 
 
 def input_names(count: int) -> list[str]:
@@ -170,6 +177,43 @@ def compare(expected: list[torch.Tensor], actual: list[np.ndarray], provider: st
     return True, "", worst_abs, worst_rel, used_rtol, used_atol
 
 
+# Two-sample Kolmogorov-Smirnov at significance 1e-6: c(alpha) = sqrt(-ln(alpha / 2) / 2). With a few thousand
+# draws per side it tells a uniform from a normal, or a 10% wider range, while a correct export fails it once in
+# a million runs (and with ONNX Runtime seeded, never on the same inputs).
+KS_ALPHA = 1e-6
+_KS_C = float(np.sqrt(-np.log(KS_ALPHA / 2) / 2))
+
+
+def ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest distance between the empirical distribution functions of two samples."""
+    a, b = np.sort(a.ravel().astype(np.float64)), np.sort(b.ravel().astype(np.float64))
+    grid = np.concatenate([a, b])
+    cdf_a = np.searchsorted(a, grid, side="right") / a.size
+    cdf_b = np.searchsorted(b, grid, side="right") / b.size
+    return float(np.max(np.abs(cdf_a - cdf_b)))
+
+
+def compare_distributions(expected: list[torch.Tensor], actual: list[np.ndarray]) -> tuple[bool, str, str]:
+    """(ok, message, comparison) for random outputs: same shape and dtype, and the same distribution."""
+    if len(expected) != len(actual):
+        return False, f"output count differs: torch {len(expected)}, onnx {len(actual)}", "distribution"
+    statistics = []
+    for index, (e, a) in enumerate(zip(expected, actual)):
+        e_np = e.detach().cpu().numpy()
+        if tuple(e_np.shape) != tuple(a.shape) or e_np.dtype != a.dtype:
+            return False, (f"output {index}: {a.dtype}{tuple(a.shape)} != torch {e_np.dtype}{tuple(e_np.shape)}"), \
+                "distribution"
+        if e_np.size == 0:
+            continue
+        statistic = ks_statistic(e_np, a)
+        critical = _KS_C * float(np.sqrt((e_np.size + a.size) / (e_np.size * a.size)))
+        statistics.append(f"D={statistic:.3f} (critical {critical:.3f})")
+        if statistic > critical:
+            return False, (f"output {index}: distributions differ: two-sample KS D={statistic:.3f} > "
+                           f"{critical:.3f} (alpha {KS_ALPHA})"), "distribution"
+    return True, "", "distribution: shape, dtype and two-sample KS " + ", ".join(statistics)
+
+
 def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> CaseResult:
     """Export ``case`` at ``opset`` and compare ONNX Runtime with PyTorch (on both size variants if dynamic)."""
     import exporter
@@ -198,6 +242,10 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> 
     result.export_seconds = time.perf_counter() - start
     result.node_count = len(exported.model.graph.node)
     result.op_types = sorted({n.op_type for n in exported.model.graph.node})
+    if case.compare == "distribution":  # random kernels take ONNX Runtime's global seed when the session is built
+        import onnxruntime
+
+        onnxruntime.set_seed(0)
     try:
         session = make_session(buffer.getvalue(), provider)
     except Exception as error:
@@ -217,6 +265,12 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> 
         except Exception as error:
             result.status, result.stage, result.error = "ort_error", "ort_run", f"{type(error).__name__}: {error}"
             return result
+        if case.compare == "distribution":
+            ok, message, result.comparison = compare_distributions(expected, actual)
+            if not ok:
+                result.status, result.stage, result.error = "mismatch", "accuracy", f"size variant {variant}: {message}"
+                return result
+            continue
         ok, message, max_abs, max_rel, rtol, atol = compare(expected, actual, provider, case)
         result.max_abs_error = max(result.max_abs_error or 0.0, max_abs)
         result.max_rel_error = max(result.max_rel_error or 0.0, max_rel)

@@ -23,3 +23,7 @@ from exporter.symbolics import activations  # noqa: F401,E402
 from exporter.symbolics import casting  # noqa: F401,E402
 from exporter.symbolics import torchvision_ops  # noqa: F401,E402
 from exporter.symbolics import attention  # noqa: F401,E402
+from exporter.symbolics import losses  # noqa: F401,E402
+from exporter.symbolics import distance  # noqa: F401,E402
+from exporter.symbolics import random  # noqa: F401,E402
+from exporter.symbolics import quantized  # noqa: F401,E402

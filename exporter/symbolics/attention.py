@@ -28,7 +28,10 @@ from exporter.symbolics._helpers import (
     slice_op,
     unsqueeze,
 )
+from exporter.symbolics.comparison import equal
 from exporter.symbolics.normalization import standardize
+from exporter.symbolics.reductions import vector_norm
+from exporter.symbolics.shape import arange_indices
 
 
 # -- scaled dot-product attention ------------------------------------------------------------------------------
@@ -239,3 +242,17 @@ def _bags_by_offsets(g, rows, indices, offsets, mode, include_last_offset):
     empty = g.op("Sub", scalar_like(g, 1.0, sizes), reduce_op(g, "ReduceMax", weights, [1], False))
     return g.op("Div", total, unsqueeze(g, g.op("Add", sizes, empty), [1]))
 
+
+
+@symbolic("aten::embedding_renorm_", since=9)
+@parse_args("v", "v", "f", "f")
+def embedding_renorm_(g, self, indices, max_norm, norm_type):
+    """embedding_renorm_(weight, indices, max_norm, norm_type): the weight with every row that ``indices`` name
+    and whose norm exceeds max_norm scaled by max_norm / (norm + 1e-7); other rows unchanged (Where: opset 9)."""
+    norms = vector_norm(g, self, norm_type, [1], True, None)  # [rows, 1]
+    rows = unsqueeze(g, arange_indices(g, dim_size(g, self, 0)), [1])
+    named = equal(g, rows, unsqueeze(g, reshape(g, cast(g, indices, INT64), [-1]), [0]))  # [rows, indices]
+    named = reduce_op(g, "ReduceMax", cast(g, named, INT64), [1], keepdims=True)
+    too_long = g.op("And", cast(g, named, BOOL), g.op("Greater", norms, scalar_like(g, max_norm, norms)))
+    scale = g.op("Div", scalar_like(g, max_norm, norms), g.op("Add", norms, scalar_like(g, 1e-7, norms)))
+    return g.op("Mul", self, g.op("Where", too_long, scale, scalar_like(g, 1.0, norms)))

@@ -645,3 +645,56 @@ def xlogy(g, self, other):
     zero = _scalar(g, 0, x)
     # 0 * log(y) is 0 even for y == 0, but a NaN y stays NaN.
     return select(g, is_nan(g, y), y, select(g, equal(g, x, zero), zero, product))
+
+
+# -- bit shifts, logit ----------------------------------------------------------------------------------------------
+_UNSIGNED = frozenset({TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64})
+
+
+def _power_of_two(g, exponent, dtype: int):
+    """2 ** exponent in ``dtype``: a constant for a constant exponent, else computed in double (exact below 2^53)."""
+    if not is_value(exponent):
+        return g.const(np.left_shift(1, np.asarray(constant_value(exponent), dtype=np.int64)), dtype)
+    return cast(g, g.op("Pow", g.const(2.0, DOUBLE), cast(g, exponent, DOUBLE)), dtype)
+
+
+def _shift(g, self, other, direction: str):
+    """``self << other`` / ``self >> other`` for integers. Unsigned types: ONNX BitShift (opset 11). Signed
+    types: multiplication by 2^other, and floor division by it (arithmetic shift: -5 >> 1 == -3), written as a
+    truncating Div corrected down by one where it rounded towards zero, which is right whichever way Div rounds."""
+    dtype = output_dtype(g) or g.dtype(self)
+    self = cast(g, self, dtype)
+    if dtype in _UNSIGNED:
+        if g.opset < 11:
+            raise unsupported(g.node.kind(), g.opset, "shifting unsigned integers needs BitShift: needs opset >= 11")
+        return g.op("BitShift", self, cast(g, other, dtype), direction_s=direction)
+    if not dtypes.is_integer(dtype):
+        raise unsupported(g.node.kind(), g.opset, "bit shifts of non-integer tensors")
+    factor = _power_of_two(g, other, dtype)
+    if direction == "LEFT":
+        return g.op("Mul", self, factor)
+    quotient = g.op("Div", self, factor)
+    rounded_up = less(g, self, g.op("Mul", quotient, factor))
+    return g.op("Sub", quotient, cast(g, rounded_up, dtype))
+
+
+@symbolic("aten::__lshift__", "aten::bitwise_left_shift")
+def lshift(g, self, other):
+    return _shift(g, self, other, "LEFT")
+
+
+@symbolic("aten::__rshift__", "aten::bitwise_right_shift")
+def rshift(g, self, other):
+    return _shift(g, self, other, "RIGHT")
+
+
+@symbolic("aten::logit", "aten::special_logit")
+@parse_args("v", "v")
+def logit(g, self, eps=None):
+    """logit(x, eps) = log(z / (1 - z)) with z = x clamped to [eps, 1 - eps] when eps is given."""
+    dtype = output_dtype(g) or FLOAT
+    z = cast(g, self, dtype)
+    if constant_value(eps) is not None:
+        eps = float(constant_value(eps))
+        z = clamp_value(g, z, eps, 1.0 - eps)
+    return g.op("Log", g.op("Div", z, g.op("Sub", g.const(1.0, dtype), z)))

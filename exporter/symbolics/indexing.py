@@ -29,6 +29,7 @@ from exporter.symbolics._helpers import (
     to_int64_list_value,
     unsqueeze,
 )
+from exporter.symbolics import comparison
 from exporter.symbolics.shape import (
     INT64_MAX,
     arange_indices,
@@ -646,3 +647,33 @@ def one_hot(g, self, num_classes):
     hits = g.op("Equal", unsqueeze(g, self, [require_rank(g, self)]), g.const(np.arange(num_classes, dtype=np.int64)))
     return cast(g, hits, INT64)
 
+
+
+# -- bucketize, take ------------------------------------------------------------------------------------------------
+@symbolic("aten::bucketize")
+def bucketize(g, self, boundaries, out_int32=False, right=False):
+    """bucketize(x, boundaries, out_int32, right): how many boundaries are not at or above x (not above it with
+    right), from comparing every element with every boundary; put that way round, NaN lands past the last
+    boundary, as in PyTorch."""
+    right, out_int32 = bool(constant_value(right)), bool(constant_value(out_int32))
+    if is_value(self) and require_rank(g, boundaries) != 1:
+        raise unsupported(g.node.kind(), g.opset, "boundaries must be 1-D")
+    x = unsqueeze(g, self, [require_rank(g, self)])
+    boundaries = cast(g, boundaries, g.dtype(self))
+    at_or_above = comparison.less(g, x, boundaries) if right else comparison.less_equal(g, x, boundaries)
+    below = g.op("Not", at_or_above)
+    counts = reduce_op(g, "ReduceSum", cast(g, below, INT64), [require_rank(g, self)], keepdims=False)
+    return cast(g, counts, dtypes.onnx_from_torch(torch.int32) if out_int32 else INT64)
+
+
+@symbolic("aten::take")
+def take(g, self, index):
+    """take(self, index): the flattened input gathered at ``index`` (negative indices count from the end; Gather
+    accepts them only from opset 11, so below it they are shifted by the element count first)."""
+    flat = reshape(g, self, [-1])
+    index = cast(g, index, INT64)
+    if g.opset < 11:
+        count = dim_size(g, flat, 0)
+        shifted = g.op("Add", index, cast(g, count, INT64))
+        index = comparison.select(g, comparison.less(g, index, g.const(0, INT64)), shifted, index)
+    return g.op("Gather", flat, index, axis_i=0)

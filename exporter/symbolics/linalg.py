@@ -216,3 +216,26 @@ def _align(g, x, letters, order):
     x = _permute(g, x, letters, present)
     missing = [i for i, c in enumerate(order) if c not in letters]
     return unsqueeze(g, x, missing) if missing else x
+
+
+# -- tensordot, logdet ----------------------------------------------------------------------------------------------
+@symbolic("aten::tensordot")
+@parse_args("v", "v", "is", "is")
+def tensordot(g, self, other, dims_self, dims_other):
+    """tensordot(a, b, dims_a, dims_b): the sum over the paired dims of a and b, as the einsum that says so
+    (ONNX Einsum from opset 12, lowered to Transpose/MatMul/ReduceSum below)."""
+    rank_a, rank_b = require_rank(g, self), require_rank(g, other)
+    letters = iter(string.ascii_letters)
+    a = [next(letters) for _ in range(rank_a)]
+    b = [next(letters) for _ in range(rank_b)]
+    for dim_a, dim_b in zip(dims_self, dims_other):
+        b[normalize_dim(dim_b, rank_b)] = a[normalize_dim(dim_a, rank_a)]
+    summed = set(a) & set(b)
+    output = [c for c in a if c not in summed] + [c for c in b if c not in summed]
+    return einsum(g, f"{''.join(a)},{''.join(b)}->{''.join(output)}", [self, other])
+
+
+@symbolic("aten::logdet", since=11)
+def logdet(g, self):
+    """logdet(x) = log(det(x)): NaN for a negative determinant and -inf for zero, as in PyTorch."""
+    return g.op("Log", g.op("Det", self))

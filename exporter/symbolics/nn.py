@@ -6,6 +6,7 @@ import torch
 
 from exporter.registry import parse_args, symbolic, unsupported
 from exporter.symbolics._helpers import constant_value, require_rank, unsqueeze
+from exporter.symbolics.reductions import vector_norm
 
 
 def _conv(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
@@ -154,3 +155,34 @@ def dropout(g, input, p, train):
     out, _ = g.op("Dropout", input, ratio, g.const(True), outputs=2)
     out.dtype, out.shape = input.dtype, input.shape
     return out
+
+
+# -- convolution forms: padding by name, time-batch-channel layout; weight normalization -----------------------------
+@symbolic("aten::_convolution_mode")
+@parse_args("v", "v", "v", "is", "s", "is", "i")
+def convolution_mode(g, input, weight, bias, stride, padding, dilation, groups):
+    """conv with padding="same" or "valid" (what conv1d/2d/3d record for a string padding)."""
+    return _conv(g, input, weight, bias, stride, padding, dilation, False, [0], groups)
+
+
+@symbolic("aten::conv_tbc")
+@parse_args("v", "v", "v", "i")
+def conv_tbc(g, self, weight, bias, pad):
+    """conv_tbc(input [time, batch, in], weight [kernel, in, out], bias [out], pad): a 1-d convolution over time
+    in time-batch-channel layout, i.e. Conv on [batch, in, time] with the weight as [out, in, kernel]."""
+    conv_input = g.op("Transpose", self, perm_i=[1, 2, 0])
+    conv_weight = g.op("Transpose", weight, perm_i=[2, 1, 0])
+    kernel = weight.shape[0] if weight.shape and isinstance(weight.shape[0], int) else None
+    output = g.op("Conv", conv_input, conv_weight, bias, pads_i=[pad, pad], strides_i=[1], dilations_i=[1],
+                  **({"kernel_shape_i": [kernel]} if kernel is not None else {}))
+    return g.op("Transpose", output, perm_i=[2, 0, 1])
+
+
+@symbolic("aten::_weight_norm")
+@parse_args("v", "v", "i")
+def weight_norm(g, v, magnitude, dim):
+    """_weight_norm(v, g, dim) = v * g / ||v||, the norm taken over every dim but ``dim`` (over all when -1)."""
+    rank = require_rank(g, v, "weight")
+    axes = None if dim == -1 else [a for a in range(rank) if a != dim % rank]
+    norm = vector_norm(g, v, 2, axes, True, None)
+    return g.op("Mul", v, g.op("Div", magnitude, norm))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import require_rank
+from exporter.symbolics._helpers import INT64, require_rank, slice_op
 
 
 def _spatial(g, input):
@@ -105,3 +105,18 @@ def adaptive_avg_pool(g, input, output_size):
 def adaptive_max_pool(g, input, output_size):
     out = _adaptive(g, "MaxPool", "GlobalMaxPool", input, output_size)
     return out, None
+
+
+@symbolic("aten::max_pool1d_with_indices", "aten::max_pool2d_with_indices", "aten::max_pool3d_with_indices",
+          since=8)
+@parse_args("v", "is", "is", "is", "is", "b")
+def max_pool_with_indices(g, input, kernel_size, stride, padding, dilation, ceil_mode):
+    """(values, indices) of max pooling. ONNX MaxPool's Indices (opset 8) count over the whole N x C x spatial
+    tensor, PyTorch's within each (n, c) plane: subtract each plane's first flat index, which a 1x..x1 MaxPool
+    of the input gives."""
+    values, indices = _pool(g, "MaxPool", input, kernel_size, stride, padding, dilation, ceil_mode, outputs=2)
+    spatial = _spatial(g, input)
+    _, positions = g.op("MaxPool", input, kernel_shape_i=[1] * spatial, strides_i=[1] * spatial, outputs=2)
+    plane_starts = slice_op(g, positions, list(range(2, 2 + spatial)), [0] * spatial, [1] * spatial)
+    values.dtype, indices.dtype = g.dtype(input), INT64
+    return values, g.op("Sub", indices, plane_starts)

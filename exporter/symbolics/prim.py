@@ -115,3 +115,15 @@ def tensor_from_data(g, data, dtype=None, device=None, *unused):
         value = data
     explicit = dtypes.onnx_from_torch(target) if target is not None else None
     return cast(g, value, explicit or output_dtype(g) or value.dtype)
+
+
+@symbolic("aten::is_floating_point")
+def is_floating_point(g, self):
+    """A Python bool: the element type is known when the graph is built."""
+    return dtypes.is_float(g.dtype(self))
+
+
+@symbolic("aten::is_pinned")
+def is_pinned(g, self, device=None):
+    """False: an exported tensor lives in ONNX Runtime's memory, never in pinned host memory."""
+    return False

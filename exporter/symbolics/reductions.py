@@ -26,6 +26,7 @@ from exporter.symbolics._helpers import (
     reduce_op,
     require_rank,
     reshape,
+    squeeze,
     torch_dtype_arg,
 )
 
@@ -322,3 +323,46 @@ def count_nonzero(g, self, dim=None):
         raise unsupported(g.node.kind(), g.opset, "the dimensions must be constants")
     counts = cast(g, cast(g, self, BOOL), INT64)
     return reduce(g, "ReduceSum", counts, reduction_axes(g, self, dim), False)
+
+
+# -- linalg norms ------------------------------------------------------------------------------------------------
+@symbolic("aten::linalg_norm")
+def linalg_norm(g, self, ord, dim, keepdim, dtype):
+    """linalg.norm(self, ord, dim, keepdim, dtype): a vector norm over one dimension (or every element when neither
+    ord nor dim is given), a matrix norm over two (or a 2-D input's both), with a numeric or string ``ord``."""
+    ord, keepdim = constant_value(ord), bool(constant_value(keepdim))
+    dims = constant_value(dim)
+    dims = [dims] if isinstance(dims, int) else dims
+    if ord is None:
+        return vector_norm(g, self, 2, dims, keepdim, dtype)
+    if isinstance(ord, str) or (dims is not None and len(dims) == 2) or (dims is None and require_rank(g, self) == 2):
+        return linalg_matrix_norm(g, self, ord, dims or [-2, -1], keepdim, dtype)
+    return vector_norm(g, self, ord, dims, keepdim, dtype)
+
+
+@symbolic("aten::linalg_matrix_norm")
+def linalg_matrix_norm(g, self, ord, dim, keepdim, dtype):
+    """linalg.matrix_norm over the two dimensions ``dim`` = (rows, columns): 'fro'; 1 / -1, the largest / smallest
+    column sum of absolute values; inf / -inf, the same over rows. 2, -2 and 'nuc' need singular values."""
+    ord, keepdim = constant_value(ord), bool(constant_value(keepdim))
+    rank = require_rank(g, self)
+    rows, columns = (normalize_dim(int(d), rank) for d in constant_value(dim))
+    if ord == "fro":
+        return vector_norm(g, self, 2, [rows, columns], keepdim, dtype)
+    if ord not in (1, -1, math.inf, -math.inf):
+        raise unsupported(g.node.kind(), g.opset, f"the matrix norm ord={ord!r} needs singular values, which ONNX "
+                                                  "has no operator for")
+    out = _result_type(g, self, dtype)
+    summed, extreme = (rows, columns) if abs(ord) == 1 else (columns, rows)
+    sums = reduce(g, "ReduceSum", g.op("Abs", cast(g, self, accumulation_type(out))), [summed], True)
+    result = reduce(g, "ReduceMax" if ord > 0 else "ReduceMin", sums, [extreme], True, out=out)
+    return result if keepdim else squeeze(g, result, sorted([rows, columns]))
+
+
+@symbolic("aten::aminmax")
+def aminmax(g, self, dim=None, keepdim=False):
+    """aminmax(self, *, dim, keepdim) -> (min, max), over every element when dim is None."""
+    axes, keepdim = reduction_axes(g, self, dim), bool(constant_value(keepdim))
+    out = _result_type(g, self)
+    compute = accumulation_type(out, narrow_ints_to=INT32)
+    return tuple(reduce(g, op, self, axes, keepdim, compute, out) for op in ("ReduceMin", "ReduceMax"))

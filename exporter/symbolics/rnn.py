@@ -1,4 +1,5 @@
-"""Recurrent layers: aten::lstm / gru / rnn_tanh / rnn_relu (as traced from nn.LSTM/GRU/RNN) and their cells.
+"""Recurrent layers: aten::lstm / gru / rnn_tanh / rnn_relu (as traced from nn.LSTM/GRU/RNN), their cells, and
+packed sequences (pack_padded_sequence / pad_packed_sequence around them, exported with ONNX's sequence_lens).
 
 Each layer becomes one ONNX LSTM/GRU/RNN node (both directions in one node when bidirectional); a stack of
 layers chains them, the next layer reading the previous layer's output with its directions concatenated.
@@ -13,10 +14,32 @@ zeros), which also keeps opset 7 free of ConstantFill.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
+import numpy as np
+from onnx import TensorProto
+
 from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import reshape, slice_op, squeeze, unsqueeze
+from exporter.symbolics._helpers import (
+    INT64,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    reduce_op,
+    require_rank,
+    reshape,
+    slice_op,
+    squeeze,
+    to_int64_list_value,
+    unsqueeze,
+)
+from exporter.symbolics.shape import INT64_MAX, arange_indices
+from exporter.symbolics.tensor_factories import filled
+
+INT32 = TensorProto.INT32
 
 
 @dataclass(frozen=True)
@@ -83,8 +106,9 @@ def _is_zero_constant(state) -> bool:
 
 
 def _recurrent(g, kind: _Kind, input, states: list, params: list, has_biases: bool, num_layers: int,
-               train: bool, dropout: float, bidirectional: bool, batch_first: bool):
-    """The shared body of every recurrent symbolic: returns (output, [final state per state input])."""
+               train: bool, dropout: float, bidirectional: bool, batch_first: bool, sequence_lens=None):
+    """The shared body of every recurrent symbolic: returns (output, [final state per state input]).
+    ``sequence_lens`` (int32, one length per batch entry) makes every layer stop each sequence at its length."""
     directions = 2 if bidirectional else 1
     per_direction = 2 + (2 if has_biases else 0)
     if len(params) != num_layers * directions * per_direction:
@@ -106,7 +130,7 @@ def _recurrent(g, kind: _Kind, input, states: list, params: list, has_biases: bo
         groups = [params[start + d * per_direction: start + (d + 1) * per_direction] for d in range(directions)]
         w, r, b = _layer_weights(g, kind, groups, has_biases, hidden)
         initial = [_state_slice(g, s, layer, directions) for s in states]
-        inputs = [sequence, w, r, b, None, *initial]
+        inputs = [sequence, w, r, b, sequence_lens, *initial]
         while inputs[-1] is None:  # optional inputs left out at the end are simply not listed
             inputs.pop()
         outputs = g.op(kind.onnx_op, *inputs, outputs=1 + len(states), **attributes)
@@ -122,46 +146,42 @@ def _recurrent(g, kind: _Kind, input, states: list, params: list, has_biases: bo
     return output, joined
 
 
-def _reject_packed(g):
-    if "batch_sizes" in str(g.node.schema()):
-        raise unsupported(g.node.kind(), g.opset, "packed sequences (PackedSequence) are not supported; pass a padded "
-                                                   "tensor instead")
-
-
 @symbolic("aten::lstm")
-def lstm(g, input, hx, params, *flags):
-    """nn.LSTM: ``(input, [h0, c0], params, has_biases, num_layers, dropout, train, bidirectional, batch_first)``."""
-    _reject_packed(g)
+def lstm(g, input, *args):
+    """nn.LSTM: ``(input, [h0, c0], params, has_biases, num_layers, dropout, train, bidirectional, batch_first)``,
+    or on a PackedSequence ``(data, batch_sizes, [h0, c0], params, has_biases, ..., bidirectional)``."""
+    sequence_lens, (hx, params, *flags) = _packed_or_padded(g, args)
     has_biases, num_layers, dropout, train, bidirectional, batch_first = _flags(*flags)
     states = list(hx) if isinstance(hx, (list, tuple)) else [hx, None]
     output, finals = _recurrent(g, _LSTM, input, states, list(params), has_biases, num_layers, train, dropout,
-                                            bidirectional, batch_first)
+                                            bidirectional, batch_first, sequence_lens)
     return output, finals[0], finals[1]
 
 
 @symbolic("aten::gru")
-def gru(g, input, hx, params, *flags):
-    """nn.GRU: ``(input, h0, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)``."""
-    return _single_state(g, _GRU, input, hx, params, flags)
+def gru(g, input, *args):
+    """nn.GRU: ``(input, h0, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)``, or on
+    a PackedSequence ``(data, batch_sizes, h0, params, ...)``."""
+    return _single_state(g, _GRU, input, args)
 
 
 @symbolic("aten::rnn_tanh")
-def rnn_tanh(g, input, hx, params, *flags):
+def rnn_tanh(g, input, *args):
     """nn.RNN(nonlinearity='tanh')."""
-    return _single_state(g, _RNN_TANH, input, hx, params, flags)
+    return _single_state(g, _RNN_TANH, input, args)
 
 
 @symbolic("aten::rnn_relu")
-def rnn_relu(g, input, hx, params, *flags):
+def rnn_relu(g, input, *args):
     """nn.RNN(nonlinearity='relu')."""
-    return _single_state(g, _RNN_RELU, input, hx, params, flags)
+    return _single_state(g, _RNN_RELU, input, args)
 
 
-def _single_state(g, kind: _Kind, input, hx, params, flags):
-    _reject_packed(g)
+def _single_state(g, kind: _Kind, input, args):
+    sequence_lens, (hx, params, *flags) = _packed_or_padded(g, args)
     has_biases, num_layers, dropout, train, bidirectional, batch_first = _flags(*flags)
     output, finals = _recurrent(g, kind, input, [hx], list(params), has_biases, num_layers, train, dropout,
-                                            bidirectional, batch_first)
+                                            bidirectional, batch_first, sequence_lens)
     return output, finals[0]
 
 
@@ -210,3 +230,132 @@ def rnn_tanh_cell(g, input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 def rnn_relu_cell(g, input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """torch.rnn_relu_cell."""
     return _cell(g, _RNN_RELU, input, [hx], w_ih, w_hh, b_ih, b_hh)[0]
+
+
+# -- packed sequences ---------------------------------------------------------------------------------------
+# A PackedSequence stores a ragged batch's steps back to back ([sum(lengths), features]) with ``batch_sizes``, the
+# number of sequences still running at each step. ONNX's LSTM/GRU/RNN instead take the padded, time-major batch
+# and one length per sequence (``sequence_lens``), and stop each sequence at its length: the final states are
+# then the states at each sequence's last step, as PyTorch's. So the exported graph keeps a packed sequence's
+# data in padded form [time, batch, features]. That is only right where the data is read by what understands
+# the padded form, so pack_padded_sequence, a recurrent layer on packed data and pad_packed_sequence each check
+# (on the TorchScript graph) who reads the packed data they produce, and refuse data they did not produce.
+# ``batch_sizes`` itself is computed for real (anything may read it: nn.LSTM takes the batch size from it), and
+# remembers the lengths it was computed from.
+_SEQUENCE_LENGTHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # batch_sizes value -> int64 lengths
+_RECURRENT_OPS = ("aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu")
+
+
+def _is_packed_op(ts_node) -> bool:
+    """True for the PackedSequence overloads of the recurrent ops (``aten::lstm.data`` ...)."""
+    return ts_node.kind() in _RECURRENT_OPS and "batch_sizes" in str(ts_node.schema())
+
+
+def _packed_or_padded(g, args):
+    """Split a recurrent op's arguments after its input: (sequence_lens or None, the padded overload's arguments).
+    The packed overload has ``batch_sizes`` second and no ``batch_first`` (packed data is time-major)."""
+    if not _is_packed_op(g.node):
+        return None, args
+    if g.opset < 9:
+        raise unsupported(g.node.kind(), g.opset, "packed sequences need Where/NonZero: needs opset >= 9")
+    _require_padded_form(g)
+    _require_padded_form_readers(g)
+    lengths = _sequence_lengths(g, args[0])
+    return cast(g, lengths, INT32), (*args[1:], False)
+
+
+def _require_padded_form_readers(g):
+    """Refuse a packed sequence whose data is read by anything that expects PyTorch's packed layout."""
+    for use in list(g.node.outputs())[0].uses():
+        reader = use.user
+        if use.offset != 0 or not (_is_packed_op(reader) or reader.kind() == "aten::_pad_packed_sequence"):
+            raise unsupported(g.node.kind(), g.opset,
+                              f"the data of the packed sequence is read by {reader.kind()}; the export keeps packed "
+                              "data padded, which only recurrent layers and pad_packed_sequence can read")
+
+
+def _require_padded_form(g):
+    """Refuse packed data that pack_padded_sequence or a recurrent layer did not produce in padded form."""
+    producer = list(g.node.inputs())[0].node()
+    if producer.kind() != "aten::_pack_padded_sequence" and not _is_packed_op(producer):
+        raise unsupported(g.node.kind(), g.opset,
+                          f"packed data made by {producer.kind()}, not by pack_padded_sequence or a recurrent layer")
+
+
+def _sequence_lengths(g, batch_sizes):
+    lengths = _SEQUENCE_LENGTHS.get(batch_sizes) if is_value(batch_sizes) else None
+    if lengths is None:
+        raise unsupported(g.node.kind(), g.opset, "a PackedSequence whose batch sizes do not come from "
+                                                  "pack_padded_sequence in the same graph")
+    return lengths
+
+
+def _steps_below_lengths(g, steps, lengths):
+    """[time, batch] mask: step t of sequence b is within its length."""
+    return g.op("Less", unsqueeze(g, steps, [1]), unsqueeze(g, lengths, [0]))
+
+
+@symbolic("aten::_pack_padded_sequence", since=9)
+@parse_args("v", "v", "b")
+def _pack_padded_sequence(g, input, lengths, batch_first):
+    """pack_padded_sequence's core: (data, batch_sizes), here (time-major padded input, real batch sizes)."""
+    _require_padded_form_readers(g)
+    rank = require_rank(g, input)
+    data = g.op("Transpose", input, perm_i=[1, 0, *range(2, rank)]) if batch_first else input
+    lengths = cast(g, lengths, INT64)
+    # batch_sizes[t] = how many sequences are longer than t, for t below the longest length.
+    longest = g.op("ReduceMax", lengths, keepdims_i=0)
+    longest.shape = ()
+    running = cast(g, _steps_below_lengths(g, arange_indices(g, longest), lengths), INT64)
+    batch_sizes = reduce_op(g, "ReduceSum", running, [1], keepdims=False)
+    batch_sizes.shape = (None,)
+    _SEQUENCE_LENGTHS[batch_sizes] = lengths
+    return data, batch_sizes
+
+
+@symbolic("aten::_pad_packed_sequence", since=9)
+@parse_args("v", "v", "b", "f", "v")
+def _pad_packed_sequence(g, data, batch_sizes, batch_first, padding_value, total_length):
+    """pad_packed_sequence's core: (padded [total_length, batch, *] or batch-first, lengths). ONNX leaves the
+    outputs past a sequence's length unspecified, so they are set to ``padding_value`` here."""
+    _require_padded_form(g)
+    lengths = _sequence_lengths(g, batch_sizes)
+    padded = _with_steps(g, data, total_length, padding_value)
+    rank = require_rank(g, data)
+    valid = _steps_below_lengths(g, arange_indices(g, dim_size(g, padded, 0)), lengths)
+    padding = g.const(np.array(padding_value), g.dtype(data))
+    padded = g.op("Where", unsqueeze(g, valid, list(range(2, rank))), padded, padding)
+    if batch_first:
+        padded = g.op("Transpose", padded, perm_i=[1, 0, *range(2, rank)])
+    return padded, lengths
+
+
+def _with_steps(g, data, total_length, padding_value: float):
+    """``data`` cut or padded to ``total_length`` steps. The trace passes ``batch_sizes.size(0)`` (the longest
+    length, never above the padded input's steps) unless the caller gave a longer total_length."""
+    if _is_step_count(list(g.node.inputs())[4], list(g.node.inputs())[1]):
+        return _first_steps(g, data, total_length)
+    steps = g.static_dims(data)
+    if is_constant(total_length) and steps is not None and constant_value(total_length) <= steps[0]:
+        return _first_steps(g, data, total_length)
+    rest = slice_op(g, g.op("Shape", data), [0], [1], [INT64_MAX])
+    extra_shape = g.op("Concat", to_int64_list_value(g, [total_length]), rest, axis_i=0)
+    extra = filled(g, extra_shape, padding_value, g.dtype(data))
+    return _first_steps(g, g.op("Concat", data, extra, axis_i=0), total_length)
+
+
+def _first_steps(g, data, count):
+    """``data[:count]``: Slice, or below opset 10 (constant Slice bounds only) a Gather of steps 0..count-1."""
+    if g.opset >= 10 or is_constant(count):
+        return slice_op(g, data, [0], [0], [count])
+    return g.op("Gather", data, arange_indices(g, cast(g, count, INT64)), axis_i=0)
+
+
+def _is_step_count(ts_value, ts_batch_sizes) -> bool:
+    """True when ``ts_value`` is ``batch_sizes.size(0)`` (through int/tensor conversions)."""
+    node = ts_value.node()
+    while node.kind() in ("aten::Int", "prim::NumToTensor", "aten::ScalarImplicit"):
+        node = list(node.inputs())[0].node()
+    inputs = list(node.inputs())
+    return (node.kind() == "aten::size" and len(inputs) == 2 and inputs[0].unique() == ts_batch_sizes.unique()
+            and inputs[1].toIValue() == 0)

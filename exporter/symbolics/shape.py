@@ -33,6 +33,7 @@ from exporter.symbolics._helpers import (
     to_int64_list_value,
     unsqueeze,
 )
+from exporter.symbolics.comparison import equal, select
 
 INT64_MAX = 2**63 - 1
 
@@ -933,3 +934,93 @@ def diag(g, self, diagonal):
 def diagonal_(g, self, offset):
     """diagonal of dims 0 and 1 (torch.diag of a matrix)."""
     return diagonal(g, self, offset, 0, 1)
+
+
+# -- broadcast_tensors, atleast_nd, _dim_arange --------------------------------------------------------------------
+def _broadcast_size(g, sizes: list):
+    """The broadcast of one dimension's sizes (ints, or 0-d values where only known at run time): a size that is
+    not 1 wins; between run-time sizes, the one that is not 1."""
+    known = [s for s in sizes if not is_value(s) and int(s) != 1]
+    if known:
+        return known[0]
+    pending = [s for s in sizes if is_value(s)]
+    if not pending:
+        return 1
+    result = pending[0]
+    for other in pending[1:]:
+        result = select(g, equal(g, result, g.const(1, torch.int64)), other, result)
+    return result
+
+
+@symbolic("aten::broadcast_tensors")
+def broadcast_tensors(g, tensors):
+    """broadcast_tensors(tensors): every tensor expanded to the shape they broadcast to together."""
+    tensors = [g.value(t) for t in tensors]
+    rank = max(require_rank(g, t) for t in tensors)
+    aligned = [[1] * (rank - require_rank(g, t)) + dims_or_sizes(g, t) for t in tensors]
+    target = [_broadcast_size(g, list(sizes)) for sizes in zip(*aligned)]
+    return [expand_to(g, t, target) for t in tensors]
+
+
+_ATLEAST_SHAPES = {  # rank of the input -> where its dims go in the result (None: a new dim of size 1)
+    1: {0: [None]},
+    2: {0: [None, None], 1: [None, 0]},
+    3: {0: [None, None, None], 1: [None, 0, None], 2: [0, 1, None]},
+}
+
+
+def _atleast(g, x, rank: int):
+    x = g.value(x)
+    layout = _ATLEAST_SHAPES[rank].get(require_rank(g, x))
+    if layout is None:
+        return x
+    if not any(axis is not None for axis in layout):
+        return reshape(g, x, [1] * rank)
+    return unsqueeze(g, x, [i for i, axis in enumerate(layout) if axis is None])
+
+
+def _atleast_symbolic(rank: int):
+    def atleast(g, self):
+        """atleast_{rank}d(tensor or list of tensors): each viewed with at least ``rank`` dims (NumPy's layout)."""
+        if isinstance(self, (list, tuple)):
+            return [_atleast(g, t, rank) for t in self]
+        return _atleast(g, self, rank)
+    return atleast
+
+
+for _rank in (1, 2, 3):
+    symbolic(f"aten::atleast_{_rank}d")(_atleast_symbolic(_rank))
+
+
+@symbolic("aten::_dim_arange")
+@parse_args("v", "i")
+def dim_arange(g, like, dim):
+    """_dim_arange(like, dim): arange(like.size(dim)), int64."""
+    return arange_indices(g, dim_size(g, like, dim))
+
+
+@symbolic("aten::as_strided")
+def as_strided(g, self, size, stride, storage_offset=None):
+    """as_strided(size, stride, storage_offset): element [i, j, ...] is storage[offset + i*stride0 + j*stride1 ...].
+    The storage is the input's flattened elements only when the input is contiguous, which TorchScript's recorded
+    strides must show; sizes, strides and offset must be constants (the element positions are precomputed)."""
+    ts_input = list(g.node.inputs())[0].type()
+    sizes, strides = ts_input.sizes(), ts_input.strides()
+    if sizes is None or strides is None or None in sizes or list(strides) != _contiguous_strides(sizes):
+        raise unsupported(g.node.kind(), g.opset, "as_strided of a tensor not known to be contiguous (its storage "
+                                                  "order is not its element order)")
+    if not all(is_constant(v) for v in (size, stride, storage_offset)):
+        raise unsupported(g.node.kind(), g.opset, "as_strided with sizes, strides or offset known only at run time")
+    size, stride = [int(s) for s in constant_value(size)], [int(s) for s in constant_value(stride)]
+    positions = np.full(size, int(constant_value(storage_offset) or 0), dtype=np.int64)
+    for axis, (length, step) in enumerate(zip(size, stride)):
+        positions += (np.arange(length, dtype=np.int64) * step).reshape([-1] + [1] * (len(size) - axis - 1))
+    return g.op("Gather", reshape(g, self, [-1]), g.const(positions), axis_i=0)
+
+
+def _contiguous_strides(sizes) -> list[int]:
+    strides, step = [], 1
+    for length in reversed(list(sizes)):
+        strides.insert(0, step)
+        step *= max(int(length), 1)
+    return strides

@@ -104,3 +104,11 @@ CASES = [
            fn=lambda i, o, w: F.embedding_bag(i, _BAG_WEIGHT, o, mode="sum", per_sample_weights=w,
                                               include_last_offset=True)),
 ]
+
+# nn.Embedding(max_norm=...) renormalizes the rows it looks up first (embedding_renorm_, Where: opset 9).
+CASES += [
+    OpCase("embedding_renorm_", lambda k: (torch.tensor([2, 1, 2] + [6] * k),), sample="max_norm", min_opset=9,
+           module=lambda: torch.nn.Embedding(7, 5, max_norm=0.2)),
+    OpCase("embedding_renorm_", lambda k: (torch.tensor([[4, 3], [4, 2]] + [[0, 1]] * k),), sample="l1", min_opset=9,
+           module=lambda: torch.nn.Embedding(7, 5, max_norm=0.5, norm_type=1.0)),
+]

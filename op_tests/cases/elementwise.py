@@ -248,3 +248,15 @@ CASES = [
     OpCase("xlogy", lambda k: (torch.tensor([0.0, 1.0, 2.0, 0.0] + [3.0] * k), torch.tensor([0.0, 2.0, 0.5, float("nan")] + [1.5] * k)),
            fn=torch.xlogy, min_opset=9),
 ]
+
+CASES += [
+    # Signed shifts are Mul and a floored Div; unsigned ones need BitShift (opset 11).
+    OpCase("__rshift__", lambda k: (torch.arange(-12, 12 + 2 * k).reshape(-1, 2),), sample="negative_values",
+           fn=lambda x: (x >> 1, x >> torch.tensor([1, 2]))),
+    OpCase("__lshift__", lambda k: (torch.arange(-6, 6 + 2 * k, dtype=torch.int32).reshape(-1, 2),
+                                    torch.tensor([1, 3], dtype=torch.int32)), fn=lambda x, s: (x << 3, x << s)),
+    OpCase("__rshift__", lambda k: (torch.arange(24 + 2 * k, dtype=torch.uint8).reshape(-1, 2),), sample="uint8",
+           fn=lambda x: (x >> 1, x << 3), min_opset=11),
+    OpCase("logit", lambda k: (torch.rand(3 + k, 4) * 1.2 - 0.1,), fn=lambda x: torch.logit(x, 1e-6)),
+    OpCase("logit", lambda k: (torch.rand(3 + k, 4),), sample="no_eps", fn=torch.logit),
+]

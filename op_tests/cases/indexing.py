@@ -184,3 +184,11 @@ CASES = [
     OpCase("one_hot", lambda k: (_idx(4, 3 + k),), fn=lambda x: F.one_hot(x, 5)),
     OpCase("one_hot", lambda k: (_idx(3, 2 + k, 3),), sample="infer_classes", min_opset=9, fn=lambda x: F.one_hot(x)),
 ]
+
+CASES += [
+    OpCase("bucketize", lambda k: (torch.cat([_r(3 + k, 4), torch.full((1, 4), float("nan"))]),
+                                   torch.tensor([-1.0, 0.0, 0.5])), fn=torch.bucketize),
+    OpCase("bucketize", lambda k: (torch.tensor([[2, 5, 10], [6, 8, 3]] + [[1, 7, 0]] * k), torch.tensor([1, 5, 7, 8, 10])),
+           sample="right_int32", fn=lambda x, b: torch.bucketize(x, b, right=True, out_int32=True)),
+    OpCase("take", lambda k: (_r(3 + k, 4), torch.tensor([[0, -1], [5, -12]])), fn=torch.take),
+]

@@ -62,3 +62,11 @@ CASES = [
            fn=lambda a, b: torch.linalg.cross(a, b, dim=0)),
     OpCase("det", lambda k: (_r(2 + k, 3, 3),), fn=torch.linalg.det, min_opset=11),
 ]
+
+CASES += [
+    OpCase("tensordot", lambda k: (torch.randint(6, (3 + k, 5, 3, 4)), torch.randint(6, (3, 4, 2 + k, 2))),
+           sample="int_dims_count", fn=lambda a, b: torch.tensordot(a, b, 2)),
+    OpCase("tensordot", lambda k: (_r(3 + k, 4, 3, 5, 2), _r(5, 4, 4, 2, 2 + k)), sample="dim_lists",
+           fn=lambda a, b: torch.tensordot(a, b, ([1, -2, -1], [1, 0, 3]))),
+    OpCase("logdet", lambda k: (_r(2 + k, 3, 3),), fn=torch.logdet, min_opset=11),
+]

@@ -13,3 +13,19 @@ CASES = [
     OpCase("linear", lambda k: (torch.randn(2 + k, 5),), module=lambda: torch.nn.Linear(5, 3)),
     OpCase("linear", lambda k: (torch.randn(2, 3 + k, 5),), sample="3d", module=lambda: torch.nn.Linear(5, 3)),
 ]
+
+_TBC_WEIGHT, _TBC_BIAS = torch.randn(3, 5, 4), torch.randn(4)
+
+CASES += [
+    OpCase("_convolution_mode", lambda k: (torch.randn(2 + k, 3, 9, 9 + k),), sample="same_dilated",
+           module=lambda: torch.nn.Conv2d(3, 4, 3, padding="same", dilation=2)),
+    OpCase("_convolution_mode", lambda k: (torch.randn(2 + k, 3, 9 + k),), sample="same_even_kernel",
+           module=lambda: torch.nn.Conv1d(3, 4, 4, padding="same")),
+    OpCase("_convolution_mode", lambda k: (torch.randn(2 + k, 3, 9, 9),), sample="valid",
+           module=lambda: torch.nn.Conv2d(3, 4, 3, padding="valid")),
+    OpCase("conv_tbc", lambda k: (torch.randn(7 + k, 2 + k, 5),), fn=lambda x: torch.conv_tbc(x, _TBC_WEIGHT, _TBC_BIAS, 1)),
+    OpCase("_weight_norm", lambda k: (torch.randn(2 + k, 5),), sample="dim1",
+           module=lambda: torch.nn.utils.weight_norm(torch.nn.Linear(5, 4), dim=1)),
+    OpCase("_weight_norm", lambda k: (torch.randn(2 + k, 3, 6),), sample="whole",
+           module=lambda: torch.nn.utils.weight_norm(torch.nn.Conv1d(3, 4, 3), dim=None)),
+]

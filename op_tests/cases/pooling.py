@@ -16,3 +16,12 @@ CASES = [
            fn=lambda x: F.adaptive_avg_pool2d(x, 2)),
     OpCase("avg_pool2d", lambda k: (torch.randn(1 + k, 3, 8, 8),), fn=lambda x: F.avg_pool2d(x, 3, 2, padding=1)),
 ]
+
+# MaxPool's Indices output arrives in opset 8.
+CASES += [
+    OpCase("max_pool1d_with_indices", lambda k: (torch.randn(2 + k, 3, 10 + k),), sample="ceil_mode", min_opset=8,
+           dynamic_min_opset=10,  # ceil_mode over a run-time length: MaxPool's ceil_mode attribute (opset 10)
+           module=lambda: torch.nn.MaxPool1d(3, 2, return_indices=True, ceil_mode=True)),
+    OpCase("max_pool2d_with_indices", lambda k: (torch.randn(2 + k, 3, 10, 9 + k),), sample="padded", min_opset=8,
+           module=lambda: torch.nn.MaxPool2d(3, 2, 1, return_indices=True)),
+]

@@ -100,3 +100,19 @@ CASES = [
     OpCase("count_nonzero", lambda k: (_ints(k, 3, 4),), sample="dims",
            fn=lambda x: torch.count_nonzero(x, dim=(0, 1))),
 ]
+
+CASES += [
+    OpCase("linalg_norm", lambda k: (_x(k, 3, 4),), sample="default", fn=lambda x: torch.linalg.norm(x)),
+    OpCase("linalg_norm", lambda k: (_x(k, 3, 4),), sample="p1_5_dim1", fn=lambda x: torch.linalg.norm(x, 1.5, 1)),
+    OpCase("linalg_norm", lambda k: (_x(k, 3, 4),), sample="matrix_inf", fn=lambda x: torch.linalg.norm(x, float("inf"))),
+    OpCase("linalg_matrix_norm", lambda k: (_x(k, 3, 4, 5),), sample="fro", fn=lambda x: torch.linalg.matrix_norm(x)),
+    OpCase("linalg_matrix_norm", lambda k: (_x(k, 3, 4, 5),), sample="neg1_dims_2_0_keepdim",
+           fn=lambda x: torch.linalg.matrix_norm(x, -1, dim=(2, 0), keepdim=True)),
+    OpCase("linalg_matrix_norm", lambda k: (_x(k, 3, 4, 5),), sample="neg_inf",
+           fn=lambda x: torch.linalg.matrix_norm(x, float("-inf"), dim=(1, 2))),
+]
+
+CASES += [
+    OpCase("aminmax", lambda k: (_x(k, 3, 4),), sample="dim_keepdim", fn=lambda x: torch.aminmax(x, dim=1, keepdim=True)),
+    OpCase("aminmax", lambda k: (_ints(k, 3, 4),), sample="all_int", fn=lambda x: torch.aminmax(x)),
+]

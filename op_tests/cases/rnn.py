@@ -138,3 +138,54 @@ CASES += [
     OpCase("rnn_tanh_cell", _cell_inputs(), module=_scripted(_RNNTanhCellFunction)),
     OpCase("rnn_relu_cell", _cell_inputs(), module=_scripted(_RNNReluCellFunction)),
 ]
+
+
+class _Packed(torch.nn.Module):
+    """pack_padded_sequence -> recurrent layer -> pad_packed_sequence, returning the padded output, the lengths
+    and the final states (which PyTorch takes at each sequence's last step)."""
+
+    def __init__(self, layer, batch_first=False, enforce_sorted=True, padding_value=0.0):
+        super().__init__()
+        self.layer, self.batch_first = layer, batch_first
+        self.enforce_sorted, self.padding_value = enforce_sorted, padding_value
+
+    def forward(self, x, lengths, *state):
+        packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, self.batch_first, self.enforce_sorted)
+        if state:
+            output, finals = self.layer(packed, state[0] if len(state) == 1 else state)
+        else:
+            output, finals = self.layer(packed)
+        padded, lengths = torch.nn.utils.rnn.pad_packed_sequence(output, self.batch_first, self.padding_value)
+        return (padded, lengths, *(finals if isinstance(finals, tuple) else (finals,)))
+
+
+def _ragged(batch_first=False, state_layers=0, lstm=False, descending=True):
+    """A ragged batch: lengths from 1 to the padded length (the longest sequence fills it)."""
+    def make(k):
+        seq, batch = 5 + 2 * k, 3 + k
+        lengths = torch.tensor([seq] + [max(seq - 2 * i - 1, 1) for i in range(1, batch)])
+        lengths = lengths if descending else lengths.flip(0)
+        x = torch.randn(batch, seq, 3) if batch_first else torch.randn(seq, batch, 3)
+        state = [torch.randn(state_layers, batch, 4) for _ in range(2 if lstm else 1)] if state_layers else []
+        return (x, lengths, *state)
+    return make
+
+
+def _packed(cls, batch_first=False, enforce_sorted=True, padding_value=0.0, **kwargs):
+    return lambda: _Packed(cls(input_size=3, hidden_size=4, batch_first=batch_first, **kwargs), batch_first,
+                           enforce_sorted, padding_value)
+
+
+# Packed sequences export as ONNX's sequence_lens, which needs Where/NonZero for the lengths and masks (opset 9).
+CASES += [
+    OpCase("pack_padded_sequence", _ragged(), sample="lstm", min_opset=9, module=_packed(torch.nn.LSTM)),
+    OpCase("pack_padded_sequence", _ragged(batch_first=True, state_layers=4, lstm=True),
+           sample="lstm_two_layers_bidirectional_batch_first_h0_c0", min_opset=9,
+           module=_packed(torch.nn.LSTM, batch_first=True, num_layers=2, bidirectional=True)),
+    OpCase("pack_padded_sequence", _ragged(state_layers=2), sample="gru_bidirectional_h0_padding_value",
+           min_opset=9, module=_packed(torch.nn.GRU, bidirectional=True, padding_value=-1.0)),
+    # enforce_sorted=False sorts the lengths (int64 TopK, opset 11) and restores the batch order afterwards.
+    OpCase("pack_padded_sequence", _ragged(batch_first=True, descending=False), sample="rnn_relu_unsorted",
+           min_opset=11, module=_packed(torch.nn.RNN, batch_first=True, enforce_sorted=False, num_layers=2,
+                                        nonlinearity="relu")),
+]

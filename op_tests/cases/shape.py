@@ -184,3 +184,22 @@ CASES = [
     OpCase("diag", lambda k: (_r(4),), fn=lambda x: torch.diag(x, 1)),
     OpCase("diag", lambda k: (_r(3, 4, dtype=torch.int64),), sample="matrix", fn=lambda x: torch.diag(x, -1)),
 ]
+
+CASES += [
+    OpCase("broadcast_tensors", lambda k: (_r(2 + k, 1, 3), _r(4, 1), _r(3)),
+           fn=lambda a, b, c: torch.broadcast_tensors(a, b, c)),
+    OpCase("broadcast_tensors", lambda k: (_r(2 + k, 1), _r(1, 3 + k)), sample="both_dynamic",
+           fn=lambda a, b: torch.broadcast_tensors(a, b)),
+    OpCase("atleast_1d", lambda k: (torch.tensor(1.5),), fn=torch.atleast_1d),
+    OpCase("atleast_2d", lambda k: (torch.tensor(1.5), _r(3 + k)), sample="list",
+           fn=lambda a, b: torch.atleast_2d((a, b))),
+    OpCase("atleast_3d", lambda k: (_r(3 + k), _r(2 + k, 3)), sample="list",
+           fn=lambda a, b: torch.atleast_3d((a, b))),
+    OpCase("_dim_arange", lambda k: (_r(3 + k, 4 + k),), fn=lambda x: torch._dim_arange(x, 1) * 2,
+           dynamic_min_opset=9),
+]
+
+CASES += [
+    OpCase("as_strided", lambda k: (_r(5 + k, 8, 7),), sample="overlapping_offset",
+           fn=lambda x: x.as_strided((3, 3, 3), (1, 4, 2), storage_offset=2)),
+]

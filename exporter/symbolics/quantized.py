@@ -1,0 +1,75 @@
+"""Quantization-aware training: fake_quantize_per_tensor_affine / fake_quantize_per_channel_affine as a
+QuantizeLinear/DequantizeLinear pair (QDQ), the form ONNX Runtime and quantization tools recognise.
+
+fake_quantize(x) = (clamp(round(x / scale) + zero_point, quant_min, quant_max) - zero_point) * scale, rounding
+half to even, as QuantizeLinear does. QDQ clamps to its integer type's range: uint8 when [quant_min, quant_max]
+lies in 0..255, int8 when it lies in -128..127. A narrower range (QAT activations use 0..127) is a further clamp
+of the dequantized value to [(quant_min - zero_point) * scale, (quant_max - zero_point) * scale], which equals
+clamping the integers since every step is monotonic. QuantizeLinear exists from opset 10; its ``axis`` (one scale
+per channel) from opset 13.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto
+
+from exporter.registry import parse_args, symbolic, unsupported
+from exporter.symbolics._helpers import FLOAT, cast, require_rank, unsqueeze
+from exporter.symbolics.elementwise import clamp_value
+
+_RANGES = ((TensorProto.UINT8, 0, 255), (TensorProto.INT8, -128, 127))
+
+
+def _integer_type(g, quant_min: int, quant_max: int) -> tuple[int, int, int]:
+    for onnx_type, low, high in _RANGES:
+        if low <= quant_min and quant_max <= high:
+            return onnx_type, low, high
+    raise unsupported(g.node.kind(), g.opset, f"quantization range [{quant_min}, {quant_max}] does not fit 8 bits")
+
+
+def _fake_quantize(g, x, scale, zero_point, quant_min: int, quant_max: int, axis: int | None):
+    onnx_type, low, high = _integer_type(g, quant_min, quant_max)
+    out_type = g.dtype(x)
+    scale = cast(g, scale, FLOAT)
+    zero_point = cast(g, zero_point, onnx_type)
+    attributes = {} if axis is None else {"axis_i": axis}
+    quantized = g.op("QuantizeLinear", cast(g, x, FLOAT), scale, zero_point, **attributes)
+    quantized.dtype = onnx_type
+    result = g.op("DequantizeLinear", quantized, scale, zero_point, **attributes)
+    result.dtype = FLOAT
+    if (quant_min, quant_max) != (low, high):
+        result = clamp_value(g, result, *(_dequantized(g, bound, scale, zero_point, axis, require_rank(g, x))
+                                          for bound in (quant_min, quant_max)))
+    return cast(g, result, out_type)
+
+
+def _dequantized(g, level: int, scale, zero_point, axis: int | None, rank: int):
+    """(level - zero_point) * scale: a number or constant for constant parameters, else computed; per channel,
+    shaped [C, 1, ...] to broadcast along ``axis``. Exact in float64, so its float32 rounding is the one
+    DequantizeLinear's float32 product gets."""
+    if scale.const is not None and zero_point.const is not None:
+        values = (level - zero_point.const.astype(np.float64)) * scale.const.astype(np.float64)
+        if axis is None:
+            return float(values.reshape(()))
+        return g.const(values.reshape([-1] + [1] * (rank - axis - 1)).astype(np.float32))
+    bound = g.op("Mul", g.op("Sub", g.const(float(level), FLOAT), cast(g, zero_point, FLOAT)), scale)
+    if axis is None or rank - axis == 1:
+        return bound
+    return unsqueeze(g, bound, list(range(1, rank - axis)))
+
+
+@symbolic("aten::fake_quantize_per_tensor_affine", since=10)
+@parse_args("v", "v", "v", "i", "i")
+def fake_quantize_per_tensor_affine(g, self, scale, zero_point, quant_min, quant_max):
+    """fake_quantize_per_tensor_affine(x, scale, zero_point, quant_min, quant_max); scale and zero_point may be
+    numbers or 0-d tensors."""
+    return _fake_quantize(g, self, g.value(scale), g.value(zero_point), quant_min, quant_max, None)
+
+
+@symbolic("aten::fake_quantize_per_channel_affine", since=13)
+@parse_args("v", "v", "v", "i", "i", "i")
+def fake_quantize_per_channel_affine(g, self, scale, zero_point, axis, quant_min, quant_max):
+    """fake_quantize_per_channel_affine(x, scale [C], zero_point [C], axis, quant_min, quant_max)."""
+    axis = axis % require_rank(g, self)
+    return _fake_quantize(g, self, g.value(scale), g.value(zero_point), quant_min, quant_max, axis)

@@ -1,0 +1,73 @@
+"""Forms that ONNX cannot express, or that the export's own representation cannot carry, raise instead of
+exporting something approximate."""
+
+import io
+
+import pytest
+import torch
+from torch.nn.utils import rnn as rnn_utils
+
+import exporter
+from exporter.errors import UnsupportedOperatorError
+
+
+def _export(fn, *args, opset=14):
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gru = torch.nn.GRU(3, 4)
+
+        def forward(self, *inputs):
+            return fn(self, *inputs)
+
+    exporter.export(Model(), args, io.BytesIO(), opset_version=opset)
+
+
+_PADDED, _LENGTHS = torch.randn(5, 3, 3), torch.tensor([5, 3, 2])
+
+
+def test_packed_data_read_by_another_op_raises():
+    """The export keeps packed data padded: an elementwise op on PackedSequence.data would see the wrong layout."""
+    def fn(model, x, lengths):
+        packed = rnn_utils.pack_padded_sequence(x, lengths)
+        return packed.data * 2, packed.batch_sizes
+
+    with pytest.raises(UnsupportedOperatorError, match="read by aten::mul"):
+        _export(fn, _PADDED, _LENGTHS)
+
+
+def test_packed_sequence_built_from_other_data_raises():
+    def fn(model, x, lengths):
+        packed = rnn_utils.pack_padded_sequence(x, lengths)
+        rebuilt = rnn_utils.PackedSequence(torch.relu(packed.data), packed.batch_sizes)
+        return rnn_utils.pad_packed_sequence(model.gru(rebuilt)[0])[0]
+
+    with pytest.raises(UnsupportedOperatorError, match="packed"):
+        _export(fn, _PADDED, _LENGTHS)
+
+
+def test_packed_sequences_below_opset_9_name_it():
+    def fn(model, x, lengths):
+        output, _ = model.gru(rnn_utils.pack_padded_sequence(x, lengths))
+        return rnn_utils.pad_packed_sequence(output)[0]
+
+    with pytest.raises(UnsupportedOperatorError, match="needs opset >= 9"):
+        _export(fn, _PADDED, _LENGTHS, opset=8)
+
+
+def test_matrix_norms_from_singular_values_raise():
+    with pytest.raises(UnsupportedOperatorError, match="singular values"):
+        _export(lambda model, x: torch.linalg.matrix_norm(x, "nuc"), torch.randn(3, 4))
+    with pytest.raises(UnsupportedOperatorError, match="singular values"):
+        _export(lambda model, x: torch.linalg.matrix_norm(x, 2), torch.randn(3, 4))
+
+
+def test_fake_quantize_wider_than_8_bits_raises():
+    with pytest.raises(UnsupportedOperatorError, match="does not fit 8 bits"):
+        _export(lambda model, x: torch.fake_quantize_per_tensor_affine(x, 0.1, 0, -1000, 1000), torch.randn(3, 4))
+
+
+def test_as_strided_of_a_non_contiguous_view_raises():
+    """Its storage (the untransposed tensor) is not the order of its elements, which is all the graph has."""
+    with pytest.raises(UnsupportedOperatorError, match="not known to be contiguous"):
+        _export(lambda model, x: x.t().as_strided((2, 2), (1, 2)), torch.randn(3, 4))
