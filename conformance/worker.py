@@ -26,6 +26,7 @@ import model_zoo
 from conformance import repro
 from conformance.compare import Verdict, arbitrate, compare_arrays, compare_detections, reference_problem
 from conformance.schema import empty_row
+from conformance.session import make_session
 
 PERTURBED_SEED = 1
 EXPORT_SEED = 0
@@ -223,22 +224,6 @@ def cuda_unavailable_reason() -> str:
     if "CUDAExecutionProvider" not in ort.get_available_providers():
         return "ONNX Runtime has no CUDAExecutionProvider here"
     return ""
-
-
-def make_session(path: str, provider: str):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 3
-    # Basic optimizations only (constant folding, redundant nodes): semantics-preserving, cheap to apply.
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    if provider == "cuda":
-        providers = [("CUDAExecutionProvider", {"use_tf32": 0}), "CPUExecutionProvider"]
-    else:
-        providers = ["CPUExecutionProvider"]
-    return ort.InferenceSession(path, options, providers=providers)
 
 
 def run_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:
