@@ -12,6 +12,7 @@ Samples are generated with a fixed seed per (OpInfo, dtype), so index ``k`` alwa
 from __future__ import annotations
 
 import functools
+import itertools
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -130,12 +131,13 @@ def _describe(sample) -> str:
     return ", ".join(parts)[:300]
 
 
-def samples(opinfo, dtype: torch.dtype) -> list[OpSample]:
-    """Every sample input of ``opinfo`` at ``dtype``, generated under a fixed seed (so indices are stable)."""
+def samples(opinfo, dtype: torch.dtype, limit: int | None = None) -> list[OpSample]:
+    """The sample inputs of ``opinfo`` at ``dtype`` (the first ``limit``, or all), generated under a fixed seed so
+    that index ``k`` always names the same inputs."""
     torch.manual_seed(SAMPLE_SEED)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        generated = list(opinfo.sample_inputs("cpu", dtype, requires_grad=False))
+        generated = list(itertools.islice(opinfo.sample_inputs("cpu", dtype, requires_grad=False), limit))
     return [OpSample(opinfo, dtype, index, sample) for index, sample in enumerate(generated)]
 
 
