@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     runner.add_argument("--samples", help="sample indices, e.g. 0-3,7 (default: all)")
     runner.add_argument("--workers", type=int, default=1)
     runner.add_argument("--timeout", type=float, default=120.0, help="seconds one case may run")
+    runner.add_argument("--redo", default="", help="re-run recorded cases of these statuses (or 'all'), e.g. after a fix")
     runner.add_argument("--repro-dir", help="where one-node repros of runtime divergences go (default: OUT.repro)")
     for name in ("summary", "check", "draft-expectations"):
         sub = commands.add_parser(name)
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         plan = Plan(keys=_keys(args.ops), dtypes=args.dtypes.split(","), opsets=_int_list(args.opsets), out=args.out,
                     samples=_int_list(args.samples) if args.samples else None, workers=args.workers,
-                    timeout_s=args.timeout, repro_dir=args.repro_dir or args.out + ".repro",
+                    timeout_s=args.timeout, redo=tuple(filter(None, args.redo.split(","))), repro_dir=args.repro_dir or args.out + ".repro",
                     static_fields={"versions": versions(), "git_rev": git_revision()})
         written = run(plan)
         print(f"{written} rows appended to {args.out}")

@@ -100,8 +100,8 @@ def _prepare_dynamic(prepared: Prepared, group: list[OpSample]) -> None:
 
 
 def _untypeable(tensors: list[torch.Tensor]) -> str:
-    if not tensors:
-        return "the sample has no tensor argument (nothing would be a graph input)"
+    """Why ONNX cannot carry one of the sample's tensors ("" when it can; a sample of no tensors, such as a
+    factory call, exports as a graph without inputs)."""
     for tensor in tensors:
         if tensor.layout != torch.strided:
             return f"a {tensor.layout} tensor argument: ONNX tensors are dense"

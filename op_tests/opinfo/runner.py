@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 
-from conformance.results import ResultsWriter, read_rows
+from conformance.results import ResultsWriter, latest_by_case, read_rows
 from conformance.schema import empty_row
 
 _POLL_S = 1.0
@@ -35,6 +35,7 @@ class Plan:
     workers: int = 1
     timeout_s: float = 120.0
     repro_dir: str | None = None
+    redo: tuple[str, ...] = ()  # statuses (or "all") whose recorded cases run again (after a fix)
     static_fields: dict = field(default_factory=dict)
 
 
@@ -56,7 +57,8 @@ def serve(conn, plan: Plan, work: list[tuple[str, str]]) -> None:
     from op_tests.opinfo.check import check, modes_of, prepare
     from op_tests.opinfo.samples import listed_dtypes, opinfos_by_key, samples
 
-    done = {row["case_id"] for row in read_rows(plan.out)}
+    done = {case: row["status"] for case, row in latest_by_case(read_rows(plan.out)).items()}
+    done = {case for case, status in done.items() if status not in plan.redo and "all" not in plan.redo}
     table = opinfos_by_key()
     for key, dtype_name in work:
         opinfo = table[key]
