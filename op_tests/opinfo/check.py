@@ -43,6 +43,7 @@ class Prepared:
     dynamic_axes: dict[str, list[int]] = field(default_factory=dict)
     not_capturable: str = ""  # why the sample cannot become an ONNX model at all (not the exporter's fault)
     random: bool = False  # PyTorch's output changes from run to run (random ops): values cannot be compared
+    harness_error: str = ""  # the harness itself failed on this sample (a bug of ours: rows say crash)
     captures: dict = field(default_factory=dict)
 
 
@@ -56,7 +57,16 @@ def _outputs(model: torch.nn.Module, args: tuple, seed: int = 0) -> list[np.ndar
 
 
 def prepare(sample: OpSample, group: list[OpSample]) -> Prepared:
-    """Build the sample's module and reference outputs, or say why it cannot be captured at all."""
+    """Build the sample's module and reference outputs, or say why it cannot be captured at all. Never raises: a
+    harness failure is kept and reported by every row of the sample."""
+    try:
+        return _prepare(sample, group)
+    except Exception as error:
+        return Prepared(sample, harness_error=f"preparing the sample failed: {type(error).__name__}: {error}\n"
+                                              f"{traceback.format_exc(limit=-4)}")
+
+
+def _prepare(sample: OpSample, group: list[OpSample]) -> Prepared:
     prepared = Prepared(sample)
     try:
         tensors = sample.tensors()
@@ -143,7 +153,9 @@ def check(prepared: Prepared, opset: int, mode: str, repro_root: str | None = No
     """The results row of ``prepared`` exported at ``opset`` in ``mode``."""
     row = base_row(prepared, opset, mode)
     started = time.perf_counter()
-    if prepared.not_capturable:
+    if prepared.harness_error:
+        row.update(status="crash", stage="setup", error=_truncate(prepared.harness_error))
+    elif prepared.not_capturable:
         row.update(status="not_capturable", stage="capture", reason=prepared.not_capturable)
     else:
         try:

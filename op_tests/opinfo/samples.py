@@ -19,8 +19,6 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from exporter.capture import flatten
-
 # The dtypes tried besides float32 when the OpInfo lists them; ORT's CPU kernels cover these best.
 DTYPES = (torch.float32, torch.int64, torch.bool, torch.float16)
 SAMPLE_SEED = 0
@@ -75,7 +73,7 @@ class OpSample:
 
     def structure(self) -> tuple[list[torch.Tensor], Callable[[list], Any]]:
         """The sample's tensors in order and a function rebuilding (input, args, kwargs) from new tensors."""
-        return flatten((self.sample.input, tuple(self.sample.args), dict(self.sample.kwargs)))
+        return flatten_tensors((self.sample.input, tuple(self.sample.args), dict(self.sample.kwargs)))
 
     def tensors(self) -> list[torch.Tensor]:
         return self.structure()[0]
@@ -86,13 +84,35 @@ class OpSample:
     def signature(self) -> tuple:
         """What must agree for another sample to feed this one's dynamic export: the constants baked into the
         graph (every non-tensor argument) and each tensor's dtype and rank."""
-        marked = flatten((self.sample.input, tuple(self.sample.args), dict(self.sample.kwargs)))[1](
-            [_TensorMark(t.dtype, t.dim()) for t in self.tensors()])
-        return (repr(marked),)
+        tensors, rebuild = self.structure()
+        return (repr(rebuild([_TensorMark(t.dtype, t.dim()) for t in tensors])),)
 
     def describe(self) -> str:
         """A short human description: shapes of the tensors and the constant arguments."""
         return _describe(self.sample)
+
+
+def flatten_tensors(obj: Any) -> tuple[list[torch.Tensor], Callable[[list], Any]]:
+    """Tensor leaves of nested lists, tuples (named too) and dicts, and a function rebuilding the structure from
+    new leaves. Other values, tuple subclasses such as ``torch.Size`` included, are constants kept as they are."""
+    leaves: list[torch.Tensor] = []
+
+    def walk(node: Any) -> Callable[[list], Any]:
+        if isinstance(node, torch.Tensor):
+            index = len(leaves)
+            leaves.append(node)
+            return lambda flat: flat[index]
+        if type(node) in (list, tuple) or (isinstance(node, tuple) and hasattr(node, "_fields")):
+            parts = [walk(item) for item in node]
+            make = type(node) if type(node) in (list, tuple) else (lambda items, kind=type(node): kind(*items))
+            return lambda flat: make([p(flat) for p in parts])
+        if type(node) is dict:
+            items = {key: walk(value) for key, value in node.items()}
+            return lambda flat: {key: p(flat) for key, p in items.items()}
+        return lambda flat: node
+
+    rebuild = walk(obj)
+    return leaves, rebuild
 
 
 class _TensorMark:
