@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from conformance.compare import compare_arrays
-from conformance.results import ResultsWriter, git_revision, versions
+from conformance.results import ResultsWriter
 from conformance.schema import case_id, empty_row
 from conformance.session import make_session
 from conformance.tolerances import tolerance_for
@@ -187,11 +187,6 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> 
     return result
 
 
-@functools.lru_cache(maxsize=1)
-def _run_facts() -> dict:
-    return {"versions": versions(), "git_rev": git_revision()}
-
-
 def results_path() -> str | None:
     return os.environ.get("OP_TESTS_RESULTS")
 
@@ -209,7 +204,7 @@ def case_row(case: OpCase, opset: int, dynamic: bool, provider: str, result: Cas
     row = empty_row()
     row.update(case_id=case_id("op", case.name, opset, mode, provider), kind="op", source="cases", name=case.name,
                op=case.op, opset=opset, provider=provider, mode=mode, exporter="engine",
-               expected_min_opset=case.min_opset_for(dynamic), **_run_facts())
+               expected_min_opset=case.min_opset_for(dynamic))
     row.update(result.__dict__)
     return row
 

@@ -39,9 +39,11 @@ OUTCOMES = [
     Outcome("ort_kernel_missing", "ORT kernel missing", "#6c4fc4", "K", 85),
     Outcome("ort_run_error", "ORT run error", "#c25a9a", "R", 80),
     Outcome("mismatch", "Numerics mismatch", "#e9a23b", "≠", 70),
+    Outcome("runtime_divergence", "ONNX Runtime diverges from the ONNX reference", "#b08fd8", "D", 65),
     Outcome("not_registered", "Not registered", "#4d5966", "∅", 60),
     Outcome("unsupported", "Unsupported at this opset (ONNX)", "#a9bccf", "–", 50),
     Outcome("inconclusive", "Inconclusive", "#7fb7ae", "?", 40),
+    Outcome("not_capturable", "Sample not capturable (not an ONNX model)", "#e6e9ed", "n", 35),
     Outcome("skipped", "Skipped", "#d5dae0", "s", 30),
     Outcome("pass", "Pass", "#2f9e5f", "✓", 10),
 ]
@@ -138,6 +140,8 @@ def outcome_key(row: dict, registered: set[str] | None = None) -> str:
         if any(marker in error for marker in KERNEL_MISSING_MARKERS):
             return "ort_kernel_missing"
         return "ort_load_error" if text(row, "stage") == "ort_load" else "ort_run_error"
+    if status == "no_symbolic":
+        return "not_registered"
     if status == "unsupported":
         if NOT_REGISTERED_MARKER in error:
             return "not_registered"
@@ -161,11 +165,11 @@ def bucket(row: dict) -> str:
         return "passed"
     if status in FAILING_STATUSES or is_unexpected_unsupported(row):
         return "failed"
-    if status == "unsupported":
+    if status in ("unsupported", "no_symbolic"):
         return "unsupported"
-    if status == "inconclusive":
+    if status in ("inconclusive", "runtime_divergence"):  # the export is right; the comparison cannot pass it
         return "inconclusive"
-    if status == "skipped":
+    if status in ("skipped", "not_capturable"):
         return "skipped"
     return "failed"  # an unknown status is treated as the worst case, never silently as a pass
 
