@@ -5,6 +5,8 @@
     python -m op_tests.opinfo summary results/opinfo.jsonl         per-opset counts and the expectations verdict
     python -m op_tests.opinfo check results/opinfo.jsonl           exit 1 on a mismatch, unexpected failure or pass
     python -m op_tests.opinfo draft-expectations results/opinfo.jsonl > op_tests/opinfo/expectations.toml
+    python -m op_tests.opinfo report results/opinfo.jsonl results/op_tests.jsonl [--out results/reports/ops]
+                                                                   op x opset matrix of both sources (HTML)
     python -m op_tests.opinfo list                                 every OpInfo key of op_db
 """
 
@@ -98,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("summary", "check", "draft-expectations"):
         sub = commands.add_parser(name)
         sub.add_argument("results")
+    report = commands.add_parser("report")
+    report.add_argument("results", nargs="+")
+    report.add_argument("--out", default="results/reports/ops")
     commands.add_parser("list")
     args = parser.parse_args(argv)
 
@@ -112,6 +117,13 @@ def main(argv: list[str] | None = None) -> int:
         written = run(plan)
         print(f"{written} rows appended to {args.out}")
         print(summary(_rows(args.out)))
+        return 0
+    if args.command == "report":
+        from reports import op_matrix
+
+        rows = [row for path in args.results for row in _rows(path)]
+        expectations.judge([r for r in rows if r.get("source") == "opinfo"], expectations.load(), report_stale=False)
+        print(op_matrix.write(rows, args.out))
         return 0
     rows = _rows(args.results)
     if args.command == "summary":

@@ -58,8 +58,9 @@ def _one_node_repro(model: onnx.ModelProto, feeds: dict[str, np.ndarray], tolera
 
     from conformance.session import make_session
 
-    values = dict(ReferenceEvaluator(model).run(None, feeds, intermediate=True))
-    values.update({t.name: numpy_helper.to_array(t) for t in model.graph.initializer})
+    values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    values.update(feeds)
+    values.update(ReferenceEvaluator(model).run(None, feeds, intermediate=True))
     for node in model.graph.node:
         inputs = [name for name in node.input if name]
         if any(name not in values for name in inputs) or any(name not in values for name in node.output):
