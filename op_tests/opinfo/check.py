@@ -87,10 +87,12 @@ def _prepare(sample: OpSample, group: list[OpSample]) -> Prepared:
         prepared.not_capturable = "the op returns no tensor (nothing to export)"
         return prepared
     try:
-        torch.jit.trace(prepared.model, prepared.args, check_trace=False)
+        traced = torch.jit.trace(prepared.model, prepared.args, check_trace=False)
     except Exception as error:
         prepared.not_capturable = f"torch.jit.trace cannot trace the call: {_first_line(error)}"
         return prepared
+    # OpInfos of random ops seed the generator inside the call, so two runs agree; the graph still says random.
+    prepared.random = prepared.random or any(node.isNondeterministic() for node in traced.graph.nodes())
     _prepare_dynamic(prepared, group)
     return prepared
 
