@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     runner = commands.add_parser("run", help="check OpInfo samples at opsets, appending rows (resumable)")
     runner.add_argument("--out", default="results/opinfo.jsonl")
     runner.add_argument("--ops", help="comma-separated globs over OpInfo keys (name or name.variant)")
-    runner.add_argument("--dtypes", default="float32", help=f"comma-separated, of {[dtype_name(d) for d in DTYPES]}")
+    runner.add_argument("--dtypes", default="primary", help=f"comma-separated, of {[dtype_name(d) for d in DTYPES]}, or "
+                        "'primary': float32 where listed, else the OpInfo's first listed dtype (the default)")
     runner.add_argument("--opsets", default="7-16")
     runner.add_argument("--samples", help="sample indices, e.g. 0-3,7 (default: all)")
     runner.add_argument("--workers", type=int, default=1)

@@ -20,6 +20,9 @@ from conformance.results import ResultsWriter, latest_by_case, read_rows
 from conformance.schema import empty_row
 
 _POLL_S = 1.0
+# The dtype name standing for "float32 where the OpInfo lists it, else its first listed dtype" (so every OpInfo,
+# integer- and bool-only ones included, is attempted).
+PRIMARY = "primary"
 STARTUP_LIMIT_S = 300.0
 
 
@@ -55,6 +58,7 @@ def serve(conn, plan: Plan, work: list[tuple[str, str]]) -> None:
     torch.set_num_threads(1)
     onnxruntime.set_default_logger_severity(3)  # run errors are recorded in rows, not printed
     from op_tests.opinfo.check import check, modes_of, prepare
+    from op_tests.opinfo.samples import dtype_name as dtype_name_of
     from op_tests.opinfo.samples import listed_dtypes, opinfos_by_key, samples
 
     done = {case: row["status"] for case, row in latest_by_case(read_rows(plan.out)).items()}
@@ -62,8 +66,14 @@ def serve(conn, plan: Plan, work: list[tuple[str, str]]) -> None:
     table = opinfos_by_key()
     for key, dtype_name in work:
         opinfo = table[key]
+        listed = listed_dtypes(opinfo)
+        if dtype_name == PRIMARY:
+            if not listed:
+                conn.send(("row", _no_dtype(opinfo, plan)))
+                continue
+            dtype_name = dtype_name_of(listed[0])
         dtype = getattr(torch, dtype_name)
-        if dtype not in listed_dtypes(opinfo):
+        if dtype not in listed:
             continue
         try:
             group = samples(opinfo, dtype)
@@ -91,6 +101,20 @@ def _case_id(name: str, opset: int, mode: str) -> str:
     from conformance.schema import case_id
 
     return case_id("op", f"opinfo/{name}", opset, mode, "cpu")
+
+
+def _no_dtype(opinfo, plan: Plan) -> dict:
+    """The row of an OpInfo that lists none of the dtypes ONNX Runtime's CPU provider serves."""
+    from op_tests.opinfo.samples import DTYPES, dtype_name, opinfo_key
+
+    row = empty_row()
+    name = f"{opinfo_key(opinfo)}/none/s0"
+    row.update(case_id=_case_id(name, plan.opsets[0], "static"), kind="op", source="opinfo", name=name,
+               op=opinfo.name, variant=opinfo.variant_test_name, dtype="none", opset=plan.opsets[0], provider="cpu",
+               mode="static", status="not_capturable", stage="setup",
+               reason=f"the OpInfo lists none of {[dtype_name(d) for d in DTYPES]} on CPU "
+                      f"(it lists {sorted(dtype_name(d) for d in opinfo.supported_dtypes('cpu'))})")
+    return row
 
 
 def _generation_failure(opinfo, dtype: str, plan: Plan, error: Exception) -> dict:
