@@ -18,6 +18,10 @@ STATUSES = (
     "env_error",      # the environment cannot run the case as asked (CUDA requested, a GPU present, ORT cannot use it)
     "skipped",        # not run, with a reason (e.g. no CUDA device)
     "inconclusive",   # export and run succeeded, but the reference output cannot discriminate (see reason)
+    # op tests (OpInfo samples and hand-written cases):
+    "no_symbolic",         # an op in the captured graph has no symbolic at any opset
+    "not_capturable",      # the sample cannot become an ONNX model at all (complex/sparse tensors, non-tensor output)
+    "runtime_divergence",  # ORT disagrees with PyTorch, and onnx.reference agrees with PyTorch: ORT is wrong
 )
 
 STAGES = ("setup", "capture", "convert", "checker", "ort_load", "ort_run", "accuracy")
@@ -25,7 +29,6 @@ STAGES = ("setup", "capture", "convert", "checker", "ort_load", "ort_run", "accu
 FIELDS = {
     "case_id": "unique id: '{kind}/{name}/opset{opset}/{mode}/{provider}'",
     "kind": "'model' (torchvision), 'example' (the documentation's examples) or 'op' (an op_tests case)",
-    "op": "op rows: the ATen op under test (without namespace)",
     "dtypes": "op rows: the dtypes of the example inputs",
     "name": "model zoo entry name (torchvision model name, or the example's name)",
     "family": "classification | segmentation | detection | video | optical_flow | docs",
@@ -56,6 +59,17 @@ FIELDS = {
     "git_rev": "git revision of the working tree ('+dirty' when it has local changes)",
     "started_at": "ISO-8601 UTC time the case started",
     "duration_s": "wall time of the whole case, export and checks included",
+    # op rows
+    "source": "op rows: 'cases' (hand-written, op_tests/cases) or 'opinfo' (PyTorch's OpInfo samples)",
+    "op": "op rows: the op name (ATen op of a case, OpInfo name of a sample)",
+    "variant": "OpInfo rows: the OpInfo's variant_test_name ('' for the default)",
+    "sample": "OpInfo rows: index of the sample input (stable: samples are generated under a fixed seed)",
+    "dtype": "OpInfo rows: the sample's dtype",
+    "description": "OpInfo rows: the sample's tensor shapes and constant arguments",
+    "lowest_opset": "unsupported rows: the lowest opset the exporter says would work (null when unknown)",
+    "arbiter": "mismatch / runtime_divergence rows: what onnx.reference.ReferenceEvaluator said",
+    "tolerance_reason": "why the tolerance used is what it is (conformance/tolerances.py)",
+    "expectation": "the reason of the expectations.toml entry the row matches (null when none)",
 }
 
 # Failure statuses: of the exporter, or (env_error) of the machine the run was asked to use. conformance.verdict

@@ -22,8 +22,11 @@ ERROR_GROWTH = 2.0
 ERROR_FLOOR = 0.5
 
 # Statuses that never count as failures: a pass; a case that could not say anything (inconclusive: the export ran
-# but the reference cannot discriminate); a skip with a reason (no GPU). ``unsupported`` is judged by its opset.
-NOT_FAILURES = ("pass", "inconclusive", "skipped")
+# but the reference cannot discriminate); a skip with a reason (no GPU); an OpInfo sample that cannot become an ONNX
+# model at all (not_capturable); a disagreement the ONNX reference evaluator pins on ONNX Runtime, the export being
+# right (runtime_divergence). ``unsupported`` and ``no_symbolic`` are judged by their opset.
+NOT_FAILURES = ("pass", "inconclusive", "skipped", "not_capturable", "runtime_divergence")
+UNSUPPORTED = ("unsupported", "no_symbolic")
 KNOWN_FAILURE = "known failure"  # reason prefix of a failure an op case declares at an opset (an ONNX/ORT limit)
 
 
@@ -38,7 +41,7 @@ def is_engine_gap(row: dict) -> bool:
     """Unsupported at an opset the case claims (its ``expected_min_opset`` or above): the exporter falls short.
     Below the claim, or with no claim recorded, unsupported is a fact about ONNX, not a failure."""
     opset, expected = _opset(row, "opset"), _opset(row, "expected_min_opset")
-    return row.get("status") == "unsupported" and opset is not None and expected is not None and opset >= expected
+    return row.get("status") in UNSUPPORTED and opset is not None and expected is not None and opset >= expected
 
 
 def is_known_failure(row: dict) -> bool:
@@ -52,7 +55,7 @@ def is_failure(row: dict) -> bool:
     status = row.get("status")
     if status in NOT_FAILURES or is_known_failure(row):
         return False
-    if status == "unsupported":
+    if status in UNSUPPORTED:
         return is_engine_gap(row)
     return True
 

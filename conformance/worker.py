@@ -29,6 +29,7 @@ import model_zoo
 from conformance import op_cases, repro
 from conformance.compare import Verdict, arbitrate, compare_arrays, compare_detections, reference_problem
 from conformance.schema import empty_row
+from conformance.session import make_session
 
 PERTURBED_SEED = 1
 EXPORT_SEED = 0
@@ -276,22 +277,6 @@ def _captured_stderr():
 def _last_lines(text: str, count: int = 3) -> str:
     lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in text.splitlines()]
     return " | ".join([line for line in lines if line][-count:]) or "ONNX Runtime logged no reason"
-
-
-def make_session(model: str | bytes, provider: str):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 3
-    # Basic optimizations only (constant folding, redundant nodes): semantics-preserving, cheap to apply.
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    if provider == "cuda":
-        providers = [("CUDAExecutionProvider", {"use_tf32": 0}), "CPUExecutionProvider"]
-    else:
-        providers = ["CPUExecutionProvider"]
-    return ort.InferenceSession(model, options, providers=providers)
 
 
 def run_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import io
-import json
 import os
 import time
 import traceback
@@ -26,19 +25,14 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from conformance.compare import compare_arrays
+from conformance.results import ResultsWriter
+from conformance.schema import case_id, empty_row
+from conformance.session import make_session
+from conformance.tolerances import tolerance_for
+from conformance.verdict import KNOWN_FAILURE
+
 OPSETS = tuple(range(7, 17))
-
-# (rtol, atol) per (dtype, provider). fp32 CPU follows the legacy OpInfo consistency tests (1e-5/2e-5) relaxed
-# to 1e-4 rtol because ONNX Runtime uses different (vectorized) math libraries for transcendental functions.
-TOLERANCES: dict[tuple[str, str], tuple[float, float]] = {
-    ("float32", "cpu"): (1e-4, 2e-5),
-    ("float32", "cuda"): (1e-4, 1e-5),
-    ("float64", "cpu"): (1e-7, 1e-7),
-    ("float64", "cuda"): (1e-7, 1e-7),
-    ("float16", "cpu"): (1e-3, 1e-3),
-    ("float16", "cuda"): (1e-3, 1e-3),
-}
-
 
 @dataclass
 class OpCase:
@@ -126,55 +120,21 @@ def _feeds(session, tensors: list) -> dict[str, np.ndarray]:
     return dict(zip(names, arrays))
 
 
-def make_session(model_bytes: bytes, provider: str):
-    import onnxruntime as ort
+def tolerance(case: OpCase, dtype: str) -> Callable[[float], tuple[float, float]]:
+    """The shared table's tolerance for ``dtype`` and the case's op family, with the case's own override (which
+    must carry a ``tolerance_reason``)."""
+    entry = tolerance_for(dtype, case.op)
 
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
-    if provider == "cuda":
-        providers = [("CUDAExecutionProvider", {"use_tf32": 0}), "CPUExecutionProvider"]
-    else:
-        providers = ["CPUExecutionProvider"]
-    return ort.InferenceSession(model_bytes, options, providers=providers)
+    def at(scale: float) -> tuple[float, float]:
+        rtol, atol = entry.at(scale)
+        return (case.rtol if case.rtol is not None else rtol, case.atol if case.atol is not None else atol)
+
+    return at
 
 
-def compare(expected: list[torch.Tensor], actual: list[np.ndarray], provider: str, case: OpCase) -> tuple[bool, str, float, float, float, float]:
-    """(ok, message, max_abs, max_rel, rtol, atol) comparing PyTorch outputs with ONNX Runtime's."""
-    if len(expected) != len(actual):
-        return False, f"output count differs: torch {len(expected)}, onnx {len(actual)}", 0.0, 0.0, 0.0, 0.0
-    worst_abs = worst_rel = 0.0
-    used_rtol = used_atol = 0.0
-    for index, (e, a) in enumerate(zip(expected, actual)):
-        e_np = e.detach().cpu().numpy()
-        if tuple(e_np.shape) != tuple(a.shape):
-            return False, f"output {index}: shape {tuple(a.shape)} != torch {tuple(e_np.shape)}", worst_abs, worst_rel, 0, 0
-        if e_np.dtype != a.dtype:
-            return False, f"output {index}: dtype {a.dtype} != torch {e_np.dtype}", worst_abs, worst_rel, 0, 0
-        if e_np.dtype.kind in "biu":
-            diff = np.abs(e_np.astype(np.int64) - a.astype(np.int64)) if e_np.size else np.zeros(1)
-            worst_abs = max(worst_abs, float(diff.max()) if diff.size else 0.0)
-            if not np.array_equal(e_np, a):
-                return False, f"output {index}: integer values differ (max abs {worst_abs})", worst_abs, worst_rel, 0, 0
-            continue
-        rtol, atol = TOLERANCES.get((str(e_np.dtype), provider), (1e-4, 1e-5))
-        rtol = case.rtol if case.rtol is not None else rtol
-        atol = case.atol if case.atol is not None else atol
-        used_rtol, used_atol = max(used_rtol, rtol), max(used_atol, atol)
-        if e_np.size == 0:
-            continue
-        finite = np.isfinite(e_np) & np.isfinite(a)
-        same_special = (np.isnan(e_np) & np.isnan(a)) | (np.isinf(e_np) & (e_np == a))
-        if not np.all(finite | same_special):
-            return False, f"output {index}: NaN/Inf positions differ", worst_abs, worst_rel, rtol, atol
-        diff = np.abs(e_np[finite].astype(np.float64) - a[finite].astype(np.float64))
-        if diff.size:
-            rel = diff / np.maximum(np.abs(e_np[finite].astype(np.float64)), 1e-12)
-            worst_abs = max(worst_abs, float(diff.max()))
-            worst_rel = max(worst_rel, float(rel.max()))
-        if not np.allclose(a, e_np, rtol=rtol, atol=atol, equal_nan=True):
-            return False, f"output {index}: max abs error {worst_abs:.3g}, max rel error {worst_rel:.3g} (rtol {rtol}, atol {atol})", worst_abs, worst_rel, rtol, atol
-    return True, "", worst_abs, worst_rel, used_rtol, used_atol
+def _output_dtype(expected: list[torch.Tensor]) -> str:
+    floats = [str(t.dtype).replace("torch.", "") for t in expected if t.is_floating_point()]
+    return floats[0] if floats else "float32"
 
 
 # Two-sample Kolmogorov-Smirnov at significance 1e-6: c(alpha) = sqrt(-ln(alpha / 2) / 2). With a few thousand
@@ -271,56 +231,49 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> 
                 result.status, result.stage, result.error = "mismatch", "accuracy", f"size variant {variant}: {message}"
                 return result
             continue
-        ok, message, max_abs, max_rel, rtol, atol = compare(expected, actual, provider, case)
-        result.max_abs_error = max(result.max_abs_error or 0.0, max_abs)
-        result.max_rel_error = max(result.max_rel_error or 0.0, max_rel)
-        result.rtol, result.atol = rtol, atol
-        if not ok:
+        verdict = compare_arrays([e.detach().cpu().numpy() for e in expected], actual, tolerance(case, _output_dtype(expected)))
+        result.max_abs_error = max(result.max_abs_error or 0.0, verdict.max_abs)
+        result.max_rel_error = max(result.max_rel_error or 0.0, verdict.max_rel)
+        result.rtol, result.atol = verdict.rtol, verdict.atol
+        if not verdict.ok:
             result.status, result.stage = "mismatch", "accuracy"
-            result.error = f"size variant {variant}: {message}"
+            result.error = f"size variant {variant}: {verdict.message}"
             return result
     return result
-
-
-@functools.lru_cache(maxsize=1)
-def _run_facts() -> dict:
-    from conformance.results import git_revision, versions
-
-    return {"versions": versions(), "git_rev": git_revision()}
 
 
 def results_path() -> str | None:
     return os.environ.get("OP_TESTS_RESULTS")
 
 
+def record(case: OpCase, opset: int, dynamic: bool, provider: str, result: CaseResult) -> None:
+    """Append the case's row (the conformance results schema) to $OP_TESTS_RESULTS's per-worker part file."""
+    path = results_path()
+    if not path:
+        return
+    write_row(path, result_row(case, opset, dynamic, provider, result))
+
+
 def result_row(case: OpCase, opset: int, dynamic: bool, provider: str, result: CaseResult) -> dict:
     """The results row of one op case (the conformance results schema, kind "op"), as op_tests and the conformance
     runner both record it. A failure at an opset the case lists in ``known_failures`` carries that limitation as
     its reason ("known failure: ..."), which the release gate does not count as a failure."""
-    from conformance.schema import case_id
-    from conformance.verdict import KNOWN_FAILURE
-
     mode = "dynamic" if dynamic else "static"
     known = result.status != "pass" and case.known_failures.get(opset)
-    return {
-        "case_id": case_id("op", case.name, opset, mode, provider),
-        "kind": "op",
-        "name": case.name,
-        "op": case.op,
-        "opset": opset,
-        "provider": provider,
-        "mode": mode,
-        "expected_min_opset": case.min_opset_for(dynamic),
-        "reason": f"{KNOWN_FAILURE}: {known}" if known else "",
-        **result.__dict__,
-    }
+    row = empty_row()
+    row.update(case_id=case_id("op", case.name, opset, mode, provider), kind="op", source="cases", name=case.name,
+               op=case.op, opset=opset, provider=provider, mode=mode, exporter="engine",
+               expected_min_opset=case.min_opset_for(dynamic), reason=f"{KNOWN_FAILURE}: {known}" if known else "")
+    row.update(result.__dict__)
+    return row
 
 
-def record(case: OpCase, opset: int, dynamic: bool, provider: str, result: CaseResult) -> None:
-    """Append the case's result to the JSONL results file named by $OP_TESTS_RESULTS (one file per worker)."""
-    path = results_path()
-    if not path:
-        return
+def write_row(path: str, row: dict) -> None:
+    """Append ``row`` to this pytest worker's part of ``path`` (the session's end joins the parts)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    with open(f"{path}.{worker}.part", "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(result_row(case, opset, dynamic, provider, result)) + "\n")
+    _writer(f"{path}.{worker}.part").append(row)
+
+
+@functools.lru_cache(maxsize=4)
+def _writer(path: str) -> ResultsWriter:
+    return ResultsWriter(path)

@@ -41,9 +41,11 @@ OUTCOMES = [
     Outcome("ort_kernel_missing", "ORT kernel missing", "#6c4fc4", "K", 85),
     Outcome("ort_run_error", "ORT run error", "#c25a9a", "R", 80),
     Outcome("mismatch", "Numerics mismatch", "#e9a23b", "≠", 70),
+    Outcome("runtime_divergence", "ONNX Runtime diverges from the ONNX reference", "#b08fd8", "D", 65),
     Outcome("not_registered", "Not registered", "#4d5966", "∅", 60),
     Outcome("unsupported", "Unsupported at this opset (ONNX)", "#a9bccf", "–", 50),
     Outcome("inconclusive", "Inconclusive", "#7fb7ae", "?", 40),
+    Outcome("not_capturable", "Sample not capturable (not an ONNX model)", "#e6e9ed", "n", 35),
     Outcome("skipped", "Skipped", "#d5dae0", "s", 30),
     Outcome("pass", "Pass", "#2f9e5f", "✓", 10),
 ]
@@ -140,6 +142,8 @@ def outcome_key(row: dict, registered: set[str] | None = None) -> str:
         if any(marker in error for marker in KERNEL_MISSING_MARKERS):
             return "ort_kernel_missing"
         return "ort_load_error" if text(row, "stage") == "ort_load" else "ort_run_error"
+    if status == "no_symbolic":
+        return "not_registered"
     if status == "unsupported":
         if NOT_REGISTERED_MARKER in error:
             return "not_registered"
@@ -161,8 +165,10 @@ def bucket(row: dict) -> str:
         return "passed"
     if is_failure(row):
         return "failed"
-    if status in ("inconclusive", "skipped"):
-        return status
+    if status in ("inconclusive", "runtime_divergence"):  # the export is right; the comparison cannot pass it
+        return "inconclusive"
+    if status in ("skipped", "not_capturable"):
+        return "skipped"
     return "unsupported"
 
 

@@ -15,7 +15,7 @@ from onnx import TensorProto
 from exporter import dtypes
 from exporter.registry import parse_args, symbolic, unsupported
 from exporter.symbolics._helpers import (
-    FLOAT, cast, normalize_dim, output_dtype, require_rank, squeeze, torch_dtype_arg, unsqueeze,
+    FLOAT, cast, normalize_dim, output_dtype, require_rank, reshape, torch_dtype_arg, unsqueeze,
 )
 from exporter.symbolics.comparison import less, select
 from exporter.symbolics.elementwise import as_float, clamp_value, maximum_value, unary_math
@@ -235,8 +235,8 @@ def prelu(g, self, weight):
     if rank >= 2 and weight.rank == 1:
         # PyTorch's weight is per channel (dim 1); ONNX broadcasts the slope from the right.
         weight = unsqueeze(g, weight, list(range(1, rank - 1))) if rank > 2 else weight
-    elif rank == 0 and weight.rank == 1:
-        weight = squeeze(g, weight, [0])  # a 0-d input gives a 0-d result, not the weight's (1,)
+    if rank == 0:
+        weight = reshape(g, weight, [])  # a 0-d input keeps its shape (the single slope must not broadcast it up)
     if _native(g, self) or g.opset >= 16:
         return g.op("PRelu", self, weight)
     return g.op("Sub", g.op("Relu", self), g.op("Mul", weight, g.op("Relu", g.op("Neg", self))))

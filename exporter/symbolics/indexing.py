@@ -117,6 +117,18 @@ def _linear_offsets(shape: list[int], index_shape: list[int], dim: int) -> tuple
     return offsets, int(strides[dim])
 
 
+def _wrapped(g, self, dim: int, index):
+    """Negative indices made non-negative (torch and GatherElements read -1 as the last position; the linear
+    positions and the index == j selection below opset 11 need 0 .. n-1). Less on float exists from opset 7."""
+    size = dim_size(g, self, dim)
+    size = g.const(size, torch.int64) if isinstance(size, int) else size
+    double = dtypes.onnx_from_torch(torch.float64)
+    negative = cast(g, g.op("Less", cast(g, index, double), g.const(0.0, torch.float64)), INT64)
+    wrapped = g.op("Add", index, g.op("Mul", negative, size))
+    wrapped.shape = index.shape
+    return wrapped
+
+
 def _flat_positions(g, self, dim: int, index):
     """Linear positions into ``self`` flattened that torch.gather addresses (static shapes only)."""
     offsets, stride = _linear_offsets(g.static_dims(self), g.static_dims(index), dim)
@@ -158,6 +170,7 @@ def gather(g, self, dim, index, sparse_grad=None):
     index = cast(g, g.value(index), INT64)
     if g.opset >= 11:
         return g.op("GatherElements", self, index, axis_i=dim)
+    index = _wrapped(g, self, dim, index)
     if g.static_dims(self) is None or g.static_dims(index) is None:
         return _gather_by_hits(g, self, dim, index)
     return g.op("Gather", reshape_to(g, self, [-1]), _flat_positions(g, self, dim, index), axis_i=0)

@@ -86,6 +86,10 @@ def batch_norm(g, input, weight, bias, running_mean, running_var, training, mome
         return _batch_norm_from_batch_statistics(g, input, weight, bias, eps)
     if training and g.training:
         return _batch_norm_training(g, input, weight, bias, running_mean, running_var, momentum, eps)
+    if training:
+        # The call itself asks for batch statistics (F.batch_norm(..., training=True)): PyTorch normalizes with
+        # them whatever the export mode; only the running-statistics update is dropped in an eval export.
+        return _batch_norm_from_batch_statistics(g, input, weight, bias, eps)
     attrs = {"epsilon_f": eps}
     if g.opset < 9:
         attrs["spatial_i"] = 1

@@ -6,6 +6,7 @@ import math
 
 from exporter.registry import parse_args, symbolic, unsupported
 from exporter.symbolics._helpers import INT64, require_rank, slice_op
+from exporter.symbolics.shape import pad_op
 
 
 def _spatial(g, input):
@@ -29,8 +30,9 @@ def _ceil_mode_pads(g, input, kernel, stride, pads, dilation):
         ceil_out = math.ceil((size + 2 * p - effective) / s) + 1
         if (ceil_out - 1) * s >= size + p:
             ceil_out -= 1
-        floor_out = (size + 2 * p - effective) // s + 1
-        extra.append((ceil_out - floor_out) * s)
+        # The least end padding whose floor-mode count reaches ceil_out (more could make a pad >= the kernel,
+        # which ONNX Runtime rejects).
+        extra.append(max(0, (ceil_out - 1) * s + effective - (size + 2 * p)))
     return extra
 
 
@@ -66,10 +68,29 @@ def max_pool(g, input, kernel_size, stride, padding, dilation, ceil_mode):
 def avg_pool(g, input, kernel_size, stride, padding, ceil_mode, count_include_pad=True, divisor_override=None):
     if _has_divisor(g):
         raise unsupported(g.node.kind(), g.opset, "divisor_override has no ONNX equivalent")
-    if ceil_mode and g.opset < 10 and not count_include_pad:
-        raise unsupported(g.node.kind(), g.opset, "ceil_mode=True without count_include_pad needs opset >= 10")
+    if ceil_mode and g.opset < 10:
+        return _avg_pool_ceil_before_10(g, input, kernel_size, stride, padding, count_include_pad)
     return _pool(g, "AveragePool", input, kernel_size, stride, padding, [1], ceil_mode,
                  count_include_pad_i=int(count_include_pad))
+
+
+def _avg_pool_ceil_before_10(g, input, kernel_size, stride, padding, count_include_pad):
+    """Ceil-mode average pooling before AveragePool had ``ceil_mode`` (opset 10).
+
+    The ceil-mode windows come from extra end padding (see ``_ceil_mode_pads``). PyTorch divides by the window's
+    overlap with the input plus its declared padding, never the ceil overflow; so the overflow is padding that
+    AveragePool must not count (count_include_pad=0), and a counted declared padding is made real zeros first.
+    """
+    spatial = _spatial(g, input)
+    kernel = _expand(kernel_size, spatial)
+    stride = _expand(stride, spatial, kernel)
+    padding = _expand(padding, spatial, [0])
+    extra = _ceil_mode_pads(g, input, kernel, stride, padding, [1] * spatial)
+    if count_include_pad and any(padding):
+        input = pad_op(g, input, [p for p in reversed(padding) for _ in (0, 1)], "constant")
+        padding = [0] * spatial
+    return g.op("AveragePool", input, kernel_shape_i=kernel, strides_i=stride, count_include_pad_i=0,
+                pads_i=padding + [p + e for p, e in zip(padding, extra)])
 
 
 def _has_divisor(g) -> bool:

@@ -236,14 +236,17 @@ def _moments(g, x, args):
 
 
 def _degrees_of_freedom(g, x, reduced, axes, correction, compute):
-    """N - correction, where N counts the reduced elements (a constant when the shape is static)."""
+    """max(N - correction, 0), where N counts the reduced elements (a constant when the shape is static).
+
+    torch clamps at 0, so too few elements give 0/0 = NaN; an unclamped -1 would give -0 for an empty input.
+    """
     dims = g.static_dims(x)
     if dims is not None:
         count = math.prod(dims[a] for a in (axes if axes is not None else range(len(dims))))
-        return g.const(float(count - correction), compute)
+        return g.const(float(max(count - correction, 0)), compute)
     # Size(x) / Size(mean with kept dims) is the reduced count without knowing any dim.
     count = g.op("Div", cast(g, g.op("Size", x), compute), cast(g, g.op("Size", reduced), compute))
-    return g.op("Sub", count, g.const(float(correction), compute))
+    return g.op("Max", g.op("Sub", count, g.const(float(correction), compute)), g.const(0.0, compute))
 
 
 # -- norms and logsumexp ---------------------------------------------------------------------------------------

@@ -671,12 +671,13 @@ def _pad_circular(g, x, pad: list, rank: int):
     for i in range(len(pad) // 2):
         axis = rank - 1 - i
         begin, end = pad[2 * i], pad[2 * i + 1]
-        parts = []
+        # Negative pads crop first; the wrapped-around parts come from the cropped tensor, as in torch.
+        core = slice_op(g, out, [axis], [max(-begin, 0)], [end if end < 0 else INT64_MAX])
+        parts = [core]
         if begin > 0:
-            parts.append(slice_op(g, out, [axis], [-begin], [INT64_MAX]))
-        parts.append(slice_op(g, out, [axis], [max(-begin, 0)], [end if end < 0 else INT64_MAX]))
+            parts.insert(0, slice_op(g, core, [axis], [-begin], [INT64_MAX]))
         if end > 0:
-            parts.append(slice_op(g, out, [axis], [0], [end]))
+            parts.append(slice_op(g, core, [axis], [0], [end]))
         out = parts[0] if len(parts) == 1 else g.op("Concat", *parts, axis_i=axis)
     return out
 

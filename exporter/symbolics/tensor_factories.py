@@ -21,6 +21,7 @@ from exporter.symbolics._helpers import (
     INT64,
     cast,
     constant_value,
+    dim_size,
     is_value,
     output_dtype,
     reshape,
@@ -227,18 +228,21 @@ def range_(g, *args):
 @symbolic("aten::linspace")
 def linspace(g, start, end, steps, *options):
     """linspace(start, end, steps) with run-time bounds; steps must be a constant."""
-    steps = int(constant_value(steps))
-    out_type = _dtype(g, _first(options))
-    if steps == 1:
-        return reshape(g, cast(g, start, out_type), [1])
+    return cast(g, _linspace_double(g, start, end, int(constant_value(steps))), _dtype(g, _first(options)))
+
+
+def _linspace_double(g, start, end, steps: int):
+    """``steps`` evenly spaced float64 values from start to end, computed the way torch does."""
     start_d, end_d = cast(g, start, DOUBLE), cast(g, end, DOUBLE)
+    if steps == 1:
+        return reshape(g, start_d, [1])
     step = g.op("Div", g.op("Sub", end_d, start_d), g.const(float(steps - 1), torch.float64))
     # torch walks from both ends towards the middle, so the last value is exactly ``end``.
     half = steps // 2
     lower = g.op("Add", start_d, g.op("Mul", g.const(np.arange(half, dtype=np.float64)), step))
     upper_offsets = np.arange(steps - half - 1, -1, -1, dtype=np.float64)
     upper = g.op("Sub", end_d, g.op("Mul", g.const(upper_offsets), step))
-    return cast(g, g.op("Concat", lower, upper, axis_i=0), out_type)
+    return g.op("Concat", lower, upper, axis_i=0)
 
 
 @symbolic("aten::eye")
@@ -251,3 +255,17 @@ def eye(g, n, *args):
     out_type = _dtype(g, _first(options))
     zeros_ = g.op("ConstantOfShape", to_int64_list_value(g, [n, m]), value_t=np.zeros(1, dtype=np.float32))
     return cast(g, g.op("EyeLike", zeros_, dtype_i=FLOAT), out_type)
+
+
+@symbolic("aten::logspace")
+def logspace(g, start, end, steps, base, *options):
+    """logspace(start, end, steps, base): base ** linspace(start, end, steps), in float64 like torch's kernel."""
+    exponents = _linspace_double(g, start, end, int(constant_value(steps)))
+    powers = g.op("Pow", g.const(float(constant_value(base)), torch.float64), exponents)
+    return cast(g, powers, _dtype(g, _first(options)))
+
+
+@symbolic("aten::_dim_arange")
+def dim_arange(g, like, dim):
+    """_dim_arange(like, dim): 0 .. like.size(dim) - 1 as int64 (what a traced ``arange(x.size(dim))`` records)."""
+    return arange_indices(g, dim_size(g, like, int(constant_value(dim))))

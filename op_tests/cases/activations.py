@@ -50,6 +50,9 @@ CASES = [
     OpCase("prelu", randn(2, 3, 4, 5), module=lambda: torch.nn.PReLU(3, init=0.3)),
     OpCase("prelu", randn(2, 3), sample="single_weight", module=lambda: torch.nn.PReLU(init=0.1)),
     OpCase("prelu", randn(2, 4), sample="2d_channels", module=lambda: torch.nn.PReLU(4, init=0.2)),
+    # A 0-d input keeps its shape (OpInfo prelu sample 7 came out with shape (1,)); not dynamic: nothing to vary.
+    OpCase("prelu", lambda k: (torch.tensor(-1.5 - k), torch.tensor([0.25])), sample="0d_input",
+           fn=lambda x, w: F.prelu(x, w), dynamic=False),
     OpCase("rrelu", randn(2, 3), module=lambda: torch.nn.RReLU(0.1, 0.3)),
     OpCase("threshold", randn(2, 3), fn=lambda x: F.threshold(x, 0.5, -2.0), min_opset=9),
     OpCase("threshold", lambda k: (torch.randint(-9, 9, (2 + k, 3)),), sample="int", fn=lambda x: F.threshold(x, 2, 0)),

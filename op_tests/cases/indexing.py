@@ -99,6 +99,9 @@ CASES = [
     OpCase("take_along_dim", lambda k: (_r(3, 4), _idx(4, 3, 2)), fn=lambda x, i: torch.take_along_dim(x, i, 1)),
     OpCase("take_along_dim", lambda k: (_r(1, 4), _idx(4, 3, 2)), sample="broadcast", fn=lambda x, i: torch.take_along_dim(x, i, -1)),
     OpCase("take_along_dim", lambda k: (_r(3, 4), _idx(12, 5)), sample="flat", fn=lambda x, i: torch.take_along_dim(x, i)),
+    # Negative indices address from the end (OpInfo take_along_dim sample 4 was wrong at opsets 7-10).
+    OpCase("take_along_dim", lambda k: (_r(3, 5 + k), -1 - _idx(5, 3, 5)), sample="negative",
+           fn=lambda x, i: torch.take_along_dim(x, i, 1), dynamic_min_opset=9),
     # aten::index
     OpCase("index", lambda k: (_r(5, 3 + k), _idx(5, 4)), sample="tensor", fn=lambda x, i: x[i]),
     OpCase("index", lambda k: (_r(2 + k, 5, 3), _idx(5, 2, 2)), sample="tensor_dim1", fn=lambda x, i: x[:, i]),

@@ -39,6 +39,10 @@ CASES = [
     OpCase("normalize", lambda k: (torch.randn(2 + k, 5),), fn=lambda x: F.normalize(x, dim=1)),
     OpCase("normalize", lambda k: (torch.randn(2 + k, 5, 3),), sample="p1_dim0", fn=lambda x: F.normalize(x, p=1, dim=0)),
     # batch norm edge cases (the symbolic lives in nn.py)
+    # training=True in the call means batch statistics even in an eval export (OpInfo batch_norm samples
+    # 0, 2, 5, 8 used the running statistics instead).
+    OpCase("batch_norm", lambda k: (torch.randn(3 + k, 2, 4), torch.randn(2), torch.rand(2) + 0.5),
+           sample="functional_training", fn=lambda x, mean, var: F.batch_norm(x, mean, var, training=True, eps=0.1)),
     OpCase("batch_norm", lambda k: (torch.randn(2 + k, 4),), sample="1d_on_2d",
            module=lambda: _calibrated(torch.nn.BatchNorm1d(4), (8, 4))),
     OpCase("batch_norm", lambda k: (torch.randn(2 + k, 4, 6),), sample="1d_on_3d",

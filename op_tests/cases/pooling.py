@@ -15,6 +15,12 @@ CASES = [
     OpCase("adaptive_avg_pool2d", lambda k: (torch.randn(1 + k, 3, 8, 8),), sample="to_2x2",
            fn=lambda x: F.adaptive_avg_pool2d(x, 2)),
     OpCase("avg_pool2d", lambda k: (torch.randn(1 + k, 3, 8, 8),), fn=lambda x: F.avg_pool2d(x, 3, 2, padding=1)),
+    # Ceil mode whose last window overflows the padded input: PyTorch's divisor never counts the overflow
+    # (OpInfo avg_pool1d samples 2 and 6 were wrong at opsets 7-9).
+    OpCase("avg_pool1d", lambda k: (torch.randn(1 + k, 3, 9),), sample="ceil_count_pad",
+           fn=lambda x: F.avg_pool1d(x, 6, 3, padding=2, ceil_mode=True, count_include_pad=True)),
+    OpCase("avg_pool2d", lambda k: (torch.randn(1 + k, 2, 9, 8),), sample="ceil_no_count_pad",
+           fn=lambda x: F.avg_pool2d(x, 3, 2, padding=1, ceil_mode=True, count_include_pad=False)),
 ]
 
 # MaxPool's Indices output arrives in opset 8.

@@ -67,6 +67,9 @@ CASES = [
     # var / std
     OpCase("var", lambda k: (_x(k, 3, 4),), fn=lambda x: x.var()),
     OpCase("var", lambda k: (_x(k, 3, 4, 2),), sample="dim_biased", fn=lambda x: x.var(1, unbiased=False)),
+    # Fewer elements than the correction: torch clamps the degrees of freedom at 0, giving NaN (not -0).
+    OpCase("var", lambda k: (torch.randn(1, 3 + k),), sample="correction_above_count",
+           fn=lambda x: torch.var(x, 0, correction=2)),
     OpCase("var", lambda k: (_x(k, 3, 4, 2),), sample="correction2_keepdim",
            fn=lambda x: torch.var(x, (0, 2), correction=2, keepdim=True)),
     OpCase("std", lambda k: (_x(k, 3, 4),), fn=lambda x: x.std(-1)),

@@ -151,6 +151,9 @@ CASES = [
     OpCase("pad", lambda k: (_r(1 + k, 2, 4, 5),), sample="reflect", fn=lambda x: F.pad(x, (1, 2, 2, 1), mode="reflect")),
     OpCase("pad", lambda k: (_r(1 + k, 2, 4, 5),), sample="replicate", fn=lambda x: F.pad(x, (1, 0, 2, 3), mode="replicate")),
     OpCase("pad", lambda k: (_r(1 + k, 2, 4, 5),), sample="circular", fn=lambda x: F.pad(x, (1, 2, 2, 1), mode="circular")),
+    # Negative circular pads crop first and wrap the cropped tensor (OpInfo pad.circular sample 7).
+    OpCase("pad", lambda k: (_r(1 + k, 3, 4, 4),), sample="circular_negative",
+           fn=lambda x: F.pad(x, (-1, 1, -2, 1), mode="circular")),
     OpCase("pad", lambda k: (_r(2 + k, 5, dtype=torch.int64),), sample="int64", fn=lambda x: F.pad(x, (2, 1), value=3)),
     OpCase("pad", lambda k: (_r(2 + k, 6),), sample="negative_crop", fn=lambda x: F.pad(x, (-1, 2))),
     OpCase("pad", lambda k: (_r(1 + k, 2, 5, dtype=torch.float16),), sample="float16_reflect",

@@ -35,6 +35,13 @@ class _SizesAsTensor(torch.nn.Module):
         return torch.tensor([x.size(0), x.size(1)])
 
 
+class _DimArange(torch.nn.Module):
+    """Scripted: torch._dim_arange(x, 0) is the range a traced ``arange(x.size(0))`` becomes in older exporters."""
+
+    def forward(self, x):
+        return x[:, 0] + torch._dim_arange(x, 0)
+
+
 CASES = [
     OpCase("zeros", lambda k: (_r(2 + k, 3),), fn=lambda x: x + torch.zeros(x.size(0), 3)),
     OpCase("zeros", lambda k: (_r(2 + k, 3),), sample="int64", fn=lambda x: torch.zeros(x.shape, dtype=torch.int64)),
@@ -75,4 +82,7 @@ CASES = [
     OpCase("scalar_tensor", lambda k: (_r(3 + k, 2),), fn=lambda x: x * torch.scalar_tensor(x.size(0))),
     OpCase("tensor", lambda k: (_r(3 + k, 2),), module=lambda: torch.jit.script(_SizesAsTensor())),
     OpCase("tensor", lambda k: (_r(3 + k, 2),), sample="constant", fn=lambda x: x + torch.tensor([1.0, 2.0])),
+    OpCase("logspace", lambda k: (_r(3 + k, 2),), fn=lambda x: x[:1, :1] + torch.logspace(-1.5, 2.0, 5, base=3.0)),
+    OpCase("_dim_arange", lambda k: (_r(3 + k, 2),), module=lambda: torch.jit.script(_DimArange()),
+           dynamic_min_opset=9),
 ]

@@ -1,0 +1,140 @@
+"""``python -m op_tests.opinfo``: the full OpInfo matrix (resumable), its summary, and the expectations check.
+
+    python -m op_tests.opinfo run --out results/opinfo.jsonl [--ops 'gather,nn.functional.*pool*'] \\
+        [--dtypes float32] [--opsets 7-16] [--samples 0-3] [--workers 1]
+    python -m op_tests.opinfo summary results/opinfo.jsonl         per-opset counts and the expectations verdict
+    python -m op_tests.opinfo check results/opinfo.jsonl           exit 1 on a mismatch, unexpected failure or pass
+    python -m op_tests.opinfo draft-expectations results/opinfo.jsonl > op_tests/opinfo/expectations.toml
+    python -m op_tests.opinfo report results/opinfo.jsonl results/op_tests.jsonl [--out results/reports/ops]
+                                                                   op x opset matrix of both sources (HTML)
+    python -m op_tests.opinfo list                                 every OpInfo key of op_db
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import fnmatch
+import sys
+
+from conformance.results import git_revision, latest_by_case, read_rows, versions
+from op_tests.opinfo import expectations
+from op_tests.opinfo.runner import Plan, run
+from op_tests.opinfo.samples import DTYPES, dtype_name
+
+STATUS_ORDER = ("pass", "runtime_divergence", "mismatch", "unsupported", "no_symbolic", "not_capturable",
+                "inconclusive", "export_error", "checker_error", "ort_error", "timeout", "crash")
+
+
+def _int_list(text: str) -> list[int]:
+    values: list[int] = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        values.extend(range(int(low), int(high or low) + 1))
+    return values
+
+
+def _keys(patterns: str | None) -> list[str]:
+    from op_tests.opinfo.samples import opinfos_by_key
+
+    keys = list(opinfos_by_key())
+    if not patterns:
+        return keys
+    chosen = [k for k in keys if any(fnmatch.fnmatchcase(k, p) for p in patterns.split(","))]
+    if not chosen:
+        raise SystemExit(f"no OpInfo matches {patterns!r} (python -m op_tests.opinfo list)")
+    return chosen
+
+
+def _rows(path: str) -> list[dict]:
+    return list(latest_by_case(read_rows(path)).values())
+
+
+def summary(rows: list[dict]) -> str:
+    """Per-opset status counts, OpInfos and samples attempted, and the expectations verdict."""
+    lines = [f"OpInfos attempted: {len({expectations._key(r) for r in rows})}, samples (x dtype): "
+             f"{len({r['name'] for r in rows})}, rows: {len(rows)}"]
+    statuses = [s for s in STATUS_ORDER if any(r["status"] == s for r in rows)]
+    lines.append("opset " + " ".join(f"{s:>18}" for s in statuses) + "   pass rate")
+    for opset in sorted({r["opset"] for r in rows}):
+        counts = collections.Counter(r["status"] for r in rows if r["opset"] == opset)
+        total = sum(counts.values())
+        lines.append(f"{opset:>5} " + " ".join(f"{counts[s]:>18}" for s in statuses)
+                     + f"   {counts['pass'] / total:.1%}")
+    judgement = expectations.judge(rows, expectations.load(), report_stale=False)
+    lines.append(f"expected non-passes: {len(judgement.expected)}; mismatches: {len(judgement.mismatches)}; "
+                 f"unexpected failures: {len(judgement.unexpected_failures)}; "
+                 f"unexpected passes: {len(judgement.unexpected_passes)}")
+    return "\n".join(lines)
+
+
+def check(rows: list[dict], whole: bool) -> int:
+    judgement = expectations.judge(rows, expectations.load(), report_stale=whole)
+    for row in judgement.mismatches:
+        print(f"MISMATCH {row['case_id']}: {row['error']} [{row.get('arbiter')}]")
+    for row in judgement.unexpected_failures:
+        print(f"UNEXPECTED {row['status']} {row['case_id']}: {(row['error'] or row['reason'] or '').splitlines()[0][:200]}")
+    for row, entry in judgement.unexpected_passes:
+        print(f"UNEXPECTED PASS {row['case_id']}: remove the expectation ({entry.reason})")
+    for entry in judgement.stale:
+        print(f"STALE expectation {entry.op} samples={entry.samples} opsets={entry.opsets}: {entry.reason}")
+    print(f"{len(rows)} rows: {len(judgement.mismatches)} mismatches, {len(judgement.unexpected_failures)} unexpected "
+          f"failures, {len(judgement.unexpected_passes)} unexpected passes, {len(judgement.stale)} stale expectations")
+    return 0 if judgement.ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m op_tests.opinfo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    runner = commands.add_parser("run", help="check OpInfo samples at opsets, appending rows (resumable)")
+    runner.add_argument("--out", default="results/opinfo.jsonl")
+    runner.add_argument("--ops", help="comma-separated globs over OpInfo keys (name or name.variant)")
+    runner.add_argument("--dtypes", default="primary", help=f"comma-separated, of {[dtype_name(d) for d in DTYPES]}, or "
+                        "'primary': float32 where listed, else the OpInfo's first listed dtype (the default)")
+    runner.add_argument("--opsets", default="7-16")
+    runner.add_argument("--samples", help="sample indices, e.g. 0-3,7 (default: all)")
+    runner.add_argument("--workers", type=int, default=1)
+    runner.add_argument("--timeout", type=float, default=120.0, help="seconds one case may run")
+    runner.add_argument("--redo", default="", help="re-run recorded cases of these statuses (or 'all'), e.g. after a fix")
+    runner.add_argument("--repro-dir", help="where one-node repros of runtime divergences go (default: OUT.repro)")
+    for name in ("summary", "check", "draft-expectations"):
+        sub = commands.add_parser(name)
+        sub.add_argument("results")
+    report = commands.add_parser("report")
+    report.add_argument("results", nargs="+")
+    report.add_argument("--out", default="results/reports/ops")
+    commands.add_parser("list")
+    args = parser.parse_args(argv)
+
+    if args.command == "list":
+        print("\n".join(_keys(None)))
+        return 0
+    if args.command == "run":
+        plan = Plan(keys=_keys(args.ops), dtypes=args.dtypes.split(","), opsets=_int_list(args.opsets), out=args.out,
+                    samples=_int_list(args.samples) if args.samples else None, workers=args.workers,
+                    timeout_s=args.timeout, redo=tuple(filter(None, args.redo.split(","))), repro_dir=args.repro_dir or args.out + ".repro",
+                    static_fields={"versions": versions(), "git_rev": git_revision()})
+        written = run(plan)
+        print(f"{written} rows appended to {args.out}")
+        print(summary(_rows(args.out)))
+        return 0
+    if args.command == "report":
+        from reports import op_matrix
+
+        rows = [row for path in args.results for row in _rows(path)]
+        expectations.judge([r for r in rows if r.get("source") == "opinfo"], expectations.load(), report_stale=False)
+        print(op_matrix.write(rows, args.out))
+        return 0
+    rows = _rows(args.results)
+    if args.command == "summary":
+        print(summary(rows))
+        return 0
+    if args.command == "check":
+        return check(rows, whole=True)
+    print(expectations.draft(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""Checking one OpInfo sample: capture once, then export at each opset (static and dynamic), run ONNX Runtime,
+compare with PyTorch, and let the reference evaluator rule on any disagreement. One results row per
+(opset, mode), in the conformance results schema.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+import traceback
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from conformance.compare import compare_arrays
+from conformance.schema import case_id, empty_row
+from conformance.session import make_session
+from conformance.tolerances import tolerance_for
+from conformance.worker import onnx_op_types, reused_capture
+from op_tests.opinfo.arbiter import arbitrate
+from op_tests.opinfo.samples import OpSample, dtype_name, dynamic_partner
+
+OPSETS = tuple(range(7, 17))
+MODES = ("static", "dynamic")
+_ERROR_LIMIT = 2000
+# Tensor kinds ONNX cannot carry: such a sample is not capturable as an ONNX model, whatever the exporter does.
+_NO_ONNX_TYPE = (torch.complex32, torch.complex64, torch.complex128, torch.bfloat16)
+
+
+@dataclass
+class Prepared:
+    """Everything about a sample that does not depend on the opset: its module, inputs and PyTorch's outputs."""
+
+    sample: OpSample
+    model: torch.nn.Module | None = None
+    args: tuple = ()
+    expected: list[np.ndarray] = field(default_factory=list)
+    partner: OpSample | None = None
+    partner_args: tuple = ()
+    partner_expected: list[np.ndarray] = field(default_factory=list)
+    dynamic_axes: dict[str, list[int]] = field(default_factory=dict)
+    not_capturable: str = ""  # why the sample cannot become an ONNX model at all (not the exporter's fault)
+    random: bool = False  # PyTorch's output changes from run to run (random ops): values cannot be compared
+    harness_error: str = ""  # the harness itself failed on this sample (a bug of ours: rows say crash)
+    captures: dict = field(default_factory=dict)
+
+
+def _outputs(model: torch.nn.Module, args: tuple, seed: int = 0) -> list[np.ndarray]:
+    from exporter.capture import flatten_outputs
+
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        result = model(*[a.clone() for a in args])  # clones: in-place ops must not alter the sample
+    return [t.detach().numpy() for t in flatten_outputs(result)]
+
+
+def prepare(sample: OpSample, group: list[OpSample]) -> Prepared:
+    """Build the sample's module and reference outputs, or say why it cannot be captured at all. Never raises: a
+    harness failure is kept and reported by every row of the sample."""
+    try:
+        return _prepare(sample, group)
+    except Exception as error:
+        return Prepared(sample, harness_error=f"preparing the sample failed: {type(error).__name__}: {error}\n"
+                                              f"{traceback.format_exc(limit=-4)}")
+
+
+def _prepare(sample: OpSample, group: list[OpSample]) -> Prepared:
+    prepared = Prepared(sample)
+    try:
+        tensors = sample.tensors()
+    except Exception as error:
+        prepared.not_capturable = f"the sample's inputs cannot be flattened: {type(error).__name__}: {error}"
+        return prepared
+    prepared.not_capturable = _untypeable(tensors)
+    if prepared.not_capturable:
+        return prepared
+    prepared.model, prepared.args = sample.module().eval(), tuple(tensors)
+    try:
+        prepared.expected = _outputs(prepared.model, prepared.args)
+        prepared.random = not _same(prepared.expected, _outputs(prepared.model, prepared.args, seed=1))
+    except Exception as error:
+        prepared.not_capturable = f"PyTorch cannot run the sample or its output is not tensors: {_first_line(error)}"
+        return prepared
+    if not prepared.expected:
+        prepared.not_capturable = "the op returns no tensor (nothing to export)"
+        return prepared
+    try:
+        traced = torch.jit.trace(prepared.model, prepared.args, check_trace=False)
+    except Exception as error:
+        prepared.not_capturable = f"torch.jit.trace cannot trace the call: {_first_line(error)}"
+        return prepared
+    # OpInfos of random ops seed the generator inside the call, so two runs agree; the graph still says random.
+    prepared.random = prepared.random or any(node.isNondeterministic() for node in traced.graph.nodes())
+    _prepare_dynamic(prepared, group)
+    return prepared
+
+
+def _prepare_dynamic(prepared: Prepared, group: list[OpSample]) -> None:
+    found = dynamic_partner(prepared.sample, group)
+    if found is None:
+        return
+    partner, axes = found
+    try:
+        args = tuple(partner.tensors())
+        expected = _outputs(prepared.model, args)
+    except Exception:
+        return  # the partner does not run through this sample's module: no dynamic check for this sample
+    prepared.partner, prepared.partner_args, prepared.partner_expected = partner, args, expected
+    prepared.dynamic_axes = {f"input_{position}": differing for position, differing in axes.items()}
+
+
+def _untypeable(tensors: list[torch.Tensor]) -> str:
+    """Why ONNX cannot carry one of the sample's tensors ("" when it can; a sample of no tensors, such as a
+    factory call, exports as a graph without inputs)."""
+    for tensor in tensors:
+        if tensor.layout != torch.strided:
+            return f"a {tensor.layout} tensor argument: ONNX tensors are dense"
+        if tensor.dtype in _NO_ONNX_TYPE:
+            return f"a {dtype_name(tensor.dtype)} tensor argument: no ONNX Runtime CPU type for it"
+    return ""
+
+
+def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    return len(a) == len(b) and all(x.shape == y.shape and np.array_equal(x, y, equal_nan=x.dtype.kind == "f")
+                                    for x, y in zip(a, b))
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:300] if text else ''}"
+
+
+def modes_of(prepared: Prepared) -> tuple[str, ...]:
+    """Static always; dynamic when another sample of the same op can feed this one's export."""
+    return MODES if prepared.partner is not None else MODES[:1]
+
+
+def base_row(prepared: Prepared, opset: int, mode: str) -> dict:
+    sample = prepared.sample
+    row = empty_row()
+    row.update(case_id=case_id("op", f"opinfo/{sample.name}", opset, mode, "cpu"), kind="op", source="opinfo",
+               name=sample.name, op=sample.opinfo.name, variant=sample.opinfo.variant_test_name,
+               sample=sample.index, dtype=dtype_name(sample.dtype), dtypes=[dtype_name(sample.dtype)],
+               opset=opset, provider="cpu", mode=mode, exporter="engine", description=sample.describe(),
+               rerun=f"python -m op_tests.opinfo run --ops {sample.key} --dtypes {dtype_name(sample.dtype)} "
+                     f"--samples {sample.index} --opsets {opset} --out results/opinfo.rerun.jsonl")
+    if mode == "dynamic" and prepared.partner is not None:
+        row["comparison"] = f"dynamic axes {prepared.dynamic_axes}; checked on sample {prepared.partner.index} too"
+    return row
+
+
+def check(prepared: Prepared, opset: int, mode: str, repro_root: str | None = None) -> dict:
+    """The results row of ``prepared`` exported at ``opset`` in ``mode``."""
+    row = base_row(prepared, opset, mode)
+    started = time.perf_counter()
+    if prepared.harness_error:
+        row.update(status="crash", stage="setup", error=_truncate(prepared.harness_error))
+    elif prepared.not_capturable:
+        row.update(status="not_capturable", stage="capture", reason=prepared.not_capturable)
+    else:
+        try:
+            _check(prepared, opset, mode, row, repro_root)
+        except Exception as error:  # a harness bug still yields an honest row
+            row.update(status="crash", error=_truncate(f"harness error: {type(error).__name__}: {error}\n"
+                                                       f"{traceback.format_exc()}"))
+    row["duration_s"] = round(time.perf_counter() - started, 4)
+    return row
+
+
+def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str | None) -> None:
+    import exporter
+    from exporter.errors import CheckerError, UnsupportedOperatorError
+
+    names = [f"input_{i}" for i in range(len(prepared.args))]
+    axes = prepared.dynamic_axes if mode == "dynamic" else None
+    buffer = io.BytesIO()
+    row["stage"] = "convert"
+    started = time.perf_counter()
+    try:
+        with reused_capture(prepared.captures):
+            exported = exporter.export(prepared.model, prepared.args, buffer, opset_version=opset, input_names=names,
+                                       dynamic_axes=axes)
+    except UnsupportedOperatorError as error:
+        _unsupported(row, error)
+        return
+    except CheckerError as error:
+        row.update(status="checker_error", stage="checker", error=_truncate(str(error)))
+        return
+    except Exception as error:
+        row.update(status="export_error", error=_truncate(f"{type(error).__name__}: {error}\n"
+                                                          f"{traceback.format_exc(limit=-4)}"))
+        return
+    finally:
+        row["export_seconds"] = round(time.perf_counter() - started, 4)
+    row.update(node_count=len(exported.model.graph.node), op_types=onnx_op_types(exported.model))
+    row["stage"] = "ort_load"
+    try:
+        session = make_session(buffer.getvalue(), "cpu")
+    except Exception as error:
+        row.update(status="ort_error", error=_truncate(_first_line(error)))
+        return
+    checks = [(prepared.args, prepared.expected)]
+    if mode == "dynamic":
+        checks.append((prepared.partner_args, prepared.partner_expected))
+    _run_and_compare(prepared, exported.model, session, checks, row, repro_root)
+
+
+def _unsupported(row: dict, error) -> None:
+    if error.min_opset is None and error.reason is None:
+        row.update(status="no_symbolic", error=str(error), reason=f"no symbolic for {error.op_name}")
+        return
+    needs = re.search(r"needs opset >= (\d+)", str(error))
+    lowest = error.min_opset if error.min_opset is not None and error.min_opset > row["opset"] else None
+    lowest = int(needs.group(1)) if needs else lowest
+    row.update(status="unsupported", error=str(error), lowest_opset=lowest)
+
+
+def _run_and_compare(prepared: Prepared, model, session, checks: list, row: dict, repro_root: str | None) -> None:
+    tolerance = tolerance_for(row["dtype"], prepared.sample.opinfo.name)
+    feeds_list, expected_list, actual_list = [], [], []
+    for args, expected in checks:
+        feeds = {i.name: a.numpy() for i, a in zip(session.get_inputs(), args)}
+        row["stage"] = "ort_run"
+        try:
+            started = time.perf_counter()
+            actual = session.run(None, feeds)
+            row["ort_ms"] = row["ort_ms"] or round((time.perf_counter() - started) * 1e3, 3)
+        except Exception as error:
+            row.update(status="ort_error", error=_truncate(_first_line(error)))
+            return
+        feeds_list.append(feeds), expected_list.append(expected), actual_list.append(actual)
+    row["stage"] = "accuracy"
+    verdicts = [compare_arrays(e, a, tolerance.at) for e, a in zip(expected_list, actual_list)]
+    row.update(rtol=tolerance.rtol, atol=max(v.atol for v in verdicts),
+               max_abs_error=max(v.max_abs for v in verdicts), max_rel_error=max(v.max_rel for v in verdicts),
+               tolerance_reason=tolerance.reason)
+    failed = [v for v in verdicts if not v.ok]
+    if prepared.random:
+        _judge_random(row, expected_list, actual_list)
+    elif not failed:
+        row["status"] = "pass"
+    else:
+        ruling = arbitrate(model, feeds_list, expected_list, tolerance.at, repro_root)
+        row.update(status=ruling.status, error=failed[0].message, arbiter=ruling.text, repro=ruling.repro)
+
+
+def _judge_random(row: dict, expected_list: list, actual_list: list) -> None:
+    """A random op's values differ from run to run: only output count, shapes and dtypes can be compared."""
+    for expected, actual in zip(expected_list, actual_list):
+        layout = [(e.shape, e.dtype) for e in expected]
+        if layout != [(np.asarray(a).shape, np.asarray(a).dtype) for a in actual]:
+            row.update(status="mismatch", error=f"random op: output shapes/dtypes differ from PyTorch's {layout}")
+            return
+    row.update(status="inconclusive", reason="random op: PyTorch's output changes from run to run, so only the "
+                                             "outputs' count, shapes and dtypes were compared (they agree)")
+
+
+def _truncate(text: str) -> str:
+    return text if len(text) <= _ERROR_LIMIT else text[: _ERROR_LIMIT // 2] + "\n...\n" + text[-_ERROR_LIMIT // 2:]

@@ -1,0 +1,94 @@
+"""The OpInfo suite's own parts: the arbiter's rulings, strict expectations, the op-matrix page."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import TensorProto, helper
+
+from conformance.tolerances import tolerance_for
+from op_tests.opinfo import expectations
+from op_tests.opinfo.arbiter import arbitrate
+from reports import op_matrix
+
+
+def _gemm_model() -> onnx.ModelProto:
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in (("a", [5, 0]), ("b", [0, 4]), ("c", [5, 4]))]
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=0.6, beta=0.2)
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, 4])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+def _feeds():
+    return {"a": np.zeros((5, 0), np.float32), "b": np.zeros((0, 4), np.float32),
+            "c": np.arange(20, dtype=np.float32).reshape(5, 4)}
+
+
+def test_reference_agreeing_with_pytorch_rules_a_runtime_divergence_with_a_one_node_repro(tmp_path):
+    """Gemm with an empty inner dimension: ONNX Runtime drops beta * C, the spec (and torch.addmm) keep it."""
+    feeds = _feeds()
+    expected = [torch.addmm(torch.from_numpy(feeds["c"]), torch.from_numpy(feeds["a"]), torch.from_numpy(feeds["b"]),
+                            beta=0.2, alpha=0.6).numpy()]
+    ruling = arbitrate(_gemm_model(), [feeds], [expected], tolerance_for("float32", "addmm").at, str(tmp_path))
+    assert ruling.status == "runtime_divergence", ruling.text
+    assert ruling.repro and os.path.exists(os.path.join(ruling.repro, "model.onnx"))
+    assert os.path.exists(os.path.join(ruling.repro, "test_data_set_0", "output_0.pb")) and "Gemm" in ruling.text
+
+
+def test_reference_agreeing_with_onnx_runtime_rules_a_mismatch(tmp_path):
+    feeds = _feeds()
+    wrong = [feeds["c"] * 0.5]  # what a PyTorch that the export does not match would say
+    ruling = arbitrate(_gemm_model(), [feeds], [wrong], tolerance_for("float32", "addmm").at, str(tmp_path))
+    assert ruling.status == "mismatch" and "export is wrong" in ruling.text
+
+
+def _row(status="pass", op="gather", sample=0, opset=13, mode="static", dtype="float32", **extra):
+    return {"op": op, "variant": "", "sample": sample, "opset": opset, "mode": mode, "dtype": dtype, "status": status,
+            "case_id": f"op/opinfo/{op}/{dtype}/s{sample}/opset{opset}/{mode}/cpu", **extra}
+
+
+def _expect(**fields):
+    defaults = dict(op="gather", status=("no_symbolic",), reason="why", samples="*", opsets=(7, 10))
+    return expectations.Expectation(**(defaults | fields))
+
+
+def test_expectations_are_strict():
+    entry = _expect()
+    judged = expectations.judge([_row("no_symbolic", opset=9)], [entry])
+    assert judged.ok and len(judged.expected) == 1
+    assert not expectations.judge([_row("pass", opset=9)], [entry]).ok  # unexpected pass: remove the entry
+    assert not expectations.judge([_row("export_error", opset=9)], [entry]).ok  # another status is not excused
+    assert not expectations.judge([_row("no_symbolic", opset=11)], [entry]).ok  # outside the opset range
+    assert expectations.judge([_row("pass", opset=11)], [entry]).stale == [entry]
+    assert expectations.judge([_row("unsupported", opset=11, lowest_opset=12)], []).ok  # the exporter names the opset
+
+
+def test_no_expectation_can_hide_a_mismatch(tmp_path):
+    judged = expectations.judge([_row("mismatch", opset=9)], [_expect(status=("no_symbolic", "mismatch"))])
+    assert judged.mismatches and not judged.ok
+    path = tmp_path / "expectations.toml"
+    path.write_text('[[expect]]\nop = "gather"\nstatus = "mismatch"\nreason = "tolerated"\n')
+    with pytest.raises(ValueError, match="may not hide a mismatch"):
+        expectations.load(str(path))
+
+
+def test_drafted_expectations_cover_exactly_the_rows_needing_one(tmp_path):
+    rows = [_row("no_symbolic", sample=s, opset=o) for s in (0, 1) for o in (7, 8)] + [_row("pass", sample=2, opset=7)]
+    path = tmp_path / "expectations.toml"
+    path.write_text(expectations.draft(rows))
+    judged = expectations.judge(rows, expectations.load(str(path)))
+    assert judged.ok and not judged.stale and len(judged.expected) == 4
+
+
+def test_op_matrix_shows_both_sources_per_opset():
+    rows = [_row("pass", source="opinfo"), _row("runtime_divergence", source="opinfo", sample=1, arbiter="ORT diverges"),
+            {"op": "gather", "name": "gather", "opset": 13, "mode": "static", "status": "pass", "source": "cases",
+             "case_id": "op/gather/opset13/static/cpu"}]
+    page = op_matrix.render(rows)
+    assert "cases+opinfo" in page and "ORT diverges" in page
+    data = op_matrix.aggregate(rows)
+    assert data["per_opset"][(13, "opinfo")] == {"pass": 1, "runtime_divergence": 1}
