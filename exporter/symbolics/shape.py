@@ -993,13 +993,6 @@ for _rank in (1, 2, 3):
     symbolic(f"aten::atleast_{_rank}d")(_atleast_symbolic(_rank))
 
 
-@symbolic("aten::_dim_arange")
-@parse_args("v", "i")
-def dim_arange(g, like, dim):
-    """_dim_arange(like, dim): arange(like.size(dim)), int64."""
-    return arange_indices(g, dim_size(g, like, dim))
-
-
 @symbolic("aten::as_strided")
 def as_strided(g, self, size, stride, storage_offset=None):
     """as_strided(size, stride, storage_offset): element [i, j, ...] is storage[offset + i*stride0 + j*stride1 ...].
