@@ -44,15 +44,10 @@ LOWEST_OPSET = {
     "aten::index_fill": (9, "filling at tensor indices needs Scatter (opset 9)"),
     "aten::det": (11, "Det exists from opset 11"),
     "aten::linalg_det": (11, "Det exists from opset 11"),
+    "aten::logdet": (11, "Det exists from opset 11"),
     "aten::_unique2": (11, "Unique exists from opset 11 (a data-dependent output size)"),
     "aten::unique_dim": (11, "Unique exists from opset 11"),
 }
-
-# Ops issue 20 adds (random ops, logdet, weight_norm, bit shifts): listed here until that work lands, after which
-# an entry that has a symbolic fails the test below, so the list can only shrink.
-PENDING_ISSUE_20 = {"aten::__lshift__", "aten::__rshift__", "aten::logdet", "aten::multinomial", "aten::rand",
-                    "aten::randn", "aten::randn_like", "aten::_weight_norm"}
-
 
 def documented_names(version: str) -> list[str]:
     """The names in the "Supported operators" list of the ``version`` docs, without their parenthesised notes."""
@@ -82,9 +77,6 @@ def test_the_reference_lists_were_read():
 
 @pytest.mark.parametrize("name, op", DOCUMENTED, ids=[f"{n}-{o}" for n, o in DOCUMENTED])
 def test_documented_op_has_symbolic_at_lowest_opset(name, op):
-    if op in PENDING_ISSUE_20:
-        assert REGISTRY.min_opset(op) is None, f"{op} has a symbolic now: remove it from PENDING_ISSUE_20"
-        return
     lowest, why = LOWEST_OPSET.get(op, (7, "expressible at every opset"))
     registered = REGISTRY.min_opset(op)
     assert registered is not None, f"documented operator {name!r} ({op}) has no symbolic"
