@@ -266,13 +266,15 @@ def export(
 
     ``model`` is traced (an ``nn.Module``) or used as scripted (``ScriptModule``/``ScriptFunction``) and
     converted at ``opset_version`` (7 to 16, default 14). ``args`` is a tuple of positional arguments, a single
-    tensor, or a tuple whose last element is a dict of keyword arguments; non-tensor arguments are baked in.
+    tensor, or a tuple whose last element is a dict of keyword arguments; as in torch.onnx, Python numbers become
+    0-d graph inputs, strings and None are baked in, and arguments the graph never reads are no inputs.
     ``f`` is a file path or a binary file object; nothing is written unless the whole export succeeds and the
     model passes ``onnx.checker.check_model(full_check=True)``.
 
-    ``input_names``/``output_names`` name the graph inputs (the flat tensor arguments, then the parameters
-    when they are inputs) and outputs in order; a shorter list names a prefix. ``dynamic_axes`` maps an input
-    or output name to ``{axis: name}`` or to a list of axes (named ``<name>_dynamic_axes_<k>``).
+    ``input_names``/``output_names`` name the graph inputs (the flat arguments, then every parameter and buffer
+    in state_dict order, as torch.onnx counts them) and outputs in order; a shorter list names a prefix, a longer
+    one is an :class:`ExportArgumentError`. ``dynamic_axes`` maps an input or output name to ``{axis: name}`` or
+    to a list of axes (named ``<name>_dynamic_axes_<k>``); a key naming neither an input nor an output warns.
     ``keep_initializers_as_inputs`` also lists parameters as graph inputs (always on below opset 9);
     ``export_params=False`` leaves the parameters out, so they become plain inputs. ``training`` selects
     eval, preserve or training mode; ``operator_export_type`` chooses how unconvertible ops are handled;

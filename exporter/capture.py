@@ -2,8 +2,9 @@
 
 ``nn.Module``s are traced; ``ScriptModule``s and ``ScriptFunction``s contribute their own graph. Scripted
 functions called inside a traced module stay scripted (their control flow survives inlining). The result
-is one flat graph: inputs are the flattened tensor arguments followed by the parameters and buffers it
-reads (named after their ``state_dict`` keys), outputs are the flattened tensor results.
+is one flat graph: inputs are the flattened arguments (Python numbers as 0-d tensors, as torch.onnx makes them)
+followed by the parameters and buffers it reads (named after their ``state_dict`` keys), outputs are the
+flattened results.
 """
 
 from __future__ import annotations
