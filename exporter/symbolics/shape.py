@@ -929,3 +929,9 @@ def diag(g, self, diagonal):
 def diagonal_(g, self, offset):
     """diagonal of dims 0 and 1 (torch.diag of a matrix)."""
     return diagonal(g, self, offset, 0, 1)
+
+
+@symbolic("aten::broadcast_to")
+def broadcast_to(g, self, size):
+    """broadcast_to(size): expand's semantics (-1 keeps a dim)."""
+    return expand(g, self, size)
