@@ -634,6 +634,8 @@ def logaddexp(g, self, other):
     # Factor out the larger term so exp never overflows: max + log(1 + exp(-|a - b|)).
     larger = maximum_value(g, a, b)
     gap = g.op("Neg", g.op("Abs", g.op("Sub", a, b)))
+    # Equal infinities give inf - inf = NaN; their gap is 0 (logaddexp(-inf, -inf) = -inf, as in torch).
+    gap = select(g, equal(g, a, b), _scalar(g, 0, a), gap)
     return g.op("Add", larger, g.op("Log", g.op("Add", _scalar(g, 1, a), g.op("Exp", gap))))
 
 

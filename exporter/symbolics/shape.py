@@ -1018,3 +1018,9 @@ def _contiguous_strides(sizes) -> list[int]:
         strides.insert(0, step)
         step *= max(int(length), 1)
     return strides
+
+
+@symbolic("aten::broadcast_to")
+def broadcast_to(g, self, size):
+    """broadcast_to(size): expand's semantics (-1 keeps a dim)."""
+    return expand(g, self, size)

@@ -244,7 +244,11 @@ CASES = [
     OpCase("addcdiv", lambda k: (torch.randn(3 + k, 4), torch.randn(3 + k, 4), torch.rand(4) + 0.5),
            fn=lambda a, b, c: torch.addcdiv(a, b, c, value=2.0)),
     OpCase("hypot", pair((3, 4), (4,)), fn=torch.hypot),
-    OpCase("logaddexp", lambda k: (torch.randn(3 + k, 4) * 30, torch.randn(4) * 30), fn=torch.logaddexp),
+    OpCase("logaddexp", lambda k: (torch.randn(3 + k, 4) * 30, torch.randn(4) * 30), fn=torch.logaddexp, min_opset=9),
+    # Equal infinities: their difference is NaN, the result is that infinity (OpInfo masked.logaddexp samples).
+    OpCase("logaddexp", lambda k: (torch.tensor([float("-inf"), float("inf"), 1.0] + [2.0] * k),
+                                   torch.tensor([float("-inf"), float("inf"), float("-inf")] + [0.5] * k)),
+           sample="infinities", fn=torch.logaddexp, min_opset=9),
     OpCase("xlogy", lambda k: (torch.tensor([0.0, 1.0, 2.0, 0.0] + [3.0] * k), torch.tensor([0.0, 2.0, 0.5, float("nan")] + [1.5] * k)),
            fn=torch.xlogy, min_opset=9),
 ]

@@ -66,6 +66,7 @@ CASES = [
     # broadcasting and repetition
     OpCase("expand", lambda k: (_r(3, 1),), fn=lambda x: x.expand(3, 4)),
     OpCase("expand", lambda k: (_r(3 + k, 1),), sample="keep_and_new_dims", fn=lambda x: x.expand(2, -1, 4)),
+    OpCase("broadcast_to", lambda k: (_r(3 + k, 1),), fn=lambda x: torch.broadcast_to(x, (2, -1, 4))),
     OpCase("expand", lambda k: (_r(1, 3, dtype=torch.bool),), sample="bool", fn=lambda x: x.expand(2, 3)),
     OpCase("expand", lambda k: (_r(2 + k, 1, dtype=torch.int64),), sample="dynamic_size",
            fn=lambda x: x.expand(x.size(0), 5)),
