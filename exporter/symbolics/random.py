@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 from onnx import TensorProto
 
+from exporter import dtypes
 from exporter.registry import symbolic, unsupported
 from exporter.symbolics._helpers import (
     FLOAT,
@@ -23,6 +24,7 @@ from exporter.symbolics._helpers import (
     is_value,
     output_dtype,
     require_rank,
+    torch_dtype_arg,
 )
 from exporter.symbolics.casting import _schema_argument
 from exporter.symbolics.comparison import less
@@ -69,32 +71,40 @@ def _size(size):
     return size if is_value(size) and size.const is None else constant_value(size)
 
 
-def _factory_dtype(g) -> int:
-    return output_dtype(g) or FLOAT
+def _result_type(g, args, default: int | None) -> int:
+    """The explicit ``dtype`` argument, else the type TorchScript recorded (scripts record none), else ``default``."""
+    explicit = torch_dtype_arg(_schema_argument(g, args, "dtype"))
+    if explicit is not None:
+        return dtypes.onnx_from_torch(explicit)
+    return output_dtype(g) or default or FLOAT
 
 
 @symbolic("aten::rand")
 def rand(g, size, *args):
     """rand(size, [generator], dtype, ...): uniform on [0, 1)."""
-    return _draw(g, (size, *args), "Uniform", _factory_dtype(g), _size(size), low_f=0.0, high_f=1.0)
+    return _draw(g, (size, *args), "Uniform", _result_type(g, (size, *args), FLOAT), _size(size), low_f=0.0,
+                 high_f=1.0)
 
 
 @symbolic("aten::randn")
 def randn(g, size, *args):
     """randn(size, [generator], dtype, ...): standard normal."""
-    return _draw(g, (size, *args), "Normal", _factory_dtype(g), _size(size), mean_f=0.0, scale_f=1.0)
+    return _draw(g, (size, *args), "Normal", _result_type(g, (size, *args), FLOAT), _size(size), mean_f=0.0,
+                 scale_f=1.0)
 
 
 @symbolic("aten::rand_like")
 def rand_like(g, self, *args):
     """rand_like(self, dtype, ...)."""
-    return _draw(g, (self, *args), "Uniform", _factory_dtype(g), *_like(g, self), low_f=0.0, high_f=1.0)
+    dtype = _result_type(g, (self, *args), g.dtype(self))
+    return _draw(g, (self, *args), "Uniform", dtype, *_like(g, self), low_f=0.0, high_f=1.0)
 
 
 @symbolic("aten::randn_like")
 def randn_like(g, self, *args):
     """randn_like(self, dtype, ...)."""
-    return _draw(g, (self, *args), "Normal", _factory_dtype(g), *_like(g, self), mean_f=0.0, scale_f=1.0)
+    dtype = _result_type(g, (self, *args), g.dtype(self))
+    return _draw(g, (self, *args), "Normal", dtype, *_like(g, self), mean_f=0.0, scale_f=1.0)
 
 
 def _random_integers(g, args, low, high, dtype: int, shape=None, like=None):
@@ -112,7 +122,7 @@ def randint(g, *args):
     """randint(high, size, ...) / randint.low(low, high, size, ...): int64 unless a dtype is given."""
     low = _schema_argument(g, args, "low") or 0
     high, size = _schema_argument(g, args, "high"), _schema_argument(g, args, "size")
-    return _random_integers(g, args, low, high, output_dtype(g) or INT64, _size(size))
+    return _random_integers(g, args, low, high, _result_type(g, args, INT64), _size(size))
 
 
 @symbolic("aten::randint_like")
@@ -121,7 +131,7 @@ def randint_like(g, self, *args):
     args = (self, *args)
     low = _schema_argument(g, args, "low") or 0
     high = _schema_argument(g, args, "high")
-    return _random_integers(g, args, low, high, output_dtype(g) or g.dtype(self), *_like(g, self))
+    return _random_integers(g, args, low, high, _result_type(g, args, g.dtype(self)), *_like(g, self))
 
 
 @symbolic("aten::bernoulli", "aten::bernoulli_")
