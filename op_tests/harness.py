@@ -114,10 +114,23 @@ def _flat_outputs(out: Any) -> list[torch.Tensor]:
     return flatten_outputs(out)
 
 
-def _feeds(session, tensors: list) -> dict[str, np.ndarray]:
-    names = [i.name for i in session.get_inputs()]
-    arrays = [t.detach().cpu().numpy() for t in tensors if isinstance(t, torch.Tensor)]
-    return dict(zip(names, arrays))
+_ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
+              "tensor(int32)": np.int32, "tensor(bool)": np.bool_, "tensor(float16)": np.float16}
+
+
+def _feeds(session, arguments: list) -> dict[str, np.ndarray]:
+    """Feed each graph input by its name (``input_<position>``): the exporter drops unused arguments and, as
+    torch.onnx does, makes Python numbers 0-d inputs, so graph inputs are not the tensors in order."""
+    graph_inputs = {i.name: i.type for i in session.get_inputs()}
+    feeds = {}
+    for name, argument in zip(input_names(len(arguments)), arguments):
+        if name not in graph_inputs:
+            continue
+        if isinstance(argument, torch.Tensor):
+            feeds[name] = argument.detach().cpu().numpy()
+        else:
+            feeds[name] = np.asarray(argument, dtype=_ORT_TYPES.get(graph_inputs[name]))
+    return feeds
 
 
 def tolerance(case: OpCase, dtype: str) -> Callable[[float], tuple[float, float]]:
