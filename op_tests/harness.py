@@ -118,7 +118,7 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor
               "tensor(int32)": np.int32, "tensor(bool)": np.bool_, "tensor(float16)": np.float16}
 
 
-def _feeds(session, arguments: list) -> dict[str, np.ndarray]:
+def feeds_by_name(session, arguments: list) -> dict[str, np.ndarray]:
     """Feed each graph input by its name (``input_<position>``): the exporter drops unused arguments and, as
     torch.onnx does, makes Python numbers 0-d inputs, so graph inputs are not the tensors in order."""
     graph_inputs = {i.name: i.type for i in session.get_inputs()}
@@ -233,7 +233,7 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> 
             result.torch_ms = (time.perf_counter() - t0) * 1e3
         try:
             t0 = time.perf_counter()
-            actual = session.run(None, _feeds(session, list(inputs)))
+            actual = session.run(None, feeds_by_name(session, list(inputs)))
             result.ort_ms = (time.perf_counter() - t0) * 1e3
         except Exception as error:
             result.status, result.stage, result.error = "ort_error", "ort_run", f"{type(error).__name__}: {error}"

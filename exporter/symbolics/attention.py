@@ -17,6 +17,7 @@ from exporter import dtypes
 from exporter.registry import parse_args, symbolic, unsupported
 from exporter.symbolics._helpers import (
     BOOL,
+    FLOAT,
     INT64,
     cast,
     constant_value,
@@ -26,6 +27,7 @@ from exporter.symbolics._helpers import (
     reshape,
     scalar_like,
     slice_op,
+    squeeze,
     unsqueeze,
 )
 from exporter.symbolics.comparison import equal
@@ -193,29 +195,44 @@ _BAG_REDUCTIONS = {0: "ReduceSum", 1: "ReduceMean", 2: "ReduceMax"}
 def embedding_bag(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights=None,
                   include_last_offset=False, padding_idx=None):
     """Bags of fixed size (2-D indices, no offsets) reduce one axis; 1-D indices with offsets build a
-    bag-membership matrix and reduce through it."""
+    bag-membership matrix and reduce through it. An index equal to ``padding_idx`` belongs to no bag: it is not
+    summed, counted or maxed. None means no padding; a negative padding_idx counts from the end of ``weight``."""
     mode = int(constant_value(mode))
-    if padding_idx is not None and int(constant_value(padding_idx)) >= 0:
-        raise unsupported(g.node.kind(), g.opset, "embedding_bag with padding_idx is not supported")
+    padding = None if padding_idx is None or constant_value(padding_idx) is None else int(constant_value(padding_idx))
     rows = g.op("Gather", weight, indices, axis_i=0)
     if per_sample_weights is not None:
         weights = cast(g, per_sample_weights, rows.dtype)
         rows = g.op("Mul", rows, unsqueeze(g, weights, [require_rank(g, weights)]))
-    if require_rank(g, indices) == 2:
+    kept = None if padding is None else g.op("Not", equal(g, indices, _padding_row(g, weight, padding)))
+    if require_rank(g, indices) == 2 and kept is None:
         output = reduce_op(g, _BAG_REDUCTIONS[mode], rows, [1], False)
+    elif require_rank(g, indices) == 2:
+        output = _reduce_bags(g, rows, cast(g, kept, rows.dtype), mode)
     else:
-        output = _bags_by_offsets(g, rows, indices, offsets, mode, bool(constant_value(include_last_offset)))
+        membership = _bag_membership(g, indices, offsets, bool(constant_value(include_last_offset)))
+        if kept is not None:
+            membership = g.op("And", membership, unsqueeze(g, kept, [0]))
+        output = _reduce_bags(g, unsqueeze(g, rows, [0]), cast(g, membership, rows.dtype), mode)
     # The auxiliary outputs (offset2bag, bag sizes, max indices) serve the backward pass only.
     empty = g.const(np.zeros((0,), dtype=np.int64))
     return output, empty, empty, empty
 
 
-def _bags_by_offsets(g, rows, indices, offsets, mode, include_last_offset):
-    """Reduce ``rows`` [N, D] into bags [B, D]; bag b holds rows offsets[b] <= i < offsets[b + 1]."""
+def _padding_row(g, weight, padding: int):
+    if padding >= 0:
+        return g.const(np.array(padding, dtype=np.int64))
+    rows = dim_size(g, weight, 0)
+    if isinstance(rows, int):
+        return g.const(np.array(rows + padding, dtype=np.int64))
+    return g.op("Add", rows, g.const(np.array(padding, dtype=np.int64)))
+
+
+def _bag_membership(g, indices, offsets, include_last_offset):
+    """[B, N] booleans: bag b holds the index positions i with offsets[b] <= i < offsets[b + 1]."""
     count = dim_size(g, indices, 0)
     if not isinstance(count, int) and g.opset < 11:
         raise unsupported(g.node.kind(), g.opset, "embedding_bag with a dynamic index count needs opset >= 11")
-    compare_type = INT64 if g.opset >= 9 else rows.dtype  # Less/Greater take only floats before opset 9
+    compare_type = INT64 if g.opset >= 9 else FLOAT  # Less/Greater take only floats before opset 9
     positions = cast(g, g.const(np.arange(count)) if isinstance(count, int) else _arange(g, count), compare_type)
     offsets = cast(g, offsets, compare_type)
     starts = _rows(g, offsets, 0, -1) if include_last_offset else offsets
@@ -224,24 +241,26 @@ def _bags_by_offsets(g, rows, indices, offsets, mode, include_last_offset):
         ends = g.op("Concat", ends, cast(g, reshape(g, cast(g, count, INT64), [1]), compare_type), axis_i=0)
     after_start = g.op("Not", g.op("Less", unsqueeze(g, positions, [0]), unsqueeze(g, starts, [1])))
     before_end = g.op("Less", unsqueeze(g, positions, [0]), unsqueeze(g, ends, [1]))
-    membership = g.op("And", after_start, before_end)  # [B, N]
-    weights = cast(g, membership, rows.dtype)
+    return g.op("And", after_start, before_end)
+
+
+def _reduce_bags(g, rows, weights, mode):
+    """Reduce ``rows`` [B or 1, N, D] into bags [B, D], row n counting in bag b with weight weights[b, n] (0 or 1)."""
     if mode == 2:
         # Rows outside the bag are pushed to half the lowest finite value (absorbing any real entry) before
         # the max; an empty bag then holds that finite value and is zeroed, giving 0 as PyTorch does.
         lowest = g.const(np.array(np.finfo(dtypes.numpy_from_onnx(rows.dtype)).min / 2), rows.dtype)
         outside = g.op("Mul", g.op("Sub", scalar_like(g, 1.0, weights), unsqueeze(g, weights, [2])), lowest)
-        best = reduce_op(g, "ReduceMax", g.op("Add", unsqueeze(g, rows, [0]), outside), [1], False)
+        best = reduce_op(g, "ReduceMax", g.op("Add", rows, outside), [1], False)
         nonempty = unsqueeze(g, reduce_op(g, "ReduceMax", weights, [1], False), [1])
         return g.op("Mul", best, nonempty)
-    total = g.op("MatMul", weights, rows)
+    total = squeeze(g, g.op("MatMul", unsqueeze(g, weights, [1]), rows), [1])  # [B, 1, N] @ [B|1, N, D]
     if mode == 0:
         return total
     # An empty bag's mean is 0: divide its zero total by 1 instead of 0.
     sizes = reduce_op(g, "ReduceSum", weights, [1], False)
     empty = g.op("Sub", scalar_like(g, 1.0, sizes), reduce_op(g, "ReduceMax", weights, [1], False))
     return g.op("Div", total, unsqueeze(g, g.op("Add", sizes, empty), [1]))
-
 
 
 @symbolic("aten::embedding_renorm_", since=9)

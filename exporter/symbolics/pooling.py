@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 
 from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import INT64, require_rank, slice_op
+from exporter.symbolics._helpers import INT64, require_rank, slice_op, squeeze, unsqueeze
 from exporter.symbolics.shape import pad_op
 
 
 def _spatial(g, input):
     return require_rank(g, input) - 2
+
+
+def _batched(pool_symbolic):
+    """PyTorch pools an unbatched input ([C, *spatial]) as a batch of one; ONNX's pooling ops need the batch axis,
+    so such an input gets one and every output loses it again. The op's name says how many axes are spatial."""
+
+    @functools.wraps(pool_symbolic)
+    def pool(g, input, *args):
+        spatial = int(re.search(r"pool(\d)d", g.node.kind()).group(1))
+        if require_rank(g, input) != spatial + 1:
+            return pool_symbolic(g, input, *args)
+        outputs = pool_symbolic(g, unsqueeze(g, input, [0]), *args)
+        if isinstance(outputs, tuple):
+            return tuple(None if output is None else squeeze(g, output, [0]) for output in outputs)
+        return squeeze(g, outputs, [0])
+
+    return pool
 
 
 def _expand(values, count, default=None):
@@ -36,6 +55,20 @@ def _ceil_mode_pads(g, input, kernel, stride, pads, dilation):
     return extra
 
 
+def _onnx_ceil_keeps_extra_window(g, input, kernel, stride, padding, dilation) -> bool:
+    """ONNX's ceil-mode output size, ceil((size + 2 * pad - effective) / stride) + 1, keeps a last window that starts
+    inside the end padding, which PyTorch drops; ONNX's shape inference then disagrees with PyTorch's sizes. True
+    when the static sizes hit that case (end padding then gives PyTorch's sizes exactly)."""
+    dims = g.dims(input)
+    if dims is None or any(d is None for d in dims[2:]):
+        return False
+    for size, k, s, p, d in zip(dims[2:], kernel, stride, padding, dilation):
+        onnx_out = math.ceil((size + 2 * p - (d * (k - 1) + 1)) / s) + 1
+        if (onnx_out - 1) * s >= size + p:
+            return True
+    return False
+
+
 def _pool(g, op_type, input, kernel, stride, padding, dilation, ceil_mode, **extra_attrs):
     spatial = _spatial(g, input)
     kernel = _expand(kernel, spatial)
@@ -49,7 +82,7 @@ def _pool(g, op_type, input, kernel, stride, padding, dilation, ceil_mode, **ext
             raise unsupported(g.node.kind(), g.opset, "dilated pooling needs opset >= 10")
         attrs["dilations_i"] = dilation
     if ceil_mode:
-        if g.opset >= 10:
+        if g.opset >= 10 and not _onnx_ceil_keeps_extra_window(g, input, kernel, stride, padding, dilation):
             attrs["ceil_mode_i"] = 1
         else:
             extra = _ceil_mode_pads(g, input, kernel, stride, padding, dilation)
@@ -59,23 +92,33 @@ def _pool(g, op_type, input, kernel, stride, padding, dilation, ceil_mode, **ext
 
 @symbolic("aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d")
 @parse_args("v", "is", "is", "is", "is", "b")
+@_batched
 def max_pool(g, input, kernel_size, stride, padding, dilation, ceil_mode):
     return _pool(g, "MaxPool", input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 @symbolic("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d")
 @parse_args("v", "is", "is", "is", "b", "b", "none")
+@_batched
 def avg_pool(g, input, kernel_size, stride, padding, ceil_mode, count_include_pad=True, divisor_override=None):
     if _has_divisor(g):
         raise unsupported(g.node.kind(), g.opset, "divisor_override has no ONNX equivalent")
-    if ceil_mode and g.opset < 10:
-        return _avg_pool_ceil_before_10(g, input, kernel_size, stride, padding, count_include_pad)
+    if ceil_mode and (g.opset < 10 or _avg_ceil_keeps_extra_window(g, input, kernel_size, stride, padding)):
+        return _avg_pool_ceil_by_padding(g, input, kernel_size, stride, padding, count_include_pad)
     return _pool(g, "AveragePool", input, kernel_size, stride, padding, [1], ceil_mode,
                  count_include_pad_i=int(count_include_pad))
 
 
-def _avg_pool_ceil_before_10(g, input, kernel_size, stride, padding, count_include_pad):
-    """Ceil-mode average pooling before AveragePool had ``ceil_mode`` (opset 10).
+def _avg_ceil_keeps_extra_window(g, input, kernel_size, stride, padding) -> bool:
+    spatial = _spatial(g, input)
+    kernel = _expand(kernel_size, spatial)
+    return _onnx_ceil_keeps_extra_window(g, input, kernel, _expand(stride, spatial, kernel),
+                                         _expand(padding, spatial, [0]), [1] * spatial)
+
+
+def _avg_pool_ceil_by_padding(g, input, kernel_size, stride, padding, count_include_pad):
+    """Ceil-mode average pooling before AveragePool had ``ceil_mode`` (opset 10), or where ONNX's ceil rule would
+    keep a window PyTorch drops.
 
     The ceil-mode windows come from extra end padding (see ``_ceil_mode_pads``). PyTorch divides by the window's
     overlap with the input plus its declared padding, never the ceil overflow; so the overflow is padding that
@@ -117,12 +160,14 @@ def _adaptive(g, op_type, global_op, input, output_size):
 
 @symbolic("aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d")
 @parse_args("v", "is")
+@_batched
 def adaptive_avg_pool(g, input, output_size):
     return _adaptive(g, "AveragePool", "GlobalAveragePool", input, output_size)
 
 
 @symbolic("aten::adaptive_max_pool1d", "aten::adaptive_max_pool2d", "aten::adaptive_max_pool3d")
 @parse_args("v", "is")
+@_batched
 def adaptive_max_pool(g, input, output_size):
     out = _adaptive(g, "MaxPool", "GlobalMaxPool", input, output_size)
     return out, None
@@ -131,6 +176,7 @@ def adaptive_max_pool(g, input, output_size):
 @symbolic("aten::max_pool1d_with_indices", "aten::max_pool2d_with_indices", "aten::max_pool3d_with_indices",
           since=8)
 @parse_args("v", "is", "is", "is", "is", "b")
+@_batched
 def max_pool_with_indices(g, input, kernel_size, stride, padding, dilation, ceil_mode):
     """(values, indices) of max pooling. ONNX MaxPool's Indices (opset 8) count over the whole N x C x spatial
     tensor, PyTorch's within each (n, c) plane: subtract each plane's first flat index, which a 1x..x1 MaxPool

@@ -103,6 +103,16 @@ CASES = [
            sample="include_last_offset_weights",
            fn=lambda i, o, w: F.embedding_bag(i, _BAG_WEIGHT, o, mode="sum", per_sample_weights=w,
                                               include_last_offset=True)),
+    # padding_idx: those indices belong to no bag (a bag of padding only is empty); a negative one counts from the end.
+    OpCase("embedding_bag", lambda k: (torch.tensor([[2, 2, 2], [1, 2, 3]] + [[4, 2, 5]] * k),), sample="2d_mean_padding",
+           dynamic=False,
+           module=lambda: torch.nn.EmbeddingBag(10, 4, mode="mean", padding_idx=2)),
+    OpCase("embedding_bag", lambda k: (torch.tensor([9, 1, 9, 3, 9, 4, 5] + [9] * k), torch.tensor([0, 2, 4, 5])),
+           sample="offsets_max_negative_padding", dynamic_min_opset=11,
+           module=lambda: torch.nn.EmbeddingBag(10, 4, mode="max", padding_idx=-1)),
+    OpCase("embedding_bag", lambda k: (torch.tensor([0, 1, 0, 3, 0, 4, 5] + [0] * k), torch.tensor([0, 2, 4, 5])),
+           sample="offsets_mean_padding", dynamic_min_opset=11,
+           module=lambda: torch.nn.EmbeddingBag(10, 4, mode="mean", padding_idx=0)),
 ]
 
 # nn.Embedding(max_norm=...) renormalizes the rows it looks up first (embedding_renorm_, Where: opset 9).

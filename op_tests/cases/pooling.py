@@ -31,3 +31,19 @@ CASES += [
     OpCase("max_pool2d_with_indices", lambda k: (torch.randn(2 + k, 3, 10, 9 + k),), sample="padded", min_opset=8,
            module=lambda: torch.nn.MaxPool2d(3, 2, 1, return_indices=True)),
 ]
+
+# An unbatched input ([C, *spatial]) pools as a batch of one; ceil_mode where the last window would start in the end
+# padding, which PyTorch drops and ONNX's ceil rule keeps (sizes 5, kernel 3, stride 3, padding 1).
+CASES += [
+    OpCase("max_pool2d", lambda k: (torch.randn(3, 7 + k, 6),), sample="unbatched", fn=lambda x: F.max_pool2d(x, 2)),
+    OpCase("avg_pool1d", lambda k: (torch.randn(3, 8 + k),), sample="unbatched", fn=lambda x: F.avg_pool1d(x, 3, 2)),
+    OpCase("adaptive_avg_pool2d", lambda k: (torch.randn(3, 4 + k, 5),), sample="unbatched",
+           fn=lambda x: F.adaptive_avg_pool2d(x, 1)),
+    OpCase("max_pool2d_with_indices", lambda k: (torch.randn(2, 6 + k, 6),), sample="unbatched", min_opset=8,
+           module=lambda: torch.nn.MaxPool2d(2, return_indices=True)),
+    OpCase("max_pool3d_with_indices", lambda k: (torch.randn(1 + k, 2, 3, 6, 5),), sample="ceil_drops_last_window",
+           min_opset=8,
+           module=lambda: torch.nn.MaxPool3d(3, padding=1, ceil_mode=True, return_indices=True)),
+    OpCase("avg_pool2d", lambda k: (torch.randn(1 + k, 2, 5, 5),), sample="ceil_drops_last_window",
+           fn=lambda x: F.avg_pool2d(x, 3, 3, padding=1, ceil_mode=True)),
+]

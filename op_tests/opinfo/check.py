@@ -19,6 +19,7 @@ from conformance.schema import case_id, empty_row
 from conformance.session import make_session
 from conformance.tolerances import tolerance_for
 from conformance.worker import onnx_op_types, reused_capture
+from op_tests.harness import feeds_by_name, input_names
 from op_tests.opinfo.arbiter import arbitrate
 from op_tests.opinfo.samples import OpSample, dtype_name, dynamic_partner
 
@@ -173,7 +174,7 @@ def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str
     import exporter
     from exporter.errors import CheckerError, UnsupportedOperatorError
 
-    names = [f"input_{i}" for i in range(len(prepared.args))]
+    names = input_names(len(prepared.args))
     axes = prepared.dynamic_axes if mode == "dynamic" else None
     buffer = io.BytesIO()
     row["stage"] = "convert"
@@ -221,7 +222,7 @@ def _run_and_compare(prepared: Prepared, model, session, checks: list, row: dict
     tolerance = tolerance_for(row["dtype"], prepared.sample.opinfo.name)
     feeds_list, expected_list, actual_list = [], [], []
     for args, expected in checks:
-        feeds = {i.name: a.numpy() for i, a in zip(session.get_inputs(), args)}
+        feeds = feeds_by_name(session, list(args))
         row["stage"] = "ort_run"
         try:
             started = time.perf_counter()
