@@ -291,6 +291,16 @@ def vector_norm(g, x, ord, dim, keepdim, dtype):
     return cast(g, g.op("Pow", total, g.const(1.0 / ord, compute)), out)
 
 
+def _largest_magnitude(g, magnitudes, axes, keepdim, out):
+    """The largest of non-negative ``magnitudes`` over ``axes``: 0 over no elements, as PyTorch's matrix norms give,
+    where ONNX's ReduceMax gives the lowest value (Relu maps it to 0 and keeps every magnitude)."""
+    largest = reduce(g, "ReduceMax", magnitudes, axes, keepdim, out=out)
+    dims = g.dims(magnitudes)
+    if dims is not None and all(dims[axis] for axis in (axes if axes is not None else range(len(dims)))):
+        return largest
+    return g.op("Relu", largest)
+
+
 @symbolic("aten::logsumexp")
 @parse_args("v", "is", "b")
 def logsumexp(g, self, dim, keepdim):
@@ -358,7 +368,10 @@ def linalg_matrix_norm(g, self, ord, dim, keepdim, dtype):
     out = _result_type(g, self, dtype)
     summed, extreme = (rows, columns) if abs(ord) == 1 else (columns, rows)
     sums = reduce(g, "ReduceSum", g.op("Abs", cast(g, self, accumulation_type(out))), [summed], True)
-    result = reduce(g, "ReduceMax" if ord > 0 else "ReduceMin", sums, [extreme], True, out=out)
+    if ord > 0:
+        result = _largest_magnitude(g, sums, [extreme], True, out)
+    else:
+        result = reduce(g, "ReduceMin", sums, [extreme], True, out=out)
     return result if keepdim else squeeze(g, result, sorted([rows, columns]))
 
 

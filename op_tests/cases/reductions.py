@@ -113,6 +113,9 @@ CASES += [
            fn=lambda x: torch.linalg.matrix_norm(x, -1, dim=(2, 0), keepdim=True)),
     OpCase("linalg_matrix_norm", lambda k: (_x(k, 3, 4, 5),), sample="neg_inf",
            fn=lambda x: torch.linalg.matrix_norm(x, float("-inf"), dim=(1, 2))),
+    # The largest magnitude over no elements is 0 in PyTorch's matrix norms, where ONNX's ReduceMax gives the lowest value.
+    OpCase("linalg_matrix_norm", lambda k: (torch.randn(2 + k, 0, 3),), sample="one_empty_axis",
+           fn=lambda x: torch.linalg.matrix_norm(x, 1)),
 ]
 
 CASES += [
