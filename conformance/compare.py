@@ -84,7 +84,7 @@ def compare_arrays(expected: list[np.ndarray], actual: list[np.ndarray], toleran
             continue
         rtol, atol = tolerance(scale_of([e]))
         verdict.atol = max(verdict.atol, atol)
-        if not np.array_equal(np.isnan(e), np.isnan(a)) or not np.array_equal(np.isinf(e) & (e > 0), np.isinf(a) & (a > 0)):
+        if not all(np.array_equal(where(e), where(a)) for where in (np.isnan, np.isposinf, np.isneginf)):
             verdict.ok, verdict.message = False, f"output {index}: NaN/Inf positions differ"
             return verdict
         if not np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):

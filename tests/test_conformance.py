@@ -250,6 +250,16 @@ def test_allclose_comparison_checks_shape_dtype_and_values():
     assert not verdict.ok and verdict.max_abs == pytest.approx(0.01, rel=1e-3)
 
 
+def test_non_finite_values_must_sit_at_the_same_positions_with_the_same_sign():
+    from conformance.compare import compare_arrays
+
+    expected = np.array([0.0, np.inf, -np.inf, np.nan], np.float32)
+    assert compare_arrays([expected], [expected.copy()], TOL).ok
+    for wrong in ([-np.inf, np.inf, -np.inf, np.nan], [0.0, -np.inf, -np.inf, np.nan], [0.0, np.inf, -np.inf, 0.0]):
+        verdict = compare_arrays([expected], [np.array(wrong, np.float32)], TOL)
+        assert not verdict.ok and "NaN/Inf positions differ" in verdict.message
+
+
 # -- selection, shards, results files -----------------------------------------------------------------------
 def test_shards_partition_the_cases_by_model():
     from conformance.cases import select
