@@ -12,19 +12,12 @@ from exporter.symbolics.reductions import vector_norm
 def _conv(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     rank = require_rank(g, weight, "weight")
     spatial = rank - 2
-    if isinstance(padding, str):
-        if padding == "valid":
-            padding = [0] * spatial
-        else:
-            kernel = list(weight.shape[2:]) if weight.shape else None
-            if kernel is None or any(not isinstance(k, int) for k in kernel):
-                raise unsupported(g.node.kind(), g.opset, "padding='same' needs a static kernel size")
-            if any((d * (k - 1)) % 2 for d, k in zip(dilation, kernel)):
-                return _conv_auto_pad_same(g, input, weight, bias, stride, dilation, groups)
-            padding = [d * (k - 1) // 2 for d, k in zip(dilation, kernel)]
+    pads = _same_pads(g, weight, _expand(dilation, spatial)) if padding == "same" else None
+    if padding == "valid":
+        padding = [0] * spatial
     attrs = dict(
         strides_i=_expand(stride, spatial),
-        pads_i=_expand(padding, spatial) * 2,
+        pads_i=pads or _expand(padding, spatial) * 2,
         dilations_i=_expand(dilation, spatial),
         group_i=groups,
         kernel_shape_i=list(weight.shape[2:]) if weight.shape and all(isinstance(k, int) for k in weight.shape[2:]) else None,
@@ -37,11 +30,14 @@ def _conv(g, input, weight, bias, stride, padding, dilation, transposed, output_
     return g.op("Conv", *inputs, **attrs)
 
 
-def _conv_auto_pad_same(g, input, weight, bias, stride, dilation, groups):
-    spatial = weight.rank - 2
-    inputs = [input, weight] + ([bias] if bias is not None else [])
-    return g.op("Conv", *inputs, strides_i=_expand(stride, spatial), dilations_i=_expand(dilation, spatial),
-                group_i=groups, auto_pad_s="SAME_UPPER")
+def _same_pads(g, weight, dilation):
+    """ONNX pads for padding='same' (stride 1): dilation * (kernel - 1) in all, the odd one at the end as PyTorch
+    does. Explicit pads rather than auto_pad: ONNX Runtime rejects auto_pad SAME with dilation."""
+    kernel = list(weight.shape[2:]) if weight.shape else None
+    if kernel is None or any(not isinstance(k, int) for k in kernel):
+        raise unsupported(g.node.kind(), g.opset, "padding='same' needs a static kernel size")
+    totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
+    return [t // 2 for t in totals] + [t - t // 2 for t in totals]
 
 
 def _expand(values, count):

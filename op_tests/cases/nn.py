@@ -21,6 +21,8 @@ CASES += [
            module=lambda: torch.nn.Conv2d(3, 4, 3, padding="same", dilation=2)),
     OpCase("_convolution_mode", lambda k: (torch.randn(2 + k, 3, 9 + k),), sample="same_even_kernel",
            module=lambda: torch.nn.Conv1d(3, 4, 4, padding="same")),
+    OpCase("_convolution_mode", lambda k: (torch.randn(1 + k, 4, 5, 5 + k),), sample="same_even_kernel_dilated",
+           module=lambda: torch.nn.Conv2d(4, 2, (2, 3), padding="same", dilation=3)),
     OpCase("_convolution_mode", lambda k: (torch.randn(2 + k, 3, 9, 9),), sample="valid",
            module=lambda: torch.nn.Conv2d(3, 4, 3, padding="valid")),
     OpCase("conv_tbc", lambda k: (torch.randn(7 + k, 2 + k, 5),), fn=lambda x: torch.conv_tbc(x, _TBC_WEIGHT, _TBC_BIAS, 1)),

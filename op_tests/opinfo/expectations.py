@@ -131,18 +131,6 @@ def _by_op(expectations: list[Expectation]) -> dict:
     return table
 
 
-# Ops issue 20 (wt-breadth) adds symbolics for: their absence here is recorded, not fixed, to avoid two versions.
-ISSUE_20_OPS = (
-    "bernoulli", "normal", "rand*", "multinomial", "uniform", "nn.functional.dropout*", "nn.functional.alpha_dropout",
-    "nn.functional.feature_alpha_dropout*", "nn.functional.nll_loss", "nn.functional.cross_entropy",
-    "nn.functional.binary_cross_entropy*", "nn.functional.kl_div", "cdist", "nn.functional.pairwise_distance",
-    "nn.functional.cosine_similarity", "linalg.norm", "linalg.vector_norm", "linalg.matrix_norm", "broadcast_tensors",
-    "tensordot", "atleast_*", "bitwise_left_shift", "bitwise_right_shift", "__lshift__", "__rshift__", "aminmax",
-    "bucketize", "take", "logit", "logdet", "_weight_norm*", "nn.functional.weight_norm", "conv_tbc",
-    "nn.functional.max_pool1d", "quantize*", "fake_quantize*",
-)
-
-
 def draft(rows: list[dict]) -> str:
     """TOML entries covering exactly the rows that need an excuse (never a mismatch), for review.
 
@@ -170,8 +158,6 @@ def draft(rows: list[dict]) -> str:
 
 def _signature(row: dict) -> str:
     """The reason of an excused row: its error's first line with the opset and node names taken out."""
-    if row["status"] == "no_symbolic" and any(fnmatch.fnmatchcase(_key(row), p) for p in ISSUE_20_OPS):
-        return f"{row['reason']}: no symbolic yet; issue 20 adds it"
     text = (row.get("error") or row.get("reason") or "").strip().splitlines()
     line = text[0] if text else row["status"]
     line = re.sub(r"at opset \d+", "at this opset", line)
