@@ -87,6 +87,9 @@ def _pool(g, op_type, input, kernel, stride, padding, dilation, ceil_mode, **ext
         else:
             extra = _ceil_mode_pads(g, input, kernel, stride, padding, dilation)
             pads = padding + [p + e for p, e in zip(padding, extra)]
+            if any(pad >= k for pad, k in zip(pads[spatial:], kernel)):
+                raise unsupported(g.node.kind(), g.opset, "ceil_mode=True here needs end padding as large as the "
+                                                          "kernel, which ONNX Runtime rejects")
     return g.op(op_type, input, pads_i=pads, **attrs)
 
 

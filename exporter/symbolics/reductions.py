@@ -37,12 +37,15 @@ _NARROW_INTS = (BOOL, TensorProto.INT8, TensorProto.INT16, TensorProto.UINT8)
 
 # -- shared machinery -------------------------------------------------------------------------------------------
 def reduction_axes(g, x, dim) -> list[int] | None:
-    """Non-negative axes for a ``dim`` argument (int, list, or None/[] meaning every axis -> None)."""
+    """Non-negative axes for a ``dim`` argument (int, list, or None/[] meaning every axis -> None). A 0-d tensor
+    takes dim 0 or -1 as PyTorch allows, which is every axis it has (ONNX reductions reject axis 0 there)."""
     dim = constant_value(dim)
     if dim is None or dim == []:
         return None
     dims = dim if isinstance(dim, list) else [dim]
     rank = require_rank(g, x)
+    if rank == 0:
+        return None
     return sorted({normalize_dim(int(d), max(rank, 1)) for d in dims})
 
 

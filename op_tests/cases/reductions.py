@@ -89,6 +89,8 @@ CASES = [
            fn=lambda x: torch.linalg.vector_norm(x, ord=3, dim=1, keepdim=True)),
     OpCase("linalg_vector_norm", lambda k: (torch.relu(_x(k, 3, 4)),), sample="p0",
            fn=lambda x: torch.linalg.vector_norm(x, ord=0, dim=1)),
+    OpCase("linalg_vector_norm", lambda k: (torch.tensor(-1.5 - k),), sample="zero_d_dim0_p6", dynamic=False,
+           fn=lambda x: torch.linalg.vector_norm(x, ord=6, dim=0, keepdim=True)),
     OpCase("logsumexp", lambda k: (_x(k, 3, 4),), fn=lambda x: torch.logsumexp(x, 1)),
     OpCase("logsumexp", lambda k: (_x(k, 3, 4) * 50,), sample="large_keepdim",
            fn=lambda x: torch.logsumexp(x, (0, 1), keepdim=True)),
