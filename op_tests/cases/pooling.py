@@ -47,3 +47,14 @@ CASES += [
     OpCase("avg_pool2d", lambda k: (torch.randn(1 + k, 2, 5, 5),), sample="ceil_drops_last_window",
            fn=lambda x: F.avg_pool2d(x, 3, 3, padding=1, ceil_mode=True)),
 ]
+
+# Adaptive pooling to sizes that do not divide the input's: windows of unequal sizes, pooled axis by axis. The
+# indices of adaptive max pooling come from MaxPool's Indices output (opset 8).
+CASES += [
+    OpCase("adaptive_avg_pool2d", lambda k: (torch.randn(1 + k, 3, 8, 7),), sample="uneven_windows", dynamic=False,
+           fn=lambda x: F.adaptive_avg_pool2d(x, (5, 3))),
+    OpCase("adaptive_max_pool1d", lambda k: (torch.randn(2 + k, 3, 10),), sample="uneven_windows", dynamic=False,
+           fn=lambda x: F.adaptive_max_pool1d(x, 4)),
+    OpCase("adaptive_max_pool2d", lambda k: (torch.randn(2 + k, 3, 6, 4),), sample="indices", min_opset=8,
+           fn=lambda x: F.adaptive_max_pool2d(x, (3, 2), return_indices=True)),
+]
