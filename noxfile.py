@@ -27,10 +27,7 @@ def _workers() -> str:
 def tests(session: nox.Session) -> None:
     """Unit tests (tests/) and per-op tests across opsets 7-16 (op_tests/), in parallel with xdist."""
     install(session)
-    # The OpInfo quick tier (op_tests/test_opinfo.py) is not in the default run yet: after issue 20's symbolics landed,
-    # its expectations are stale and it reports silently wrong exports still to fix (see README, "OpInfo suite").
-    # Run it explicitly: nox -s tests -- op_tests/test_opinfo.py
-    args = session.posargs or ["tests", "op_tests", "--ignore=op_tests/test_opinfo.py"]
+    args = session.posargs or ["tests", "op_tests"]
     session.run("python", "-m", "pytest", "-n", _workers(), "-q", "--max-worker-restart=8", *args)
 
 

@@ -1,5 +1,5 @@
 """Loss functions: nll_loss (1-d, 2-d and n-d), cross_entropy_loss (class or probability targets, label smoothing),
-binary_cross_entropy_with_logits and kl_div, each with PyTorch's ``reduction`` (0 none, 1 mean, 2 sum).
+binary_cross_entropy (with and without logits) and kl_div, each with PyTorch's ``reduction`` (0 none, 1 mean, 2 sum).
 
 They are written from elementary ops rather than ONNX's NegativeLogLikelihoodLoss/SoftmaxCrossEntropyLoss
 (opset 12), so they export from the opset their pieces need: picking each target's log-probability is a Where
@@ -23,6 +23,7 @@ from exporter.symbolics._helpers import (
 )
 from exporter.symbolics.activations import log_sigmoid, log_softmax
 from exporter.symbolics.comparison import equal, select
+from exporter.symbolics.elementwise import clamp_value
 from exporter.symbolics.shape import arange_indices
 
 _NONE, _MEAN, _SUM = 0, 1, 2
@@ -140,6 +141,19 @@ def _probability_target_loss(g, log_probs, target, weight, reduction: int, label
     products = _weighted_by_class(g, g.op("Mul", log_probs, target), weight, rank)
     per_sample = g.op("Neg", reduce_op(g, "ReduceSum", products, [class_axis], keepdims=False))
     return _reduced(g, per_sample, reduction)
+
+
+@symbolic("aten::binary_cross_entropy")
+@parse_args("v", "v", "v", "i")
+def binary_cross_entropy(g, self, target, weight, reduction):
+    """-(y * log(x) + (1 - y) * log(1 - x)), times weight, reduced; each log clamped at -100 as PyTorch does, so a
+    probability of exactly 0 or 1 gives a finite loss."""
+    one = _scalar(g, 1.0, self)
+    log_x, log_rest = (clamp_value(g, g.op("Log", p), -100.0, None) for p in (self, g.op("Sub", one, self)))
+    loss = g.op("Neg", g.op("Add", g.op("Mul", target, log_x), g.op("Mul", g.op("Sub", one, target), log_rest)))
+    if weight is not None:
+        loss = g.op("Mul", loss, cast(g, weight, g.dtype(self)))
+    return _reduced(g, loss, reduction)
 
 
 @symbolic("aten::binary_cross_entropy_with_logits")

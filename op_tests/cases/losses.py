@@ -1,5 +1,5 @@
 """Cases for the losses: nll_loss (1-d, n-d, weights, ignore_index), cross_entropy (class and probability targets,
-label smoothing), binary_cross_entropy_with_logits (weight, pos_weight) and kl_div, with each reduction.
+label smoothing), binary_cross_entropy (probabilities of exactly 0 and 1), binary_cross_entropy_with_logits (weight, pos_weight) and kl_div, with each reduction.
 
 Size variant 1 changes the batch (and the spatial size of the n-d cases), and targets include ignored entries.
 """
@@ -25,6 +25,13 @@ def _binary(k):
     return x, (torch.randn(3 + k, 4) > 0).float(), torch.rand(4) + 0.5
 
 
+def _probabilities(k):
+    """Probabilities including exactly 0 and 1, where PyTorch clamps each log at -100, and soft targets."""
+    p = torch.rand(3 + k, 4)
+    p[0, :2] = torch.tensor([0.0, 1.0])
+    return p, torch.rand(3 + k, 4)
+
+
 def _distributions(k):
     x = torch.randn(3 + k, 4)
     target = F.softmax(torch.randn(3 + k, 4), 1)
@@ -48,6 +55,10 @@ CASES = [
            fn=lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1), min_opset=9),
     OpCase("cross_entropy_loss", lambda k: (torch.randn(3 + k, 4), F.softmax(torch.randn(3 + k, 4), 1)),
            sample="probability_target", fn=lambda x, p: F.cross_entropy(x, p, _WEIGHT)),
+    OpCase("binary_cross_entropy", _probabilities, sample="mean", fn=lambda p, y: F.binary_cross_entropy(p, y)),
+    OpCase("binary_cross_entropy", _probabilities, sample="weight_sum",
+           fn=lambda p, y: F.binary_cross_entropy(p, y, _WEIGHT, reduction="sum")),
+    OpCase("binary_cross_entropy", _probabilities, sample="none", fn=lambda p, y: F.binary_cross_entropy(p, y, reduction="none")),
     OpCase("binary_cross_entropy_with_logits", _binary, sample="weight_pos_weight_mean",
            fn=lambda x, y, p: F.binary_cross_entropy_with_logits(x, y, _WEIGHT, pos_weight=p)),
     OpCase("binary_cross_entropy_with_logits", _binary, sample="none",
