@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import constant_value, require_rank, unsqueeze
+from exporter.symbolics._helpers import cast, constant_value, require_rank, scalar_like, slice_op, unsqueeze
 from exporter.symbolics.reductions import vector_norm
 
 
@@ -107,7 +107,7 @@ def _batch_norm_from_batch_statistics(g, input, weight, bias, eps):
     """Normalize with the batch's own statistics (track_running_stats=False)."""
     rank = require_rank(g, input)
     axes = [0] + list(range(2, rank))
-    from exporter.symbolics._helpers import reduce_op, scalar_like
+    from exporter.symbolics._helpers import reduce_op
 
     mean = reduce_op(g, "ReduceMean", input, axes, True)
     centered = g.op("Sub", input, mean)
@@ -141,20 +141,50 @@ def linear(g, input, weight, bias=None):
     return out
 
 
-@symbolic("aten::dropout", "aten::dropout_", "aten::feature_dropout", "aten::alpha_dropout",
-          "aten::feature_alpha_dropout")
+@symbolic("aten::dropout", "aten::dropout_", "aten::feature_dropout", "aten::feature_dropout_", "aten::alpha_dropout",
+          "aten::alpha_dropout_", "aten::feature_alpha_dropout", "aten::feature_alpha_dropout_")
 @parse_args("v", "f", "b")
 def dropout(g, input, p, train):
-    if not train or not g.training or p == 0:
+    """The identity unless the call itself trains (``train``: nn.Dropout records it in a training export,
+    F.dropout(training=True) always). Then, as PyTorch: p = 1 gives zeros; otherwise each element (each channel,
+    [N, C, 1, ...], for the feature_ forms) is kept with probability 1 - p, plain dropout scaling the kept ones by
+    1 / (1 - p), alpha dropout setting the dropped ones to SELU's negative saturation and re-normalizing. Plain
+    dropout is ONNX's Dropout with training_mode (opset 12); the other forms, and plain dropout below opset 12, draw
+    their mask with RandomUniformLike (every opset)."""
+    kind = g.node.kind().rstrip("_")
+    if not train or p == 0:
         return input
-    if g.node.kind() != "aten::dropout" and g.node.kind() != "aten::dropout_":
-        raise unsupported(g.node.kind(), g.opset, "only plain dropout can be exported in training mode")
-    if g.opset < 12:
-        raise unsupported(g.node.kind(), g.opset, "dropout in training mode needs opset >= 12")
-    ratio = g.const(p, input.dtype)
-    out, _ = g.op("Dropout", input, ratio, g.const(True), outputs=2)
-    out.dtype, out.shape = input.dtype, input.shape
-    return out
+    if p == 1:
+        return g.op("Mul", input, scalar_like(g, 0.0, input))
+    if kind == "aten::dropout" and g.opset >= 12:
+        out, _ = g.op("Dropout", input, g.const(p, input.dtype), g.const(True), outputs=2)
+        out.dtype, out.shape = input.dtype, input.shape
+        return out
+    keep = _keep_mask(g, input, p, per_channel=kind.startswith("aten::feature"))
+    if "alpha" not in kind:
+        return g.op("Mul", g.op("Mul", input, keep), scalar_like(g, 1.0 / (1.0 - p), input))
+    # a * (x if kept else -alpha) + alpha * a * p, with alpha = SELU's scale * alpha, in PyTorch's order of operations
+    # so that the dropped value is the same number.
+    alpha = 1.7580993408473766
+    a = 1.0 / ((alpha * alpha * p + 1) * (1 - p)) ** 0.5
+    shift = g.op("Add", g.op("Mul", g.op("Sub", keep, scalar_like(g, 1.0, keep)), scalar_like(g, alpha * a, input)),
+                 scalar_like(g, alpha * a * p, input))
+    return g.op("Add", g.op("Mul", input, g.op("Mul", keep, scalar_like(g, a, input))), shift)
+
+
+def _keep_mask(g, input, p, per_channel):
+    """1.0 where an element (or a whole channel) is kept, with probability 1 - p, else 0.0; input's dtype."""
+    shape_source = input
+    if per_channel:
+        rank = require_rank(g, input)
+        if rank < 3:
+            raise unsupported(g.node.kind(), g.opset, "feature dropout needs an input with spatial axes")
+        spatial = list(range(2, rank))
+        shape_source = slice_op(g, input, spatial, [0] * len(spatial), [1] * len(spatial))
+    uniform = g.op("RandomUniformLike", shape_source, low_f=0.0, high_f=1.0)
+    uniform.dtype = g.dtype(input)
+    kept = g.op("Not", g.op("Less", uniform, scalar_like(g, p, input)))
+    return cast(g, kept, g.dtype(input))
 
 
 # -- convolution forms: padding by name, time-batch-channel layout; weight normalization -----------------------------

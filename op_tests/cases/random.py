@@ -38,3 +38,16 @@ CASES = [
     _random("uniform_", _grid, lambda x: torch.empty_like(x).uniform_(-2, 5)),
     _random("normal_", _grid, lambda x: torch.empty_like(x).normal_(2, 5)),
 ]
+
+# Dropout that the call itself trains (F.dropout(training=True), or nn.Dropout in a training export): elementwise
+# forms compare by distribution; the feature forms drop whole channels, whose few draws a distribution test cannot
+# judge, so they are checked at p = 1, where PyTorch gives zeros.
+CASES += [
+    _random("dropout", _grid, lambda x: torch.nn.functional.dropout(x, 0.3, training=True), sample="training_call"),
+    _random("alpha_dropout", _grid, lambda x: torch.nn.functional.alpha_dropout(x, 0.4, training=True),
+            sample="training_call"),
+    OpCase("feature_dropout", lambda k: (torch.randn(2 + k, 3, 4, 4),), sample="p1_zeros",
+           fn=lambda x: torch.nn.functional.dropout2d(x, 1.0, training=True)),
+    OpCase("feature_alpha_dropout", lambda k: (torch.randn(2 + k, 3, 4),), sample="p1_zeros",
+           fn=lambda x: torch.nn.functional.feature_alpha_dropout(x, 1.0, training=True)),
+]
