@@ -64,6 +64,7 @@ class Converter:
         env: dict[int, Any] = {}
         for ts_input, value in zip(ts_graph.inputs(), input_values):
             self._annotate(value, ts_input)
+            value.origin = ts_input
             env[ts_input.unique()] = value
         self._convert_nodes(ctx, ts_graph.nodes(), env)
         graph.outputs = [self._as_output(ctx, env[v.unique()]) for v in ts_graph.return_node().inputs()]
