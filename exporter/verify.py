@@ -99,7 +99,9 @@ class VerifyResult:
     """What :func:`verify` found.
 
     ``ok`` is True when the model's outputs agree with PyTorch's and no value diverges locally. ``outputs`` is the
-    harness's verdict on the outputs; ``compared`` counts the intermediate values compared; ``first_out_of_tolerance``
+    harness's verdict on the outputs; ``capture`` the same comparison of the captured TorchScript graph's outputs
+    with the model's (when it fails, tracing recorded something else than the model computes, e.g. a Python value
+    baked in, and no conversion is to blame); ``compared`` counts the intermediate values compared; ``first_out_of_tolerance``
     is the first value outside tolerance in the full run (it may only carry rounding grown upstream);
     ``divergence`` the first value whose local check fails (None when none does: out-of-tolerance values then
     come from accumulated rounding, each node agreeing on its own inputs); ``local_checks`` how many local
@@ -108,6 +110,7 @@ class VerifyResult:
 
     ok: bool
     outputs: Any  # conformance.compare.Verdict
+    capture: Any  # conformance.compare.Verdict
     compared: int
     first_out_of_tolerance: Agreement | None
     divergence: Divergence | None
@@ -126,6 +129,8 @@ class VerifyResult:
                          f"rtol {d.local.rtol:g}, atol {d.local.atol:.3g})")
             lines.append(f"  inputs agree: {all(i.ok for i in d.inputs)} ({len(d.inputs)} compared)")
             lines.append(f"  whose fault: {d.repro.culprit}: {d.repro.explanation}")
+        elif not self.capture.ok:
+            lines.append(f"the captured TorchScript graph already differs from the model: {self.capture.message}")
         elif self.first_out_of_tolerance is not None:
             first = self.first_out_of_tolerance
             reason = ("no node diverges on its own inputs: the error is float rounding grown along the graph"
@@ -144,11 +149,13 @@ class VerifyResult:
                 return [plain(v) for v in obj]
             return obj
 
-        facts = {k: v for k, v in self.__dict__.items() if k not in ("export", "outputs")}
+        facts = {k: v for k, v in self.__dict__.items() if k not in ("export", "outputs", "capture")}
         facts = {k: plain(asdict(v) if hasattr(v, "__dataclass_fields__") and not isinstance(v, Origin) else v)
                  for k, v in facts.items()}
-        facts["outputs"] = {"ok": self.outputs.ok, "message": self.outputs.message,
-                            "max_abs": self.outputs.max_abs, "comparison": self.outputs.comparison}
+        for key in ("outputs", "capture"):
+            verdict = getattr(self, key)
+            facts[key] = {"ok": verdict.ok, "message": verdict.message, "max_abs": verdict.max_abs,
+                          "comparison": verdict.comparison}
         return facts
 
 
@@ -215,8 +222,9 @@ def _agreement(name: str, origin: Origin | None, expected: np.ndarray, actual: n
 
 
 # -- the two runs ---------------------------------------------------------------------------------------------
-def _torch_values(graph: torch._C.Graph, inputs: list[torch.Tensor], wanted: list[torch._C.Value]) -> dict[int, np.ndarray]:
-    """Run ``graph`` on ``inputs`` with the ``wanted`` top-level values as extra outputs: {value.unique(): array}.
+def _torch_values(graph: torch._C.Graph, inputs: list[torch.Tensor], wanted: list[torch._C.Value]):
+    """Run ``graph`` on ``inputs`` with the ``wanted`` top-level values as extra outputs: ({value.unique(): array},
+    the graph's own outputs).
 
     Each value is cloned right where it is produced, so an in-place op later in the graph cannot change it.
     """
@@ -247,8 +255,9 @@ def _torch_values(graph: torch._C.Graph, inputs: list[torch.Tensor], wanted: lis
     function = torch._C._create_function_from_graph("exporter_verify", copy)
     with torch.no_grad():
         outputs = function(*inputs)
-    extra = outputs[len(outputs) - len(wanted):]
-    return {value.unique(): _to_numpy(tensor) for value, tensor in zip(wanted, extra)}
+    count = len(outputs) - len(wanted)
+    return ({value.unique(): _to_numpy(tensor) for value, tensor in zip(wanted, outputs[count:])},
+            [_to_numpy(tensor) for tensor in outputs[:count]])
 
 
 def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
@@ -318,7 +327,7 @@ class _Verifier:
         from exporter.capture import flatten_outputs
 
         pairs = self._pairs()
-        self.torch = _torch_values(self.ts_graph, self.ts_inputs, list(pairs.values()))
+        self.torch, captured_outputs = _torch_values(self.ts_graph, self.ts_inputs, list(pairs.values()))
         types = {name: self.provenance.values[name][1] for name in pairs}
         types.update(self._other_types(pairs))
         self.onnx = _run_onnx(self.model, self.feeds, types)
@@ -329,6 +338,7 @@ class _Verifier:
         actual_outputs = [self.onnx[o.name] for o in self.model.graph.output]
         tolerance = self.output_tolerance or _model_tolerance
         outputs = compare_arrays(expected_outputs, actual_outputs, tolerance)
+        capture = compare_arrays(expected_outputs, captured_outputs, tolerance)
 
         in_model = {name: self._in_model(name) for name in pairs}
         first = next((a for a in in_model.values() if not a.ok), None)
@@ -345,8 +355,8 @@ class _Verifier:
                 divergence = self._divergence(name, subgraph, boundary, in_model)
                 break
         localized = divergence is not None or checks < self.max_local or all(a.ok for a in in_model.values())
-        return VerifyResult(outputs.ok and divergence is None, outputs, len(in_model), first, divergence, checks,
-                            localized, self.result)
+        return VerifyResult(outputs.ok and divergence is None, outputs, capture, len(in_model), first, divergence,
+                            checks, localized, self.result)
 
     def _other_types(self, pairs: dict) -> dict[str, int]:
         """Element types of unpaired values ONNX Runtime should also expose (a local subgraph may read them)."""
