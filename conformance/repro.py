@@ -7,6 +7,7 @@ Layout (ONNX backend-test style)::
         test_data_set_0/input_0.pb  inputs as TensorProto (named after the graph inputs), then input_1.pb, ...
         test_data_set_0/output_0.pb PyTorch's outputs (absent when the reference was not computed)
         test_data_set_1/...         the second input size of a dynamic case, then any extra checks
+        localization/               exporter.verify's minimal repro of the first diverging node (same layout)
         case.json                   the results row
 """
 
@@ -33,7 +34,8 @@ def write_bundle(root: str, row: dict, artifacts: dict) -> str:
     input_names: list[str] = []
     if model_dir and os.path.exists(os.path.join(model_dir, "model.onnx")):
         for name in os.listdir(model_dir):
-            shutil.copy2(os.path.join(model_dir, name), os.path.join(target, name))
+            if os.path.isfile(os.path.join(model_dir, name)):  # the model and its external data, not the localization
+                shutil.copy2(os.path.join(model_dir, name), os.path.join(target, name))
         input_names = _graph_input_names(os.path.join(target, "model.onnx"))
     for index, (inputs, outputs) in enumerate(artifacts.get("checks", {}).values()):
         data_dir = os.path.join(target, f"test_data_set_{index}")
@@ -43,6 +45,8 @@ def write_bundle(root: str, row: dict, artifacts: dict) -> str:
             _save(os.path.join(data_dir, f"input_{k}.pb"), numpy_helper.from_array(tensor.detach().cpu().numpy(), name))
         for k, array in enumerate(outputs or []):
             _save(os.path.join(data_dir, f"output_{k}.pb"), numpy_helper.from_array(array, f"output_{k}"))
+    if artifacts.get("localization_dir"):
+        shutil.copytree(artifacts["localization_dir"], os.path.join(target, "localization"))
     with open(os.path.join(target, "case.json"), "w", encoding="utf-8") as handle:
         json.dump(row, handle, indent=2, default=str)
     return target

@@ -69,6 +69,11 @@ FIELDS = {
     "lowest_opset": "unsupported rows: the lowest opset the exporter says would work (null when unknown)",
     "arbiter": "mismatch / runtime_divergence rows: what onnx.reference.ReferenceEvaluator said",
     "tolerance_reason": "why the tolerance used is what it is (conformance/tolerances.py)",
+    "localization": "mismatch / inconclusive model rows: exporter.verify's finding on the failing check: check, "
+                    "compared, local_checks, localized, finding, summary and, when a node diverges, node, value, "
+                    "op_types, kind, scope, source, inputs_agree, local_max_abs, culprit ('export' | 'onnxruntime' | "
+                    "'undecided'), explanation, growth ([value, error / scale] to an output), repro (folder); "
+                    "{error, check} when localizing failed",
     "expectation": "the reason of the expectations.toml entry the row matches (null when none)",
 }
 

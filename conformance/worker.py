@@ -296,6 +296,8 @@ def run_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:
         row["duration_s"] = round(time.perf_counter() - start, 3)
         if repro_root and _deserves_bundle(row):
             row["repro"] = repro.write_bundle(repro_root, row, artifacts)
+            if artifacts.get("localization_dir"):
+                row["localization"]["repro"] = os.path.join(row["repro"], "localization")
         if workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     return row
@@ -316,6 +318,8 @@ def _deserves_bundle(row: dict) -> bool:
         return False
     if row["status"] in ("mismatch", "export_error", "checker_error", "ort_error"):
         return True
+    if row["status"] == "inconclusive":  # its localization's repro, when it found a diverging node
+        return bool((row.get("localization") or {}).get("node"))
     return row["status"] == "unsupported" and row["reason"].startswith("engine gap")
 
 
@@ -402,6 +406,7 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
 
     names = [i.name for i in session.get_inputs()]
     verdict: Verdict | None = None
+    failing_label = ""
     for label in labels:
         inputs, expected = artifacts["checks"][label]
         feeds = {name: t.detach().cpu().numpy() for name, t in zip(names, inputs)}
@@ -418,6 +423,7 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         current = _compare(entry, expected, actual, state.reference(prepared, device, label))
         if not current.ok and entry.comparison != "detection":
             current = _arbitrate(state, prepared, device, label, current, expected, actual)
+        failing_label = failing_label or ("" if current.ok else label)
         current.message = f"{label}: {current.message}" if current.message else ""
         verdict = current if verdict is None else verdict.merge(current)
     row.update(max_abs_error=verdict.max_abs, max_rel_error=verdict.max_rel, rtol=verdict.rtol, atol=verdict.atol,
@@ -432,6 +438,60 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         row.update(status="pass", error=verdict.message)
     if opset < entry.min_opset and row["status"] == "pass":
         row["reason"] = f"exports below the zoo's expected minimum opset {entry.min_opset}"
+    if row["status"] in LOCALIZED and case.get("exporter") != "peer":
+        _localize(prepared, row, artifacts, opset, dynamic_axes, failing_label or "input 0", workdir)
+
+
+# Rows whose verdict leaves a question that exporter.verify answers: which node diverges first, and whose fault.
+LOCALIZED = ("mismatch", "inconclusive")
+# Local checks per localization: enough for the graphs of the zoo, bounded so a localization fits the case's time.
+LOCAL_CHECKS = 300
+
+
+def _localize(prepared: Prepared, row: dict, artifacts: dict, opset: int, dynamic_axes, label: str, workdir: str) -> None:
+    """Record ``exporter.verify``'s localization of the row's disagreement (on the check input ``label``) in
+    ``row["localization"]``; its repro goes to the bundle's ``localization/`` folder."""
+    import exporter
+
+    entry = prepared.entry
+    repro_dir = os.path.join(workdir, "localization")
+    try:
+        with reused_capture(prepared.captures):
+            result = exporter.verify(prepared.model, prepared.export_args, opset, check_args=prepared.checks[label],
+                                     output_tolerance=entry.tolerance, repro_dir=repro_dir,
+                                     max_local_checks=LOCAL_CHECKS, input_names=entry.input_names,
+                                     output_names=entry.output_names, dynamic_axes=dynamic_axes)
+    except Exception as error:
+        row["localization"] = {"error": _truncate(f"{type(error).__name__}: {error}"), "check": label}
+        return
+    row["localization"] = localization_facts(result, label)
+    if result.divergence is not None:
+        artifacts["localization_dir"] = repro_dir
+
+
+def localization_facts(result, label: str) -> dict:
+    """The row's ``localization`` field: where the first divergence is, whose fault, how its error grows."""
+    facts: dict[str, Any] = {"check": label, "compared": result.compared, "local_checks": result.local_checks,
+                             "localized": result.localized, "summary": result.summary()}
+    divergence = result.divergence
+    if divergence is None:
+        first = result.first_out_of_tolerance
+        facts["finding"] = (f"the captured TorchScript graph differs from the model: {result.capture.message}"
+                            if not result.capture.ok else "no value out of tolerance" if first is None else
+                            "no node diverges on its own inputs: the error is rounding grown along the graph"
+                            if result.localized else "not localized within the local-check budget")
+        return facts
+    origin = divergence.origin
+    facts.update(
+        finding="diverging node", node=divergence.node, value=divergence.value,
+        op_types=[op for _, op, _ in divergence.nodes], kind=origin.kind if origin else "",
+        scope=origin.scope if origin else "", source=origin.source if origin else "",
+        inputs_agree=all(a.ok for a in divergence.inputs), local_max_abs=divergence.local.max_abs,
+        culprit=divergence.repro.culprit, explanation=divergence.repro.explanation,
+        # error relative to the value's scale along a path to an output: the report's growth chart
+        growth=[[step.value, step.max_abs / step.scale if step.scale else step.max_abs] for step in divergence.growth],
+    )
+    return facts
 
 
 def _peer_export(prepared: Prepared, path: str, opset: int, dynamic_axes):

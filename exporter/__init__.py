@@ -30,6 +30,7 @@ from exporter.errors import (
     UnsupportedOperatorError,
 )
 from exporter.registry import MAX_OPSET, MIN_OPSET, parse_args
+from exporter.verify import VerifyResult, verify
 
 __all__ = [
     "__version__",
@@ -54,4 +55,6 @@ __all__ = [
     "select_model_mode_for_export",
     "unconvertible_ops",
     "unregister_custom_op_symbolic",
+    "verify",
+    "VerifyResult",
 ]

@@ -19,6 +19,7 @@ import onnx
 import torch
 
 from exporter import dtypes, ir, local_functions, passes, serialize
+from exporter.provenance import Provenance, write_doc_strings
 from exporter.capture import Capture, capture, flatten, split_args
 from exporter.convert import Converter
 from exporter.errors import CheckerError, ExportArgumentError
@@ -219,6 +220,8 @@ def select_model_mode_for_export(model: Any, mode: TrainingMode):
 class ExportResult:
     """What one export produced: the ModelProto and facts the harness records.
 
+    ``provenance`` says which TorchScript node and value each ONNX node and value came from (see
+    :class:`exporter.provenance.Provenance`); it is kept in memory, not written to the model.
     Its repr is a one-line summary (opset, input and output names, node and initializer counts), not the model.
     """
 
@@ -226,6 +229,7 @@ class ExportResult:
     capture: Capture
     input_names: list[str]
     output_names: list[str]
+    provenance: Provenance | None = None
 
     def __repr__(self) -> str:
         graph = self.model.graph
@@ -261,6 +265,7 @@ def export(
     *,
     kwargs: Mapping[str, Any] | None = None,
     dynamo: bool = False,
+    provenance_in_model: bool = False,
 ) -> ExportResult:
     """Export ``model`` to ONNX, with the semantics of the TorchScript-era PyTorch ONNX exporter.
 
@@ -284,6 +289,10 @@ def export(
     trailing dict in ``args``) and ``dynamo=False`` selects this TorchScript-based export; ``dynamo=True`` (the
     torch.export-based exporter) is an :class:`ExportArgumentError`. ``training`` and ``operator_export_type``
     also take torch.onnx's own enums, matched by member name.
+
+    The result's ``provenance`` maps every ONNX node and value to the TorchScript node and value it came from;
+    ``provenance_in_model=True`` also writes each node's origin (op kind, module path, source line) into its
+    ``doc_string`` (by default the written model carries none of it).
     """
     _check_dynamo(dynamo)
     args = _with_keyword_arguments(args, kwargs)
@@ -331,6 +340,8 @@ def export(
             keep_module_boundaries=bool(export_modules_as_functions),
         )
         names_in = _drop_unused_inputs(graph, names_in, len(inputs))
+        if provenance_in_model:
+            write_doc_strings(graph)
         outline = None
         if export_modules_as_functions:
             def outline(proto):
@@ -340,7 +351,7 @@ def export(
         model_proto = _assemble_check_write(
             graph, session, captured, f, keep_initializers_as_inputs and export_params, axes, outline, verbose
         )
-    return ExportResult(model_proto, captured, names_in, names_out)
+    return ExportResult(model_proto, captured, names_in, names_out, Provenance.of(graph))
 
 
 def export_to_pretty_string(

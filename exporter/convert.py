@@ -64,6 +64,7 @@ class Converter:
         env: dict[int, Any] = {}
         for ts_input, value in zip(ts_graph.inputs(), input_values):
             self._annotate(value, ts_input)
+            value.origin = ts_input
             env[ts_input.unique()] = value
         self._convert_nodes(ctx, ts_graph.nodes(), env)
         graph.outputs = [self._as_output(ctx, env[v.unique()]) for v in ts_graph.return_node().inputs()]
@@ -127,8 +128,11 @@ class Converter:
         result = self._convert_with_fallback(ctx, node, args)
         ctx.node = node
         scope = node.scopeName()
-        for onnx_node in ctx.graph.nodes[first_new:] if scope else ():
-            self.node_scopes.setdefault(onnx_node.name, scope)
+        for onnx_node in ctx.graph.nodes[first_new:]:
+            if onnx_node.origin is None:  # nodes of an inlined block already name their own (inner) node
+                onnx_node.origin = node
+            if scope:
+                self.node_scopes.setdefault(onnx_node.name, scope)
         if self.source_locations:
             _record_source_location(node, ctx.graph.nodes[first_new:])
         self._bind(node, result, env)
@@ -213,6 +217,7 @@ class Converter:
         for ts_value, value in zip(outputs, results):
             if isinstance(value, ir.Value):
                 self._annotate(value, ts_value)
+                value.origin = ts_value  # a value bound to several TorchScript values holds each of them
             env[ts_value.unique()] = value
 
     def _annotate(self, value: ir.Value, ts_value) -> None:

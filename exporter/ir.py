@@ -31,6 +31,9 @@ class Value:
     inferred_shape: tuple | None = None  # cached result of ONNX shape inference (dynamic-shape exports)
     shape_inferred: bool = False  # ONNX shape inference has seen this value (inferred_shape None: it could not tell)
     is_number: bool = False  # a TorchScript int/float/bool (a "wrapped number" for type promotion)
+    # Provenance: the TorchScript value this value computes (the last one a symbolic result was bound to; a pass
+    # that makes another value compute it, such as Conv+BatchNormalization fusion, hands it over).
+    origin: Any = None
 
     @property
     def rank(self) -> int | None:
@@ -49,6 +52,7 @@ class Node:
     domain: str = ""
     name: str = ""
     doc_string: str = ""
+    origin: Any = None  # provenance: the TorchScript node whose symbolic emitted this node (None: made by a pass)
 
     def __repr__(self) -> str:
         return f"Node({self.domain + '::' if self.domain else ''}{self.op_type}, {self.name!r})"

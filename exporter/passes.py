@@ -161,6 +161,7 @@ def fuse_conv_batchnorm(graph: ir.Graph) -> None:
         conv.inputs = [conv.inputs[0], _initializer(graph, conv.inputs[1], fused_weight, "fused_weight"),
                        _initializer(graph, conv.inputs[1], fused_bias, "fused_bias")]
         replacements[id(node.outputs[0])] = conv.outputs[0]
+        conv.outputs[0].origin = node.outputs[0].origin  # the Conv's output now holds the normalized values
         conv.outputs[0].dtype, conv.outputs[0].shape = node.outputs[0].dtype, node.outputs[0].shape
     graph.nodes = kept
     if replacements:

@@ -66,6 +66,7 @@ def compact_rows(rows: list[dict], index: SymbolicIndex) -> list[dict[str, Any]]
             "expected_min_opset": row.get("expected_min_opset") if isinstance(row.get("expected_min_opset"), int) else None,
             "rerun": text(row, "rerun"),
             "repro": text(row, "repro"),
+            "localization": row.get("localization") if isinstance(row.get("localization"), dict) else None,
         })
     return compact
 

@@ -65,6 +65,8 @@ def report_data(rows: list[dict], files: list[str], out_dir: str, *, baseline_pa
     cases = analysis.compact_rows(rows, index)
     for case in cases:
         case["repro_href"] = _href(case["repro"], out_dir)
+        if case["localization"]:
+            case["localization"]["repro_href"] = _href(str(case["localization"].get("repro") or ""), out_dir)
     models = analysis.models(cases)
     diff = _baseline_diff(rows, baseline_path, partial) if baseline_path else None
     return {

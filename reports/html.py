@@ -341,11 +341,33 @@ def _model_row(case: dict[str, Any]) -> str:
         links += f'<div><code>{escape(case["rerun"])}</code> <button class="copy" data-copy="{escape(case["rerun"])}">copy</button></div>'
     if case.get("repro_href") and case["bucket"] == "failed":
         links += f'<div><a href="{escape(case["repro_href"])}">repro bundle</a></div>'
+    links += _localization(case.get("localization"))
     if not detail and not links:
         return main
     style = "err" if case["bucket"] == "failed" else "note"  # a skip's or an expected limit's reason is no error
     text = f'<pre class="{style}">{escape(detail)}</pre>' if detail else ""
     return main + f'<tr class="detail"><td colspan="12">{text}{links}</td></tr>'
+
+
+def _localization(found: dict[str, Any] | None) -> str:
+    """exporter.verify's finding for a mismatch or inconclusive row: the diverging node, where it came from, whose
+    fault it is, its error growth towards the outputs and the link to its minimal repro."""
+    if not found:
+        return ""
+    if found.get("error"):
+        return f'<div class="localization">localization failed: <code>{escape(str(found["error"]))}</code></div>'
+    if not found.get("node"):
+        return f'<div class="localization">localization ({escape(str(found.get("check", "")))}): {escape(str(found.get("finding", "")))}</div>'
+    facts = [f'first diverging node <code>{escape(found["node"])}</code> ({escape(" ".join(found.get("op_types", [])))}'
+             f' for {escape(found.get("kind", ""))})', f'scope <code>{escape(found.get("scope") or "(top level)")}</code>',
+             f'source <code>{escape(found.get("source") or "unknown")}</code>',
+             f'inputs agree: {"yes" if found.get("inputs_agree") else "no"}',
+             f'whose fault: <b>{escape(found.get("culprit", ""))}</b> — {escape(found.get("explanation", ""))}']
+    repro = found.get("repro_href")
+    link = f' <a href="{escape(repro)}">minimal repro</a>' if repro else ""
+    chart = svg.error_growth_chart(found.get("growth") or [])
+    return (f'<div class="localization">{"<br>".join(facts)}{link}'
+            f'<div>error growth to the output (relative to scale): {chart}</div></div>')
 
 
 def _sci(value: float | None) -> str:

@@ -1,7 +1,8 @@
-"""Inline SVG charts (no scripts, no network): pass rate per opset, export time per model."""
+"""Inline SVG charts (no scripts, no network): pass rate per opset, export time per model, error growth."""
 
 from __future__ import annotations
 
+import math
 from html import escape
 
 from reports.results import OPSETS, SUITE_LABELS
@@ -72,6 +73,25 @@ def export_time_chart(models: list[dict], limit: int = 30) -> str:
     parts.append(f'<line x1="{left}" x2="{left}" y1="{top}" y2="{height - 24}" stroke="{AXIS}"/>')
     parts.append(f'<text x="{left + (width - left - right) / 2:.1f}" y="{height - 6}" text-anchor="middle" class="axis-title">'
                  f'median export seconds{" (slowest " + str(limit) + ")" if len(models) > limit else ""}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def error_growth_chart(growth: list[list], width: int = 240, height: int = 48) -> str:
+    """A sparkline of a localization's error (relative to each value's scale, log axis) from the diverging node
+    (left) along a path to a model output (right); each point's tooltip names its value."""
+    points = [(str(name), float(error)) for name, error in growth if error and error > 0]
+    if not points:
+        return ""
+    logs = [math.log10(error) for _, error in points]
+    low, high = min(logs), max(logs)
+    span = (high - low) or 1.0
+    step = (width - 8) / max(len(points) - 1, 1)
+    xy = [(4 + i * step, 4 + (height - 8) * (1 - (v - low) / span)) for i, v in enumerate(logs)]
+    parts = [_svg_open(width, height, "Error growth from the diverging node to an output"),
+             f'<polyline fill="none" stroke="#c0392b" stroke-width="1.5" points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in xy)}"/>']
+    for (x, y), (name, error) in zip(xy, points):
+        parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="#c0392b"><title>{escape(name)}: {error:.2e} of scale</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
 

@@ -6,6 +6,7 @@ start worker processes are marked slow: each worker imports torch before its fir
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import signal
@@ -16,7 +17,10 @@ import time
 import numpy as np
 import onnx
 import pytest
+import torch
 from onnx import numpy_helper
+
+from tests.conformance_models import AddOne
 
 EXTRA = "tests.conformance_models:entries"
 
@@ -409,3 +413,35 @@ def test_arbitration_refuses_a_float64_run_that_computes_something_else():
     exact = [np.linspace(-2, 2, 1000)]
     verdict = arbitrate([(exact[0] + 0.3).astype(np.float32)], [(exact[0] + 0.7).astype(np.float32)], exact, atol=1e-5)
     assert not verdict.ok and "no float64 arbitration" in verdict.message
+
+
+def test_a_mismatch_row_carries_its_localization(tmp_path):
+    """A wrong aten::add symbolic (in process: the worker runs here) is found by the worker's localization."""
+    import exporter
+    from exporter.registry import REGISTRY
+
+    builtin = REGISTRY.lookup("aten::add", 13)
+
+    def wrong_add(g, *args):
+        return g.op("Mul", builtin(g, *args), g.const(torch.tensor(1.5)))
+
+    (case,) = _cases(["test_add_one"])
+    exporter.register_custom_op_symbolic("aten::add", wrong_add, 13)
+    try:
+        row = _run_in_process(case, tmp_path)
+    finally:
+        exporter.unregister_custom_op_symbolic("aten::add", 13)
+    assert row["status"] == "mismatch"
+    found = row["localization"]
+    assert found["finding"] == "diverging node" and found["kind"] == "aten::add"
+    assert found["source"].endswith(f"conformance_models.py:{inspect.getsourcelines(AddOne.forward)[1] + 1}")
+    assert found["culprit"] == "export" and found["growth"][-1][1] > 0.1
+    assert sorted(os.listdir(found["repro"])) == ["model.onnx", "test_data_set_0"]
+    assert found["repro"] == os.path.join(row["repro"], "localization")
+
+
+def test_a_capture_that_bakes_a_python_value_is_localized_to_the_capture(tmp_path):
+    (case,) = _cases(["test_bakes_a_random_number"])
+    row = _run_in_process(case, tmp_path)
+    assert row["status"] == "mismatch"
+    assert row["localization"]["finding"].startswith("the captured TorchScript graph differs from the model")

@@ -481,3 +481,22 @@ def test_registry_snapshot_of_the_real_exporter(tmp_path):
     ops = json.loads(out.read_text())["ops"]
     assert ops["aten::linear"] == list(range(7, 17))
     assert all(set(opsets) <= set(range(7, 17)) for opsets in ops.values())
+
+
+def test_a_localized_mismatch_shows_node_scope_source_growth_and_repro(tmp_path):
+    repro = tmp_path / "repro" / "model_resnet18" / "localization"
+    found = {"check": "input 0", "finding": "diverging node", "node": "/layer3/1/conv2/Mul_191", "op_types": ["Conv", "Mul"],
+             "kind": "aten::_convolution", "scope": "layer3.1.conv2", "source": "resnet.py:96", "inputs_agree": True,
+             "culprit": "export", "explanation": "both runtimes agree with each other, not with PyTorch",
+             "growth": [["Mul_190", 1e-2], ["Relu_194", 8e-3], ["output", 4e-3]], "repro": str(repro)}
+    rows = [_model("model", "resnet18", 14, "static", "cpu", "mismatch", error="max abs error 0.2", localization=found),
+            _model("model", "resnet50", 14, "static", "cpu", "inconclusive", reason="near-ties",
+                   localization={"check": "input 0", "finding": "no value out of tolerance"})]
+    out = tmp_path / "out"
+    html = open(build_report([write_jsonl(str(tmp_path / "r.jsonl"), rows)], str(out)), encoding="utf-8").read()
+    assert "first diverging node <code>/layer3/1/conv2/Mul_191</code> (Conv Mul for aten::_convolution)" in html
+    assert "scope <code>layer3.1.conv2</code>" in html and "source <code>resnet.py:96</code>" in html
+    assert "whose fault: <b>export</b>" in html
+    assert f'<a href="{os.path.relpath(repro, out)}">minimal repro</a>' in html
+    assert html.count("<circle") >= 3 and "Relu_194: 8.00e-03 of scale" in html
+    assert "localization (input 0): no value out of tolerance" in html

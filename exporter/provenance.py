@@ -1,0 +1,115 @@
+"""Provenance: which TorchScript node and value every ONNX node and value of an export came from.
+
+The converter stamps each ONNX node it emits with the TorchScript node being converted, and each value a symbolic
+returns with the TorchScript value it stands for (``ir.Node.origin`` / ``ir.Value.origin``). After assembly,
+:class:`Provenance` indexes those stamps by the final ONNX names. It keeps references to the TorchScript nodes and
+computes the readable facts (op kind, module path, source line) only when asked, so recording costs one attribute
+store per node; nothing reaches the written model unless ``export(..., provenance_in_model=True)`` asks for it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from exporter import ir
+from exporter.local_functions import instance_paths
+
+# Frames in these directories are PyTorch's or this exporter's machinery, not the model's code: the source line
+# reported is the innermost frame outside them.
+_LIBRARY_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,)) + (os.path.dirname(__file__) + os.sep,)
+_TRACED_FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
+_SCRIPTED_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+)')
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where one ONNX node or value came from.
+
+    ``kind`` is the TorchScript op (``aten::_convolution``); ``scope`` the module path in the model
+    (``layer3.1.conv2``; empty at the top level or for a scripted function); ``source`` the model's own
+    ``file:line`` that ran the op (the innermost frame outside PyTorch and this exporter; empty when TorchScript
+    recorded none); ``stack`` the whole recorded source range (innermost first for traced code).
+    """
+
+    kind: str
+    scope: str
+    source: str
+    stack: str
+
+    @classmethod
+    def of(cls, ts_node: torch._C.Node) -> Origin:
+        # The root module's scope is a bare "__module" (no path): it names no submodule.
+        paths = [p for p in instance_paths(ts_node.scopeName()) if p != "__module"]
+        try:
+            stack = ts_node.sourceRange()
+        except RuntimeError:  # nodes made by passes have no source range
+            stack = ""
+        return cls(ts_node.kind(), paths[-1] if paths else "", _model_line(stack), stack)
+
+    def __str__(self) -> str:
+        where = f" in {self.scope}" if self.scope else ""
+        return f"{self.kind}{where}" + (f" at {self.source}" if self.source else "")
+
+
+def _model_line(stack: str) -> str:
+    """``file:line`` of the innermost frame of ``stack`` in the model's code (see ``_LIBRARY_DIRS``)."""
+    frames = []
+    for line in stack.splitlines():
+        match = _TRACED_FRAME.match(line) or _SCRIPTED_FRAME.match(line)
+        if match:
+            frames.append(f"{match['file']}:{match['line']}")
+    for frame in frames:
+        if not frame.startswith(_LIBRARY_DIRS):
+            return frame
+    return frames[0] if frames else ""
+
+
+@dataclass
+class Provenance:
+    """The provenance of one exported model, by final ONNX name (main graph and subgraphs alike).
+
+    ``nodes`` maps an ONNX node name to the TorchScript node whose symbolic emitted it (nodes made by the
+    optimization passes have none); ``values`` maps an ONNX value name to the TorchScript value it computes and
+    its ONNX element type. :meth:`node` and :meth:`value` give the readable :class:`Origin`.
+    """
+
+    nodes: dict[str, torch._C.Node]
+    values: dict[str, tuple[torch._C.Value, int | None]]
+
+    @classmethod
+    def of(cls, graph: ir.Graph) -> Provenance:
+        """Index the stamps of ``graph`` (after assembly, when the names are final)."""
+        nodes: dict[str, Any] = {}
+        values: dict[str, tuple[Any, int | None]] = {}
+        for node in graph.all_nodes():
+            if node.origin is not None:
+                nodes[node.name] = node.origin
+            for value in node.outputs:
+                if value.origin is not None:
+                    values[value.name] = (value.origin, value.dtype)
+        for value in graph.inputs:
+            if value.origin is not None:
+                values[value.name] = (value.origin, value.dtype)
+        return cls(nodes, values)
+
+    def node(self, name: str) -> Origin | None:
+        """The origin of the ONNX node ``name``, or None for a node the passes made."""
+        ts_node = self.nodes.get(name)
+        return Origin.of(ts_node) if ts_node is not None else None
+
+    def value(self, name: str) -> Origin | None:
+        """The origin of the TorchScript node producing the value the ONNX value ``name`` computes."""
+        entry = self.values.get(name)
+        return Origin.of(entry[0].node()) if entry is not None else None
+
+
+def write_doc_strings(graph: ir.Graph) -> None:
+    """Put each node's origin (op kind, module path, source line) in its ``doc_string``."""
+    for node in graph.all_nodes():
+        if node.origin is not None:
+            node.doc_string = str(Origin.of(node.origin))

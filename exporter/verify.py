@@ -1,0 +1,537 @@
+"""Localize a mismatch: the first ONNX node whose result disagrees with PyTorch, and whose fault it is.
+
+:func:`verify` exports a model, runs the captured TorchScript graph with every intermediate value as an output
+and ONNX Runtime with every intermediate value as an extra graph output, pairs them through the export's
+provenance, and compares them in topological order. A value out of tolerance in the full run may only carry
+rounding error grown upstream, so each such value gets a *local* check: the ONNX nodes that compute it from the
+previous compared values (its subgraph), fed with PyTorch's own inputs. The first value whose local check fails
+is the divergence; its subgraph, with those inputs, is the minimal repro, run in ONNX Runtime and in the ONNX
+reference evaluator to say whose result is right.
+
+Comparisons use the harness's policy: ``conformance.compare.compare_arrays`` with the per-operator tolerance of
+``conformance.tolerances`` (by the TorchScript op's family), and ``conformance.session.make_session``.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+
+from exporter.api import ExportResult, export
+from exporter.capture import flatten, split_args
+from exporter.errors import ExportArgumentError
+from exporter.provenance import Origin
+
+# A value out of tolerance in the full run is checked locally; past this many local checks without a failing one
+# the divergence is reported as not localized (the cost is bounded on huge graphs).
+DEFAULT_MAX_LOCAL_CHECKS = 2000
+# A local subgraph is walked back at most this many nodes (a node kind that hides its inputs behind many
+# unpaired values would otherwise pull in the whole graph).
+_MAX_SUBGRAPH_NODES = 64
+
+
+@dataclass
+class Agreement:
+    """One ONNX value compared with the PyTorch value it computes (``compare_arrays``'s verdict and errors)."""
+
+    value: str
+    origin: Origin | None
+    ok: bool
+    max_abs: float
+    max_rel: float
+    scale: float  # largest finite |x| of PyTorch's value
+    rtol: float
+    atol: float
+    message: str = ""
+
+
+@dataclass
+class Repro:
+    """The diverging subgraph with PyTorch's inputs, run in ONNX Runtime and in ``onnx.reference``.
+
+    ``culprit`` says whose result is wrong: ``"export"`` (both ONNX runtimes agree with each other, not with
+    PyTorch: the exported nodes compute something else), ``"onnxruntime"`` (the reference evaluator reproduces
+    PyTorch, ONNX Runtime does not: the export is right) or ``"undecided"`` (the reference evaluator could not run
+    the subgraph, or all three disagree); ``explanation`` says it in words. ``directory`` holds it in the ONNX
+    backend-test layout (``model.onnx``, ``test_data_set_0/input_*.pb``, ``output_0.pb`` = PyTorch's result)
+    when :func:`verify` was given a ``repro_dir``.
+    """
+
+    onnx_runtime: Agreement
+    reference: Agreement | None
+    culprit: str
+    explanation: str
+    directory: str | None = None
+
+
+@dataclass
+class Divergence:
+    """The first value whose own computation disagrees with PyTorch.
+
+    ``value`` is the ONNX value; ``nodes`` the ONNX nodes (name, op type, origin) that compute it from PyTorch's
+    inputs, the last one producing it; ``node``/``origin`` name that producer and where it came from (TorchScript
+    op, module scope, source line). ``in_model`` is the value's agreement in the full ONNX Runtime run, ``local``
+    its agreement when its subgraph is fed PyTorch's inputs, ``inputs`` the agreement of those inputs in the full
+    run, ``growth`` the agreement of each compared value on a path from it to a model output.
+    """
+
+    value: str
+    node: str
+    origin: Origin | None
+    nodes: list[tuple[str, str, Origin | None]]
+    in_model: Agreement
+    local: Agreement
+    inputs: list[Agreement]
+    growth: list[Agreement]
+    repro: Repro
+
+
+@dataclass
+class VerifyResult:
+    """What :func:`verify` found.
+
+    ``ok`` is True when the model's outputs agree with PyTorch's and no value diverges locally. ``outputs`` is the
+    harness's verdict on the outputs; ``capture`` the same comparison of the captured TorchScript graph's outputs
+    with the model's (when it fails, tracing recorded something else than the model computes, e.g. a Python value
+    baked in, and no conversion is to blame); ``compared`` counts the intermediate values compared; ``first_out_of_tolerance``
+    is the first value outside tolerance in the full run (it may only carry rounding grown upstream);
+    ``divergence`` the first value whose local check fails (None when none does: out-of-tolerance values then
+    come from accumulated rounding, each node agreeing on its own inputs); ``local_checks`` how many local
+    checks ran; ``localized`` False when ``max_local_checks`` ran out first. ``export`` is the export itself.
+    """
+
+    ok: bool
+    outputs: Any  # conformance.compare.Verdict
+    capture: Any  # conformance.compare.Verdict
+    compared: int
+    first_out_of_tolerance: Agreement | None
+    divergence: Divergence | None
+    local_checks: int
+    localized: bool
+    export: ExportResult = field(repr=False)
+
+    def summary(self) -> str:
+        """A few lines saying what diverged, where in the model, and whose result is right."""
+        lines = [f"outputs: {'agree' if self.outputs.ok else 'DIFFER'} ({self.outputs.message or self.outputs.comparison})",
+                 f"{self.compared} intermediate values compared, {self.local_checks} local checks"]
+        if self.divergence is not None:
+            d = self.divergence
+            lines.append(f"first diverging node: {d.node} -> {d.value}: {d.origin}")
+            lines.append(f"  with PyTorch's inputs: max abs error {d.local.max_abs:.3g} (scale {d.local.scale:.3g}, "
+                         f"rtol {d.local.rtol:g}, atol {d.local.atol:.3g})")
+            lines.append(f"  inputs agree: {all(i.ok for i in d.inputs)} ({len(d.inputs)} compared)")
+            lines.append(f"  whose fault: {d.repro.culprit}: {d.repro.explanation}")
+        elif not self.capture.ok:
+            lines.append(f"the captured TorchScript graph already differs from the model: {self.capture.message}")
+        elif self.first_out_of_tolerance is not None:
+            first = self.first_out_of_tolerance
+            reason = ("no node diverges on its own inputs: the error is float rounding grown along the graph"
+                      if self.localized else "not localized within max_local_checks")
+            lines.append(f"first value out of tolerance: {first.value} ({first.origin}); {reason}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        """JSON-ready facts (everything but the export), for results rows and reports."""
+        def plain(obj):
+            if isinstance(obj, Origin):
+                return {"kind": obj.kind, "scope": obj.scope, "source": obj.source}
+            if isinstance(obj, dict):
+                return {k: plain(v) for k, v in obj.items() if k != "stack"}
+            if isinstance(obj, (list, tuple)):
+                return [plain(v) for v in obj]
+            return obj
+
+        facts = {k: v for k, v in self.__dict__.items() if k not in ("export", "outputs", "capture")}
+        facts = {k: plain(asdict(v) if hasattr(v, "__dataclass_fields__") and not isinstance(v, Origin) else v)
+                 for k, v in facts.items()}
+        for key in ("outputs", "capture"):
+            verdict = getattr(self, key)
+            facts[key] = {"ok": verdict.ok, "message": verdict.message, "max_abs": verdict.max_abs,
+                          "comparison": verdict.comparison}
+        return facts
+
+
+def verify(
+    model: Any,
+    args: Any,
+    opset_version: int | None = None,
+    *,
+    check_args: Any = None,
+    output_tolerance: Callable[[float], tuple[float, float]] | None = None,
+    repro_dir: str | None = None,
+    max_local_checks: int = DEFAULT_MAX_LOCAL_CHECKS,
+    **export_options: Any,
+) -> VerifyResult:
+    """Export ``model`` and find the first ONNX node whose result disagrees with PyTorch, with its provenance.
+
+    ``model``, ``args`` and ``export_options`` (``input_names``, ``dynamic_axes``, ...) are as for
+    :func:`exporter.export` (the model is exported to memory). The comparison runs on ``check_args`` (default
+    ``args``; another input size for a dynamic export), in PyTorch and on ONNX Runtime's CPU provider.
+    Intermediate values are judged by the harness's per-operator tolerance (``conformance.tolerances``) of the
+    TorchScript op that computes them; the model's outputs by ``output_tolerance`` (scale -> (rtol, atol)), or by
+    the same per-operator tolerance when None. Values inside control flow (If/Loop bodies) are not compared.
+    ``repro_dir`` receives the diverging subgraph as an ONNX backend test. Returns a :class:`VerifyResult`.
+    """
+    if max_local_checks < 1:
+        raise ExportArgumentError(f"max_local_checks must be at least 1, got {max_local_checks!r}")
+    if "f" in export_options:
+        raise ExportArgumentError("verify exports to memory: do not pass `f`")
+    result = export(model, args, io.BytesIO(), opset_version=opset_version, **export_options)
+    check_args = args if check_args is None else check_args
+    flat_inputs, _ = flatten(split_args(check_args), numbers_as_tensors=True)
+    ts_inputs = list(flat_inputs) + [tensor for _, tensor in result.capture.params]
+    with torch.no_grad():
+        eager = model(*split_args(check_args)[0], **split_args(check_args)[1])
+    return _Verifier(result, ts_inputs, output_tolerance, repro_dir, max_local_checks).run(eager)
+
+
+# -- tolerance ------------------------------------------------------------------------------------------------
+def _op_tolerance(kind: str, dtype: np.dtype) -> Callable[[float], tuple[float, float]]:
+    """The harness's per-operator tolerance for a TorchScript op (``aten::_convolution`` -> the conv family)."""
+    from conformance.tolerances import DEFAULT_FAMILY, family_of, tolerance_for
+
+    name = kind.partition("::")[2].strip("_")
+    # OpInfo names put many ops under nn.functional (linear, layer_norm): try that spelling where the bare one
+    # falls back to the default family.
+    op = name if family_of(name) != DEFAULT_FAMILY else f"nn.functional.{name}"
+    return tolerance_for(str(dtype), op).at
+
+
+def _model_tolerance(scale: float) -> tuple[float, float]:
+    """The harness's default tolerance for a model's outputs (``model_zoo.entry``)."""
+    from model_zoo.entry import DEFAULT_ATOL, DEFAULT_RTOL
+
+    return DEFAULT_RTOL, DEFAULT_ATOL
+
+
+def _agreement(name: str, origin: Origin | None, expected: np.ndarray, actual: np.ndarray, tolerance) -> Agreement:
+    from conformance.compare import compare_arrays, scale_of
+
+    verdict = compare_arrays([expected], [actual], tolerance)
+    rtol, atol = tolerance(scale_of([expected]))
+    return Agreement(name, origin, verdict.ok, verdict.max_abs, verdict.max_rel, scale_of([expected]), rtol, atol,
+                     verdict.message)
+
+
+# -- the two runs ---------------------------------------------------------------------------------------------
+def _torch_values(graph: torch._C.Graph, inputs: list[torch.Tensor], wanted: list[torch._C.Value]):
+    """Run ``graph`` on ``inputs`` with the ``wanted`` top-level values as extra outputs: ({value.unique(): array},
+    the graph's own outputs).
+
+    Each value is cloned right where it is produced, so an in-place op later in the graph cannot change it.
+    """
+    copy = graph.copy()
+    by_unique = {}
+    for original, copied in zip(graph.inputs(), copy.inputs()):
+        by_unique[original.unique()] = copied
+    for original_node, copied_node in zip(graph.nodes(), copy.nodes()):
+        for original, copied in zip(original_node.outputs(), copied_node.outputs()):
+            by_unique[original.unique()] = copied
+    none = copy.insertConstant(None)
+    none.node().moveBefore(copy.nodes().__next__())
+    clones = []
+    for value in wanted:
+        copied = by_unique[value.unique()]
+        clone = copy.create("aten::clone", [copied, none])
+        clone.output().setType(copied.type())
+        clone.insertAfter(none.node() if copied.node().kind() == "prim::Param" else copied.node())
+        clones.append(clone.output())
+    # A graph function returns one value: the original outputs and the clones, as one tuple.
+    results = list(copy.outputs()) + clones
+    while len(list(copy.outputs())):
+        copy.eraseOutput(0)
+    packed = copy.create("prim::TupleConstruct", results)
+    packed.output().setType(torch._C.TupleType([v.type() for v in results]))
+    copy.appendNode(packed)
+    copy.registerOutput(packed.output())
+    function = torch._C._create_function_from_graph("exporter_verify", copy)
+    with torch.no_grad():
+        outputs = function(*inputs)
+    count = len(outputs) - len(wanted)
+    return ({value.unique(): _to_numpy(tensor) for value, tensor in zip(wanted, outputs[count:])},
+            [_to_numpy(tensor) for tensor in outputs[:count]])
+
+
+def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
+    return tensor.detach().cpu().resolve_conj().resolve_neg().numpy()
+
+
+def _run_onnx(model: onnx.ModelProto, feeds: dict[str, np.ndarray], extra: dict[str, int]) -> dict[str, np.ndarray]:
+    """ONNX Runtime's value of every graph output and of each name in ``extra`` (name -> ONNX element type)."""
+    from conformance.session import make_session
+
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(model)
+    present = {o.name for o in exposed.graph.output}
+    for name, elem_type in extra.items():
+        if name not in present:
+            exposed.graph.output.append(onnx.helper.make_tensor_value_info(name, elem_type, None))
+    session = make_session(exposed.SerializeToString(), "cpu")
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
+
+
+# -- the verifier -----------------------------------------------------------------------------------------------
+class _Verifier:
+    def __init__(self, result: ExportResult, ts_inputs: list[torch.Tensor], output_tolerance, repro_dir, max_local):
+        self.result = result
+        self.model = result.model
+        self.provenance = result.provenance
+        self.ts_graph = result.capture.graph
+        self.ts_inputs = ts_inputs
+        self.output_tolerance = output_tolerance
+        self.repro_dir = repro_dir
+        self.max_local = max_local
+        graph = self.model.graph
+        self.initializers = {t.name: t for t in graph.initializer}
+        self.producer = {out: node for node in graph.node for out in node.output}
+        self.position = {id(node): k for k, node in enumerate(graph.node)}
+        ts_index = {v.unique(): k for k, v in enumerate(self.ts_graph.inputs())}
+        self.feeds = {}
+        for graph_input in graph.input:
+            if graph_input.name in self.initializers:
+                continue
+            ts_value = self.provenance.values[graph_input.name][0]
+            self.feeds[graph_input.name] = _to_numpy(ts_inputs[ts_index[ts_value.unique()]])
+
+    # which ONNX values are paired with a PyTorch value
+    def _pairs(self) -> dict[str, torch._C.Value]:
+        top = self.ts_graph.block()
+        pairs: dict[str, torch._C.Value] = {}
+        taken: set[int] = set()
+        for node in self.model.graph.node:
+            if node.op_type == "Constant" and not node.domain:
+                continue  # a folded value: nothing of ONNX Runtime's to compare
+            for name in node.output:
+                entry = self.provenance.values.get(name)
+                if entry is None or entry[1] is None:
+                    continue
+                ts_value = entry[0]
+                if ts_value.type().kind() != "TensorType" or ts_value.node().owningBlock() != top:
+                    continue
+                if ts_value.unique() not in taken:
+                    taken.add(ts_value.unique())
+                    pairs[name] = ts_value
+        return pairs
+
+    def run(self, eager: Any) -> VerifyResult:
+        from conformance.compare import compare_arrays
+        from exporter.capture import flatten_outputs
+
+        pairs = self._pairs()
+        self.torch, captured_outputs = _torch_values(self.ts_graph, self.ts_inputs, list(pairs.values()))
+        types = {name: self.provenance.values[name][1] for name in pairs}
+        types.update(self._other_types(pairs))
+        self.onnx = _run_onnx(self.model, self.feeds, types)
+        self.expected = {name: self.torch[ts.unique()] for name, ts in pairs.items()}
+        self.pairs = pairs
+
+        expected_outputs = [_to_numpy(t) for t in flatten_outputs(eager)]
+        actual_outputs = [self.onnx[o.name] for o in self.model.graph.output]
+        tolerance = self.output_tolerance or _model_tolerance
+        outputs = compare_arrays(expected_outputs, actual_outputs, tolerance)
+        capture = compare_arrays(expected_outputs, captured_outputs, tolerance)
+
+        in_model = {name: self._in_model(name) for name in pairs}
+        first = next((a for a in in_model.values() if not a.ok), None)
+        divergence, checks = None, 0
+        for name, agreement in in_model.items():
+            if agreement.ok:
+                continue
+            if checks == self.max_local:
+                break
+            checks += 1
+            subgraph, boundary = self._subgraph(name)
+            local, _, _ = self._run_local(name, subgraph, boundary)
+            if not local.ok:
+                divergence = self._divergence(name, subgraph, boundary, in_model)
+                break
+        localized = divergence is not None or checks < self.max_local or all(a.ok for a in in_model.values())
+        return VerifyResult(outputs.ok and divergence is None, outputs, capture, len(in_model), first, divergence,
+                            checks, localized, self.result)
+
+    def _other_types(self, pairs: dict) -> dict[str, int]:
+        """Element types of unpaired values ONNX Runtime should also expose (a local subgraph may read them)."""
+        inferred = onnx.shape_inference.infer_shapes(self.model, strict_mode=False)
+        types = {}
+        for info in list(inferred.graph.value_info):
+            if info.type.HasField("tensor_type") and info.type.tensor_type.elem_type and info.name not in pairs:
+                types[info.name] = info.type.tensor_type.elem_type
+        return types
+
+    def _in_model(self, name: str) -> Agreement:
+        expected = self.expected[name]
+        kind = self.pairs[name].node().kind()
+        return _agreement(name, self.provenance.value(name), expected, self.onnx[name], _op_tolerance(kind, expected.dtype))
+
+    # local subgraphs
+    def _subgraph(self, name: str) -> tuple[list[onnx.NodeProto], list[str]]:
+        """The ONNX nodes computing ``name`` from paired values, graph inputs and values of other TorchScript
+        nodes (its boundary), in graph order, and that boundary."""
+        owner = self.pairs[name].node()
+        nodes: dict[int, onnx.NodeProto] = {}
+        boundary: list[str] = []
+        pending = [self.producer[name]]
+        while pending:
+            node = pending.pop()
+            if id(node) in nodes:
+                continue
+            nodes[id(node)] = node
+            for read in _reads(node):
+                if not read or read in self.initializers or read in boundary:
+                    continue
+                producer = self.producer.get(read)
+                if producer is None or read in self.pairs:
+                    boundary.append(read)  # a graph input, an outer-scope value, or a compared value
+                    continue
+                from_other = self.provenance.nodes.get(producer.name) not in (None, owner)
+                if producer.op_type != "Constant" and (from_other or len(nodes) >= _MAX_SUBGRAPH_NODES) and read in self.onnx:
+                    boundary.append(read)
+                    continue
+                pending.append(producer)
+        return sorted(nodes.values(), key=lambda n: self.position[id(n)]), boundary
+
+    def _boundary_value(self, name: str) -> np.ndarray:
+        """PyTorch's value of a boundary name where it has one, else ONNX Runtime's (a value no TorchScript tensor
+        stands for, such as a shape, taken as computed in the full run)."""
+        if name in self.expected:
+            return self.expected[name]
+        if name in self.feeds:
+            return self.feeds[name]
+        return self.onnx[name]
+
+    def _local_model(self, name: str, subgraph: list, boundary: list[str]) -> onnx.ModelProto:
+        used = {read for node in subgraph for read in _reads(node)}
+        inputs = [numpy_helper_value_info(b, self._boundary_value(b)) for b in boundary]
+        output = numpy_helper_value_info(name, self.expected[name])
+        graph = onnx.helper.make_graph(
+            subgraph, "diverging_subgraph", inputs, [output],
+            initializer=[t for n, t in self.initializers.items() if n in used])
+        local = onnx.helper.make_model(graph, opset_imports=list(self.model.opset_import), ir_version=self.model.ir_version)
+        local.functions.extend(self.model.functions)
+        return local
+
+    def _run_local(self, name: str, subgraph: list, boundary: list[str]):
+        """The local check: ONNX Runtime's result of the subgraph on PyTorch's inputs (agreement, model, result)."""
+        from conformance.session import make_session
+
+        local = self._local_model(name, subgraph, boundary)
+        feeds = {b: self._boundary_value(b) for b in boundary}
+        expected = self.expected[name]
+        origin = self.provenance.value(name)
+        try:
+            actual = make_session(local.SerializeToString(), "cpu").run([name], feeds)[0]
+        except Exception as error:  # the subgraph alone fails to load or run: that is a local failure too
+            text = f"ONNX Runtime cannot run the subgraph: {type(error).__name__}: {error}"
+            return Agreement(name, origin, False, float("nan"), float("nan"), 0.0, 0.0, 0.0, text), local, None
+        return _agreement(name, origin, expected, actual, self._tolerance(name)), local, actual
+
+    def _tolerance(self, name: str):
+        return _op_tolerance(self.pairs[name].node().kind(), self.expected[name].dtype)
+
+    def _divergence(self, name: str, subgraph: list, boundary: list[str], in_model: dict) -> Divergence:
+        from onnx.reference import ReferenceEvaluator
+
+        ort, local, actual = self._run_local(name, subgraph, boundary)
+        feeds = {b: self._boundary_value(b) for b in boundary}
+        expected, origin = self.expected[name], self.provenance.value(name)
+        try:
+            computed = np.asarray(ReferenceEvaluator(local).run([name], feeds)[0])
+        except Exception as error:
+            repro = Repro(ort, None, "undecided",
+                          f"the ONNX reference evaluator cannot run the subgraph: {type(error).__name__}: {error}")
+        else:
+            ref = _agreement(name, origin, expected, computed, self._tolerance(name))
+            both = _agreement(name, origin, computed, actual, self._tolerance(name)) if actual is not None else None
+            repro = _judge(ort, ref, both)
+        if self.repro_dir:
+            repro.directory = _write_backend_test(self.repro_dir, local, list(feeds.items()), expected)
+        producer = self.producer[name]
+        return Divergence(
+            value=name, node=producer.name, origin=self.provenance.node(producer.name),
+            nodes=[(n.name, n.op_type, self.provenance.node(n.name)) for n in subgraph],
+            in_model=in_model[name], local=ort,
+            inputs=[in_model[b] for b in boundary if b in in_model],
+            growth=[in_model[n] for n in self._path_to_output(name)],
+            repro=repro,
+        )
+
+    def _path_to_output(self, name: str) -> list[str]:
+        """Compared values on a shortest path (in TorchScript uses) from ``name`` to a model output, ``name`` first."""
+        onnx_of = {ts.unique(): n for n, ts in self.pairs.items()}
+        outputs = {v.unique() for v in self.ts_graph.outputs()}
+        start = self.pairs[name]
+        previous = {start.unique(): None}
+        queue = collections.deque([start])
+        end = None
+        while queue:
+            value = queue.popleft()
+            if value.unique() in outputs:
+                end = value
+                break
+            for use in value.uses():
+                if use.user.owningBlock() != self.ts_graph.block():
+                    continue
+                for out in use.user.outputs():
+                    if out.unique() not in previous:
+                        previous[out.unique()] = value.unique()
+                        queue.append(out)
+        path, step = [], end.unique() if end is not None else start.unique()
+        while step is not None:
+            if step in onnx_of:
+                path.append(onnx_of[step])
+            step = previous[step]
+        return path[::-1]
+
+
+def _reads(node: onnx.NodeProto) -> list[str]:
+    """The names a node reads: its inputs and the outer-scope names its subgraphs use."""
+    names = list(node.input)
+    for attribute in node.attribute:
+        for graph in ([attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)):
+            defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
+            for inner in graph.node:
+                names.extend(n for n in _reads(inner) if n not in defined)
+                defined.update(inner.output)
+    return names
+
+
+def numpy_helper_value_info(name: str, array: np.ndarray) -> onnx.ValueInfoProto:
+    """A tensor ValueInfo with ``array``'s element type and shape."""
+    return onnx.helper.make_tensor_value_info(name, onnx.helper.np_dtype_to_tensor_dtype(array.dtype), array.shape)
+
+
+def _judge(ort: Agreement, ref: Agreement, ref_vs_ort: Agreement | None) -> Repro:
+    """Whose result is right, from ONNX Runtime's and the reference evaluator's agreement with PyTorch (and with
+    each other: ``ref_vs_ort``, None when ONNX Runtime could not run the subgraph)."""
+    if ref.ok and not ort.ok:
+        return Repro(ort, ref, "onnxruntime", "the ONNX reference evaluator computes PyTorch's result from the same "
+                     "subgraph and inputs, ONNX Runtime does not: the export is right, ONNX Runtime diverges")
+    if not ref.ok and ref_vs_ort is not None and ref_vs_ort.ok:
+        return Repro(ort, ref, "export", "ONNX Runtime and the ONNX reference evaluator agree with each other and "
+                     "not with PyTorch: the exported nodes do not compute what PyTorch computes")
+    if ref.ok and ort.ok:
+        return Repro(ort, ref, "undecided", "the subgraph alone agrees with PyTorch in both runtimes")
+    return Repro(ort, ref, "undecided", "PyTorch, ONNX Runtime and the ONNX reference evaluator all disagree")
+
+
+def _write_backend_test(root: str, model: onnx.ModelProto, inputs: list[tuple[str, np.ndarray]],
+                        expected: np.ndarray) -> str:
+    """Write ``model`` with its inputs and PyTorch's expected output in the ONNX backend-test layout."""
+    data = os.path.join(root, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    onnx.save(model, os.path.join(root, "model.onnx"))
+    for k, (name, array) in enumerate(inputs):
+        with open(os.path.join(data, f"input_{k}.pb"), "wb") as handle:
+            handle.write(numpy_helper.from_array(array, name).SerializeToString())
+    with open(os.path.join(data, "output_0.pb"), "wb") as handle:
+        handle.write(numpy_helper.from_array(expected, model.graph.output[0].name).SerializeToString())
+    return root

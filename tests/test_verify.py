@@ -1,0 +1,131 @@
+"""Provenance and exporter.verify: a wrong symbolic planted deep in a real ResNet is found, named and judged."""
+
+from __future__ import annotations
+
+import inspect
+import io
+import os
+
+import numpy as np
+import onnx
+import pytest
+import torch
+import torchvision
+from onnx import numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+import exporter
+from exporter.errors import ExportArgumentError
+from exporter.registry import REGISTRY
+from exporter.verify import Agreement, _judge
+from exporter import verify
+
+PLANTED_SCOPE = "layer3.1.conv2"
+OPSET = 14
+
+
+def _resnet18():
+    torch.manual_seed(0)
+    return torchvision.models.resnet18(weights=None).eval(), (torch.randn(1, 3, 64, 64),)
+
+
+def _line_of(function, text: str) -> int:
+    lines, first = inspect.getsourcelines(function)
+    return first + next(k for k, line in enumerate(lines) if text in line)
+
+
+@pytest.fixture
+def planted_conv():
+    """aten::_convolution exports one convolution (PLANTED_SCOPE's) with its result scaled by a wrong 1.01."""
+    builtin = REGISTRY.lookup("aten::_convolution", OPSET)
+
+    def wrong(g, *args):
+        out = builtin(g, *args)
+        if g.node.scopeName().endswith(PLANTED_SCOPE):
+            out = g.op("Mul", out, g.const(torch.tensor(1.01)))
+        return out
+
+    exporter.register_custom_op_symbolic("aten::_convolution", wrong, OPSET)
+    yield
+    exporter.unregister_custom_op_symbolic("aten::_convolution", OPSET)
+
+
+def test_verify_names_the_planted_wrong_convolution_its_scope_and_source_line(planted_conv, tmp_path):
+    model, args = _resnet18()
+    result = verify(model, args, opset_version=OPSET, repro_dir=str(tmp_path))
+    assert not result.ok and not result.outputs.ok
+    divergence = result.divergence
+    assert divergence is not None
+    assert divergence.origin.kind == "aten::_convolution"
+    assert divergence.origin.scope == PLANTED_SCOPE
+    line = _line_of(torchvision.models.resnet.BasicBlock.forward, "self.conv2(out)")
+    assert divergence.origin.source == f"{inspect.getsourcefile(torchvision.models.resnet)}:{line}"
+    assert [op for _, op, _ in divergence.nodes if op != "Constant"] == ["Conv", "Mul"]
+    # Its inputs agree with PyTorch, its own result does not: the fault is here, not upstream.
+    assert divergence.inputs and all(a.ok for a in divergence.inputs)
+    assert not divergence.local.ok and divergence.local.max_abs > 0.005 * divergence.local.scale
+    # Every earlier compared value agreed, so the first value out of tolerance is the planted one.
+    assert result.first_out_of_tolerance.value == divergence.value
+    # The error reaches the output along the path.
+    assert divergence.growth[0].value == divergence.value
+    assert divergence.growth[-1].value == result.export.output_names[0]
+    assert all(not step.ok for step in divergence.growth)
+    assert divergence.repro.culprit == "export"
+
+
+def test_the_repro_is_an_onnx_backend_test_that_reproduces_the_divergence(planted_conv, tmp_path):
+    model, args = _resnet18()
+    result = verify(model, args, opset_version=OPSET, repro_dir=str(tmp_path))
+    assert result.divergence.repro.directory == str(tmp_path)
+    repro = onnx.load(os.path.join(tmp_path, "model.onnx"))
+    onnx.checker.check_model(repro, full_check=True)
+    assert len(repro.graph.node) <= 3  # the diverging convolution alone (Conv, its wrong constant and the Mul)
+    data = tmp_path / "test_data_set_0"
+    feeds = {}
+    for k in range(len(repro.graph.input)):
+        tensor = onnx.load_tensor(str(data / f"input_{k}.pb"))
+        feeds[tensor.name] = numpy_helper.to_array(tensor)
+    expected = numpy_helper.to_array(onnx.load_tensor(str(data / "output_0.pb")))
+    computed = ReferenceEvaluator(repro).run(None, feeds)[0]
+    np.testing.assert_allclose(computed, expected * 1.01, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
+
+def test_a_correct_resnet_verifies_clean():
+    model, args = _resnet18()
+    result = verify(model, args, opset_version=OPSET)
+    assert result.ok and result.outputs.ok
+    assert result.divergence is None and result.first_out_of_tolerance is None
+    assert result.compared >= 40  # every conv(+bn), relu, add, pool and the classifier
+    assert "intermediate values compared" in result.summary()
+
+
+def test_provenance_names_every_node_and_stays_out_of_the_model_unless_asked():
+    model, args = _resnet18()
+    result = exporter.export(model, args, io.BytesIO(), opset_version=OPSET)
+    assert all(node.name in result.provenance.nodes for node in result.model.graph.node)
+    assert not any(node.doc_string for node in result.model.graph.node)
+    first_conv = next(n for n in result.model.graph.node if n.op_type == "Conv")
+    assert result.provenance.node(first_conv.name).scope == "conv1"
+    # Conv+BatchNormalization fusion: the Conv's output now holds the normalized values, and says so.
+    assert result.provenance.value(first_conv.output[0]).kind == "aten::batch_norm"
+    written = exporter.export(model, args, io.BytesIO(), opset_version=OPSET, provenance_in_model=True)
+    conv_doc = next(n for n in written.model.graph.node if n.op_type == "Conv").doc_string
+    assert conv_doc.startswith("aten::_convolution in conv1 at ") and "resnet.py:" in conv_doc
+
+
+@pytest.mark.parametrize("ref_ok, both_ok, culprit", [
+    (True, False, "onnxruntime"), (False, True, "export"), (False, False, "undecided"),
+])
+def test_whose_result_is_right(ref_ok, both_ok, culprit):
+    def agreement(ok):
+        return Agreement("v", None, ok, 1.0, 1.0, 1.0, 0.0, 0.0)
+
+    assert _judge(agreement(False), agreement(ref_ok), agreement(both_ok)).culprit == culprit
+
+
+def test_verify_rejects_bad_options():
+    model, args = _resnet18()
+    with pytest.raises(ExportArgumentError, match="max_local_checks"):
+        verify(model, args, max_local_checks=0)
+    with pytest.raises(ExportArgumentError, match="memory"):
+        verify(model, args, f="model.onnx")
