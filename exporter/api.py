@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import enum
 import importlib
 import inspect
 import io
@@ -19,49 +18,16 @@ import onnx
 import torch
 
 from exporter import dtypes, ir, local_functions, passes, serialize
-from exporter.provenance import Provenance, write_doc_strings
 from exporter.capture import Capture, capture, flatten, split_args
 from exporter.convert import Converter
 from exporter.errors import CheckerError, ExportArgumentError
 from exporter.graph_context import ExportSession
+from exporter.options import OperatorExportTypes, TrainingMode, enum_member
+from exporter.provenance import Provenance, write_doc_strings
 from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY
 
 DEFAULT_OPSET = 14
 logger = logging.getLogger("exporter")
-
-
-class TrainingMode(enum.IntEnum):
-    """In which mode the model is exported (same members as PyTorch's ONNX ``TrainingMode``)."""
-
-    EVAL = 0
-    PRESERVE = 1
-    TRAINING = 2
-
-
-class OperatorExportTypes(enum.IntEnum):
-    """How operators are exported (same members as PyTorch's ONNX ``OperatorExportTypes``)."""
-
-    ONNX = 0
-    ONNX_ATEN = 1
-    ONNX_ATEN_FALLBACK = 2
-    ONNX_FALLTHROUGH = 3
-
-
-def _enum_member(enum_type: type[enum.IntEnum], value: Any, parameter: str) -> enum.IntEnum:
-    """Our member of ``enum_type`` for ``value``: one of ours, its int value, or any enum member of the same name.
-
-    Callers pass torch.onnx's own ``TrainingMode``/``OperatorExportTypes`` (pybind enums, not ints): matching by
-    member name accepts them without any conversion work delegated to torch.onnx.
-    """
-    if isinstance(value, enum_type):
-        return value
-    name = getattr(value, "name", None)
-    if isinstance(name, str) and name in enum_type.__members__:
-        return enum_type[name]
-    if isinstance(value, int) and not isinstance(value, bool) and value in enum_type._value2member_map_:
-        return enum_type(value)
-    members = ", ".join(enum_type.__members__)
-    raise ExportArgumentError(f"{parameter} must be a {enum_type.__name__} ({members}), got {value!r}")
 
 
 _in_export = False
@@ -201,7 +167,7 @@ def select_model_mode_for_export(model: Any, mode: TrainingMode):
 
     ``mode`` is a :class:`TrainingMode` or torch.onnx's own ``TrainingMode`` (matched by member name).
     """
-    mode = _enum_member(TrainingMode, mode, "mode")
+    mode = enum_member(TrainingMode, mode, "mode")
     if not isinstance(model, torch.nn.Module):
         yield
         return
@@ -299,8 +265,8 @@ def export(
     opset = _check_opset(opset_version)
     serialize.check_destination(f)
     _check_no_meta_tensors(model, args)
-    training = _enum_member(TrainingMode, training, "training")
-    operator_export_type = _enum_member(OperatorExportTypes, operator_export_type, "operator_export_type")
+    training = enum_member(TrainingMode, training, "training")
+    operator_export_type = enum_member(OperatorExportTypes, operator_export_type, "operator_export_type")
     dynamic_axes = dict(dynamic_axes or {})
     _check_dynamic_axes_shape(dynamic_axes)
     if export_modules_as_functions:

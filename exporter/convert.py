@@ -15,37 +15,16 @@ import torch
 from exporter import dtypes, ir
 from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
+from exporter.options import OperatorExportTypes
 from exporter.registry import REGISTRY
+from exporter.ts_types import ts_value_type
 
-# operator_export_type values (the members of api.OperatorExportTypes; compared by value to avoid an import cycle).
-_ONNX, _ONNX_ATEN, _ONNX_ATEN_FALLBACK, _ONNX_FALLTHROUGH = 0, 1, 2, 3
 ATEN_DOMAIN = "org.pytorch.aten"
 PYTHON_OP = "prim::PythonOp"
 
 # Ops never evaluated at export time even when their inputs are constant.
 _NOT_FOLDABLE_WORDS = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "empty", "poisson")
 _PASS_THROUGH_KINDS = frozenset({"prim::Constant"})
-
-
-def ts_value_type(ts_value, static_shapes: bool) -> tuple[int | None, tuple | None, bool]:
-    """(ONNX element type, shape, is_number) of a TorchScript value, from its recorded type."""
-    t = ts_value.type()
-    kind = t.kind()
-    if kind == "TensorType":
-        scalar = t.scalarType()
-        elem = dtypes.onnx_from_torch(dtypes.SCALAR_NAME_TO_TORCH[scalar]) if scalar else None
-        sizes = t.varyingSizes()
-        if sizes is None:
-            return elem, None, False
-        shape = tuple(sizes) if static_shapes else tuple(None for _ in sizes)
-        return elem, shape, False
-    if kind == "IntType":
-        return dtypes.onnx_from_torch(torch.int64), (), True
-    if kind == "FloatType":
-        return dtypes.onnx_from_torch(torch.float64), (), True
-    if kind == "BoolType":
-        return dtypes.onnx_from_torch(torch.bool), (), True
-    return None, None, False
 
 
 class Converter:
@@ -141,9 +120,9 @@ class Converter:
     def _convert_with_fallback(self, ctx: GraphContext, node, args: list[Any]) -> Any:
         """Convert one node as ``operator_export_type`` asks: symbolic, ATen node, or the node as it is."""
         kind = node.kind()
-        export_type = self.session.operator_export_type or _ONNX
+        export_type = self.session.operator_export_type or OperatorExportTypes.ONNX
         is_aten = kind.startswith("aten::")
-        if export_type == _ONNX_ATEN and is_aten:
+        if export_type == OperatorExportTypes.ONNX_ATEN and is_aten:
             return _emit_aten(ctx, node, args)
         if kind == PYTHON_OP and not REGISTRY.is_supported(PYTHON_OP, self.session.opset):
             return self._convert_python_op(ctx, node, args, export_type)
@@ -151,9 +130,9 @@ class Converter:
             return self._call_symbolic(ctx, node, args)
         except UnsupportedOperatorError:
             # Nodes a failed symbolic may have emitted are unused and removed by dead-code elimination.
-            if export_type == _ONNX_ATEN_FALLBACK and is_aten:
+            if export_type == OperatorExportTypes.ONNX_ATEN_FALLBACK and is_aten:
                 return _emit_aten(ctx, node, args)
-            if export_type == _ONNX_FALLTHROUGH:
+            if export_type == OperatorExportTypes.ONNX_FALLTHROUGH:
                 return _emit_unconverted(ctx, node, args)
             raise
 
@@ -186,7 +165,7 @@ class Converter:
                 if isinstance(error, UnsupportedOperatorError):
                     raise
                 raise type(error)(f"{node.pyname()}.symbolic: {error}") from error
-        if export_type in (_ONNX_FALLTHROUGH, _ONNX_ATEN_FALLBACK):
+        if export_type in (OperatorExportTypes.ONNX_FALLTHROUGH, OperatorExportTypes.ONNX_ATEN_FALLBACK):
             return _emit_unconverted(ctx, node, args)
         if not node.hasAttribute("Subgraph"):
             raise UnsupportedOperatorError(

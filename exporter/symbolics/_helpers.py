@@ -12,6 +12,7 @@ from onnx import TensorProto
 from exporter import dtypes, ir
 from exporter.errors import SymbolicValueError
 from exporter.graph_context import GraphContext
+from exporter.ts_types import ts_value_type
 
 INT64 = TensorProto.INT64
 FLOAT = TensorProto.FLOAT
@@ -54,13 +55,11 @@ def constant_value(x: Any) -> Any:
 
 def output_dtype(g: GraphContext, index: int = 0) -> int | None:
     """The element type TorchScript recorded for output ``index`` of the node being converted."""
-    from exporter.convert import ts_value_type
 
     return ts_value_type(list(g.node.outputs())[index], True)[0]
 
 
 def output_shape(g: GraphContext, index: int = 0) -> tuple | None:
-    from exporter.convert import ts_value_type
 
     return ts_value_type(list(g.node.outputs())[index], g.static_shapes)[1]
 

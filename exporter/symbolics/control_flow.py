@@ -21,6 +21,7 @@ from exporter import ir
 from exporter.errors import SymbolicValueError
 from exporter.registry import symbolic, unsupported
 from exporter.symbolics._helpers import BOOL, INT64, cast, constant_value, is_constant, is_value
+from exporter.ts_types import ts_value_type
 
 DOUBLE = TensorProto.DOUBLE
 _INT64_MAX = 2**63 - 1
@@ -44,7 +45,6 @@ def _declared_dtype(ts_value) -> int | None:
     if ts_type.kind() in _NUMBER_DTYPES:
         return _NUMBER_DTYPES[ts_type.kind()]
     if ts_type.kind() == "TensorType" and ts_type.scalarType() is not None:
-        from exporter.convert import ts_value_type
 
         return ts_value_type(ts_value, True)[0]
     return None

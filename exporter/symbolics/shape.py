@@ -34,6 +34,7 @@ from exporter.symbolics._helpers import (
     unsqueeze,
 )
 from exporter.symbolics.comparison import equal, select
+from exporter.ts_types import ts_value_type
 
 INT64_MAX = 2**63 - 1
 
@@ -99,7 +100,6 @@ def reshape_to(g, x, sizes: list):
 
 def traced_dim(g, dim: int, input_index: int = 0) -> int | None:
     """The size the trace recorded for ``dim`` of the node's input (the example's size, even if dynamic)."""
-    from exporter.convert import ts_value_type
 
     shape = ts_value_type(list(g.node.inputs())[input_index], True)[1]
     return shape[dim] if shape is not None and isinstance(shape[dim], int) else None

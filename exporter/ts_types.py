@@ -1,0 +1,29 @@
+"""Facts about TorchScript values that the converter and the symbolics both read: a value's ONNX element type,
+shape and whether it is a Python number. It sits below ``convert.py`` so symbolics need not import the converter."""
+
+from __future__ import annotations
+
+import torch
+
+from exporter import dtypes
+
+
+def ts_value_type(ts_value, static_shapes: bool) -> tuple[int | None, tuple | None, bool]:
+    """(ONNX element type, shape, is_number) of a TorchScript value, from its recorded type."""
+    t = ts_value.type()
+    kind = t.kind()
+    if kind == "TensorType":
+        scalar = t.scalarType()
+        elem = dtypes.onnx_from_torch(dtypes.SCALAR_NAME_TO_TORCH[scalar]) if scalar else None
+        sizes = t.varyingSizes()
+        if sizes is None:
+            return elem, None, False
+        shape = tuple(sizes) if static_shapes else tuple(None for _ in sizes)
+        return elem, shape, False
+    if kind == "IntType":
+        return dtypes.onnx_from_torch(torch.int64), (), True
+    if kind == "FloatType":
+        return dtypes.onnx_from_torch(torch.float64), (), True
+    if kind == "BoolType":
+        return dtypes.onnx_from_torch(torch.bool), (), True
+    return None, None, False

@@ -1,0 +1,79 @@
+"""The engine's layers, checked on the source: the symbolics (and the modules they build on) never import the
+converter or the public API, so no import circle runs through the converter, and none of them imports the harness. Every import counts, the ones inside functions too (a lazy import hides a circle, it does not remove it)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import pathlib
+
+import pytest
+
+import exporter
+
+ENGINE = pathlib.Path(exporter.__file__).parent
+# The top of the flow: what builds ONNX graphs from TorchScript ones and what users call. Below them: the registry,
+# the graph context, the TorchScript facts (ts_types), the options, the IR and the symbolics.
+UPPER = {"exporter.api", "exporter.convert", "exporter.verify", "exporter.__main__"}
+HARNESS = ("conformance", "op_tests", "model_zoo", "reports", "benchmarks")
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(ENGINE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+@functools.lru_cache(maxsize=1)
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the engine modules it imports. The package itself (``exporter/__init__.py``, the public facade) is
+    left out: ``from exporter import ir`` imports ``exporter.ir``, not the facade's imports."""
+    modules = {_module_name(path): path for path in ENGINE.rglob("*.py") if path.name != "__init__.py" or
+               path.parent != ENGINE}
+    return {name: {imported for imported in _imports(path) if imported in modules} for name, path in modules.items()}
+
+
+def _reaches(graph: dict[str, set[str]], start: str, targets: set[str]) -> list[str] | None:
+    """An import path from ``start`` to one of ``targets``, or None."""
+    stack, seen = [[start]], {start}
+    while stack:
+        path = stack.pop()
+        for imported in sorted(graph.get(path[-1], ())):
+            if imported in targets:
+                return path + [imported]
+            if imported not in seen:
+                seen.add(imported)
+                stack.append(path + [imported])
+    return None
+
+
+LOWER = sorted(name for name in _import_graph() if name not in UPPER)
+
+
+@pytest.mark.parametrize("module", LOWER)
+def test_lower_layers_never_import_the_converter_or_the_api(module):
+    path = _reaches(_import_graph(), module, UPPER)
+    assert path is None, f"{module} reaches the upper layer: {' -> '.join(path)}"
+
+
+def test_the_conversion_layers_never_import_the_harness():
+    """Only exporter.verify, which compares with the harness's own tolerance policy by design, may use it."""
+    paths = {_module_name(path): path for path in ENGINE.rglob("*.py")}
+    offenders = {name: sorted(i for i in _imports(paths[name]) if i.split(".")[0] in HARNESS) for name in LOWER}
+    assert not {name: found for name, found in offenders.items() if found}
+
+
+def test_the_scan_sees_lazy_imports(tmp_path):
+    source = tmp_path / "lazy.py"
+    source.write_text("def f():\n    from exporter.convert import Converter\n")
+    assert "exporter.convert" in _imports(source)
