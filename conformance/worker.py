@@ -40,7 +40,9 @@ def configure_process(threads: int = 1) -> None:
     """One thread per worker (the pool is the parallelism) and no TF32 anywhere, so CUDA compares like CPU."""
     torch.set_num_threads(threads)
     torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    # set_flags rather than the attribute: torch.testing's OpInfo database (imported by the op suite in the same
+    # test process) freezes cuDNN's attributes, and set_flags is the setter that stays allowed.
+    torch.backends.cudnn.set_flags(_allow_tf32=False)
 
 
 @dataclass
