@@ -16,6 +16,7 @@ from exporter import dtypes, ir
 from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.registry import REGISTRY
+from exporter.symbolics import quantized
 
 # operator_export_type values (the members of api.OperatorExportTypes; compared by value to avoid an import cycle).
 _ONNX, _ONNX_ATEN, _ONNX_ATEN_FALLBACK, _ONNX_FALLTHROUGH = 0, 1, 2, 3
@@ -33,6 +34,8 @@ def ts_value_type(ts_value, static_shapes: bool) -> tuple[int | None, tuple | No
     kind = t.kind()
     if kind == "TensorType":
         scalar = t.scalarType()
+        if scalar in dtypes.QUANTIZED_SCALAR_NAMES:
+            scalar = "Float"  # what a symbolic computes on a quantized tensor: its dequantized values
         elem = dtypes.onnx_from_torch(dtypes.SCALAR_NAME_TO_TORCH[scalar]) if scalar else None
         sizes = t.varyingSizes()
         if sizes is None:
@@ -59,14 +62,19 @@ class Converter:
 
     # -- graphs and blocks ------------------------------------------------------------------------------
     def convert_graph(self, ts_graph, input_values: list[ir.Value]) -> ir.Graph:
-        graph = ir.Graph("main_graph", inputs=list(input_values))
+        graph = ir.Graph("main_graph")
         ctx = GraphContext(self.session, graph)
         env: dict[int, Any] = {}
+        graph.inputs = [v for value in input_values for v in quantized.boundary_values(value)]
         for ts_input, value in zip(ts_graph.inputs(), input_values):
-            self._annotate(value, ts_input)
+            if isinstance(value, quantized.QTensor):
+                value = quantized.typed_input(ctx, value)
+            else:
+                self._annotate(value, ts_input)
             env[ts_input.unique()] = value
         self._convert_nodes(ctx, ts_graph.nodes(), env)
-        graph.outputs = [self._as_output(ctx, env[v.unique()]) for v in ts_graph.return_node().inputs()]
+        graph.outputs = [self._as_output(ctx, v) for ts_output in ts_graph.return_node().inputs()
+                         for v in quantized.boundary_values(env[ts_output.unique()])]
         return graph
 
     def _convert_block(self, ctx: GraphContext, block, input_values: list[ir.Value], name: str) -> ir.Graph:
@@ -157,7 +165,10 @@ class Converter:
         kind = node.kind()
         symbolic_fn = self._lookup(node)
         try:
-            result = symbolic_fn(ctx, *args)
+            if quantized.contains_quantized(args) and not getattr(symbolic_fn, "takes_quantized", False):
+                result = quantized.call_on_dequantized(ctx, symbolic_fn, args)
+            else:
+                result = symbolic_fn(ctx, *args)
         except OnnxExporterError as error:
             if isinstance(error, UnsupportedOperatorError) or str(error).startswith(kind):
                 raise
