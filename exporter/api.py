@@ -502,7 +502,7 @@ def _input_names(model, args, captured: Capture, input_names) -> list[str]:
 def _output_names(captured: Capture, output_names) -> list[str]:
     count = len(list(captured.graph.outputs()))
     # A quantized output is three ONNX outputs (integers, scale, zero point).
-    count += 2 * sum(getattr(t, "is_quantized", False) for t in captured.example_outputs or [])
+    count += sum(len(quantized.boundary_examples(t)) - 1 for t in captured.example_outputs or [])
     names = [f"output_{i}" if count > 1 else "output" for i in range(count)]
     _apply_names(names, output_names, "output", "outputs")
     return names
@@ -609,7 +609,8 @@ def _assemble(
 ):
     _uniquify_names(graph)
     static_shapes = {}
-    for value, example in zip(graph.outputs, captured.example_outputs or []):
+    examples = [e for example in captured.example_outputs or [] for e in quantized.boundary_examples(example)]
+    for value, example in zip(graph.outputs, examples):
         if value.kind == ir.TENSOR and isinstance(example, torch.Tensor):
             static_shapes[value.name] = tuple(example.shape)
     output_shapes = {}

@@ -165,7 +165,8 @@ class Converter:
         kind = node.kind()
         symbolic_fn = self._lookup(node)
         try:
-            if quantized.contains_quantized(args) and not getattr(symbolic_fn, "takes_quantized", False):
+            if (quantized.contains_quantized(args) and kind not in quantized.STRUCTURAL_OPS
+                    and not getattr(symbolic_fn, "takes_quantized", False)):
                 result = quantized.call_on_dequantized(ctx, symbolic_fn, args)
             else:
                 result = symbolic_fn(ctx, *args)

@@ -187,6 +187,14 @@ def integer_type_of_code(g, code: int) -> int:
     return _QUANTIZED_CODES[code]
 
 
+# Ops that only build, unpack or index lists and tuples: they carry quantized tensors as they are, each with its
+# own scale and zero point.
+STRUCTURAL_OPS = frozenset({
+    "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack", "prim::TupleUnpack", "prim::TupleIndex",
+    "aten::__getitem__",
+})
+
+
 def takes_quantized(fn):
     """Marks a symbolic that receives QTensors as they are; the others receive their float values."""
     fn.takes_quantized = True
@@ -262,6 +270,13 @@ def typed_input(g, q: QTensor) -> QTensor:
     """A quantized graph input with its scale as float32 and zero point in the integers' type, as QDQ needs."""
     require_qdq(g)
     return QTensor(q.value, cast(g, q.scale, FLOAT), cast(g, q.zero_point, q.integer_type))
+
+
+def boundary_examples(example: Any) -> list[Any]:
+    """An example output as the graph outputs it becomes (:func:`boundary_values`): a quantized tensor is three."""
+    if isinstance(example, torch.Tensor) and example.is_quantized:
+        return [example.int_repr(), torch.tensor(0.0), torch.tensor(0)]  # the scale and zero point are 0-d
+    return [example]
 
 
 def boundary_values(value: Any) -> list[Any]:
