@@ -225,6 +225,8 @@ class Converter:
         for ts_value, value in zip(outputs, results):
             if isinstance(value, ir.Value):
                 self._annotate(value, ts_value)
+            elif isinstance(value, quantized.QTensor):
+                self._annotate(value.value, ts_value)  # its shape; the integers keep their own element type
             env[ts_value.unique()] = value
 
     def _annotate(self, value: ir.Value, ts_value) -> None:
