@@ -173,13 +173,10 @@ def constant_qtensor(g, tensor: torch.Tensor) -> QTensor:
 
 def constant_weight(g, tensor: torch.Tensor) -> ir.Value:
     """A quantized weight as the float tensor it stands for: int8 constants behind a DequantizeLinear, so runtimes
-    keep the weight in 8 bits. Where that cannot be, the weight is its float32 values, which are exactly what
-    DequantizeLinear would compute ((q - zp) * scale, one float32 product per element): below opset 13 for a
-    per-channel weight (fbgemm's default; DequantizeLinear's axis is opset 13), and at opset 10 for every weight,
-    because ONNX Runtime rewrites a Conv/Gemm with a DequantizeLinear weight and a float bias by quantizing the bias
-    with Round, an opset-11 op, and then refuses to load the opset-10 model."""
-    per_channel = tensor.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric)
-    if g.opset < 11 or (per_channel and g.opset < PER_CHANNEL_OPSET):
+    keep the weight in 8 bits. Below opset 13 a per-channel weight (fbgemm's default) cannot be a DequantizeLinear
+    (its axis is opset 13): it becomes its float32 values, exactly what DequantizeLinear would compute
+    ((q - zp) * scale, one float32 product per element)."""
+    if tensor.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric) and g.opset < PER_CHANNEL_OPSET:
         return g.const(tensor.dequantize().numpy().astype(np.float32))
     return dequantize(g, constant_qtensor(g, tensor))
 

@@ -34,10 +34,26 @@ def _convolution(g, qx, packed, scale, zero_point, relu: bool, spatial: int):
         weight = weight.squeeze(2)
         stride, padding, dilation, output_padding = (v[1:] for v in (stride, padding, dilation, output_padding))
     w = constant_weight(g, weight)
-    b = None if bias is None else g.const(bias.detach().numpy())
-    result = _float(g, "aten::convolution", dequantize(g, qx), w, b, stride, padding, dilation, transposed,
-                    output_padding, packed.groups())
-    return _output(g, result, qx, scale, zero_point, relu)
+    result = _float(g, "aten::convolution", dequantize(g, qx), w, _inner_bias(g, bias), stride, padding, dilation,
+                    transposed, output_padding, packed.groups())
+    return _output(g, _outer_bias(g, result, bias, spatial), qx, scale, zero_point, relu)
+
+
+# ONNX Runtime rewrites a Conv/Gemm fed by DequantizeLinear with a float bias by quantizing the bias with Round, an
+# opset-11 op, and then refuses to load an opset-10 model. At opset 10 the bias is therefore added after the op, as
+# a subtraction of its negation (exactly the same sum in floating point), which ONNX Runtime does not fuse back into a
+# Gemm (MatMul+Add) or Conv.
+_BIAS_INSIDE_OPSET = 11
+
+
+def _inner_bias(g, bias):
+    return None if bias is None or g.opset < _BIAS_INSIDE_OPSET else g.const(bias.detach().numpy())
+
+
+def _outer_bias(g, result, bias, spatial: int):
+    if bias is None or g.opset >= _BIAS_INSIDE_OPSET:
+        return result
+    return g.op("Sub", result, g.const(-bias.detach().numpy().reshape([-1] + [1] * spatial)))
 
 
 def _register_convolutions():
@@ -61,9 +77,8 @@ def _linear(g, qx, packed, scale, zero_point, relu: bool):
     import torch
 
     weight, bias = torch.ops.quantized.linear_unpack(packed)
-    b = None if bias is None else g.const(bias.detach().numpy())
-    result = _float(g, "aten::linear", dequantize(g, qx), constant_weight(g, weight), b)
-    return _output(g, result, qx, scale, zero_point, relu)
+    result = _float(g, "aten::linear", dequantize(g, qx), constant_weight(g, weight), _inner_bias(g, bias))
+    return _output(g, _outer_bias(g, result, bias, 0), qx, scale, zero_point, relu)
 
 
 @symbolic("quantized::linear", since=QDQ_OPSET)
