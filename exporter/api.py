@@ -25,6 +25,7 @@ from exporter.graph_context import ExportSession
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
 from exporter.provenance import Provenance, write_doc_strings
 from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY
+from exporter.symbolics import quantized
 
 DEFAULT_OPSET = 14
 logger = logging.getLogger("exporter")
@@ -297,6 +298,8 @@ def export(
         logger.info("converting %d TorchScript nodes at opset %d", len(list(captured.graph.nodes())), opset)
         converter = Converter(session, source_locations=verbose)
         graph = converter.convert_graph(captured.graph, inputs + params)
+        names_in = [v.name for value in inputs for v in quantized.boundary_values(value)] + names_in[len(inputs):]
+        inputs = [v for value in inputs for v in quantized.boundary_values(value)]
         graph.inputs = inputs if export_params else inputs + params
         graph.initializers = params if export_params else []
         _name_outputs(graph, names_out, session)
@@ -475,6 +478,8 @@ def _input_names(model, args, captured: Capture, input_names) -> list[str]:
 
 def _output_names(captured: Capture, output_names) -> list[str]:
     count = len(list(captured.graph.outputs()))
+    # A quantized output is three ONNX outputs (integers, scale, zero point).
+    count += sum(len(quantized.boundary_examples(t)) - 1 for t in captured.example_outputs or [])
     names = [f"output_{i}" if count > 1 else "output" for i in range(count)]
     _apply_names(names, output_names, "output", "outputs")
     return names
@@ -499,7 +504,10 @@ def _graph_inputs(captured: Capture, names: list[str], axes: dict, export_params
             if not -len(shape) <= axis < len(shape):
                 raise ExportArgumentError(f"dynamic_axes[{name!r}] names axis {axis}, but the input has rank {len(shape)}")
             shape[axis] = dim_name
-        inputs.append(ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(shape)))
+        if tensor.is_quantized:
+            inputs.append(quantized.input_qtensor(name, tensor, tuple(shape)))
+        else:
+            inputs.append(ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(shape)))
     params = []
     for name, (_, tensor) in zip(names[user_count:], captured.params):
         array = _param_array(tensor)
@@ -578,7 +586,8 @@ def _assemble(
 ):
     _uniquify_names(graph)
     static_shapes = {}
-    for value, example in zip(graph.outputs, captured.example_outputs or []):
+    examples = [e for example in captured.example_outputs or [] for e in quantized.boundary_examples(example)]
+    for value, example in zip(graph.outputs, examples):
         if value.kind == ir.TENSOR and isinstance(example, torch.Tensor):
             static_shapes[value.name] = tuple(example.shape)
     output_shapes = {}

@@ -166,12 +166,18 @@ def capture(model: Any, args: Any) -> Capture:
     if isinstance(model, torch.jit.ScriptModule):
         return _capture_scripted(model, model.forward.graph, model._c, positional, kwargs, _state_dict(model))
     if isinstance(model, torch.nn.Module):
-        if any(isinstance(sub, torch.jit.ScriptModule) for sub in model.modules()):
+        if any(isinstance(sub, torch.jit.ScriptModule) or _holds_script_object(sub) for sub in model.modules()):
             return _capture_traced(model, positional, kwargs)
         return _capture_traced_graph(model, positional, kwargs)
     raise ExportArgumentError(
         f"model must be a torch.nn.Module, torch.jit.ScriptModule or torch.jit.ScriptFunction, got {type(model).__name__}"
     )
+
+
+def _holds_script_object(module: torch.nn.Module) -> bool:
+    """Whether the module holds a TorchScript object, such as the packed weights of a quantized convolution: only
+    ``torch.jit.trace``, which mirrors the module, can trace a call that takes one."""
+    return any(isinstance(value, torch.ScriptObject) for value in vars(module).values())
 
 
 def _state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -352,6 +358,9 @@ def _reorder_inputs(graph, param_inputs) -> None:
 
 
 def _is_constant_like(value: Any) -> bool:
+    if isinstance(value, torch.ScriptObject):
+        # A TorchScript object (packed quantized weights) is a constant the symbolics unpack; a module is not.
+        return not isinstance(value, torch._C.ScriptModule)
     if value is None or isinstance(value, (bool, int, float, str, torch.device, torch.dtype)):
         return True
     if isinstance(value, (list, tuple)):

@@ -17,6 +17,7 @@ from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOp
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.options import OperatorExportTypes
 from exporter.registry import REGISTRY
+from exporter.symbolics import quantized
 from exporter.ts_types import ts_value_type
 
 ATEN_DOMAIN = "org.pytorch.aten"
@@ -38,15 +39,20 @@ class Converter:
 
     # -- graphs and blocks ------------------------------------------------------------------------------
     def convert_graph(self, ts_graph, input_values: list[ir.Value]) -> ir.Graph:
-        graph = ir.Graph("main_graph", inputs=list(input_values))
+        graph = ir.Graph("main_graph")
         ctx = GraphContext(self.session, graph)
         env: dict[int, Any] = {}
+        graph.inputs = [v for value in input_values for v in quantized.boundary_values(value)]
         for ts_input, value in zip(ts_graph.inputs(), input_values):
-            self._annotate(value, ts_input)
-            value.origin = ts_input
+            if isinstance(value, quantized.QTensor):
+                value = quantized.typed_input(ctx, value)
+            else:
+                self._annotate(value, ts_input)
+                value.origin = ts_input
             env[ts_input.unique()] = value
         self._convert_nodes(ctx, ts_graph.nodes(), env)
-        graph.outputs = [self._as_output(ctx, env[v.unique()]) for v in ts_graph.return_node().inputs()]
+        graph.outputs = [self._as_output(ctx, v) for ts_output in ts_graph.return_node().inputs()
+                         for v in quantized.boundary_values(env[ts_output.unique()])]
         return graph
 
     def _convert_block(self, ctx: GraphContext, block, input_values: list[ir.Value], name: str) -> ir.Graph:
@@ -140,7 +146,11 @@ class Converter:
         kind = node.kind()
         symbolic_fn = self._lookup(node)
         try:
-            result = symbolic_fn(ctx, *args)
+            if (quantized.contains_quantized(args) and kind not in quantized.STRUCTURAL_OPS
+                    and not getattr(symbolic_fn, "takes_quantized", False)):
+                result = quantized.call_on_dequantized(ctx, symbolic_fn, args)
+            else:
+                result = symbolic_fn(ctx, *args)
         except OnnxExporterError as error:
             if isinstance(error, UnsupportedOperatorError) or str(error).startswith(kind):
                 raise
@@ -197,6 +207,8 @@ class Converter:
             if isinstance(value, ir.Value):
                 self._annotate(value, ts_value)
                 value.origin = ts_value  # a value bound to several TorchScript values holds each of them
+            elif isinstance(value, quantized.QTensor):
+                self._annotate(value.value, ts_value)  # its shape; the integers keep their own element type
             env[ts_value.unique()] = value
 
     def _annotate(self, value: ir.Value, ts_value) -> None:

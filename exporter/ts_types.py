@@ -14,6 +14,8 @@ def ts_value_type(ts_value, static_shapes: bool) -> tuple[int | None, tuple | No
     kind = t.kind()
     if kind == "TensorType":
         scalar = t.scalarType()
+        if scalar in dtypes.QUANTIZED_SCALAR_NAMES:
+            scalar = "Float"  # what a symbolic computes on a quantized tensor: its dequantized values
         elem = dtypes.onnx_from_torch(dtypes.SCALAR_NAME_TO_TORCH[scalar]) if scalar else None
         sizes = t.varyingSizes()
         if sizes is None:

@@ -1,4 +1,5 @@
-"""Every torchvision model except the quantized ones, with random weights (``weights=None``: no downloads).
+"""Every torchvision model, the quantized classification models included, with random weights (``weights=None``:
+no downloads).
 
 Families follow torchvision's own modules. Inputs are in the range each family expects: classification,
 segmentation and video models take normalised images (zero mean, unit variance), detection models take
@@ -16,7 +17,7 @@ import torch
 import torchvision
 from torchvision.models import get_model, list_models
 
-from model_zoo.conditioning import generator
+from model_zoo.conditioning import calibrate_batchnorm, generator
 from model_zoo.entry import ZooEntry
 
 FAMILY_MODULES = {
@@ -199,15 +200,66 @@ def _optical_flow(name: str) -> ZooEntry:
     )
 
 
+# Quantized tensors are QuantizeLinear/DequantizeLinear pairs (opset 10). fbgemm quantizes weights per channel,
+# which DequantizeLinear expresses from opset 13; below it the exporter writes those weights as the float32 values
+# they stand for (exactly what DequantizeLinear computes), so opset 10 is the claim.
+_QDQ = (10, "quantized tensors are QuantizeLinear/DequantizeLinear (opset 10)")
+
+
+def _quantized_classification(name: str) -> ZooEntry:
+    """torchvision's quantized classifiers, quantized as ``quantize=True`` does (fbgemm engine, torchvision's own
+    ``quantize_model``: fuse, observe one random image in [0, 1], convert) from random weights, with one step more:
+    their BatchNorm statistics are calibrated first (``model_zoo.conditioning``). Without it the random network's
+    activations shrink or grow layer by layer until the observers' ranges collapse: quantized MobileNet v3 then
+    outputs exactly zero for every input. Inputs are in [0, 1], the range the observers saw. The output is the
+    dequantized logits."""
+    size = 299 if name == "quantized_inception_v3" else 224
+
+    def make(variant: int, seed: int) -> tuple:
+        return (torch.rand((1, 2)[variant], 3, size, size, generator=generator(seed)),)
+
+    return ZooEntry(
+        name=name, kind="model", family="quantized_classification",
+        build=functools.partial(_build_quantized, name, size),
+        inputs=make,
+        input_names=["input"], output_names=["output"],
+        dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+        min_opset=_QDQ[0], min_opset_reason=_QDQ[1],
+        rtol=0.0, atol_scale=QUANTIZED_ATOL_SCALE,
+        tolerance_reason="ONNX Runtime computes each QDQ layer in float32 and rounds to the output's integer grid, "
+                         "PyTorch accumulates in int32 and requantizes with a multiplier: a value on a rounding "
+                         "boundary lands one step apart, and such steps carry through later layers. The logits are "
+                         "dequantized on a grid of step ~1/127 of their largest magnitude; atol is about two steps "
+                         f"({QUANTIZED_ATOL_SCALE:g} of the largest logit)",
+        cost=COST.get(name, 1.0),
+        notes="quantize=True's quantize_model (fbgemm) after BatchNorm calibration, weights=None",
+    )
+
+
+# Two quantization steps of the logits, as a fraction of their largest magnitude (see tolerance_reason above).
+QUANTIZED_ATOL_SCALE = 2 / 127
+
+
+def _build_quantized(name: str, size: int) -> torch.nn.Module:
+    from torchvision.models.quantization.utils import quantize_model
+
+    kwargs = {"init_weights": True} if name in ("quantized_googlenet", "quantized_inception_v3") else {}
+    model = get_model(name, weights=None, quantize=False, **kwargs).eval()
+    calibrate_batchnorm(model, ((torch.rand(4, 3, size, size, generator=generator(1000 + k)),) for k in range(3)))
+    quantize_model(model, "fbgemm")
+    return model
+
+
 _MAKERS = {"detection": _detection, "segmentation": _segmentation, "video": _video, "optical_flow": _optical_flow}
 
 
 def torchvision_entries() -> list[ZooEntry]:
-    """One entry per torchvision model, quantized models excluded (they need a quantization backend ONNX lacks)."""
+    """One entry per torchvision model."""
     family_of = {name: family for family, module in FAMILY_MODULES.items() for name in list_models(module=module)}
     entries = []
     for name in list_models():
         if name.startswith("quantized_"):
+            entries.append(_quantized_classification(name))
             continue
         entries.append(_MAKERS.get(family_of.get(name, "classification"), _classification)(name))
     return entries

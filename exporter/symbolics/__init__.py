@@ -27,3 +27,4 @@ from exporter.symbolics import losses  # noqa: F401,E402
 from exporter.symbolics import distance  # noqa: F401,E402
 from exporter.symbolics import random  # noqa: F401,E402
 from exporter.symbolics import quantized  # noqa: F401,E402
+from exporter.symbolics import quantized_ops  # noqa: F401,E402
