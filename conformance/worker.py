@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import functools
 import gc
 import os
@@ -167,25 +166,14 @@ class WorkerState:
         return prepared.device_models[device]
 
 
-@contextlib.contextmanager
-def reused_capture(cache: dict):
-    """Let ``exporter.export`` reuse one TorchScript capture per (model, args) within this worker."""
-    import exporter.api as api
+def prepared_capture(cache: dict, model, args):
+    """One TorchScript capture per (model, args) within this worker, reused by every export of them."""
+    import exporter
 
-    original = api.capture
-
-    def cached(model, args):
-        key = (id(model), id(args))
-        if key not in cache:
-            cache[key] = original(model, args)
-        captured = cache[key]
-        return dataclasses.replace(captured, graph=captured.graph.copy())
-
-    api.capture = cached
-    try:
-        yield
-    finally:
-        api.capture = original
+    key = (id(model), id(args))
+    if key not in cache:
+        cache[key] = exporter.prepare_capture(model, args)
+    return cache[key]
 
 
 def _truncate(text: str) -> str:
@@ -371,10 +359,10 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         if case.get("exporter") == "peer":
             result = _peer_export(prepared, path, opset, dynamic_axes)
         else:
-            with reused_capture(prepared.captures):
-                result = exporter.export(prepared.model, prepared.export_args, path, opset_version=opset,
-                                         input_names=entry.input_names, output_names=entry.output_names,
-                                         dynamic_axes=dynamic_axes)
+            result = exporter.export(prepared.model, prepared.export_args, path, opset_version=opset,
+                                     input_names=entry.input_names, output_names=entry.output_names,
+                                     dynamic_axes=dynamic_axes,
+                                     captured=prepared_capture(prepared.captures, prepared.model, prepared.export_args))
     except CaptureError as error:
         row.update(status="export_error", stage="capture", error=_truncate(str(error)))
         return
@@ -458,11 +446,11 @@ def _localize(prepared: Prepared, row: dict, artifacts: dict, opset: int, dynami
     entry = prepared.entry
     repro_dir = os.path.join(workdir, "localization")
     try:
-        with reused_capture(prepared.captures):
-            result = exporter.verify(prepared.model, prepared.export_args, opset, check_args=prepared.checks[label],
-                                     output_tolerance=entry.tolerance, repro_dir=repro_dir,
-                                     max_local_checks=LOCAL_CHECKS, input_names=entry.input_names,
-                                     output_names=entry.output_names, dynamic_axes=dynamic_axes)
+        result = exporter.verify(prepared.model, prepared.export_args, opset, check_args=prepared.checks[label],
+                                 output_tolerance=entry.tolerance, repro_dir=repro_dir,
+                                 max_local_checks=LOCAL_CHECKS, input_names=entry.input_names,
+                                 output_names=entry.output_names, dynamic_axes=dynamic_axes,
+                                 captured=prepared_capture(prepared.captures, prepared.model, prepared.export_args))
     except Exception as error:
         row["localization"] = {"error": _truncate(f"{type(error).__name__}: {error}"), "check": label}
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import inspect
 import io
@@ -233,6 +234,7 @@ def export(
     kwargs: Mapping[str, Any] | None = None,
     dynamo: bool = False,
     provenance_in_model: bool = False,
+    captured: Capture | None = None,
 ) -> ExportResult:
     """Export ``model`` to ONNX, with the semantics of the TorchScript-era PyTorch ONNX exporter.
 
@@ -260,6 +262,10 @@ def export(
     The result's ``provenance`` maps every ONNX node and value to the TorchScript node and value it came from;
     ``provenance_in_model=True`` also writes each node's origin (op kind, module path, source line) into its
     ``doc_string`` (by default the written model carries none of it).
+
+    ``captured`` is a capture of this ``model`` and ``args`` made earlier with :func:`prepare_capture`, used instead
+    of capturing again; it is left unchanged, so one capture serves many exports (at several opsets, static and
+    dynamic), each equal to an export that captures for itself.
     """
     _check_dynamo(dynamo)
     args = _with_keyword_arguments(args, kwargs)
@@ -281,7 +287,7 @@ def export(
     with _exporting(), _logging_if(verbose), select_model_mode_for_export(model, training):
         is_training = _is_training(model, training)
         logger.info("capturing %s (training=%s)", type(model).__name__, is_training)
-        captured = capture(model, args)
+        captured = capture(model, args) if captured is None else _unshared(captured)
         names_in = _input_names(model, args, captured, input_names)
         names_out = _output_names(captured, output_names)
         _check_dynamic_axes_names(dynamic_axes, names_in, names_out)
@@ -321,6 +327,30 @@ def export(
             graph, session, captured, f, keep_initializers_as_inputs and export_params, axes, outline, verbose
         )
     return ExportResult(model_proto, captured, names_in, names_out, Provenance.of(graph))
+
+
+def prepare_capture(
+    model: torch.nn.Module | torch.jit.ScriptModule | torch.jit.ScriptFunction,
+    args: tuple[Any, ...] | torch.Tensor,
+    training: TrainingMode = TrainingMode.EVAL,
+    *,
+    kwargs: Mapping[str, Any] | None = None,
+) -> Capture:
+    """Capture ``model`` on ``args`` as :func:`export` would (in the ``training`` mode, with
+    ``is_in_onnx_export()`` true), for ``export(..., captured=...)`` to reuse: tracing once, exporting many times."""
+    args = _with_keyword_arguments(args, kwargs)
+    _check_no_meta_tensors(model, args)
+    training = enum_member(TrainingMode, training, "training")
+    with _exporting(), select_model_mode_for_export(model, training):
+        return capture(model, args)
+
+
+def _unshared(captured: Capture) -> Capture:
+    if not isinstance(captured, Capture):
+        raise ExportArgumentError(
+            f"captured must be a Capture from exporter.prepare_capture, got {type(captured).__name__}")
+    # The converter's passes rewrite the TorchScript graph they read: each export gets its own copy.
+    return dataclasses.replace(captured, graph=captured.graph.copy())
 
 
 def export_to_pretty_string(

@@ -361,7 +361,7 @@ def test_reusing_the_capture_across_opsets_changes_nothing(tmp_path):
     import torch
 
     import exporter
-    from conformance.worker import reused_capture
+    from conformance.worker import prepared_capture
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.Flatten(),
@@ -371,8 +371,8 @@ def test_reusing_the_capture_across_opsets_changes_nothing(tmp_path):
     for opset, axes in ((9, None), (13, {"x": {0: "n"}}), (16, None)):
         fresh, reused = io.BytesIO(), io.BytesIO()
         exporter.export(model, args, fresh, opset_version=opset, input_names=["x"], dynamic_axes=axes)
-        with reused_capture(cache):
-            exporter.export(model, args, reused, opset_version=opset, input_names=["x"], dynamic_axes=axes)
+        exporter.export(model, args, reused, opset_version=opset, input_names=["x"], dynamic_axes=axes,
+                        captured=prepared_capture(cache, model, args))
         assert fresh.getvalue() == reused.getvalue(), f"opset {opset}"
     assert len(cache) == 1
 

@@ -262,3 +262,30 @@ def test_model_mode_is_restored_after_export():
 def test_errors_share_one_base_class():
     for error in (ExportArgumentError, CaptureError, UnsupportedOperatorError, CheckerError, exporter.SymbolicValueError):
         assert issubclass(error, OnnxExporterError)
+
+
+def test_a_prepared_capture_serves_many_exports_unchanged():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3), torch.nn.ReLU()).eval()
+    args = (torch.randn(5, 4),)
+    captured = exporter.prepare_capture(model, args)
+    before = str(captured.graph)
+    for opset in (9, 13, 16):
+        fresh, reused = io.BytesIO(), io.BytesIO()
+        exporter.export(model, args, fresh, opset_version=opset)
+        exporter.export(model, args, reused, opset_version=opset, captured=captured)
+        assert fresh.getvalue() == reused.getvalue(), f"opset {opset}"
+    assert str(captured.graph) == before
+
+
+def test_a_prepared_capture_sees_the_export_flag_and_mode():
+    class Branching(torch.nn.Module):
+        def forward(self, x):
+            return x + 1 if exporter.is_in_onnx_export() and not self.training else x
+
+    captured = exporter.prepare_capture(Branching().train(), (torch.zeros(2),))
+    assert "aten::add" in str(captured.graph)
+
+
+def test_captured_must_be_a_capture():
+    with pytest.raises(ExportArgumentError, match="captured must be a Capture"):
+        exporter.export(torch.nn.ReLU(), (torch.zeros(2),), io.BytesIO(), captured="not a capture")

@@ -18,7 +18,7 @@ from conformance.compare import compare_arrays
 from conformance.schema import case_id, empty_row
 from conformance.session import make_session
 from conformance.tolerances import tolerance_for
-from conformance.worker import onnx_op_types, reused_capture
+from conformance.worker import onnx_op_types, prepared_capture
 from op_tests.harness import feeds_by_name, input_names
 from op_tests.opinfo.arbiter import arbitrate
 from op_tests.opinfo.samples import OpSample, dtype_name, dynamic_partner
@@ -180,9 +180,9 @@ def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str
     row["stage"] = "convert"
     started = time.perf_counter()
     try:
-        with reused_capture(prepared.captures):
-            exported = exporter.export(prepared.model, prepared.args, buffer, opset_version=opset, input_names=names,
-                                       dynamic_axes=axes)
+        exported = exporter.export(prepared.model, prepared.args, buffer, opset_version=opset, input_names=names,
+                                   dynamic_axes=axes,
+                                   captured=prepared_capture(prepared.captures, prepared.model, prepared.args))
     except UnsupportedOperatorError as error:
         _unsupported(row, error)
         return
