@@ -23,10 +23,10 @@ from exporter.capture import Capture, capture, flatten, split_args
 from exporter.convert import Converter
 from exporter.errors import CheckerError, ExportArgumentError
 from exporter.graph_context import ExportSession
+from exporter.lowering import quantized
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
 from exporter.provenance import Provenance, write_doc_strings
 from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY
-from exporter.symbolics import quantized
 
 DEFAULT_OPSET = 14
 logger = logging.getLogger("exporter")

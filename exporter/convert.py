@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from exporter import dtypes, ir
-from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
+from exporter import ir
+from exporter.errors import OnnxExporterError, UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
+from exporter.lowering import quantized
 from exporter.options import OperatorExportTypes
 from exporter.registry import REGISTRY
-from exporter.symbolics import quantized
 from exporter.ts_types import ts_value_type
 
 ATEN_DOMAIN = "org.pytorch.aten"
@@ -223,7 +223,7 @@ class Converter:
 
 def _sequence_output(ctx: GraphContext, items: list) -> ir.Value:
     """A scripted model's list of tensors returned as an ONNX sequence, as torch.onnx does (opset 11+)."""
-    from exporter.symbolics.sequence import SEQUENCE_OPSET, as_sequence
+    from exporter.lowering.sequence import SEQUENCE_OPSET, as_sequence
 
     if ctx.opset < SEQUENCE_OPSET:
         raise UnsupportedOperatorError(
@@ -283,7 +283,7 @@ def _emit_node(ctx: GraphContext, node, args: list[Any], name: str, **attributes
         if isinstance(arg, (list, tuple)) and any(isinstance(a, ir.Value) and a.rank not in (0, None) for a in arg):
             inputs.extend(arg)  # a tensor list: one input per tensor
         elif isinstance(arg, (list, tuple)) and any(isinstance(a, ir.Value) for a in arg):
-            from exporter.symbolics._helpers import to_int64_list_value
+            from exporter.lowering.core import to_int64_list_value
 
             inputs.append(to_int64_list_value(ctx, arg))
         elif isinstance(arg, str):

@@ -77,3 +77,35 @@ def test_the_scan_sees_lazy_imports(tmp_path):
     source = tmp_path / "lazy.py"
     source.write_text("def f():\n    from exporter.convert import Converter\n")
     assert "exporter.convert" in _imports(source)
+
+
+# What a family module of the op library may build on: the registry, the lowering layer and the facts below them.
+FAMILY_MAY_IMPORT = ("exporter.registry", "exporter.lowering", "exporter.ts_types", "exporter.ir", "exporter.dtypes",
+                     "exporter.errors", "exporter.options", "exporter.graph_context")
+FAMILIES = sorted(name for name in _import_graph() if name.startswith("exporter.symbolics."))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_family_imports_only_the_registry_the_lowering_layer_and_the_facts(family):
+    """Families are not each other's helper libraries: what two of them share is a building block in lowering/."""
+    allowed = lambda name: any(name == prefix or name.startswith(prefix + ".") for prefix in FAMILY_MAY_IMPORT)
+    assert sorted(name for name in _import_graph()[family] if not allowed(name)) == []
+
+
+@pytest.mark.parametrize("module", sorted(name for name in _import_graph() if name.startswith("exporter.lowering")))
+def test_the_lowering_layer_never_imports_a_family(module):
+    assert sorted(name for name in _import_graph()[module] if name.startswith("exporter.symbolics")) == []
+
+
+def test_no_import_circle_in_the_engine():
+    graph = _import_graph()
+    for module in graph:
+        for imported in graph[module] - {module}:  # a package importing its own submodules is no circle
+            back = _reaches(graph, imported, {module})
+            assert back is None, f"import circle: {module} -> {' -> '.join(back)}"
+
+
+def test_the_family_scan_sees_a_family_import(tmp_path):
+    source = tmp_path / "family.py"
+    source.write_text("from exporter.symbolics.shape import arange_indices\n")
+    assert "exporter.symbolics.shape" in _imports(source)

@@ -9,28 +9,34 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from onnx import TensorProto
 
 from exporter import dtypes
-from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import (
-    FLOAT, cast, normalize_dim, output_dtype, require_rank, reshape, torch_dtype_arg, unsqueeze,
+from exporter.lowering.activations import (
+    native_activation,
+    activation_scalar,
+    times,
+    softmax_op,
+    stable_softplus,
 )
-from exporter.symbolics.comparison import less, select
-from exporter.symbolics.elementwise import as_float, clamp_value, maximum_value, unary_math
+from exporter.lowering.arithmetic import (
+    as_float,
+    clamp_value,
+    maximum_value,
+    unary_math,
+)
+from exporter.lowering.comparison import less, select
+from exporter.lowering.core import (
+    FLOAT,
+    cast,
+    normalize_dim,
+    require_rank,
+    reshape,
+    unsqueeze,
+)
+from exporter.registry import parse_args, symbolic, unsupported
 
 DOUBLE = TensorProto.DOUBLE
-
-
-def _scalar(g, value, like):
-    return g.const(np.array(value, dtype=dtypes.numpy_from_onnx(g.dtype(like))))
-
-
-def _native(g, x, since=7):
-    """True when the activation's ONNX op exists at this opset (``since``) and ONNX Runtime has a kernel for
-    ``x``'s type (its CPU provider implements activations for float and float16, not double)."""
-    return g.opset >= since and g.dtype(x) != DOUBLE
 
 
 def _negative_part(g, x):
@@ -38,15 +44,11 @@ def _negative_part(g, x):
     return g.op("Neg", g.op("Relu", g.op("Neg", x)))
 
 
-def _times(g, x, factor):
-    return x if factor == 1.0 else g.op("Mul", x, _scalar(g, factor, x))
-
-
 @symbolic("aten::relu", "aten::relu_")
 def relu(g, self):
     if dtypes.is_float(g.dtype(self)):
         return g.op("Relu", self)
-    return maximum_value(g, self, _scalar(g, 0, self))
+    return maximum_value(g, self, activation_scalar(g, 0, self))
 
 
 @symbolic("aten::sigmoid", "aten::sigmoid_")
@@ -73,9 +75,9 @@ def hardtanh(g, self, min_val=-1.0, max_val=1.0):
 @symbolic("aten::leaky_relu", "aten::leaky_relu_")
 @parse_args("v", "f")
 def leaky_relu(g, self, negative_slope=0.01):
-    if _native(g, self) or g.opset >= 16:
+    if native_activation(g, self) or g.opset >= 16:
         return g.op("LeakyRelu", self, alpha_f=negative_slope)
-    return g.op("Add", g.op("Relu", self), _times(g, _negative_part(g, self), negative_slope))
+    return g.op("Add", g.op("Relu", self), times(g, _negative_part(g, self), negative_slope))
 
 
 @symbolic("aten::rrelu", "aten::rrelu_")
@@ -88,16 +90,16 @@ def rrelu(g, self, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None)
 
 def _elu_formula(g, x, alpha, input_scale=1.0):
     # x for x > 0, alpha * (exp(x * input_scale) - 1) otherwise; min(x, 0) keeps exp from overflowing.
-    negative = g.op("Sub", g.op("Exp", _times(g, _negative_part(g, x), input_scale)), _scalar(g, 1, x))
-    return g.op("Add", g.op("Relu", x), _times(g, negative, alpha))
+    negative = g.op("Sub", g.op("Exp", times(g, _negative_part(g, x), input_scale)), activation_scalar(g, 1, x))
+    return g.op("Add", g.op("Relu", x), times(g, negative, alpha))
 
 
 @symbolic("aten::elu", "aten::elu_")
 @parse_args("v", "f", "f", "f")
 def elu(g, self, alpha=1.0, scale=1.0, input_scale=1.0):
-    if _native(g, self) and input_scale == 1.0:
-        return _times(g, g.op("Elu", self, alpha_f=alpha), scale)
-    return _times(g, _elu_formula(g, self, alpha, input_scale), scale)
+    if native_activation(g, self) and input_scale == 1.0:
+        return times(g, g.op("Elu", self, alpha_f=alpha), scale)
+    return times(g, _elu_formula(g, self, alpha, input_scale), scale)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -106,15 +108,15 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 @symbolic("aten::selu", "aten::selu_")
 def selu(g, self):
-    if _native(g, self):
+    if native_activation(g, self):
         return g.op("Selu", self, alpha_f=_SELU_ALPHA, gamma_f=_SELU_SCALE)
-    return _times(g, _elu_formula(g, self, _SELU_ALPHA), _SELU_SCALE)
+    return times(g, _elu_formula(g, self, _SELU_ALPHA), _SELU_SCALE)
 
 
 @symbolic("aten::celu", "aten::celu_")
 @parse_args("v", "f")
 def celu(g, self, alpha=1.0):
-    if _native(g, self, since=12) and g.dtype(self) == FLOAT:
+    if native_activation(g, self, since=12) and g.dtype(self) == FLOAT:
         return g.op("Celu", self, alpha_f=alpha)
     return _elu_formula(g, self, alpha, 1.0 / alpha)
 
@@ -122,8 +124,8 @@ def celu(g, self, alpha=1.0):
 def _tanh_gelu(g, x):
     # 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
     cube = g.op("Mul", x, g.op("Mul", x, x))
-    inner = _times(g, g.op("Add", x, _times(g, cube, 0.044715)), math.sqrt(2.0 / math.pi))
-    return g.op("Mul", _times(g, x, 0.5), g.op("Add", _scalar(g, 1, x), g.op("Tanh", inner)))
+    inner = times(g, g.op("Add", x, times(g, cube, 0.044715)), math.sqrt(2.0 / math.pi))
+    return g.op("Mul", times(g, x, 0.5), g.op("Add", activation_scalar(g, 1, x), g.op("Tanh", inner)))
 
 
 @symbolic("aten::gelu", "aten::gelu_")
@@ -135,8 +137,8 @@ def gelu(g, self, approximate="none"):
         raise unsupported(g.node.kind(), g.opset, "exact gelu needs ONNX Erf: needs opset >= 9")
     # 0.5 * x * (1 + erf(x / sqrt(2)))
     # Div by sqrt(2), not Mul by its inverse: the form ONNX Runtime's Gelu fusion recognises.
-    error = unary_math(g, "Erf", g.op("Div", self, _scalar(g, math.sqrt(2.0), self)))
-    return g.op("Mul", _times(g, self, 0.5), g.op("Add", _scalar(g, 1, self), error))
+    error = unary_math(g, "Erf", g.op("Div", self, activation_scalar(g, math.sqrt(2.0), self)))
+    return g.op("Mul", times(g, self, 0.5), g.op("Add", activation_scalar(g, 1, self), error))
 
 
 @symbolic("aten::silu", "aten::silu_")
@@ -144,47 +146,27 @@ def silu(g, self):
     return g.op("Mul", self, g.op("Sigmoid", self))
 
 
-def _softplus(g, x):
-    if _native(g, x):
-        return g.op("Softplus", x)
-    # log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), which never overflows.
-    tail = g.op("Log", g.op("Add", _scalar(g, 1, x), g.op("Exp", g.op("Neg", g.op("Abs", x)))))
-    return g.op("Add", g.op("Relu", x), tail)
-
-
-@symbolic("aten::softplus", "aten::softplus_")
-@parse_args("v", "f", "f")
-def softplus(g, self, beta=1.0, threshold=20.0):
-    scaled = _times(g, self, beta)
-    smooth = _times(g, _softplus(g, scaled), 1.0 / beta)
-    # PyTorch returns x where beta * x > threshold; the two differ by log1p(exp(-threshold)) / beta, which
-    # is below float32 resolution (exp(-17) < 2^-24) for the usual thresholds, so only low ones need Where.
-    if threshold >= 17.0:
-        return smooth
-    return select(g, less(g, _scalar(g, threshold, self), scaled), self, smooth)
-
-
 @symbolic("aten::mish", "aten::mish_")
 def mish(g, self):
-    return g.op("Mul", self, g.op("Tanh", _softplus(g, self)))
+    return g.op("Mul", self, g.op("Tanh", stable_softplus(g, self)))
 
 
 @symbolic("aten::log_sigmoid")
 def log_sigmoid(g, self):
-    return g.op("Neg", _softplus(g, g.op("Neg", self)))
+    return g.op("Neg", stable_softplus(g, g.op("Neg", self)))
 
 
 @symbolic("aten::softsign")
 def softsign(g, self):
-    if _native(g, self):
+    if native_activation(g, self):
         return g.op("Softsign", self)
-    return g.op("Div", self, g.op("Add", _scalar(g, 1, self), g.op("Abs", self)))
+    return g.op("Div", self, g.op("Add", activation_scalar(g, 1, self), g.op("Abs", self)))
 
 
 def _hardsigmoid(g, x):
-    if _native(g, x):
+    if native_activation(g, x):
         return g.op("HardSigmoid", x, alpha_f=1.0 / 6, beta_f=0.5)
-    return clamp_value(g, g.op("Add", g.op("Div", x, _scalar(g, 6, x)), _scalar(g, 0.5, x)), 0, 1)
+    return clamp_value(g, g.op("Add", g.op("Div", x, activation_scalar(g, 6, x)), activation_scalar(g, 0.5, x)), 0, 1)
 
 
 @symbolic("aten::hardsigmoid", "aten::hardsigmoid_")
@@ -194,7 +176,7 @@ def hardsigmoid(g, self):
 
 @symbolic("aten::hardswish", "aten::hardswish_")
 def hardswish(g, self):
-    if _native(g, self, since=14):
+    if native_activation(g, self, since=14):
         return g.op("HardSwish", self)
     return g.op("Mul", self, _hardsigmoid(g, self))
 
@@ -207,7 +189,7 @@ def tanhshrink(g, self):
 @symbolic("aten::softshrink")
 @parse_args("v", "f")
 def softshrink(g, self, lambd=0.5):
-    if _native(g, self, since=9):
+    if native_activation(g, self, since=9):
         return g.op("Shrink", self, lambd_f=lambd, bias_f=lambd)
     # x - clamp(x, -lambd, lambd) is x - lambd above, x + lambd below and 0 in between.
     return g.op("Sub", self, clamp_value(g, self, -lambd, lambd))
@@ -216,9 +198,9 @@ def softshrink(g, self, lambd=0.5):
 @symbolic("aten::hardshrink")
 @parse_args("v", "f")
 def hardshrink(g, self, lambd=0.5):
-    if _native(g, self, since=9):
+    if native_activation(g, self, since=9):
         return g.op("Shrink", self, lambd_f=lambd, bias_f=0.0)
-    outside = g.op("Or", less(g, _scalar(g, lambd, self), self), less(g, self, _scalar(g, -lambd, self)))
+    outside = g.op("Or", less(g, activation_scalar(g, lambd, self), self), less(g, self, activation_scalar(g, -lambd, self)))
     return g.op("Mul", self, g.op("Cast", outside, to_i=g.dtype(self)))
 
 
@@ -237,7 +219,7 @@ def prelu(g, self, weight):
         weight = unsqueeze(g, weight, list(range(1, rank - 1))) if rank > 2 else weight
     if rank == 0:
         weight = reshape(g, weight, [])  # a 0-d input keeps its shape (the single slope must not broadcast it up)
-    if _native(g, self) or g.opset >= 16:
+    if native_activation(g, self) or g.opset >= 16:
         return g.op("PRelu", self, weight)
     return g.op("Sub", g.op("Relu", self), g.op("Mul", weight, g.op("Relu", g.op("Neg", self))))
 
@@ -250,43 +232,37 @@ def glu(g, self, dim=-1):
     return g.op("Mul", first, g.op("Sigmoid", second))
 
 
-# -- softmax --------------------------------------------------------------------------------------------------
-def _softmax(g, op_type, x, dim, dtype):
-    if dtype is not None:
-        x = cast(g, x, dtypes.onnx_from_torch(torch_dtype_arg(dtype)))
-    elif not dtypes.is_float(g.dtype(x)):
-        x = cast(g, x, output_dtype(g) or FLOAT)
-    rank = require_rank(g, x)
-    axis = normalize_dim(dim, rank)
-    if g.opset >= 13 or axis == rank - 1:
-        return g.op(op_type, x, axis_i=axis)
-    # Before opset 13 Softmax flattens to 2-D around ``axis`` (normalizing over every later dim too):
-    # move ``dim`` last, normalize there, move it back.
-    perm = list(range(rank))
-    perm[axis], perm[-1] = perm[-1], perm[axis]
-    moved = g.op("Transpose", x, perm_i=perm)
-    return g.op("Transpose", g.op(op_type, moved, axis_i=rank - 1), perm_i=perm)
-
-
 @symbolic("aten::softmax", "aten::special_softmax")
 @parse_args("v", "i", "v")
 def softmax(g, self, dim, dtype=None):
-    return _softmax(g, "Softmax", self, dim, dtype)
+    return softmax_op(g, "Softmax", self, dim, dtype)
 
 
-@symbolic("aten::_softmax")
+@symbolic("aten::softmax_op")
 @parse_args("v", "i", "b")
 def _softmax_internal(g, self, dim, half_to_float=False):
-    return _softmax(g, "Softmax", self, dim, None if not half_to_float else 6)
+    return softmax_op(g, "Softmax", self, dim, None if not half_to_float else 6)
 
 
 @symbolic("aten::log_softmax", "aten::special_log_softmax")
 @parse_args("v", "i", "v")
 def log_softmax(g, self, dim, dtype=None):
-    return _softmax(g, "LogSoftmax", self, dim, dtype)
+    return softmax_op(g, "LogSoftmax", self, dim, dtype)
 
 
 @symbolic("aten::_log_softmax")
 @parse_args("v", "i", "b")
 def _log_softmax_internal(g, self, dim, half_to_float=False):
-    return _softmax(g, "LogSoftmax", self, dim, None if not half_to_float else 6)
+    return softmax_op(g, "LogSoftmax", self, dim, None if not half_to_float else 6)
+
+
+@symbolic("aten::softplus", "aten::softplus_")
+@parse_args("v", "f", "f")
+def softplus(g, self, beta=1.0, threshold=20.0):
+    scaled = times(g, self, beta)
+    smooth = times(g, stable_softplus(g, scaled), 1.0 / beta)
+    # PyTorch returns x where beta * x > threshold; the two differ by log1p(exp(-threshold)) / beta, which
+    # is below float32 resolution (exp(-17) < 2^-24) for the usual thresholds, so only low ones need Where.
+    if threshold >= 17.0:
+        return smooth
+    return select(g, less(g, activation_scalar(g, threshold, self), scaled), self, smooth)

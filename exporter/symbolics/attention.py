@@ -14,8 +14,8 @@ import math
 import numpy as np
 
 from exporter import dtypes
-from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import (
+from exporter.lowering.comparison import equal
+from exporter.lowering.core import (
     BOOL,
     FLOAT,
     INT64,
@@ -30,10 +30,10 @@ from exporter.symbolics._helpers import (
     squeeze,
     unsqueeze,
 )
-from exporter.symbolics.comparison import equal
-from exporter.symbolics.normalization import standardize
-from exporter.symbolics.reductions import vector_norm
-from exporter.symbolics.shape import arange_indices
+from exporter.lowering.normalization import standardize
+from exporter.lowering.reductions import vector_norm
+from exporter.lowering.shape import arange_indices
+from exporter.registry import parse_args, symbolic, unsupported
 
 
 # -- scaled dot-product attention ------------------------------------------------------------------------------

@@ -8,31 +8,23 @@ meaning in ONNX.
 
 from __future__ import annotations
 
-import torch
-
 from exporter import dtypes
 from exporter.errors import SymbolicValueError
-from exporter.symbolics._helpers import cast, constant_value, is_value, output_dtype
+from exporter.lowering.core import (
+    cast,
+    constant_value,
+    is_value,
+    output_dtype,
+    schema_argument,
+)
 from exporter.registry import symbolic
 
 
-def _schema_argument(g, args, name):
-    """The input of the node being converted whose schema argument is called ``name`` (None if absent)."""
-    try:
-        schema = torch._C.parse_schema(g.node.schema())
-    except RuntimeError:
-        return None
-    for argument, value in zip(schema.arguments, args):
-        if argument.name == name:
-            return value
-    return None
-
-
 def _target_from_arguments(g, args):
-    other = _schema_argument(g, args, "other")
+    other = schema_argument(g, args, "other")
     if other is not None:
         return g.dtype(other)
-    code = _schema_argument(g, args, "dtype")
+    code = schema_argument(g, args, "dtype")
     if code is None or is_value(code):
         return None
     return dtypes.onnx_from_torch(dtypes.torch_dtype_from_code(int(constant_value(code))))

@@ -8,105 +8,16 @@ opset 7-16, so other families can compare and select without caring about the op
 
 from __future__ import annotations
 
-import math
-
 from onnx import TensorProto
 
 from exporter import dtypes
+from exporter.lowering.comparison import WIDE_INTS, as_bool, equal, less, less_equal
+from exporter.lowering.core import BOOL, cast, promote_all
 from exporter.registry import symbolic, unsupported
-from exporter.symbolics._helpers import BOOL, FLOAT, cast, promote_all
 
 INT32 = TensorProto.INT32
 INT64 = TensorProto.INT64
 DOUBLE = TensorProto.DOUBLE
-# Integer types ONNX Runtime compares natively; narrower ones are widened to int32 (exact).
-_NATIVE_EQUAL_INTS = frozenset({INT32, INT64})
-_WIDE_INTS = frozenset({INT32, INT64, TensorProto.UINT32, TensorProto.UINT64})
-
-
-def _bool(g, x):
-    return g.op("Cast", x, to_i=BOOL) if g.dtype(x) != BOOL else x
-
-
-# -- opset-independent building blocks ----------------------------------------------------------------------
-def less(g, a, b):
-    """``a < b`` for two values of one element type, exact at every opset."""
-    dtype = g.dtype(a)
-    if dtype == BOOL:
-        return g.op("Less", cast(g, a, INT32 if g.opset >= 9 else FLOAT), cast(g, b, INT32 if g.opset >= 9 else FLOAT))
-    if g.opset < 9 and dtypes.is_integer(dtype):
-        if dtype in _WIDE_INTS:
-            # Less takes only floats before opset 9 and int64 does not fit a double exactly; the sign of the
-            # (exact) integer difference survives the cast to float, so compare that with zero instead.
-            difference = g.op("Cast", g.op("Sub", a, b), to_i=FLOAT)
-            return g.op("Less", difference, g.const(0.0, FLOAT))
-        return g.op("Less", cast(g, a, DOUBLE), cast(g, b, DOUBLE))
-    return g.op("Less", a, b)
-
-
-def not_nan(g, x):
-    """True where ``x`` is not NaN: every number but NaN is below +inf or above -inf."""
-    if not dtypes.is_float(g.dtype(x)):
-        return equal(g, x, x)
-    if g.opset >= 9:
-        return g.op("Not", g.op("IsNaN", x))
-    inf = g.const(math.inf, g.dtype(x))
-    return g.op("Or", g.op("Less", x, inf), g.op("Less", g.op("Neg", inf), x))
-
-
-def is_nan(g, x):
-    """True where ``x`` is NaN (never for integers)."""
-    if dtypes.is_float(g.dtype(x)) and g.opset >= 9:
-        return g.op("IsNaN", x)
-    return g.op("Not", not_nan(g, x))
-
-
-def equal(g, a, b):
-    """``a == b`` for two values of one element type, exact at every opset (NaN equals nothing)."""
-    dtype = g.dtype(a)
-    if g.opset >= 11 or dtype == BOOL or dtype in _NATIVE_EQUAL_INTS:
-        return g.op("Equal", a, b)
-    if dtypes.is_integer(dtype):
-        return g.op("Equal", cast(g, a, INT32), cast(g, b, INT32))
-    ordered = g.op("Or", less(g, a, b), less(g, b, a))
-    both_numbers = g.op("And", not_nan(g, a), not_nan(g, b))
-    return g.op("And", g.op("Not", ordered), both_numbers)
-
-
-def less_equal(g, a, b):
-    """``a <= b``: LessOrEqual from opset 12; before it ``not (a > b)``, false when either side is NaN."""
-    dtype = g.dtype(a)
-    if g.opset >= 12:
-        if dtype == BOOL:
-            a, b = cast(g, a, INT32), cast(g, b, INT32)
-        return g.op("LessOrEqual", a, b)
-    not_greater = g.op("Not", less(g, b, a))
-    if not dtypes.is_float(dtype):
-        return not_greater
-    return g.op("And", not_greater, g.op("And", not_nan(g, a), not_nan(g, b)))
-
-
-def select(g, condition, a, b):
-    """``where(condition, a, b)`` for values of one element type.
-
-    Where exists from opset 9. Before it, integers and bools are blended arithmetically (exact); floats are
-    not, because ``inf * 0`` is NaN, so a float select there needs opset 9.
-    """
-    condition = _bool(g, condition)
-    if g.opset >= 9:
-        return g.op("Where", condition, a, b)
-    dtype = g.dtype(a)
-    if dtype == BOOL:
-        return g.op("Or", g.op("And", condition, a), g.op("And", g.op("Not", condition), b))
-    if dtypes.is_integer(dtype):
-        work = dtype if dtype in _WIDE_INTS else INT32
-        a, b = cast(g, a, work), cast(g, b, work)
-        blended = g.op("Add", b, g.op("Mul", g.op("Sub", a, b), g.op("Cast", condition, to_i=work)))
-        return cast(g, blended, dtype)
-    raise unsupported(
-        g.node.kind(), g.opset,
-        "selecting between float tensors needs ONNX Where (an arithmetic blend is wrong for inf/NaN): needs opset >= 9",
-    )
 
 
 # -- comparison symbolics ---------------------------------------------------------------------------------
@@ -150,22 +61,22 @@ def ge(g, self, other):
 # -- logical ops: any dtype, non-zero is true --------------------------------------------------------------
 @symbolic("aten::logical_and", "aten::logical_and_")
 def logical_and(g, self, other):
-    return g.op("And", _bool(g, g.value(self)), _bool(g, g.value(other)))
+    return g.op("And", as_bool(g, g.value(self)), as_bool(g, g.value(other)))
 
 
 @symbolic("aten::logical_or", "aten::logical_or_")
 def logical_or(g, self, other):
-    return g.op("Or", _bool(g, g.value(self)), _bool(g, g.value(other)))
+    return g.op("Or", as_bool(g, g.value(self)), as_bool(g, g.value(other)))
 
 
 @symbolic("aten::logical_xor", "aten::logical_xor_")
 def logical_xor(g, self, other):
-    return g.op("Xor", _bool(g, g.value(self)), _bool(g, g.value(other)))
+    return g.op("Xor", as_bool(g, g.value(self)), as_bool(g, g.value(other)))
 
 
 @symbolic("aten::logical_not", "aten::logical_not_")
 def logical_not(g, self):
-    return g.op("Not", _bool(g, self))
+    return g.op("Not", as_bool(g, self))
 
 
 # -- bitwise ops: logical on bool; on integers ONNX has BitwiseAnd/Or/Xor only from opset 18 ----------------
@@ -203,6 +114,6 @@ def bitwise_not(g, self):
         raise unsupported(g.node.kind(), g.opset, "bitwise_not is defined only for bool and integer tensors")
     # Two's complement: ~x == -1 - x; narrow types go through int32 (Sub has no int8/uint8 kernel before
     # opset 14) and wrap back on the cast, as PyTorch's uint8 does.
-    work = dtype if dtype in _WIDE_INTS else INT32
+    work = dtype if dtype in WIDE_INTS else INT32
     inverted = g.op("Sub", g.const(-1, work), cast(g, self, work))
     return cast(g, inverted, dtype)

@@ -19,8 +19,17 @@ from onnx import TensorProto
 
 from exporter import ir
 from exporter.errors import SymbolicValueError
+from exporter.lowering.core import (
+    BOOL,
+    INT64,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+)
+from exporter.lowering.sequence import as_sequence, sequence_length
 from exporter.registry import symbolic, unsupported
-from exporter.symbolics._helpers import BOOL, INT64, cast, constant_value, is_constant, is_value
 from exporter.ts_types import ts_value_type
 
 DOUBLE = TensorProto.DOUBLE
@@ -247,7 +256,6 @@ def _shapes_invariant(body: ir.Graph) -> bool:
 def _carried_initial(g, value, ts_value) -> ir.Value:
     """A loop-carried start value as a graph value of a fixed type (numbers: int64/double/bool)."""
     if _is_list_type(ts_value):
-        from exporter.symbolics.sequence import as_sequence
 
         if g.opset < 13:
             # Loop-11 carries tensors only (sequence types joined V at Loop-13); ONNX Runtime enforces it.
@@ -344,10 +352,8 @@ def len_(g, self):
     if isinstance(self, (list, tuple)):
         return len(self)
     if self.kind == ir.SEQUENCE:
-        from exporter.symbolics.sequence import sequence_length
 
         return sequence_length(g, self)
-    from exporter.symbolics._helpers import dim_size
 
     return dim_size(g, self, 0)
 

@@ -8,10 +8,10 @@ to the exact distance.
 
 from __future__ import annotations
 
+from exporter.lowering.arithmetic import clamp_value
+from exporter.lowering.core import require_rank, scalar_like, unsqueeze
+from exporter.lowering.reductions import reduce, vector_norm
 from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import require_rank, scalar_like, unsqueeze
-from exporter.symbolics.elementwise import clamp_value
-from exporter.symbolics.reductions import reduce, vector_norm
 
 
 def _broadcast_rank(g, *values) -> int:

@@ -12,22 +12,36 @@ import builtins
 import math
 
 import numpy as np
-import torch
 from onnx import TensorProto
 
 from exporter import dtypes
-from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import (
-    BOOL, FLOAT, cast, constant_value, is_value, output_dtype, promote, promote_all,
+from exporter.lowering.arithmetic import (
+    min_max,
+    as_float,
+    clamp_value,
+    float_type,
+    maximum_value,
+    minimum_value,
+    unary_math,
 )
-from exporter.symbolics.comparison import equal, is_nan, less, not_nan, select
+from exporter.lowering.comparison import equal, is_nan, less, not_nan, select
+from exporter.lowering.core import (
+    BOOL,
+    FLOAT,
+    cast,
+    constant_value,
+    is_value,
+    output_dtype,
+    promote,
+    promote_all,
+)
+from exporter.lowering.indexing import nonzero_vectors
+from exporter.registry import parse_args, symbolic, unsupported
 
 DOUBLE = TensorProto.DOUBLE
 INT32 = TensorProto.INT32
 INT64 = TensorProto.INT64
 _WIDE_INTS = frozenset({INT32, INT64, TensorProto.UINT32, TensorProto.UINT64})
-# Unary math ops that ONNX Runtime's CPU provider implements for float and float16 but not for double.
-_NO_DOUBLE_KERNEL = frozenset({"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf"})
 
 
 # -- type helpers -----------------------------------------------------------------------------------------
@@ -44,28 +58,8 @@ def arith(g, op_type, a, b, dtype):
     return cast(g, g.op(op_type, cast(g, a, work), cast(g, b, work)), dtype)
 
 
-def float_type(g, *args):
-    """The floating type PyTorch computes ``args`` in: their promoted type, or the default float for ints
-    (``torch.get_default_dtype()`` at export time, as PyTorch's own run of the model uses)."""
-    target = promote(g, *args)
-    return target if dtypes.is_float(target) else dtypes.onnx_from_torch(torch.get_default_dtype())
-
-
-def as_float(g, x):
-    return cast(g, x, float_type(g, x))
-
-
 def _scalar(g, value, like):
     return g.const(np.array(value, dtype=dtypes.numpy_from_onnx(g.dtype(like))))
-
-
-def unary_math(g, op_type, x):
-    """``op_type(x)`` with integers computed in the default float type, as PyTorch does."""
-    x = as_float(g, x)
-    if x.dtype == DOUBLE and op_type in _NO_DOUBLE_KERNEL:
-        # ONNX Runtime has no double kernel for these; float32 keeps the export runnable at reduced precision.
-        return cast(g, g.op(op_type, cast(g, x, FLOAT)), DOUBLE)
-    return g.op(op_type, x)
 
 
 # -- arithmetic ---------------------------------------------------------------------------------------------
@@ -430,44 +424,6 @@ def round(g, self, decimals=None):
     return g.op("Mul", round_half_even(g, g.op("Div", self, scale)), scale)
 
 
-# -- min / max / clamp --------------------------------------------------------------------------------------
-def _zeros_like(g, x, dtype):
-    """Zeros of ``x``'s shape from ops every opset has (x & not x is false even for NaN and inf)."""
-    truth = g.op("Cast", x, to_i=BOOL)
-    return g.op("Cast", g.op("And", truth, g.op("Not", truth)), to_i=dtype)
-
-
-def _broadcast_for_opset7(g, a, b):
-    """Min/Max broadcast only from opset 8: before, add zeros of the other operand's shape (Add broadcasts)."""
-    if g.opset >= 8 or (g.static_dims(a) is not None and g.static_dims(a) == g.static_dims(b)):
-        return a, b
-    dtype = g.dtype(a)
-    return g.op("Add", a, _zeros_like(g, b, dtype)), g.op("Add", b, _zeros_like(g, a, dtype))
-
-
-def _min_max(g, op_type, a, b):
-    """Element-wise Min or Max of two values of one type, for every type at every opset."""
-    dtype = g.dtype(a)
-    if dtype == BOOL:
-        return g.op("And" if op_type == "Min" else "Or", a, b)
-    if dtypes.is_float(dtype):
-        if dtype == DOUBLE and g.opset < 8:
-            raise unsupported(g.node.kind(), g.opset, "ONNX Runtime has no double Min/Max before opset 8: needs opset >= 8")
-        return g.op(op_type, *_broadcast_for_opset7(g, a, b))
-    if g.opset >= 12:
-        return g.op(op_type, a, b)
-    a_first = less(g, a, b) if op_type == "Min" else less(g, b, a)
-    return select(g, a_first, a, b)
-
-
-def minimum_value(g, a, b):
-    return _min_max(g, "Min", a, b)
-
-
-def maximum_value(g, a, b):
-    return _min_max(g, "Max", a, b)
-
-
 @symbolic("aten::minimum")
 def minimum(g, self, other):
     _, (a, b) = promote_all(g, self, other)
@@ -483,8 +439,8 @@ def maximum(g, self, other):
 def _nan_ignoring(g, op_type, self, other):
     _, (a, b) = promote_all(g, self, other)
     if not dtypes.is_float(g.dtype(a)):
-        return _min_max(g, op_type, a, b)
-    both = _min_max(g, op_type, a, b)
+        return min_max(g, op_type, a, b)
+    both = min_max(g, op_type, a, b)
     return select(g, is_nan(g, a), b, select(g, is_nan(g, b), a, both))
 
 
@@ -496,32 +452,6 @@ def fmin(g, self, other):
 @symbolic("aten::fmax")
 def fmax(g, self, other):
     return _nan_ignoring(g, "Max", self, other)
-
-
-def _is_scalar_constant(x):
-    return x is None or (not is_value(x) and not isinstance(constant_value(x), list)) or (
-        is_value(x) and x.const is not None and not x.is_param and x.const.size == 1
-    )
-
-
-def clamp_value(g, x, low, high):
-    """``min(max(x, low), high)`` with either bound optional; Clip where ONNX Runtime has the kernel."""
-    dtype = g.dtype(x)
-    clip_ok = dtype in (FLOAT, TensorProto.FLOAT16) or (g.opset >= 12 and dtype != BOOL)
-    if clip_ok and _is_scalar_constant(low) and _is_scalar_constant(high):
-        if g.opset < 11:
-            return g.op(
-                "Clip", x,
-                min_f=float(constant_value(low)) if low is not None else -math.inf,
-                max_f=float(constant_value(high)) if high is not None else math.inf,
-            )
-        bounds = [None if b is None else g.const(constant_value(b), dtype) for b in (low, high)]
-        return g.op("Clip", x, *bounds)
-    if low is not None:
-        x = maximum_value(g, x, cast(g, low, dtype))
-    if high is not None:
-        x = minimum_value(g, x, cast(g, high, dtype))
-    return x
 
 
 @symbolic("aten::clamp", "aten::clamp_", "aten::clip", "aten::clip_")
@@ -548,9 +478,8 @@ def where(g, condition, self=None, other=None):
     if self is None:
         if g.opset < 9:
             raise unsupported(g.node.kind(), g.opset, "where(condition) needs NonZero: needs opset >= 9")
-        from exporter.symbolics.indexing import nonzero_numpy
 
-        return nonzero_numpy(g, condition)
+        return nonzero_vectors(g, condition)
     _, (a, b) = promote_all(g, self, other)
     return select(g, g.value(condition), a, b)
 

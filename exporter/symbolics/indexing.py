@@ -12,8 +12,9 @@ import numpy as np
 import torch
 
 from exporter import dtypes
-from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import (
+from exporter.lowering.comparison import less, less_equal
+from exporter.lowering.comparison import select as where_select
+from exporter.lowering.core import (
     BOOL,
     INT64,
     cast,
@@ -29,13 +30,14 @@ from exporter.symbolics._helpers import (
     to_int64_list_value,
     unsqueeze,
 )
-from exporter.symbolics import comparison
-from exporter.symbolics.shape import (
+from exporter.lowering.factories import filled
+from exporter.lowering.indexing import nonzero_input, nonzero_vectors, scalar_of
+from exporter.lowering.shape import (
     INT64_MAX,
     arange_indices,
+    broadcast_shape,
     dims_or_sizes,
     expand_to,
-    broadcast_shape,
     expand_to_shape_value,
     known_dims,
     reshape_to,
@@ -43,6 +45,7 @@ from exporter.symbolics.shape import (
     transpose_perm,
     typed,
 )
+from exporter.registry import parse_args, symbolic, unsupported
 
 
 def _reshape_like(g, x, like):
@@ -467,7 +470,6 @@ def _scatter_add_along(g, self, dim: int, index, src):
 
 def _zero_extend(g, x, like, skip: int):
     """``x`` extended with zeros at the end of every dim (but ``skip``) to ``like``'s size there."""
-    from exporter.symbolics.tensor_factories import filled
 
     rank = require_rank(g, like)
     x_dims, like_dims = known_dims(g, x), known_dims(g, like)
@@ -489,7 +491,7 @@ def scatter(g, self, dim, index, src, reduce=None):
     if is_value(src) and g.rank(src) != 0:
         updates = cast(g, _crop_to(g, src, index), g.dtype(self))
     else:
-        updates = expand_to_shape_value(g, g.value(src, None) if is_value(src) else _scalar_of(g, src, self),
+        updates = expand_to_shape_value(g, g.value(src, None) if is_value(src) else scalar_of(g, src, self),
                                         shape_of(g, index))
         updates = cast(g, updates, g.dtype(self))
     reduce = None if reduce is None else str(constant_value(reduce))
@@ -504,10 +506,6 @@ def scatter(g, self, dim, index, src, reduce=None):
         return _scatter_add_along(g, self, dim, index, updates)
     raise unsupported(g.node.kind(), g.opset,
                       "scatter with reduce='multiply' needs ScatterElements reduction: needs opset >= 16")
-
-
-def _scalar_of(g, value, like):
-    return g.const(np.array(constant_value(value), dtype=dtypes.numpy_from_onnx(g.dtype(like))))
 
 
 @symbolic("aten::scatter_add", "aten::scatter_add_")
@@ -539,7 +537,7 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
         if g.opset < 9:
             raise unsupported(g.node.kind(), g.opset,
                               "scatter_reduce with include_self=False needs Scatter: needs opset >= 9")
-        neutral = _scalar_of(g, 0 if reduce == "sum" else 1, self)
+        neutral = scalar_of(g, 0 if reduce == "sum" else 1, self)
         self = _scatter_elements(g, self, dim, index, expand_to_shape_value(g, neutral, shape_of(g, index)))
     if g.opset >= 16:
         return _scatter_elements(g, self, dim, index, updates, "add" if reduce == "sum" else "mul")
@@ -563,7 +561,7 @@ def index_add(g, self, dim, index, source, alpha=None):
     if rank == 0:
         self, source, rank = reshape_to(g, self, [1]), reshape_to(g, source, [1]), 1
     if alpha is not None and constant_value(alpha) != 1:
-        source = g.op("Mul", source, _scalar_of(g, alpha, self))
+        source = g.op("Mul", source, scalar_of(g, alpha, self))
     perm = [dim] + [i for i in range(rank) if i != dim]
     front, front_source = transpose_perm(g, self, perm), transpose_perm(g, source, perm)
     if g.opset >= 16:
@@ -593,7 +591,7 @@ def index_fill(g, self, dim, index, value):
     index = cast(g, reshape_to(g, g.value(index), [-1]), INT64)
     shape = dims_or_sizes(g, self)
     shape[dim] = dim_size(g, index, 0)
-    fill = cast(g, g.value(value), g.dtype(self)) if is_value(value) else _scalar_of(g, value, self)
+    fill = cast(g, g.value(value), g.dtype(self)) if is_value(value) else scalar_of(g, value, self)
     updates = expand_to(g, reshape_to(g, fill, []), shape)
     indices = _index_along(g, index, dim, rank, to_int64_list_value(g, shape))
     return _scatter_elements(g, self, dim, indices, updates)
@@ -624,21 +622,12 @@ def masked_scatter(g, self, mask, source):
 @symbolic("aten::nonzero", "aten::argwhere", since=9)
 def nonzero(g, self):
     """nonzero/argwhere: NonZero transposed to [nnz, rank]."""
-    return g.op("Transpose", g.op("NonZero", _nonzero_input(g, self)), perm_i=[1, 0])
+    return g.op("Transpose", g.op("NonZero", nonzero_input(g, self)), perm_i=[1, 0])
 
 
 @symbolic("aten::nonzero_numpy", since=9)
 def nonzero_numpy(g, self):
-    """``nonzero(as_tuple=True)`` and one-argument ``where``: one index vector per dim."""
-    rows = g.op("NonZero", _nonzero_input(g, self))
-    return [g.op("Gather", rows, g.const(i, torch.int64), axis_i=0) for i in range(max(require_rank(g, self), 1))]
-
-
-def _nonzero_input(g, x):
-    supported = {BOOL, INT64, dtypes.onnx_from_torch(torch.int32), dtypes.onnx_from_torch(torch.float32),
-                 dtypes.onnx_from_torch(torch.uint8), dtypes.onnx_from_torch(torch.float64)}
-    x = g.value(x)
-    return x if g.dtype(x) in supported else g.op("Not", g.op("Equal", x, _scalar_of(g, 0, x)))
+    return nonzero_vectors(g, self)
 
 
 # -- one_hot ----------------------------------------------------------------------------------------------------
@@ -661,7 +650,6 @@ def one_hot(g, self, num_classes):
     return cast(g, hits, INT64)
 
 
-
 # -- bucketize, take ------------------------------------------------------------------------------------------------
 @symbolic("aten::bucketize")
 def bucketize(g, self, boundaries, out_int32=False, right=False):
@@ -673,7 +661,7 @@ def bucketize(g, self, boundaries, out_int32=False, right=False):
         raise unsupported(g.node.kind(), g.opset, "boundaries must be 1-D")
     x = unsqueeze(g, self, [require_rank(g, self)])
     boundaries = cast(g, boundaries, g.dtype(self))
-    at_or_above = comparison.less(g, x, boundaries) if right else comparison.less_equal(g, x, boundaries)
+    at_or_above = less(g, x, boundaries) if right else less_equal(g, x, boundaries)
     below = g.op("Not", at_or_above)
     counts = reduce_op(g, "ReduceSum", cast(g, below, INT64), [require_rank(g, self)], keepdims=False)
     return cast(g, counts, dtypes.onnx_from_torch(torch.int32) if out_int32 else INT64)
@@ -688,5 +676,5 @@ def take(g, self, index):
     if g.opset < 11:
         count = dim_size(g, flat, 0)
         shifted = g.op("Add", index, cast(g, count, INT64))
-        index = comparison.select(g, comparison.less(g, index, g.const(0, INT64)), shifted, index)
+        index = where_select(g, less(g, index, g.const(0, INT64)), shifted, index)
     return g.op("Gather", flat, index, axis_i=0)

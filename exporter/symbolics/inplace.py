@@ -19,8 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from exporter.registry import symbolic, unsupported
-from exporter.symbolics._helpers import (
+from exporter.lowering.core import (
     INT64,
     cast,
     constant_value,
@@ -33,6 +32,8 @@ from exporter.symbolics._helpers import (
     slice_op,
     unsqueeze,
 )
+from exporter.lowering.shape import expand_to_shape_value
+from exporter.registry import symbolic, unsupported
 
 _INT64_MAX = 2**63 - 1
 
@@ -44,7 +45,6 @@ def _static(x) -> bool:
 @symbolic("aten::copy_")
 def copy_(g, self, src, non_blocking=None):
     """``self.copy_(src)``: ``src`` cast to ``self``'s type and broadcast to its shape."""
-    from exporter.symbolics.shape import expand_to_shape_value
 
     value = cast(g, g.value(src), g.dtype(self))
     target = g.static_dims(self)

@@ -12,8 +12,7 @@ from __future__ import annotations
 import string
 
 from exporter import dtypes
-from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import (
+from exporter.lowering.core import (
     constant_value,
     normalize_dim,
     promote_all,
@@ -23,6 +22,7 @@ from exporter.symbolics._helpers import (
     squeeze,
     unsqueeze,
 )
+from exporter.registry import parse_args, symbolic, unsupported
 
 
 def matmul(g, a, b):

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import (
+from exporter.lowering.activations import softmax_op, stable_softplus
+from exporter.lowering.arithmetic import clamp_value
+from exporter.lowering.comparison import equal, select
+from exporter.lowering.core import (
     INT64,
     cast,
     dim_size,
@@ -21,10 +23,8 @@ from exporter.symbolics._helpers import (
     reshape,
     unsqueeze,
 )
-from exporter.symbolics.activations import log_sigmoid, log_softmax
-from exporter.symbolics.comparison import equal, select
-from exporter.symbolics.elementwise import clamp_value
-from exporter.symbolics.shape import arange_indices
+from exporter.lowering.shape import arange_indices
+from exporter.registry import parse_args, symbolic, unsupported
 
 _NONE, _MEAN, _SUM = 0, 1, 2
 
@@ -93,7 +93,7 @@ def cross_entropy_loss(g, self, target, weight, reduction, ignore_index, label_s
     class axis then nll_loss for class targets, or the cross entropy with a probability target."""
     rank = require_rank(g, self)
     class_axis = 0 if rank == 1 else 1
-    log_probs = log_softmax(g, self, class_axis)
+    log_probs = softmax_op(g, "LogSoftmax", self, class_axis, None)
     log_probs.shape = g.shape(self)
     classes = dim_size(g, self, class_axis)
     if g.dtype(target) == g.dtype(self):  # probabilities, one per class
@@ -162,7 +162,7 @@ def binary_cross_entropy_with_logits(g, self, target, weight, pos_weight, reduct
     """(1 - y) * x + (1 + (pos_weight - 1) * y) * softplus(-x), times weight, reduced. softplus(-x) is
     -log_sigmoid(x) in its overflow-free form."""
     dtype = g.dtype(self)
-    softplus_neg = g.op("Neg", log_sigmoid(g, self))
+    softplus_neg = stable_softplus(g, g.op("Neg", self))
     one = _scalar(g, 1.0, self)
     if pos_weight is not None:
         scale = g.op("Add", one, g.op("Mul", g.op("Sub", cast(g, pos_weight, dtype), one), target))

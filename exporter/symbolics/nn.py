@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import torch
-
+from exporter.lowering.core import (
+    cast,
+    constant_value,
+    require_rank,
+    scalar_like,
+    slice_op,
+)
+from exporter.lowering.normalization import normalize_batch
+from exporter.lowering.reductions import vector_norm
 from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import cast, constant_value, require_rank, scalar_like, slice_op, unsqueeze
-from exporter.symbolics.reductions import vector_norm
 
 
 def _conv(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
@@ -68,67 +73,6 @@ def conv_nd(g, input, weight, bias, stride, padding, dilation, groups):
 def conv_transpose_nd(g, input, weight, bias, stride, padding, output_padding, groups, dilation):
     return _conv(g, input, weight, bias, constant_value(stride), constant_value(padding), constant_value(dilation),
                  True, constant_value(output_padding), int(constant_value(groups)))
-
-
-@symbolic("aten::batch_norm")
-@parse_args("v", "v", "v", "v", "v", "b", "f", "f", "b")
-def batch_norm(g, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
-    channels = _channels(g, input, running_mean, weight)
-    if weight is None:
-        weight = g.const(torch.ones(channels), input.dtype)
-    if bias is None:
-        bias = g.const(torch.zeros(channels), input.dtype)
-    if running_mean is None or running_var is None:
-        return _batch_norm_from_batch_statistics(g, input, weight, bias, eps)
-    if training and g.training:
-        return _batch_norm_training(g, input, weight, bias, running_mean, running_var, momentum, eps)
-    if training:
-        # The call itself asks for batch statistics (F.batch_norm(..., training=True)): PyTorch normalizes with
-        # them whatever the export mode; only the running-statistics update is dropped in an eval export.
-        return _batch_norm_from_batch_statistics(g, input, weight, bias, eps)
-    attrs = {"epsilon_f": eps}
-    if g.opset < 9:
-        attrs["spatial_i"] = 1
-    out = g.op("BatchNormalization", input, weight, bias, running_mean, running_var, **attrs)
-    out.shape = input.shape
-    return out
-
-
-def _channels(g, input, *candidates):
-    for c in candidates:
-        if c is not None and c.shape:
-            return c.shape[0]
-    if input.shape and isinstance(input.shape[1], int):
-        return input.shape[1]
-    raise unsupported(g.node.kind(), g.opset, "the channel count is not known")
-
-
-def _batch_norm_from_batch_statistics(g, input, weight, bias, eps):
-    """Normalize with the batch's own statistics (track_running_stats=False)."""
-    rank = require_rank(g, input)
-    axes = [0] + list(range(2, rank))
-    from exporter.symbolics._helpers import reduce_op
-
-    mean = reduce_op(g, "ReduceMean", input, axes, True)
-    centered = g.op("Sub", input, mean)
-    var = reduce_op(g, "ReduceMean", g.op("Mul", centered, centered), axes, True)
-    denom = g.op("Sqrt", g.op("Add", var, scalar_like(g, eps, input)))
-    shape = [1, -1] + [1] * (rank - 2)
-    from exporter.symbolics._helpers import reshape
-
-    scale = reshape(g, weight, shape)
-    shift = reshape(g, bias, shape)
-    return g.op("Add", g.op("Mul", g.op("Div", centered, denom), scale), shift)
-
-
-def _batch_norm_training(g, input, weight, bias, running_mean, running_var, momentum, eps):
-    if g.opset < 9:
-        raise unsupported(g.node.kind(), g.opset, "batch norm in training mode needs opset >= 9")
-    if g.opset >= 14:
-        out, _, _ = g.op("BatchNormalization", input, weight, bias, running_mean, running_var,
-                         epsilon_f=eps, momentum_f=1 - momentum, training_mode_i=1, outputs=3)
-        return out
-    return _batch_norm_from_batch_statistics(g, input, weight, bias, eps)
 
 
 @symbolic("aten::linear")
@@ -216,3 +160,9 @@ def weight_norm(g, v, magnitude, dim):
     axes = None if dim == -1 else [a for a in range(rank) if a != dim % rank]
     norm = vector_norm(g, v, 2, axes, True, None)
     return g.op("Mul", v, g.op("Div", magnitude, norm))
+
+
+@symbolic("aten::batch_norm")
+@parse_args("v", "v", "v", "v", "v", "b", "f", "f", "b")
+def batch_norm(g, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    return normalize_batch(g, input, weight, bias, running_mean, running_var, training, momentum, eps)

@@ -10,28 +10,17 @@ from __future__ import annotations
 
 from onnx import TensorProto
 
-from exporter.registry import parse_args, symbolic
-from exporter.symbolics._helpers import (
+from exporter.lowering.core import (
     cast,
-    reduce_op,
     require_rank,
     reshape,
-    scalar_like,
     shape_of,
 )
-from exporter.symbolics.reductions import accumulation_type
+from exporter.lowering.normalization import normalize_batch, standardize
+from exporter.lowering.reductions import accumulation_type
+from exporter.registry import parse_args, symbolic
 
 _INSTANCE_NORM_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16)
-
-
-def standardize(g, x, axes, eps):
-    """(x - mean) / sqrt(var + eps) over ``axes`` with the biased variance; also returns (mean, rstd)."""
-    mean = reduce_op(g, "ReduceMean", x, axes, True)
-    centered = g.op("Sub", x, mean)
-    # Pow(d, 2), not Mul(d, d): the form ONNX Runtime's LayerNormalization fusion recognises.
-    variance = reduce_op(g, "ReduceMean", g.op("Pow", centered, scalar_like(g, 2, x)), axes, True)
-    std = g.op("Sqrt", g.op("Add", variance, scalar_like(g, eps, x)))
-    return g.op("Div", centered, std), mean, std
 
 
 def _affine(g, x, weight, bias, shape=None):
@@ -85,9 +74,8 @@ def group_norm(g, input, num_groups, weight, bias, eps, cudnn_enabled=None):
 def instance_norm(g, input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn=None):
     if not use_input_stats:
         # Eval mode with tracked statistics: exactly batch norm on the running estimates.
-        from exporter.symbolics.nn import batch_norm
 
-        return batch_norm(g, input, weight, bias, running_mean, running_var, False, momentum, eps, False)
+        return normalize_batch(g, input, weight, bias, running_mean, running_var, False, momentum, eps)
     channels = _static_channels(g, input, weight, bias)
     if input.dtype in _INSTANCE_NORM_TYPES and channels is not None:
         scale = weight if weight is not None else g.const([1.0] * channels, input.dtype)

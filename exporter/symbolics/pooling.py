@@ -6,9 +6,16 @@ import functools
 import math
 import re
 
+from exporter.lowering.core import (
+    INT64,
+    reduce_op,
+    require_rank,
+    slice_op,
+    squeeze,
+    unsqueeze,
+)
+from exporter.lowering.shape import pad_op
 from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import INT64, reduce_op, require_rank, slice_op, squeeze, unsqueeze
-from exporter.symbolics.shape import pad_op
 
 
 def _spatial(g, input):

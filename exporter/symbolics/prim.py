@@ -6,8 +6,17 @@ import torch
 
 from exporter import dtypes, ir
 from exporter.errors import SymbolicValueError
+from exporter.lowering.core import (
+    INT64,
+    cast,
+    constant_value,
+    is_value,
+    output_dtype,
+    to_int64_list_value,
+    torch_dtype_arg,
+)
+from exporter.lowering.sequence import sequence_at, unpack_sequence
 from exporter.registry import symbolic
-from exporter.symbolics._helpers import INT64, cast, constant_value, is_value, output_dtype
 
 
 @symbolic("prim::ListConstruct", "prim::TupleConstruct")
@@ -19,7 +28,6 @@ def list_construct(g, *items):
 def list_unpack(g, items):
     if isinstance(items, (list, tuple)):
         return list(items) if len(items) != 1 else items[0]
-    from exporter.symbolics.sequence import unpack_sequence
 
     return unpack_sequence(g, items, len(list(g.node.outputs())))
 
@@ -28,7 +36,6 @@ def list_unpack(g, items):
 def getitem(g, items, index):
     if isinstance(items, (list, tuple)) and not is_value(index):
         return items[int(constant_value(index))]
-    from exporter.symbolics.sequence import sequence_at
 
     return sequence_at(g, items, index)
 
@@ -102,7 +109,6 @@ def side_effect_only(g, *args):
 
 @symbolic("aten::tensor", "aten::scalar_tensor", "aten::as_tensor")
 def tensor_from_data(g, data, dtype=None, device=None, *unused):
-    from exporter.symbolics._helpers import to_int64_list_value, torch_dtype_arg
 
     target = torch_dtype_arg(dtype)
     if target is None and g.node.kind() == "aten::scalar_tensor":

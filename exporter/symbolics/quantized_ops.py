@@ -9,8 +9,15 @@ convolution's geometry); they are unpacked here, at export time, into int8 const
 
 from __future__ import annotations
 
+from exporter.lowering.quantized import (
+    QDQ_OPSET,
+    QTensor,
+    constant_weight,
+    dequantize,
+    quantize,
+    takes_quantized,
+)
 from exporter.registry import REGISTRY, parse_args, symbolic
-from exporter.symbolics.quantized import QDQ_OPSET, QTensor, constant_weight, dequantize, quantize, takes_quantized
 
 
 def _float(g, name: str, *args):

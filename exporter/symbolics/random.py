@@ -15,8 +15,9 @@ import torch
 from onnx import TensorProto
 
 from exporter import dtypes
-from exporter.registry import symbolic, unsupported
-from exporter.symbolics._helpers import (
+from exporter.lowering.arithmetic import clamp_value
+from exporter.lowering.comparison import less
+from exporter.lowering.core import (
     FLOAT,
     INT64,
     cast,
@@ -24,20 +25,19 @@ from exporter.symbolics._helpers import (
     is_value,
     output_dtype,
     require_rank,
+    schema_argument,
     torch_dtype_arg,
 )
-from exporter.symbolics.casting import _schema_argument
-from exporter.symbolics.comparison import less
-from exporter.symbolics.elementwise import clamp_value
-from exporter.symbolics.sorting import top_k
-from exporter.symbolics.tensor_factories import filled
+from exporter.lowering.factories import filled
+from exporter.lowering.sorting import top_k
+from exporter.registry import symbolic, unsupported
 
 _DRAWABLE = (TensorProto.FLOAT16, FLOAT, TensorProto.DOUBLE)
 
 
 def _seed(g, args) -> dict:
     """``seed_f`` from a constant torch.Generator argument; nothing (ONNX Runtime picks) when none is given."""
-    generator = _schema_argument(g, args, "generator")
+    generator = schema_argument(g, args, "generator")
     if isinstance(generator, torch.Generator):
         return {"seed_f": float(generator.initial_seed())}
     if generator is not None:
@@ -73,7 +73,7 @@ def _size(size):
 
 def _result_type(g, args, default: int | None) -> int:
     """The explicit ``dtype`` argument, else the type TorchScript recorded (scripts record none), else ``default``."""
-    explicit = torch_dtype_arg(_schema_argument(g, args, "dtype"))
+    explicit = torch_dtype_arg(schema_argument(g, args, "dtype"))
     if explicit is not None:
         return dtypes.onnx_from_torch(explicit)
     return output_dtype(g) or default or FLOAT
@@ -120,8 +120,8 @@ def _random_integers(g, args, low, high, dtype: int, shape=None, like=None):
 @symbolic("aten::randint")
 def randint(g, *args):
     """randint(high, size, ...) / randint.low(low, high, size, ...): int64 unless a dtype is given."""
-    low = _schema_argument(g, args, "low") or 0
-    high, size = _schema_argument(g, args, "high"), _schema_argument(g, args, "size")
+    low = schema_argument(g, args, "low") or 0
+    high, size = schema_argument(g, args, "high"), schema_argument(g, args, "size")
     return _random_integers(g, args, low, high, _result_type(g, args, INT64), _size(size))
 
 
@@ -129,8 +129,8 @@ def randint(g, *args):
 def randint_like(g, self, *args):
     """randint_like(self, high, ...) / randint_like.low_dtype(self, low, high, ...): self's dtype unless given."""
     args = (self, *args)
-    low = _schema_argument(g, args, "low") or 0
-    high = _schema_argument(g, args, "high")
+    low = schema_argument(g, args, "low") or 0
+    high = schema_argument(g, args, "high")
     return _random_integers(g, args, low, high, _result_type(g, args, g.dtype(self)), *_like(g, self))
 
 
@@ -138,7 +138,7 @@ def randint_like(g, self, *args):
 def bernoulli(g, self, *args):
     """bernoulli(self) draws 1 with probability self; bernoulli(self, p) / self.bernoulli_(p) with probability p
     (a float or a tensor), shaped and typed like self: a uniform draw compared with the probability."""
-    probability = _schema_argument(g, (self, *args), "p")
+    probability = schema_argument(g, (self, *args), "p")
     probability = self if probability is None else probability
     dtype = output_dtype(g) or g.dtype(self)
     compute = dtype if dtype in _DRAWABLE else FLOAT
@@ -167,7 +167,7 @@ def multinomial(g, self, num_samples, replacement=False, generator=None):
 @symbolic("aten::normal")
 def normal(g, mean, std, *args):
     """normal(mean, std[, size]): mean and std may each be a float or a tensor (the result broadcasts them)."""
-    size = _schema_argument(g, (mean, std, *args), "size")
+    size = schema_argument(g, (mean, std, *args), "size")
     dtype = output_dtype(g) or g.dtype(mean if is_value(mean) else std) or FLOAT
     mean, std = cast(g, mean, dtype), cast(g, std, dtype)
     if size is not None:

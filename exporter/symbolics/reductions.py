@@ -12,11 +12,8 @@ import math
 
 from onnx import TensorProto
 
-from exporter import dtypes
-from exporter.registry import REGISTRY, parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import (
+from exporter.lowering.core import (
     BOOL,
-    FLOAT,
     INT64,
     cast,
     constant_value,
@@ -29,60 +26,17 @@ from exporter.symbolics._helpers import (
     squeeze,
     torch_dtype_arg,
 )
+from exporter.lowering.reductions import (
+    NARROW_INTS,
+    reduction_result_type,
+    accumulation_type,
+    reduce,
+    reduction_axes,
+    vector_norm,
+)
+from exporter.registry import REGISTRY, parse_args, symbolic, unsupported
 
 INT32 = TensorProto.INT32
-_HALF_TYPES = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
-_NARROW_INTS = (BOOL, TensorProto.INT8, TensorProto.INT16, TensorProto.UINT8)
-
-
-# -- shared machinery -------------------------------------------------------------------------------------------
-def reduction_axes(g, x, dim) -> list[int] | None:
-    """Non-negative axes for a ``dim`` argument (int, list, or None/[] meaning every axis -> None). A 0-d tensor
-    takes dim 0 or -1 as PyTorch allows, which is every axis it has (ONNX reductions reject axis 0 there)."""
-    dim = constant_value(dim)
-    if dim is None or dim == []:
-        return None
-    dims = dim if isinstance(dim, list) else [dim]
-    rank = require_rank(g, x)
-    if rank == 0:
-        return None
-    return sorted({normalize_dim(int(d), max(rank, 1)) for d in dims})
-
-
-def accumulation_type(elem_type: int | None, narrow_ints_to: int = INT64) -> int | None:
-    """The type ONNX Runtime can reduce ``elem_type`` in: halves in float32, narrow ints widened."""
-    if elem_type in _HALF_TYPES:
-        return FLOAT
-    if elem_type in _NARROW_INTS:
-        return narrow_ints_to
-    return elem_type
-
-
-def reduce(g, op_type: str, x, axes, keepdim: bool, compute: int | None = None, out: int | None = None):
-    """``op_type`` over ``axes`` (None: all), computed in type ``compute`` and cast to ``out``.
-
-    A 0-d input is viewed as 1-D first: PyTorch accepts dim 0/-1 on scalars, ONNX has no axis to reduce.
-    """
-    x = g.value(x)
-    if compute is not None:
-        x = cast(g, x, compute)
-    if g.rank(x) == 0:
-        x, axes, keepdim = reshape(g, x, [1]), None, False
-    result = reduce_op(g, op_type, x, axes, keepdim)
-    return cast(g, result, out) if out is not None else result
-
-
-def _result_type(g, x, dtype_arg=None, integers_to: int | None = None) -> int:
-    """The output type: TorchScript's record, else the ``dtype`` argument, else the input's (ints promoted)."""
-    recorded = output_dtype(g)
-    if recorded is not None:
-        return recorded
-    requested = torch_dtype_arg(dtype_arg)
-    if requested is not None:
-        return dtypes.onnx_from_torch(requested)
-    if integers_to is not None and (x.dtype == BOOL or dtypes.is_integer(x.dtype)):
-        return integers_to
-    return x.dtype
 
 
 def _is_overload(g, name: str) -> bool:
@@ -112,10 +66,10 @@ def prod(g, self, *args):
 
 
 def _accumulate(g, op_type, x, dim, keepdim, dtype):
-    out = _result_type(g, x, dtype, integers_to=INT64)
+    out = reduction_result_type(g, x, dtype, integers_to=INT64)
     compute = accumulation_type(out)
     # A requested dtype applies before accumulating (PyTorch casts the input first).
-    if torch_dtype_arg(dtype) is not None and out in _NARROW_INTS:
+    if torch_dtype_arg(dtype) is not None and out in NARROW_INTS:
         x = cast(g, x, out)
     return reduce(g, op_type, x, reduction_axes(g, x, dim), bool(keepdim), compute, out)
 
@@ -273,27 +227,6 @@ def frobenius_norm(g, self, dim=None, keepdim=False):
     return vector_norm(g, self, 2, dim, bool(constant_value(keepdim)), None)
 
 
-def vector_norm(g, x, ord, dim, keepdim, dtype):
-    """The vector p-norm of ``x`` over ``dim`` (None: all elements)."""
-    out = _result_type(g, x, dtype)
-    compute = accumulation_type(out)
-    x = cast(g, x, compute)
-    axes = reduction_axes(g, x, dim)
-    ord = float(ord)
-    if ord == 2:
-        return reduce(g, "ReduceL2", x, axes, keepdim, out=out)
-    if ord == 1:
-        return reduce(g, "ReduceL1", x, axes, keepdim, out=out)
-    if math.isinf(ord):
-        return reduce(g, "ReduceMax" if ord > 0 else "ReduceMin", g.op("Abs", x), axes, keepdim, out=out)
-    if ord == 0:
-        nonzero = cast(g, cast(g, x, BOOL), compute)
-        return reduce(g, "ReduceSum", nonzero, axes, keepdim, out=out)
-    powered = g.op("Pow", g.op("Abs", x), g.const(ord, compute))
-    total = reduce(g, "ReduceSum", powered, axes, keepdim)
-    return cast(g, g.op("Pow", total, g.const(1.0 / ord, compute)), out)
-
-
 def _largest_magnitude(g, magnitudes, axes, keepdim, out):
     """The largest of non-negative ``magnitudes`` over ``axes``: 0 over no elements, as PyTorch's matrix norms give,
     where ONNX's ReduceMax gives the lowest value (Relu maps it to 0 and keeps every magnitude)."""
@@ -307,7 +240,7 @@ def _largest_magnitude(g, magnitudes, axes, keepdim, out):
 @symbolic("aten::logsumexp")
 @parse_args("v", "is", "b")
 def logsumexp(g, self, dim, keepdim):
-    out = _result_type(g, self)
+    out = reduction_result_type(g, self)
     compute = accumulation_type(out)
     return reduce(g, "ReduceLogSumExp", self, reduction_axes(g, self, dim), keepdim, compute, out)
 
@@ -368,7 +301,7 @@ def linalg_matrix_norm(g, self, ord, dim, keepdim, dtype):
     if ord not in (1, -1, math.inf, -math.inf):
         raise unsupported(g.node.kind(), g.opset, f"the matrix norm ord={ord!r} needs singular values, which ONNX "
                                                   "has no operator for")
-    out = _result_type(g, self, dtype)
+    out = reduction_result_type(g, self, dtype)
     summed, extreme = (rows, columns) if abs(ord) == 1 else (columns, rows)
     sums = reduce(g, "ReduceSum", g.op("Abs", cast(g, self, accumulation_type(out))), [summed], True)
     if ord > 0:
@@ -382,6 +315,6 @@ def linalg_matrix_norm(g, self, ord, dim, keepdim, dtype):
 def aminmax(g, self, dim=None, keepdim=False):
     """aminmax(self, *, dim, keepdim) -> (min, max), over every element when dim is None."""
     axes, keepdim = reduction_axes(g, self, dim), bool(constant_value(keepdim))
-    out = _result_type(g, self)
+    out = reduction_result_type(g, self)
     compute = accumulation_type(out, narrow_ints_to=INT32)
     return tuple(reduce(g, op, self, axes, keepdim, compute, out) for op in ("ReduceMin", "ReduceMax"))

@@ -25,8 +25,7 @@ import numpy as np
 import torch
 
 from exporter import dtypes
-from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import (
+from exporter.lowering.core import (
     FLOAT,
     constant_value,
     is_value,
@@ -34,6 +33,7 @@ from exporter.symbolics._helpers import (
     slice_op,
     to_int64_list_value,
 )
+from exporter.registry import parse_args, symbolic, unsupported
 
 _CUBIC_COEFF_A = -0.75
 

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from onnx import TensorProto
 
-from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import (
+from exporter.lowering.core import (
     INT64,
     cast,
     constant_value,
@@ -36,8 +35,9 @@ from exporter.symbolics._helpers import (
     to_int64_list_value,
     unsqueeze,
 )
-from exporter.symbolics.shape import INT64_MAX, arange_indices
-from exporter.symbolics.tensor_factories import filled
+from exporter.lowering.factories import filled
+from exporter.lowering.shape import INT64_MAX, arange_indices
+from exporter.registry import parse_args, symbolic, unsupported
 
 INT32 = TensorProto.INT32
 

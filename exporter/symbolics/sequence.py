@@ -7,117 +7,14 @@ The ``dtype`` of a sequence value is the element type of its tensors.
 
 from __future__ import annotations
 
-import torch
-
-from exporter import ir
-from exporter.errors import SymbolicValueError
-from exporter.registry import symbolic, unsupported
-from exporter.symbolics._helpers import INT64, cast, constant_value, is_value, normalize_dim
-
-SEQUENCE_OPSET = 11
-
-
-def require_sequences(g, what: str) -> None:
-    """Raise the unsupported-operator error for ``what`` below the opset that introduced sequences."""
-    if g.opset < SEQUENCE_OPSET:
-        kind = g.node.kind() if g.node is not None else "sequence"
-        raise unsupported(kind, g.opset, f"{what} needs ONNX sequences: needs opset >= {SEQUENCE_OPSET}")
-
-
-def _sequence_value(value: ir.Value, dtype) -> ir.Value:
-    value.kind, value.dtype, value.shape = ir.SEQUENCE, dtype, None
-    return value
-
-
-def as_sequence(g, items) -> ir.Value:
-    """``items`` (a Python list of tensors, or already a sequence) as an ONNX sequence value."""
-    if is_value(items) and items.kind == ir.SEQUENCE:
-        return items
-    require_sequences(g, "a list that changes length at run time")
-    if is_value(items):
-        raise SymbolicValueError("expected a list of tensors, got a tensor")
-    if not items:
-        # The element type is settled later by whoever first inserts into it (see control_flow.loop).
-        return _sequence_value(g.op("SequenceEmpty", dtype_i=torch_float()), torch_float())
-    values = [g.value(item) for item in items]
-    dtype = values[0].dtype
-    values = [cast(g, v, dtype) for v in values]
-    return _sequence_value(g.op("SequenceConstruct", *values), dtype)
-
-
-def torch_float() -> int:
-    from onnx import TensorProto
-
-    return TensorProto.FLOAT
-
-
-def sequence_length(g, sequence: ir.Value) -> ir.Value:
-    """The number of tensors in a sequence, as an int64 number."""
-    out = g.op("SequenceLength", sequence)
-    out.dtype, out.shape, out.is_number = INT64, (), True
-    return out
-
-
-def unpack_sequence(g, sequence, count):
-    """``a, b, c = seq`` with the count known from the unpacking: one SequenceAt per position."""
-    require_sequences(g, "unpacking a list computed at run time")
-    return [_at(g, sequence, g.const(i, torch.int64)) for i in range(count)]
-
-
-def sequence_at(g, items, index):
-    """``items[index]`` where the list or the index is only known at run time."""
-    if isinstance(items, (list, tuple)) and not is_value(index):
-        return items[int(constant_value(index))]
-    if isinstance(items, (list, tuple)) and _same_known_shapes(g, items):
-        return _gather_from_stack(g, items, index)
-    require_sequences(g, "indexing a list at a position computed at run time")
-    return _at(g, as_sequence(g, items), cast(g, index, INT64))
-
-
-def _at(g, sequence: ir.Value, index) -> ir.Value:
-    out = g.op("SequenceAt", sequence, index)
-    out.dtype = sequence.dtype
-    return out
-
-
-def _same_known_shapes(g, items) -> bool:
-    shapes = [g.static_dims(item) if is_value(item) else None for item in items]
-    dtypes = {g.dtype(item) for item in items}
-    return shapes[0] is not None and all(s == shapes[0] for s in shapes) and len(dtypes) == 1
-
-
-def _gather_from_stack(g, items, index) -> ir.Value:
-    """Pick one of equally shaped tensors at a run-time position without sequences (any opset).
-
-    The list is stacked twice so that a negative index (counted from the end, as Python does) becomes the
-    non-negative ``index + len`` that Gather accepts at every opset.
-    """
-    from exporter.symbolics._helpers import unsqueeze
-
-    stacked = g.op("Concat", *[unsqueeze(g, item, [0]) for item in list(items) * 2], axis_i=0)
-    position = g.op("Add", cast(g, index, INT64), g.const(len(items), torch.int64))
-    out = g.op("Gather", stacked, position, axis_i=0)
-    out.shape = tuple(g.static_dims(items[0]))
-    return out
-
-
-def concat_from_sequence(g, sequence, dim, new_axis: bool = False):
-    """``torch.cat`` (or ``torch.stack`` with ``new_axis``) of a list whose length is known only at run time."""
-    require_sequences(g, "concatenating a list computed at run time")
-    out = g.op("ConcatFromSequence", sequence, axis_i=int(dim), new_axis_i=int(new_axis))
-    out.dtype = sequence.dtype
-    return out
-
-
-def split_to_sequence(g, x, split_size, dim: int) -> ir.Value:
-    """``torch.split(x, split_size, dim)`` into a sequence, for a split dim whose size is known only at run time.
-
-    ONNX SplitToSequence with a scalar split makes equal pieces and a shorter last one, as torch.split does.
-    """
-    require_sequences(g, "splitting into a number of pieces known only at run time")
-    rank = g.rank(x)
-    out = g.op("SplitToSequence", x, cast(g, split_size, INT64), axis_i=normalize_dim(dim, rank))
-    return _sequence_value(out, g.dtype(x))
+from exporter.lowering.core import INT64, cast, constant_value, is_value
+from exporter.lowering.sequence import (
+    sequence_value,
+    as_sequence,
+    require_sequences,
+    sequence_length,
+)
+from exporter.registry import symbolic
 
 
 @symbolic("aten::append")
@@ -131,7 +28,7 @@ def append(g, items, element):
         items.producer.attrs["dtype"] = element.dtype
         items.dtype = element.dtype
     out = g.op("SequenceInsert", items, cast(g, element, items.dtype))
-    return _sequence_value(out, items.dtype)
+    return sequence_value(out, items.dtype)
 
 
 @symbolic("aten::_set_item")
@@ -147,9 +44,9 @@ def set_item(g, items, index, element):
     length = sequence_length(g, sequence)
     # Python counts a negative index from the end; (index + n) mod n is that position, non-negative.
     position = g.op("Mod", g.op("Add", cast(g, index, INT64), length), length)
-    erased = _sequence_value(g.op("SequenceErase", sequence, position), sequence.dtype)
+    erased = sequence_value(g.op("SequenceErase", sequence, position), sequence.dtype)
     out = g.op("SequenceInsert", erased, cast(g, element, sequence.dtype), position)
-    return _sequence_value(out, sequence.dtype)
+    return sequence_value(out, sequence.dtype)
 
 
 @symbolic("aten::list")

@@ -13,9 +13,7 @@ import numpy as np
 import torch
 
 from exporter import dtypes
-from exporter.errors import SymbolicValueError
-from exporter.registry import symbolic, unsupported
-from exporter.symbolics._helpers import (
+from exporter.lowering.core import (
     BOOL,
     FLOAT,
     INT64,
@@ -29,7 +27,9 @@ from exporter.symbolics._helpers import (
     to_int64_list_value,
     torch_dtype_arg,
 )
-from exporter.symbolics.shape import arange_indices, typed
+from exporter.lowering.factories import filled
+from exporter.lowering.shape import arange_indices
+from exporter.registry import symbolic, unsupported
 
 DOUBLE = dtypes.onnx_from_torch(torch.float64)
 
@@ -38,30 +38,6 @@ def _size_list(size):
     if isinstance(size, (list, tuple)) or is_value(size):
         return size
     return constant_value(size)
-
-
-def filled(g, shape, fill, dtype: int):
-    """A tensor of ``shape`` (Python list of ints/values, or 1-D int64 value) filled with ``fill`` (scalar or value)."""
-    static = isinstance(shape, list) and all(not is_value(s) for s in shape)
-    shape_value = to_int64_list_value(g, shape)
-    if isinstance(shape, list):
-        known = [None if is_value(s) else int(constant_value(s)) for s in shape]
-    else:
-        known = [None] * shape_value.shape[0] if shape_value.shape else None
-    if not is_value(fill):
-        scalar = np.array(constant_value(fill), dtype=dtypes.numpy_from_onnx(dtype))
-        if g.opset >= 9:
-            return typed(g.op("ConstantOfShape", shape_value, value_t=scalar.reshape(1)), known)
-        if static:  # before ConstantOfShape (opset 9) a filled tensor of known shape is a constant
-            return g.const(np.full(known, scalar))
-        fill = g.const(scalar)
-    fill = cast(g, fill, dtype)
-    if g.opset >= 8:
-        return typed(g.op("Expand", fill, shape_value), known)
-    # Expand is opset 8: tile a 1x...x1 tensor by the wanted shape instead.
-    if known is None:
-        raise SymbolicValueError("filling a tensor of unknown rank needs Expand: needs opset >= 8")
-    return typed(g.op("Tile", reshape(g, fill, [1] * len(known)), shape_value), known)
 
 
 def _dtype(g, dtype_arg=None, fallback=None) -> int:

@@ -8,8 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from exporter.lowering.core import (
+    INT64,
+    cast,
+    dim_size,
+    slice_op,
+    squeeze,
+    to_int64_list_value,
+    unsqueeze,
+)
 from exporter.registry import parse_args, symbolic, unsupported
-from exporter.symbolics._helpers import INT64, cast, dim_size, slice_op, squeeze, to_int64_list_value, unsqueeze
 
 
 @symbolic("torchvision::nms", since=10)

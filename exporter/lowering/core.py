@@ -10,12 +10,14 @@ import torch
 from onnx import TensorProto
 
 from exporter import dtypes, ir
-from exporter.errors import SymbolicValueError
+from exporter.errors import SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import GraphContext
 from exporter.ts_types import ts_value_type
 
+INT32 = TensorProto.INT32
 INT64 = TensorProto.INT64
 FLOAT = TensorProto.FLOAT
+DOUBLE = TensorProto.DOUBLE
 BOOL = TensorProto.BOOL
 
 
@@ -236,7 +238,6 @@ def slice_op(
     g: GraphContext, x: Any, axes: Sequence[int], starts: Sequence[Any], ends: Sequence[Any], steps: Sequence[int] | None = None
 ) -> ir.Value:
     """ONNX Slice: attributes before opset 10 (constant bounds, step 1 only), inputs from 10."""
-    from exporter.errors import UnsupportedOperatorError
 
     if g.opset < 10:
         if steps is not None and any(int(constant_value(s)) != 1 for s in steps):
@@ -283,3 +284,15 @@ def g_scalar_mul(g: GraphContext, x: Any, factor: Any) -> Any:
     if not is_value(x):
         return constant_value(x) * constant_value(factor)
     return g.op("Mul", x, scalar_like(g, factor, x))
+
+
+def schema_argument(g, args, name):
+    """The input of the node being converted whose schema argument is called ``name`` (None if absent)."""
+    try:
+        schema = torch._C.parse_schema(g.node.schema())
+    except RuntimeError:
+        return None
+    for argument, value in zip(schema.arguments, args):
+        if argument.name == name:
+            return value
+    return None

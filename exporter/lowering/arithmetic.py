@@ -1,0 +1,111 @@
+"""Arithmetic building blocks: float versions of integer values, unary math in a type ONNX can compute, elementwise
+min/max (Min/Max: opset 8 broadcasts, opset 12 takes integers) and clamping (Clip: bounds as attributes before
+opset 11, inputs from 11, every numeric type from 12)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from onnx import TensorProto
+
+from exporter import dtypes
+from exporter.lowering.comparison import less, select
+from exporter.lowering.core import (
+    BOOL,
+    DOUBLE,
+    FLOAT,
+    cast,
+    constant_value,
+    is_value,
+    promote,
+)
+from exporter.registry import unsupported
+
+
+def as_float(g, x):
+    return cast(g, x, float_type(g, x))
+
+
+def unary_math(g, op_type, x):
+    """``op_type(x)`` with integers computed in the default float type, as PyTorch does."""
+    x = as_float(g, x)
+    if x.dtype == DOUBLE and op_type in _NO_DOUBLE_KERNEL:
+        # ONNX Runtime has no double kernel for these; float32 keeps the export runnable at reduced precision.
+        return cast(g, g.op(op_type, cast(g, x, FLOAT)), DOUBLE)
+    return g.op(op_type, x)
+
+
+def maximum_value(g, a, b):
+    return min_max(g, "Max", a, b)
+
+
+def clamp_value(g, x, low, high):
+    """``min(max(x, low), high)`` with either bound optional; Clip where ONNX Runtime has the kernel."""
+    dtype = g.dtype(x)
+    clip_ok = dtype in (FLOAT, TensorProto.FLOAT16) or (g.opset >= 12 and dtype != BOOL)
+    if clip_ok and _is_scalar_constant(low) and _is_scalar_constant(high):
+        if g.opset < 11:
+            return g.op(
+                "Clip", x,
+                min_f=float(constant_value(low)) if low is not None else -math.inf,
+                max_f=float(constant_value(high)) if high is not None else math.inf,
+            )
+        bounds = [None if b is None else g.const(constant_value(b), dtype) for b in (low, high)]
+        return g.op("Clip", x, *bounds)
+    if low is not None:
+        x = maximum_value(g, x, cast(g, low, dtype))
+    if high is not None:
+        x = minimum_value(g, x, cast(g, high, dtype))
+    return x
+
+
+# Unary math ops that ONNX Runtime's CPU provider implements for float and float16 but not for double.
+_NO_DOUBLE_KERNEL = frozenset({"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf"})
+
+
+def float_type(g, *args):
+    """The floating type PyTorch computes ``args`` in: their promoted type, or the default float for ints
+    (``torch.get_default_dtype()`` at export time, as PyTorch's own run of the model uses)."""
+    target = promote(g, *args)
+    return target if dtypes.is_float(target) else dtypes.onnx_from_torch(torch.get_default_dtype())
+
+
+def min_max(g, op_type, a, b):
+    """Element-wise Min or Max of two values of one type, for every type at every opset."""
+    dtype = g.dtype(a)
+    if dtype == BOOL:
+        return g.op("And" if op_type == "Min" else "Or", a, b)
+    if dtypes.is_float(dtype):
+        if dtype == DOUBLE and g.opset < 8:
+            raise unsupported(g.node.kind(), g.opset, "ONNX Runtime has no double Min/Max before opset 8: needs opset >= 8")
+        return g.op(op_type, *_broadcast_for_opset7(g, a, b))
+    if g.opset >= 12:
+        return g.op(op_type, a, b)
+    a_first = less(g, a, b) if op_type == "Min" else less(g, b, a)
+    return select(g, a_first, a, b)
+
+
+def minimum_value(g, a, b):
+    return min_max(g, "Min", a, b)
+
+
+def _is_scalar_constant(x):
+    return x is None or (not is_value(x) and not isinstance(constant_value(x), list)) or (
+        is_value(x) and x.const is not None and not x.is_param and x.const.size == 1
+    )
+
+
+def _broadcast_for_opset7(g, a, b):
+    """Min/Max broadcast only from opset 8: before, add zeros of the other operand's shape (Add broadcasts)."""
+    if g.opset >= 8 or (g.static_dims(a) is not None and g.static_dims(a) == g.static_dims(b)):
+        return a, b
+    dtype = g.dtype(a)
+    return g.op("Add", a, _zeros_like(g, b, dtype)), g.op("Add", b, _zeros_like(g, a, dtype))
+
+
+# -- min / max / clamp --------------------------------------------------------------------------------------
+def _zeros_like(g, x, dtype):
+    """Zeros of ``x``'s shape from ops every opset has (x & not x is false even for NaN and inf)."""
+    truth = g.op("Cast", x, to_i=BOOL)
+    return g.op("Cast", g.op("And", truth, g.op("Not", truth)), to_i=dtype)

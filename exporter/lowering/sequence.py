@@ -1,0 +1,122 @@
+"""Sequence building blocks (ONNX sequence types and ops: opset 11): lists of tensors as sequences, their length
+and items, splitting into and concatenating from sequences."""
+
+from __future__ import annotations
+
+import torch
+
+from exporter import ir
+from exporter.errors import SymbolicValueError
+from exporter.lowering.core import (
+    INT64,
+    cast,
+    constant_value,
+    is_value,
+    normalize_dim,
+    unsqueeze,
+)
+from exporter.registry import unsupported
+
+SEQUENCE_OPSET = 11
+
+
+def require_sequences(g, what: str) -> None:
+    """Raise the unsupported-operator error for ``what`` below the opset that introduced sequences."""
+    if g.opset < SEQUENCE_OPSET:
+        kind = g.node.kind() if g.node is not None else "sequence"
+        raise unsupported(kind, g.opset, f"{what} needs ONNX sequences: needs opset >= {SEQUENCE_OPSET}")
+
+
+def as_sequence(g, items) -> ir.Value:
+    """``items`` (a Python list of tensors, or already a sequence) as an ONNX sequence value."""
+    if is_value(items) and items.kind == ir.SEQUENCE:
+        return items
+    require_sequences(g, "a list that changes length at run time")
+    if is_value(items):
+        raise SymbolicValueError("expected a list of tensors, got a tensor")
+    if not items:
+        # The element type is settled later by whoever first inserts into it (see control_flow.loop).
+        return sequence_value(g.op("SequenceEmpty", dtype_i=torch_float()), torch_float())
+    values = [g.value(item) for item in items]
+    dtype = values[0].dtype
+    values = [cast(g, v, dtype) for v in values]
+    return sequence_value(g.op("SequenceConstruct", *values), dtype)
+
+
+def sequence_length(g, sequence: ir.Value) -> ir.Value:
+    """The number of tensors in a sequence, as an int64 number."""
+    out = g.op("SequenceLength", sequence)
+    out.dtype, out.shape, out.is_number = INT64, (), True
+    return out
+
+
+def unpack_sequence(g, sequence, count):
+    """``a, b, c = seq`` with the count known from the unpacking: one SequenceAt per position."""
+    require_sequences(g, "unpacking a list computed at run time")
+    return [_at(g, sequence, g.const(i, torch.int64)) for i in range(count)]
+
+
+def sequence_at(g, items, index):
+    """``items[index]`` where the list or the index is only known at run time."""
+    if isinstance(items, (list, tuple)) and not is_value(index):
+        return items[int(constant_value(index))]
+    if isinstance(items, (list, tuple)) and _same_known_shapes(g, items):
+        return _gather_from_stack(g, items, index)
+    require_sequences(g, "indexing a list at a position computed at run time")
+    return _at(g, as_sequence(g, items), cast(g, index, INT64))
+
+
+def concat_from_sequence(g, sequence, dim, new_axis: bool = False):
+    """``torch.cat`` (or ``torch.stack`` with ``new_axis``) of a list whose length is known only at run time."""
+    require_sequences(g, "concatenating a list computed at run time")
+    out = g.op("ConcatFromSequence", sequence, axis_i=int(dim), new_axis_i=int(new_axis))
+    out.dtype = sequence.dtype
+    return out
+
+
+def split_to_sequence(g, x, split_size, dim: int) -> ir.Value:
+    """``torch.split(x, split_size, dim)`` into a sequence, for a split dim whose size is known only at run time.
+
+    ONNX SplitToSequence with a scalar split makes equal pieces and a shorter last one, as torch.split does.
+    """
+    require_sequences(g, "splitting into a number of pieces known only at run time")
+    rank = g.rank(x)
+    out = g.op("SplitToSequence", x, cast(g, split_size, INT64), axis_i=normalize_dim(dim, rank))
+    return sequence_value(out, g.dtype(x))
+
+
+def sequence_value(value: ir.Value, dtype) -> ir.Value:
+    value.kind, value.dtype, value.shape = ir.SEQUENCE, dtype, None
+    return value
+
+
+def torch_float() -> int:
+    from onnx import TensorProto
+
+    return TensorProto.FLOAT
+
+
+def _at(g, sequence: ir.Value, index) -> ir.Value:
+    out = g.op("SequenceAt", sequence, index)
+    out.dtype = sequence.dtype
+    return out
+
+
+def _same_known_shapes(g, items) -> bool:
+    shapes = [g.static_dims(item) if is_value(item) else None for item in items]
+    dtypes = {g.dtype(item) for item in items}
+    return shapes[0] is not None and all(s == shapes[0] for s in shapes) and len(dtypes) == 1
+
+
+def _gather_from_stack(g, items, index) -> ir.Value:
+    """Pick one of equally shaped tensors at a run-time position without sequences (any opset).
+
+    The list is stacked twice so that a negative index (counted from the end, as Python does) becomes the
+    non-negative ``index + len`` that Gather accepts at every opset.
+    """
+
+    stacked = g.op("Concat", *[unsqueeze(g, item, [0]) for item in list(items) * 2], axis_i=0)
+    position = g.op("Add", cast(g, index, INT64), g.const(len(items), torch.int64))
+    out = g.op("Gather", stacked, position, axis_i=0)
+    out.shape = tuple(g.static_dims(items[0]))
+    return out

@@ -1,0 +1,210 @@
+"""Shape building blocks: size arithmetic on ints or int64 graph values, known dims, broadcasting, reshapes and
+expands (Expand: opset 8), permutations, index ranges (Range: opset 11, a constant before) and padding (Pad takes
+its pads as an attribute before opset 11, as inputs from 11; circular padding from Slices and Concat)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from exporter import dtypes
+from exporter.errors import SymbolicValueError
+from exporter.lowering.core import (
+    INT64,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    require_rank,
+    reshape,
+    slice_op,
+    squeeze,
+    to_int64_list_value,
+    unsqueeze,
+)
+from exporter.registry import unsupported
+
+INT64_MAX = 2**63 - 1
+
+
+# -- integer arithmetic on sizes that are Python ints or 0-d int64 graph values --------------------------------
+def size_arith(g, op_type: str, a, b):
+    """``a <op> b`` for sizes: folded in Python when both are ints, else an int64 node (Add, Sub, Mul, Div)."""
+    if not is_value(a) and not is_value(b):
+        a, b = int(constant_value(a)), int(constant_value(b))
+        return {"Add": a + b, "Sub": a - b, "Mul": a * b, "Div": a // b}[op_type]
+    out = g.op(op_type, cast(g, a, INT64), cast(g, b, INT64))
+    out.shape = ()
+    return out
+
+
+def known_dims(g, x) -> list:
+    """Per-dim sizes that may be baked in (ints), None elsewhere; only the rank is needed when shape inference
+    of a dynamic export knows nothing about ``x``."""
+    dims = g.dims(x)
+    return list(dims) if dims is not None else [None] * require_rank(g, x)
+
+
+def dims_or_sizes(g, x) -> list:
+    """Per-dim sizes of ``x``: ints where static, 0-d int64 values where not."""
+    dims = known_dims(g, x)
+    return [d if d is not None else dim_size(g, x, i) for i, d in enumerate(dims)]
+
+
+def broadcast_shape(*shapes) -> tuple | None:
+    """numpy broadcasting of shapes whose dims may be None (unknown); None when a rank is unknown."""
+    if any(s is None for s in shapes):
+        return None
+    rank = max(len(s) for s in shapes)
+    padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
+    out = []
+    for dims in zip(*padded):
+        known = {d for d in dims if isinstance(d, int) and d != 1}
+        if any(not isinstance(d, int) for d in dims) and not known:
+            out.append(None)
+        else:
+            out.append(known.pop() if known else 1)
+    return tuple(out)
+
+
+def typed(value, shape):
+    """Record ``shape`` on a freshly built value (its rank is what later symbolics need)."""
+    value.shape = None if shape is None else tuple(shape)
+    return value
+
+
+def reshape_to(g, x, sizes: list):
+    """Reshape to ``sizes`` (ints, -1, 0 or 0-d values), resolving -1 and 0 when ``x``'s shape is static, so the
+    result keeps a fully known shape (the static-shape emulations below opset 11 need it)."""
+    dims = g.static_dims(x)
+    if dims is not None and all(not is_value(s) for s in sizes):
+        sizes = [dims[i] if int(constant_value(s)) == 0 else int(constant_value(s)) for i, s in enumerate(sizes)]
+        if -1 in sizes:
+            known = int(np.prod([s for s in sizes if s != -1], dtype=np.int64))
+            sizes[sizes.index(-1)] = int(np.prod(dims, dtype=np.int64)) // known if known else 0
+        return typed(reshape(g, x, sizes), sizes)
+    return typed(reshape(g, x, sizes), [s if not is_value(s) and int(constant_value(s)) > 0 else None for s in sizes])
+
+
+# -- broadcasting and repetition --------------------------------------------------------------------------------
+def expand_to(g, x, target: list):
+    """Broadcast ``x`` to ``target`` (ints, -1 meaning "keep", or 0-d values): Expand from opset 8, Tile below."""
+    x = g.value(x)
+    rank = require_rank(g, x)
+    lead = len(target) - rank
+    known = [None if is_value(t) else int(constant_value(t)) for t in target]
+    own_dims = [None] * lead + (known_dims(g, x) or [None] * rank)
+    result_shape = [o if k == -1 else k for k, o in zip(known, own_dims)]
+    if g.opset >= 8:
+        # Expand broadcasts both ways, so a 1 keeps the input's dim, just like torch's -1.
+        wanted = [1 if k == -1 else t for k, t in zip(known, target)]
+        return typed(g.op("Expand", x, to_int64_list_value(g, wanted)), result_shape)
+    if lead > 0:
+        x = unsqueeze(g, x, list(range(lead)))
+    own = [1] * lead + dims_or_sizes(g, x)[lead:]
+    repeats = []
+    for want, have in zip(target, own):
+        if not is_value(want) and int(constant_value(want)) == -1:
+            repeats.append(1)
+        elif not is_value(have) and have == 1:
+            repeats.append(want)
+        else:
+            repeats.append(size_arith(g, "Div", want, have))
+    return typed(g.op("Tile", x, to_int64_list_value(g, repeats)), result_shape)
+
+
+def expand_to_shape_value(g, x, shape):
+    """Broadcast ``x`` to ``shape``, a Python list or a 1-D int64 value (e.g. another tensor's Shape)."""
+    if isinstance(shape, list):
+        return expand_to(g, x, shape)
+    target_rank = shape.shape[0]
+    result_shape = broadcast_shape(known_dims(g, x), [None] * target_rank) if g.rank(x) is not None else None
+    if g.opset >= 8:
+        return typed(g.op("Expand", x, shape), result_shape)
+    x = g.value(x)
+    lead = target_rank - require_rank(g, x)
+    if lead > 0:
+        x = unsqueeze(g, x, list(range(lead)))
+    return typed(g.op("Tile", x, g.op("Div", shape, g.op("Shape", x))), result_shape)
+
+
+# -- transposes -------------------------------------------------------------------------------------------------
+def transpose_perm(g, x, perm: list[int]):
+    """Transpose by ``perm``, skipping the identity permutation."""
+    if perm == list(range(len(perm))):
+        return x
+    out = g.op("Transpose", x, perm_i=perm)
+    if g.shape(x) is not None:
+        out.shape = tuple(g.shape(x)[p] for p in perm)
+    return out
+
+
+def arange_indices(g, count) -> object:
+    """0, 1, ..., count-1 as int64: a constant when ``count`` is an int; Range from 11; NonZero of ones at 9-10."""
+    if not is_value(count):
+        return g.const(np.arange(int(count), dtype=np.int64))
+    count = unsqueeze(g, cast(g, count, INT64), [0]) if count.rank in (0, None) else count
+    if g.opset >= 11:
+        return g.op("Range", g.const(0, torch.int64), squeeze(g, count, [0]), g.const(1, torch.int64))
+    if g.opset >= 9:
+        ones = g.op("ConstantOfShape", count, value_t=np.array([1], dtype=np.int64))
+        return squeeze(g, g.op("NonZero", ones), [0])
+    raise unsupported(g.node.kind(), g.opset, "a run-time index range needs ConstantOfShape/NonZero: needs opset >= 9")
+
+
+def pad_op(g, x, pad: list, mode: str, value=None):
+    """ONNX Pad: ``pads``/``value`` attributes before opset 11, inputs from 11; circular via Slice + Concat."""
+    rank = require_rank(g, x)
+    if mode == "circular":
+        return circular_pad(g, x, pad, rank)
+    if mode not in _PAD_MODES:
+        raise SymbolicValueError(f"padding mode {mode!r} has no ONNX equivalent")
+    pads = _onnx_pads(list(pad), rank)
+    if g.opset >= 11:
+        inputs = [x, to_int64_list_value(g, pads)]
+        if mode == "constant" and value is not None and constant_value(value) not in (0, 0.0):
+            inputs.append(g.const(np.array(constant_value(value)), g.dtype(x)))
+        return g.op("Pad", *inputs, mode_s=_PAD_MODES[mode])
+    if not all(is_constant(p) for p in pads):
+        raise unsupported(g.node.kind(), g.opset, "padding computed at run time needs opset >= 11")
+    pads = [int(constant_value(p)) for p in pads]
+    # Pad before 11 is defined on floating types only: compute in double and cast back.
+    original = g.dtype(x)
+    work = x if dtypes.is_float(original) else cast(g, x, dtypes.onnx_from_torch(torch.float64))
+    fill = float(constant_value(value)) if value is not None else 0.0
+    out = g.op("Pad", work, pads_i=pads, mode_s=_PAD_MODES[mode], value_f=fill)
+    return out if work is x else cast(g, out, original)
+
+
+# -- padding ----------------------------------------------------------------------------------------------------
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
+
+
+def _onnx_pads(pad: list, rank: int) -> list:
+    """torch's pad list (last dim first, (begin, end) pairs) as ONNX pads (all begins, then all ends)."""
+    pairs = len(pad) // 2
+    begins, ends = [0] * rank, [0] * rank
+    for i in range(pairs):
+        axis = rank - 1 - i
+        begins[axis], ends[axis] = pad[2 * i], pad[2 * i + 1]
+    return begins + ends
+
+
+def circular_pad(g, x, pad: list, rank: int):
+    if not all(is_constant(p) for p in pad):
+        raise SymbolicValueError("circular padding needs constant pad sizes")
+    pad = [int(constant_value(p)) for p in pad]
+    out = x
+    for i in range(len(pad) // 2):
+        axis = rank - 1 - i
+        begin, end = pad[2 * i], pad[2 * i + 1]
+        # Negative pads crop first; the wrapped-around parts come from the cropped tensor, as in torch.
+        core = slice_op(g, out, [axis], [max(-begin, 0)], [end if end < 0 else INT64_MAX])
+        parts = [core]
+        if begin > 0:
+            parts.insert(0, slice_op(g, core, [axis], [-begin], [INT64_MAX]))
+        if end > 0:
+            parts.append(slice_op(g, core, [axis], [0], [end]))
+        out = parts[0] if len(parts) == 1 else g.op("Concat", *parts, axis_i=axis)
+    return out
