@@ -23,7 +23,7 @@ from exporter.capture import Capture, capture, flatten, split_args
 from exporter.convert import Converter
 from exporter.errors import CheckerError, ExportArgumentError
 from exporter.graph_context import ExportSession
-from exporter.lowering import quantized
+from exporter.lowering import quantized, runtime
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
 from exporter.provenance import Provenance, write_doc_strings
 from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY
@@ -198,6 +198,7 @@ class ExportResult:
     input_names: list[str]
     output_names: list[str]
     provenance: Provenance | None = None
+    workarounds: list[str] = dataclasses.field(default_factory=list)
 
     def __repr__(self) -> str:
         graph = self.model.graph
@@ -235,6 +236,7 @@ def export(
     dynamo: bool = False,
     provenance_in_model: bool = False,
     captured: Capture | None = None,
+    runtime_workarounds: bool | Collection[str] = True,
 ) -> ExportResult:
     """Export ``model`` to ONNX, with the semantics of the TorchScript-era PyTorch ONNX exporter.
 
@@ -266,8 +268,14 @@ def export(
     ``captured`` is a capture of this ``model`` and ``args`` made earlier with :func:`prepare_capture`, used instead
     of capturing again; it is left unchanged, so one capture serves many exports (at several opsets, static and
     dynamic), each equal to an export that captures for itself.
+
+    ``runtime_workarounds`` (beyond torch.onnx): where ONNX Runtime lacks a kernel or rejects a valid form, the
+    export emits an equivalent form it runs (each named in ``exporter/lowering/runtime.py``); ``False`` emits the
+    plain ONNX form everywhere, a collection of names keeps just those. The result's ``workarounds`` lists the ones
+    the model depends on.
     """
     _check_dynamo(dynamo)
+    workarounds = _check_workarounds(runtime_workarounds)
     args = _with_keyword_arguments(args, kwargs)
     opset = _check_opset(opset_version)
     serialize.check_destination(f)
@@ -299,6 +307,7 @@ def export(
             training=is_training,
             operator_export_type=operator_export_type,
             custom_opsets=dict(custom_opsets or {}),
+            workarounds=workarounds,
         )
         inputs, params = _graph_inputs(captured, names_in, axes, export_params)
         logger.info("converting %d TorchScript nodes at opset %d", len(list(captured.graph.nodes())), opset)
@@ -326,7 +335,8 @@ def export(
         model_proto = _assemble_check_write(
             graph, session, captured, f, keep_initializers_as_inputs and export_params, axes, outline, verbose
         )
-    return ExportResult(model_proto, captured, names_in, names_out, Provenance.of(graph))
+    return ExportResult(model_proto, captured, names_in, names_out, Provenance.of(graph),
+                        sorted(session.used_workarounds))
 
 
 def prepare_capture(
@@ -414,6 +424,13 @@ def _with_keyword_arguments(args: Any, kwargs: Mapping[str, Any] | None) -> Any:
     if trailing:
         raise ExportArgumentError("keyword arguments given twice: in a trailing dict of args and as kwargs")
     return (*positional, dict(kwargs))
+
+
+def _check_workarounds(choice: Any) -> frozenset[str] | None:
+    try:
+        return runtime.enabled_set(choice)
+    except (TypeError, ValueError) as error:
+        raise ExportArgumentError(f"runtime_workarounds: {error}") from None
 
 
 def _check_opset(opset_version: int | None) -> int:

@@ -48,6 +48,8 @@ class ExportSession:
     inline_block: Callable | None = None  # set by the converter: (ctx, ts_block, inputs) -> block results
     _counter: Any = field(default_factory=lambda: itertools.count())
     used_domains: set[str] = field(default_factory=set)
+    workarounds: frozenset[str] | None = None  # runtime workarounds enabled (None: all); see exporter/lowering/runtime.py
+    used_workarounds: set[str] = field(default_factory=set)  # the ones this export's model depends on
 
     def fresh_name(self, hint: str) -> str:
         return f"{hint}_{next(self._counter)}"

@@ -296,3 +296,11 @@ def schema_argument(g, args, name):
         if argument.name == name:
             return value
     return None
+
+
+def require_opset(g: GraphContext, opset: int, what: str) -> None:
+    """Declare that ``what`` (a form of the op being converted) needs ``opset``: below it, raise the error that
+    names the op, the target opset and the lowest opset that would work."""
+    if g.opset < opset:
+        op = g.node.kind() if g.node is not None else "this op"
+        raise UnsupportedOperatorError(op, g.opset, reason=f"{what}: needs opset >= {opset}")
