@@ -18,10 +18,10 @@ import numpy as np
 import onnx
 import torch
 
-from exporter import dtypes, ir, local_functions, passes, serialize
+from exporter import dtypes, ir, local_functions, passes, serialize, validate
 from exporter.capture import Capture, capture, flatten, split_args
 from exporter.convert import Converter
-from exporter.errors import CheckerError, ExportArgumentError
+from exporter.errors import ExportArgumentError
 from exporter.graph_context import ExportSession
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
 from exporter.provenance import Provenance, write_doc_strings
@@ -603,10 +603,10 @@ def _assemble_check_write(graph, session, captured, f, params_as_inputs, axes, o
             print(pretty_text(model_proto), file=sys.stdout)
         logger.info("checking and writing the model")
         if stage:
-            stage.commit(model_proto, validate_path=_check)
+            stage.commit(model_proto, validate_path=validate.check)
         else:
             payload = model_proto.SerializeToString()  # once: the checker and the file share these bytes
-            _check(payload)
+            validate.check(payload)
             serialize.write(payload, f)
     return model_proto
 
@@ -712,9 +712,3 @@ def _parameter_bytes(model: Any) -> int:
     tensors = {t.data_ptr(): t for t in model.state_dict().values() if isinstance(t, torch.Tensor)}
     return sum(t.numel() * t.element_size() for t in tensors.values())
 
-
-def _check(model_or_path) -> None:
-    try:
-        onnx.checker.check_model(model_or_path, full_check=True)
-    except Exception as error:
-        raise CheckerError(f"the exported model fails the ONNX checker: {error}") from error
