@@ -281,8 +281,8 @@ def export(
     if keep_initializers_as_inputs is None:
         keep_initializers_as_inputs = operator_export_type != OperatorExportTypes.ONNX
     keep_initializers_as_inputs = opset < 9 or bool(keep_initializers_as_inputs)
-    if not serialize.is_path(f) and export_params and _parameter_bytes(model) >= serialize.EXTERNAL_DATA_THRESHOLD:
-        serialize.require_path_for_external_data(f)
+    if export_params:
+        serialize.check_room_for_parameters(model, f)
 
     with _exporting(), _logging_if(verbose), select_model_mode_for_export(model, training):
         is_training = _is_training(model, training)
@@ -324,7 +324,8 @@ def export(
                     proto, model, converter.node_scopes, export_modules_as_functions
                 )
         model_proto = _assemble_check_write(
-            graph, session, captured, f, keep_initializers_as_inputs and export_params, axes, outline, verbose
+            graph, session, _output_examples(captured), f, keep_initializers_as_inputs and export_params, axes,
+            outline, verbose,
         )
     return ExportResult(model_proto, captured, names_in, names_out, Provenance.of(graph))
 
@@ -556,6 +557,11 @@ def _drop_unused_inputs(graph: ir.Graph, names: list[str], user_count: int) -> l
     return [v.name for v in graph.inputs[:user_count - len(unused)]] + names[user_count:]
 
 
+def _output_examples(captured: Capture) -> list[Any]:
+    """The example outputs as the graph outputs they become, one per ONNX output."""
+    return [e for example in captured.example_outputs or [] for e in quantized.boundary_examples(example)]
+
+
 def _param_array(tensor: torch.Tensor) -> np.ndarray:
     """The tensor's data as numpy, in its own element type (bfloat16 through ml_dtypes, which onnx writes)."""
     tensor = tensor.detach().cpu()
@@ -585,17 +591,12 @@ def _name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> 
     graph.outputs = renamed
 
 
-# -- assembly and validation -------------------------------------------------------------------------------------
-def _assemble_check_write(graph, session, captured, f, params_as_inputs, axes, outline, verbose) -> onnx.ModelProto:
+def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, outline, verbose) -> onnx.ModelProto:
     """Assemble the ModelProto (streaming weights to an external data file when > 2 GiB), check it, write it."""
-    external = _prepare_external_data(graph)
-    if external:
-        serialize.require_path_for_external_data(f)
-    with contextlib.ExitStack() as stack:
-        stage = stack.enter_context(serialize.ExternalDataStage(f)) if external else None
-        logger.info("assembling the ModelProto (%d nodes, external data: %s)", len(graph.nodes), external)
-        model_proto = _assemble(
-            graph, session, params_as_inputs, axes, captured, tensor_writer=stage.tensor if stage else None
+    with serialize.external_data_stage(graph, f) as stage:
+        logger.info("assembling the ModelProto (%d nodes, external data: %s)", len(graph.nodes), stage is not None)
+        model_proto = serialize.assemble(
+            graph, session, params_as_inputs, axes, examples, tensor_writer=stage.tensor if stage else None
         )
         if outline is not None:
             outline(model_proto)
@@ -609,106 +610,3 @@ def _assemble_check_write(graph, session, captured, f, params_as_inputs, axes, o
             validate.check(payload)
             serialize.write(payload, f)
     return model_proto
-
-
-def _assemble(
-    graph: ir.Graph, session: ExportSession, params_as_inputs: bool, axes: dict, captured: Capture, tensor_writer=None
-):
-    _uniquify_names(graph)
-    static_shapes = {}
-    examples = [e for example in captured.example_outputs or [] for e in quantized.boundary_examples(example)]
-    for value, example in zip(graph.outputs, examples):
-        if value.kind == ir.TENSOR and isinstance(example, torch.Tensor):
-            static_shapes[value.name] = tuple(example.shape)
-    output_shapes = {}
-    for value in graph.outputs:
-        if not axes:
-            shape = list(static_shapes.get(value.name, value.shape or ()))
-        elif value.shape is not None:
-            shape = list(value.shape)
-        else:  # a shape the graph does not know (scripted code): the example's rank, every size left open
-            shape = [None] * len(static_shapes.get(value.name, ()))
-        for axis, dim_name in axes.get(value.name, {}).items():
-            if axis < len(shape):
-                shape[axis] = dim_name
-        output_shapes[value.name] = tuple(shape) if (value.shape is not None or value.name in static_shapes) else None
-    graph_proto = serialize.graph_to_proto(graph, params_as_inputs, output_shapes, tensor_writer)
-    model = serialize.make_model(graph_proto, session.opset, session.custom_opsets, session.used_domains)
-    if axes:
-        _refine_output_shapes(model, axes)
-    return model
-
-
-def _uniquify_names(graph: ir.Graph) -> None:
-    """Make every value name unique across the model (ONNX requires SSA names, subgraphs included)."""
-    taken: set[str] = set()
-    fixed = {id(v) for v in graph.inputs + graph.outputs + graph.initializers}
-
-    def claim(value: ir.Value) -> None:
-        if id(value) in fixed and value.name not in taken:
-            taken.add(value.name)
-            return
-        base, k = value.name, 1
-        while value.name in taken:
-            value.name = f"{base}_{k}"
-            k += 1
-        taken.add(value.name)
-
-    for value in graph.inputs + graph.initializers + graph.outputs:
-        claim(value)
-
-    def visit(g: ir.Graph) -> None:
-        for value in g.inputs if g is not graph else []:
-            claim(value)
-        for node in g.nodes:
-            for value in node.outputs:
-                if id(value) not in fixed:
-                    claim(value)
-            for sub in g.subgraphs_of(node):
-                visit(sub)
-
-    visit(graph)
-
-
-def _refine_output_shapes(model: onnx.ModelProto, axes: dict) -> None:
-    """Use ONNX shape inference for output dims, with the declared dynamic axes named."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-    except Exception:
-        return
-    by_name = {o.name: o for o in inferred.graph.output}
-    for output in model.graph.output:
-        source = by_name.get(output.name)
-        if source is None or not source.type.tensor_type.HasField("shape"):
-            continue
-        output.type.tensor_type.shape.CopyFrom(source.type.tensor_type.shape)
-        for axis, dim_name in axes.get(output.name, {}).items():
-            dims = output.type.tensor_type.shape.dim
-            if axis < len(dims):
-                dims[axis].Clear()
-                dims[axis].dim_param = dim_name
-
-
-def _prepare_external_data(graph: ir.Graph) -> bool:
-    """Whether the tensors (initializers and constants, e.g. folded from parameters) exceed the protobuf limit.
-
-    When they do, large constants become initializers, so every large tensor can go to the external data file.
-    """
-    initializer_bytes = sum(v.const.nbytes for v in graph.initializers if v.const is not None)
-    constant_bytes = sum(
-        node.outputs[0].const.nbytes for node in graph.all_nodes()
-        if node.op_type == "Constant" and not node.domain and node.outputs[0].const is not None
-    )
-    if initializer_bytes + constant_bytes < serialize.EXTERNAL_DATA_THRESHOLD:
-        return False
-    passes.hoist_constants(graph, graph, min_bytes=serialize.EXTERNAL_TENSOR_MIN_BYTES)
-    return True
-
-
-def _parameter_bytes(model: Any) -> int:
-    """Bytes of the model's distinct parameters and buffers (0 for functions)."""
-    if not isinstance(model, torch.nn.Module):
-        return 0
-    tensors = {t.data_ptr(): t for t in model.state_dict().values() if isinstance(t, torch.Tensor)}
-    return sum(t.numel() * t.element_size() for t in tensors.values())
-
