@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
-import inspect
 import io
 import logging
 import re
@@ -14,11 +13,10 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Sequence
 
-import numpy as np
 import onnx
 import torch
 
-from exporter import dtypes, ir, local_functions, passes, serialize, validate
+from exporter import local_functions, naming, passes, serialize, validate
 from exporter.capture import Capture, capture, flatten, split_args
 from exporter.convert import Converter
 from exporter.errors import ExportArgumentError
@@ -26,7 +24,6 @@ from exporter.graph_context import ExportSession
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
 from exporter.provenance import Provenance, write_doc_strings
 from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY
-from exporter.symbolics import quantized
 
 DEFAULT_OPSET = 14
 logger = logging.getLogger("exporter")
@@ -288,8 +285,8 @@ def export(
         is_training = _is_training(model, training)
         logger.info("capturing %s (training=%s)", type(model).__name__, is_training)
         captured = capture(model, args) if captured is None else _unshared(captured)
-        names_in = _input_names(model, args, captured, input_names)
-        names_out = _output_names(captured, output_names)
+        names_in = naming.input_names(model, args, captured, input_names)
+        names_out = naming.output_names(captured, output_names)
         _check_dynamic_axes_names(dynamic_axes, names_in, names_out)
         axes = _normalize_dynamic_axes(dynamic_axes)
 
@@ -300,21 +297,18 @@ def export(
             operator_export_type=operator_export_type,
             custom_opsets=dict(custom_opsets or {}),
         )
-        inputs, params = _graph_inputs(captured, names_in, axes, export_params)
+        inputs, params = naming.graph_inputs(captured, names_in, axes, export_params)
         logger.info("converting %d TorchScript nodes at opset %d", len(list(captured.graph.nodes())), opset)
         converter = Converter(session, source_locations=verbose)
         graph = converter.convert_graph(captured.graph, inputs + params)
-        names_in = [v.name for value in inputs for v in quantized.boundary_values(value)] + names_in[len(inputs):]
-        inputs = [v for value in inputs for v in quantized.boundary_values(value)]
-        graph.inputs = inputs if export_params else inputs + params
-        graph.initializers = params if export_params else []
-        _name_outputs(graph, names_out, session)
+        names_in = naming.lay_out_inputs(graph, inputs, params, names_in, export_params)
+        naming.name_outputs(graph, names_out, session)
         logger.info("optimizing %d ONNX nodes", len(graph.nodes))
         passes.optimize(
             graph, opset, do_constant_folding=do_constant_folding and not is_training, fold_params=not is_training,
             keep_module_boundaries=bool(export_modules_as_functions),
         )
-        names_in = _drop_unused_inputs(graph, names_in, len(inputs))
+        names_in = naming.drop_unused_inputs(graph, names_in, len(params))
         if provenance_in_model:
             write_doc_strings(graph)
         outline = None
@@ -324,7 +318,7 @@ def export(
                     proto, model, converter.node_scopes, export_modules_as_functions
                 )
         model_proto = _assemble_check_write(
-            graph, session, _output_examples(captured), f, keep_initializers_as_inputs and export_params, axes,
+            graph, session, naming.output_examples(captured), f, keep_initializers_as_inputs and export_params, axes,
             outline, verbose,
         )
     return ExportResult(model_proto, captured, names_in, names_out, Provenance.of(graph))
@@ -468,127 +462,6 @@ def _is_training(model: Any, mode: TrainingMode) -> bool:
     if mode == TrainingMode.PRESERVE:
         return bool(getattr(model, "training", False))
     return False
-
-
-# -- naming ------------------------------------------------------------------------------------------------
-def _default_user_input_names(model: Any, args: Any, count: int) -> list[str]:
-    """Names from ``forward``'s signature when each argument is one tensor or number; else input_0, input_1, ..."""
-    positional, kwargs = split_args(args)
-    try:
-        forward = model.forward if isinstance(model, torch.nn.Module) else model
-        signature = inspect.signature(forward)
-        bound = signature.bind(*positional, **kwargs)
-    except (TypeError, ValueError):
-        return [f"input_{i}" for i in range(count)]
-    names = []
-    for name, value in bound.arguments.items():
-        if isinstance(value, (torch.Tensor, bool, int, float)):
-            names.append(name)
-        elif isinstance(value, (tuple, list, dict)):
-            leaves, _ = flatten(value, numbers_as_tensors=True)
-            names.extend(f"{name}_{k}" for k in range(len(leaves)))
-    if len(names) != count or len(set(names)) != count:
-        return [f"input_{i}" for i in range(count)]
-    return names
-
-
-def _input_names(model, args, captured: Capture, input_names) -> list[str]:
-    """Names of the model's inputs then of its used parameters. As in torch.onnx, ``input_names`` names the
-    inputs and then every parameter and buffer in state_dict order, used or not."""
-    user = _default_user_input_names(model, args, len(captured.user_inputs))
-    state_names = captured.state_names or [name for name, _ in captured.params]
-    names = user + state_names
-    _apply_names(names, input_names, "input", "inputs, parameters and buffers")
-    renamed = dict(zip(state_names, names[len(user):]))
-    names = names[: len(user)] + [renamed.get(name, name) for name, _ in captured.params]
-    if len(set(names)) != len(names):
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        raise ExportArgumentError(f"input names must be unique; repeated: {duplicates}")
-    return names
-
-
-def _output_names(captured: Capture, output_names) -> list[str]:
-    count = len(list(captured.graph.outputs()))
-    # A quantized output is three ONNX outputs (integers, scale, zero point).
-    count += sum(len(quantized.boundary_examples(t)) - 1 for t in captured.example_outputs or [])
-    names = [f"output_{i}" if count > 1 else "output" for i in range(count)]
-    _apply_names(names, output_names, "output", "outputs")
-    return names
-
-
-def _apply_names(names: list[str], given: Sequence[str] | None, kind: str, what: str) -> None:
-    """Put the caller's names over the first defaults; more names than values is an error (as in torch.onnx)."""
-    given = list(given or [])
-    if len(given) > len(names):
-        raise ExportArgumentError(
-            f"{len(given)} {kind} names given for {len(names)} {what}: {given[len(names):]} name nothing"
-        )
-    names[: len(given)] = given
-
-
-def _graph_inputs(captured: Capture, names: list[str], axes: dict, export_params: bool):
-    user_count = len(captured.user_inputs)
-    inputs = []
-    for name, tensor in zip(names[:user_count], captured.user_inputs):
-        shape = list(tensor.shape)
-        for axis, dim_name in axes.get(name, {}).items():
-            if not -len(shape) <= axis < len(shape):
-                raise ExportArgumentError(f"dynamic_axes[{name!r}] names axis {axis}, but the input has rank {len(shape)}")
-            shape[axis] = dim_name
-        if tensor.is_quantized:
-            inputs.append(quantized.input_qtensor(name, tensor, tuple(shape)))
-        else:
-            inputs.append(ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(shape)))
-    params = []
-    for name, (_, tensor) in zip(names[user_count:], captured.params):
-        array = _param_array(tensor)
-        value = ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(tensor.shape), is_param=True)
-        value.const = array if export_params else None
-        params.append(value)
-    return inputs, params
-
-
-def _drop_unused_inputs(graph: ir.Graph, names: list[str], user_count: int) -> list[str]:
-    """Remove the model's own inputs that nothing reads (as torch.onnx does: an unused argument, or one whose
-    only use, such as its static shape, was folded away); the names of the inputs left, parameters last."""
-    used = passes.used_values(graph)
-    unused = {id(v) for v in graph.inputs[:user_count] if id(v) not in used}
-    graph.inputs = [v for v in graph.inputs if id(v) not in unused]
-    return [v.name for v in graph.inputs[:user_count - len(unused)]] + names[user_count:]
-
-
-def _output_examples(captured: Capture) -> list[Any]:
-    """The example outputs as the graph outputs they become, one per ONNX output."""
-    return [e for example in captured.example_outputs or [] for e in quantized.boundary_examples(example)]
-
-
-def _param_array(tensor: torch.Tensor) -> np.ndarray:
-    """The tensor's data as numpy, in its own element type (bfloat16 through ml_dtypes, which onnx writes)."""
-    tensor = tensor.detach().cpu()
-    if tensor.dtype == torch.bfloat16:
-        import ml_dtypes
-
-        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return tensor.numpy()
-
-
-def _name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> None:
-    """Give outputs their names; an output that is an input, a parameter or a repeated value gets an Identity."""
-    from exporter.graph_context import GraphContext
-
-    ctx = GraphContext(session, graph)  # the export's own session: node names stay unique
-    seen: set[int] = set()
-    protected = {id(v) for v in graph.inputs} | {id(v) for v in graph.initializers}
-    renamed = []
-    for value, name in zip(graph.outputs, names):
-        if id(value) in seen or id(value) in protected or value.producer is None:
-            copy = ctx.op("Identity", value)
-            copy.dtype, copy.shape, copy.kind = value.dtype, value.shape, value.kind
-            value = copy
-        seen.add(id(value))
-        value.name = name
-        renamed.append(value)
-    graph.outputs = renamed
 
 
 def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, outline, verbose) -> onnx.ModelProto:
