@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
-import inspect
 import io
 import logging
 import re
@@ -14,14 +13,13 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Sequence
 
-import numpy as np
 import onnx
 import torch
 
-from exporter import dtypes, ir, local_functions, passes, serialize
+from exporter import local_functions, naming, passes, serialize, validate
 from exporter.capture import Capture, capture, flatten, split_args
 from exporter.convert import Converter
-from exporter.errors import CheckerError, ExportArgumentError
+from exporter.errors import ExportArgumentError
 from exporter.graph_context import ExportSession
 from exporter.lowering import quantized, runtime
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
@@ -289,15 +287,15 @@ def export(
     if keep_initializers_as_inputs is None:
         keep_initializers_as_inputs = operator_export_type != OperatorExportTypes.ONNX
     keep_initializers_as_inputs = opset < 9 or bool(keep_initializers_as_inputs)
-    if not serialize.is_path(f) and export_params and _parameter_bytes(model) >= serialize.EXTERNAL_DATA_THRESHOLD:
-        serialize.require_path_for_external_data(f)
+    if export_params:
+        serialize.check_room_for_parameters(model, f)
 
     with _exporting(), _logging_if(verbose), select_model_mode_for_export(model, training):
         is_training = _is_training(model, training)
         logger.info("capturing %s (training=%s)", type(model).__name__, is_training)
         captured = capture(model, args) if captured is None else _unshared(captured)
-        names_in = _input_names(model, args, captured, input_names)
-        names_out = _output_names(captured, output_names)
+        names_in = naming.input_names(model, args, captured, input_names)
+        names_out = naming.output_names(captured, output_names)
         _check_dynamic_axes_names(dynamic_axes, names_in, names_out)
         axes = _normalize_dynamic_axes(dynamic_axes)
 
@@ -309,21 +307,18 @@ def export(
             custom_opsets=dict(custom_opsets or {}),
             workarounds=workarounds,
         )
-        inputs, params = _graph_inputs(captured, names_in, axes, export_params)
+        inputs, params = naming.graph_inputs(captured, names_in, axes, export_params)
         logger.info("converting %d TorchScript nodes at opset %d", len(list(captured.graph.nodes())), opset)
         converter = Converter(session, source_locations=verbose)
         graph = converter.convert_graph(captured.graph, inputs + params)
-        names_in = [v.name for value in inputs for v in quantized.boundary_values(value)] + names_in[len(inputs):]
-        inputs = [v for value in inputs for v in quantized.boundary_values(value)]
-        graph.inputs = inputs if export_params else inputs + params
-        graph.initializers = params if export_params else []
-        _name_outputs(graph, names_out, session)
+        names_in = naming.lay_out_inputs(graph, inputs, params, names_in, export_params)
+        naming.name_outputs(graph, names_out, session)
         logger.info("optimizing %d ONNX nodes", len(graph.nodes))
         passes.optimize(
             graph, opset, do_constant_folding=do_constant_folding and not is_training, fold_params=not is_training,
             keep_module_boundaries=bool(export_modules_as_functions),
         )
-        names_in = _drop_unused_inputs(graph, names_in, len(inputs))
+        names_in = naming.drop_unused_inputs(graph, names_in, len(params))
         if provenance_in_model:
             write_doc_strings(graph)
         outline = None
@@ -333,7 +328,8 @@ def export(
                     proto, model, converter.node_scopes, export_modules_as_functions
                 )
         model_proto = _assemble_check_write(
-            graph, session, captured, f, keep_initializers_as_inputs and export_params, axes, outline, verbose
+            graph, session, naming.output_examples(captured), f, keep_initializers_as_inputs and export_params, axes,
+            outline, verbose,
         )
     return ExportResult(model_proto, captured, names_in, names_out, Provenance.of(graph),
                         sorted(session.used_workarounds))
@@ -486,133 +482,12 @@ def _is_training(model: Any, mode: TrainingMode) -> bool:
     return False
 
 
-# -- naming ------------------------------------------------------------------------------------------------
-def _default_user_input_names(model: Any, args: Any, count: int) -> list[str]:
-    """Names from ``forward``'s signature when each argument is one tensor or number; else input_0, input_1, ..."""
-    positional, kwargs = split_args(args)
-    try:
-        forward = model.forward if isinstance(model, torch.nn.Module) else model
-        signature = inspect.signature(forward)
-        bound = signature.bind(*positional, **kwargs)
-    except (TypeError, ValueError):
-        return [f"input_{i}" for i in range(count)]
-    names = []
-    for name, value in bound.arguments.items():
-        if isinstance(value, (torch.Tensor, bool, int, float)):
-            names.append(name)
-        elif isinstance(value, (tuple, list, dict)):
-            leaves, _ = flatten(value, numbers_as_tensors=True)
-            names.extend(f"{name}_{k}" for k in range(len(leaves)))
-    if len(names) != count or len(set(names)) != count:
-        return [f"input_{i}" for i in range(count)]
-    return names
-
-
-def _input_names(model, args, captured: Capture, input_names) -> list[str]:
-    """Names of the model's inputs then of its used parameters. As in torch.onnx, ``input_names`` names the
-    inputs and then every parameter and buffer in state_dict order, used or not."""
-    user = _default_user_input_names(model, args, len(captured.user_inputs))
-    state_names = captured.state_names or [name for name, _ in captured.params]
-    names = user + state_names
-    _apply_names(names, input_names, "input", "inputs, parameters and buffers")
-    renamed = dict(zip(state_names, names[len(user):]))
-    names = names[: len(user)] + [renamed.get(name, name) for name, _ in captured.params]
-    if len(set(names)) != len(names):
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        raise ExportArgumentError(f"input names must be unique; repeated: {duplicates}")
-    return names
-
-
-def _output_names(captured: Capture, output_names) -> list[str]:
-    count = len(list(captured.graph.outputs()))
-    # A quantized output is three ONNX outputs (integers, scale, zero point).
-    count += sum(len(quantized.boundary_examples(t)) - 1 for t in captured.example_outputs or [])
-    names = [f"output_{i}" if count > 1 else "output" for i in range(count)]
-    _apply_names(names, output_names, "output", "outputs")
-    return names
-
-
-def _apply_names(names: list[str], given: Sequence[str] | None, kind: str, what: str) -> None:
-    """Put the caller's names over the first defaults; more names than values is an error (as in torch.onnx)."""
-    given = list(given or [])
-    if len(given) > len(names):
-        raise ExportArgumentError(
-            f"{len(given)} {kind} names given for {len(names)} {what}: {given[len(names):]} name nothing"
-        )
-    names[: len(given)] = given
-
-
-def _graph_inputs(captured: Capture, names: list[str], axes: dict, export_params: bool):
-    user_count = len(captured.user_inputs)
-    inputs = []
-    for name, tensor in zip(names[:user_count], captured.user_inputs):
-        shape = list(tensor.shape)
-        for axis, dim_name in axes.get(name, {}).items():
-            if not -len(shape) <= axis < len(shape):
-                raise ExportArgumentError(f"dynamic_axes[{name!r}] names axis {axis}, but the input has rank {len(shape)}")
-            shape[axis] = dim_name
-        if tensor.is_quantized:
-            inputs.append(quantized.input_qtensor(name, tensor, tuple(shape)))
-        else:
-            inputs.append(ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(shape)))
-    params = []
-    for name, (_, tensor) in zip(names[user_count:], captured.params):
-        array = _param_array(tensor)
-        value = ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(tensor.shape), is_param=True)
-        value.const = array if export_params else None
-        params.append(value)
-    return inputs, params
-
-
-def _drop_unused_inputs(graph: ir.Graph, names: list[str], user_count: int) -> list[str]:
-    """Remove the model's own inputs that nothing reads (as torch.onnx does: an unused argument, or one whose
-    only use, such as its static shape, was folded away); the names of the inputs left, parameters last."""
-    used = passes.used_values(graph)
-    unused = {id(v) for v in graph.inputs[:user_count] if id(v) not in used}
-    graph.inputs = [v for v in graph.inputs if id(v) not in unused]
-    return [v.name for v in graph.inputs[:user_count - len(unused)]] + names[user_count:]
-
-
-def _param_array(tensor: torch.Tensor) -> np.ndarray:
-    """The tensor's data as numpy, in its own element type (bfloat16 through ml_dtypes, which onnx writes)."""
-    tensor = tensor.detach().cpu()
-    if tensor.dtype == torch.bfloat16:
-        import ml_dtypes
-
-        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return tensor.numpy()
-
-
-def _name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> None:
-    """Give outputs their names; an output that is an input, a parameter or a repeated value gets an Identity."""
-    from exporter.graph_context import GraphContext
-
-    ctx = GraphContext(session, graph)  # the export's own session: node names stay unique
-    seen: set[int] = set()
-    protected = {id(v) for v in graph.inputs} | {id(v) for v in graph.initializers}
-    renamed = []
-    for value, name in zip(graph.outputs, names):
-        if id(value) in seen or id(value) in protected or value.producer is None:
-            copy = ctx.op("Identity", value)
-            copy.dtype, copy.shape, copy.kind = value.dtype, value.shape, value.kind
-            value = copy
-        seen.add(id(value))
-        value.name = name
-        renamed.append(value)
-    graph.outputs = renamed
-
-
-# -- assembly and validation -------------------------------------------------------------------------------------
-def _assemble_check_write(graph, session, captured, f, params_as_inputs, axes, outline, verbose) -> onnx.ModelProto:
+def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, outline, verbose) -> onnx.ModelProto:
     """Assemble the ModelProto (streaming weights to an external data file when > 2 GiB), check it, write it."""
-    external = _prepare_external_data(graph)
-    if external:
-        serialize.require_path_for_external_data(f)
-    with contextlib.ExitStack() as stack:
-        stage = stack.enter_context(serialize.ExternalDataStage(f)) if external else None
-        logger.info("assembling the ModelProto (%d nodes, external data: %s)", len(graph.nodes), external)
-        model_proto = _assemble(
-            graph, session, params_as_inputs, axes, captured, tensor_writer=stage.tensor if stage else None
+    with serialize.external_data_stage(graph, f) as stage:
+        logger.info("assembling the ModelProto (%d nodes, external data: %s)", len(graph.nodes), stage is not None)
+        model_proto = serialize.assemble(
+            graph, session, params_as_inputs, axes, examples, tensor_writer=stage.tensor if stage else None
         )
         if outline is not None:
             outline(model_proto)
@@ -620,118 +495,9 @@ def _assemble_check_write(graph, session, captured, f, params_as_inputs, axes, o
             print(pretty_text(model_proto), file=sys.stdout)
         logger.info("checking and writing the model")
         if stage:
-            stage.commit(model_proto, validate_path=_check)
+            stage.commit(model_proto, validate_path=validate.check)
         else:
             payload = model_proto.SerializeToString()  # once: the checker and the file share these bytes
-            _check(payload)
+            validate.check(payload)
             serialize.write(payload, f)
     return model_proto
-
-
-def _assemble(
-    graph: ir.Graph, session: ExportSession, params_as_inputs: bool, axes: dict, captured: Capture, tensor_writer=None
-):
-    _uniquify_names(graph)
-    static_shapes = {}
-    examples = [e for example in captured.example_outputs or [] for e in quantized.boundary_examples(example)]
-    for value, example in zip(graph.outputs, examples):
-        if value.kind == ir.TENSOR and isinstance(example, torch.Tensor):
-            static_shapes[value.name] = tuple(example.shape)
-    output_shapes = {}
-    for value in graph.outputs:
-        if not axes:
-            shape = list(static_shapes.get(value.name, value.shape or ()))
-        elif value.shape is not None:
-            shape = list(value.shape)
-        else:  # a shape the graph does not know (scripted code): the example's rank, every size left open
-            shape = [None] * len(static_shapes.get(value.name, ()))
-        for axis, dim_name in axes.get(value.name, {}).items():
-            if axis < len(shape):
-                shape[axis] = dim_name
-        output_shapes[value.name] = tuple(shape) if (value.shape is not None or value.name in static_shapes) else None
-    graph_proto = serialize.graph_to_proto(graph, params_as_inputs, output_shapes, tensor_writer)
-    model = serialize.make_model(graph_proto, session.opset, session.custom_opsets, session.used_domains)
-    if axes:
-        _refine_output_shapes(model, axes)
-    return model
-
-
-def _uniquify_names(graph: ir.Graph) -> None:
-    """Make every value name unique across the model (ONNX requires SSA names, subgraphs included)."""
-    taken: set[str] = set()
-    fixed = {id(v) for v in graph.inputs + graph.outputs + graph.initializers}
-
-    def claim(value: ir.Value) -> None:
-        if id(value) in fixed and value.name not in taken:
-            taken.add(value.name)
-            return
-        base, k = value.name, 1
-        while value.name in taken:
-            value.name = f"{base}_{k}"
-            k += 1
-        taken.add(value.name)
-
-    for value in graph.inputs + graph.initializers + graph.outputs:
-        claim(value)
-
-    def visit(g: ir.Graph) -> None:
-        for value in g.inputs if g is not graph else []:
-            claim(value)
-        for node in g.nodes:
-            for value in node.outputs:
-                if id(value) not in fixed:
-                    claim(value)
-            for sub in g.subgraphs_of(node):
-                visit(sub)
-
-    visit(graph)
-
-
-def _refine_output_shapes(model: onnx.ModelProto, axes: dict) -> None:
-    """Use ONNX shape inference for output dims, with the declared dynamic axes named."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-    except Exception:
-        return
-    by_name = {o.name: o for o in inferred.graph.output}
-    for output in model.graph.output:
-        source = by_name.get(output.name)
-        if source is None or not source.type.tensor_type.HasField("shape"):
-            continue
-        output.type.tensor_type.shape.CopyFrom(source.type.tensor_type.shape)
-        for axis, dim_name in axes.get(output.name, {}).items():
-            dims = output.type.tensor_type.shape.dim
-            if axis < len(dims):
-                dims[axis].Clear()
-                dims[axis].dim_param = dim_name
-
-
-def _prepare_external_data(graph: ir.Graph) -> bool:
-    """Whether the tensors (initializers and constants, e.g. folded from parameters) exceed the protobuf limit.
-
-    When they do, large constants become initializers, so every large tensor can go to the external data file.
-    """
-    initializer_bytes = sum(v.const.nbytes for v in graph.initializers if v.const is not None)
-    constant_bytes = sum(
-        node.outputs[0].const.nbytes for node in graph.all_nodes()
-        if node.op_type == "Constant" and not node.domain and node.outputs[0].const is not None
-    )
-    if initializer_bytes + constant_bytes < serialize.EXTERNAL_DATA_THRESHOLD:
-        return False
-    passes.hoist_constants(graph, graph, min_bytes=serialize.EXTERNAL_TENSOR_MIN_BYTES)
-    return True
-
-
-def _parameter_bytes(model: Any) -> int:
-    """Bytes of the model's distinct parameters and buffers (0 for functions)."""
-    if not isinstance(model, torch.nn.Module):
-        return 0
-    tensors = {t.data_ptr(): t for t in model.state_dict().values() if isinstance(t, torch.Tensor)}
-    return sum(t.numel() * t.element_size() for t in tensors.values())
-
-
-def _check(model_or_path) -> None:
-    try:
-        onnx.checker.check_model(model_or_path, full_check=True)
-    except Exception as error:
-        raise CheckerError(f"the exported model fails the ONNX checker: {error}") from error

@@ -1,20 +1,27 @@
-"""Assemble the ModelProto (opset imports, IR version, value infos, initializers) and write it atomically."""
+"""Assemble the ModelProto (opset imports, IR version, value infos, output shapes, initializers, external data
+for models over 2 GiB) and write it atomically."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
+import torch
 from onnx import helper, numpy_helper
 
-from exporter import __version__, ir
+from exporter import __version__, ir, passes
 from exporter.errors import ExportArgumentError
+
+if TYPE_CHECKING:
+    from exporter.graph_context import ExportSession
 
 PRODUCER_NAME = "onnx-export-engine"
 PRODUCER_VERSION = __version__
@@ -32,6 +39,93 @@ _IR_VERSION_FOR_OPSET = {7: 3, 8: 3, 9: 4, 10: 5, 11: 6, 12: 7, 13: 7, 14: 7, 15
 
 def ir_version_for(opset: int) -> int:
     return _IR_VERSION_FOR_OPSET[opset]
+
+
+def assemble(
+    graph: ir.Graph, session: ExportSession, params_as_inputs: bool, axes: dict, example_outputs: list[Any],
+    tensor_writer=None,
+) -> onnx.ModelProto:
+    """The ModelProto of ``graph``, its outputs shaped by ``example_outputs`` (one per output) and the dynamic
+    ``axes``; ``tensor_writer`` makes the initializers (see :func:`graph_to_proto`)."""
+    uniquify_names(graph)
+    shapes = output_shapes(graph, axes, example_outputs)
+    graph_proto = graph_to_proto(graph, params_as_inputs, shapes, tensor_writer)
+    model = make_model(graph_proto, session.opset, session.custom_opsets, session.used_domains)
+    if axes:
+        refine_output_shapes(model, axes)
+    return model
+
+
+def uniquify_names(graph: ir.Graph) -> None:
+    """Make every value name unique across the model (ONNX requires SSA names, subgraphs included)."""
+    taken: set[str] = set()
+    fixed = {id(v) for v in graph.inputs + graph.outputs + graph.initializers}
+
+    def claim(value: ir.Value) -> None:
+        if id(value) in fixed and value.name not in taken:
+            taken.add(value.name)
+            return
+        base, k = value.name, 1
+        while value.name in taken:
+            value.name = f"{base}_{k}"
+            k += 1
+        taken.add(value.name)
+
+    for value in graph.inputs + graph.initializers + graph.outputs:
+        claim(value)
+
+    def visit(g: ir.Graph) -> None:
+        for value in g.inputs if g is not graph else []:
+            claim(value)
+        for node in g.nodes:
+            for value in node.outputs:
+                if id(value) not in fixed:
+                    claim(value)
+            for sub in g.subgraphs_of(node):
+                visit(sub)
+
+    visit(graph)
+
+
+def output_shapes(graph: ir.Graph, axes: dict, example_outputs: list[Any]) -> dict[str, tuple | None]:
+    """Output name -> its declared shape: a static export's example shapes, else the graph's own (the example's
+    rank where the graph knows none), with the dynamic ``axes`` named."""
+    static_shapes = {}
+    for value, example in zip(graph.outputs, example_outputs):
+        if value.kind == ir.TENSOR and isinstance(example, torch.Tensor):
+            static_shapes[value.name] = tuple(example.shape)
+    shapes = {}
+    for value in graph.outputs:
+        if not axes:
+            shape = list(static_shapes.get(value.name, value.shape or ()))
+        elif value.shape is not None:
+            shape = list(value.shape)
+        else:  # a shape the graph does not know (scripted code): the example's rank, every size left open
+            shape = [None] * len(static_shapes.get(value.name, ()))
+        for axis, dim_name in axes.get(value.name, {}).items():
+            if axis < len(shape):
+                shape[axis] = dim_name
+        shapes[value.name] = tuple(shape) if (value.shape is not None or value.name in static_shapes) else None
+    return shapes
+
+
+def refine_output_shapes(model: onnx.ModelProto, axes: dict) -> None:
+    """Use ONNX shape inference for output dims, with the declared dynamic axes named."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except Exception:
+        return
+    by_name = {o.name: o for o in inferred.graph.output}
+    for output in model.graph.output:
+        source = by_name.get(output.name)
+        if source is None or not source.type.tensor_type.HasField("shape"):
+            continue
+        output.type.tensor_type.shape.CopyFrom(source.type.tensor_type.shape)
+        for axis, dim_name in axes.get(output.name, {}).items():
+            dims = output.type.tensor_type.shape.dim
+            if axis < len(dims):
+                dims[axis].Clear()
+                dims[axis].dim_param = dim_name
 
 
 def value_info(value: ir.Value, shape: tuple | None = None) -> onnx.ValueInfoProto:
@@ -171,6 +265,47 @@ def _atomic_write_bytes(target: Path, payload: bytes) -> None:
 
 def external_data_location(target: Path) -> str:
     return f"{target.name}.data"
+
+
+def check_room_for_parameters(model: Any, f: Any) -> None:
+    """Fail before exporting when the parameters of ``model`` need an external data file and ``f`` is a file
+    object, which has no folder to put one in."""
+    if not is_path(f) and _parameter_bytes(model) >= EXTERNAL_DATA_THRESHOLD:
+        require_path_for_external_data(f)
+
+
+def _parameter_bytes(model: Any) -> int:
+    """Bytes of the model's distinct parameters and buffers (0 for functions)."""
+    if not isinstance(model, torch.nn.Module):
+        return 0
+    tensors = {t.data_ptr(): t for t in model.state_dict().values() if isinstance(t, torch.Tensor)}
+    return sum(t.numel() * t.element_size() for t in tensors.values())
+
+
+@contextlib.contextmanager
+def external_data_stage(graph: ir.Graph, f: Any) -> Iterator[ExternalDataStage | None]:
+    """An :class:`ExternalDataStage` for ``f`` when the tensors of ``graph`` exceed the protobuf limit, else None."""
+    if not _prepare_external_data(graph):
+        yield None
+        return
+    with ExternalDataStage(f) as stage:
+        yield stage
+
+
+def _prepare_external_data(graph: ir.Graph) -> bool:
+    """Whether the tensors (initializers and constants, e.g. folded from parameters) exceed the protobuf limit.
+
+    When they do, large constants become initializers, so every large tensor can go to the external data file.
+    """
+    initializer_bytes = sum(v.const.nbytes for v in graph.initializers if v.const is not None)
+    constant_bytes = sum(
+        node.outputs[0].const.nbytes for node in graph.all_nodes()
+        if node.op_type == "Constant" and not node.domain and node.outputs[0].const is not None
+    )
+    if initializer_bytes + constant_bytes < EXTERNAL_DATA_THRESHOLD:
+        return False
+    passes.hoist_constants(graph, graph, min_bytes=EXTERNAL_TENSOR_MIN_BYTES)
+    return True
 
 
 def require_path_for_external_data(f: Any) -> None:

@@ -224,12 +224,12 @@ def test_keyword_arguments_as_trailing_dict():
 
 
 def test_checker_failure_writes_nothing(tmp_path, monkeypatch):
-    import exporter.api as api
+    from exporter import validate
 
     def failing_check(model):
         raise CheckerError("the exported model fails the ONNX checker: injected")
 
-    monkeypatch.setattr(api, "_check", failing_check)
+    monkeypatch.setattr(validate, "check", failing_check)
     target = tmp_path / "m.onnx"
     with pytest.raises(CheckerError):
         exporter.export(_model(), torch.randn(2, 4), str(target))

@@ -124,7 +124,7 @@ def test_file_object_is_fine_without_parameters(small_threshold):
 
 
 def test_failed_validation_leaves_no_files_and_keeps_an_existing_model(tmp_path, small_threshold, monkeypatch):
-    from exporter import api
+    from exporter import validate
 
     target = tmp_path / "wide.onnx"
     target.write_bytes(b"previous")
@@ -133,7 +133,7 @@ def test_failed_validation_leaves_no_files_and_keeps_an_existing_model(tmp_path,
         assert isinstance(model_or_path, str)  # external-data models are checked on their staged files
         raise CheckerError("rejected by the test")
 
-    monkeypatch.setattr(api, "_check", reject)
+    monkeypatch.setattr(validate, "check", reject)
     with pytest.raises(CheckerError, match="rejected by the test"):
         exporter.export(Wide().eval(), (torch.randn(1, 64),), str(target))
     assert [p.name for p in tmp_path.iterdir()] == ["wide.onnx"]

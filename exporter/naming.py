@@ -1,0 +1,155 @@
+"""The graph's boundary: the names of its inputs and outputs, and the ONNX values they become.
+
+torch.onnx names the inputs after the flat arguments then every parameter and buffer in state_dict order, lays a
+quantized tensor out as three values (integers, scale, zero point), and drops the arguments nothing reads; this
+module does the same around the converter's graph.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from exporter import dtypes, ir, passes
+from exporter.capture import Capture, flatten, split_args
+from exporter.errors import ExportArgumentError
+from exporter.graph_context import ExportSession, GraphContext
+from exporter.symbolics import quantized
+
+
+def input_names(model: Any, args: Any, captured: Capture, given: Sequence[str] | None) -> list[str]:
+    """Names of the model's inputs then of its used parameters. As in torch.onnx, ``given`` names the
+    inputs and then every parameter and buffer in state_dict order, used or not."""
+    user = _default_user_input_names(model, args, len(captured.user_inputs))
+    state_names = captured.state_names or [name for name, _ in captured.params]
+    names = user + state_names
+    _apply_names(names, given, "input", "inputs, parameters and buffers")
+    renamed = dict(zip(state_names, names[len(user):]))
+    names = names[: len(user)] + [renamed.get(name, name) for name, _ in captured.params]
+    if len(set(names)) != len(names):
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        raise ExportArgumentError(f"input names must be unique; repeated: {duplicates}")
+    return names
+
+
+def output_names(captured: Capture, given: Sequence[str] | None) -> list[str]:
+    """Names of the graph outputs: ``given`` over the defaults ``output`` (one) or ``output_0``, ``output_1``, ..."""
+    count = len(list(captured.graph.outputs()))
+    # A quantized output is three ONNX outputs (integers, scale, zero point).
+    count += sum(len(quantized.boundary_examples(t)) - 1 for t in captured.example_outputs or [])
+    names = [f"output_{i}" if count > 1 else "output" for i in range(count)]
+    _apply_names(names, given, "output", "outputs")
+    return names
+
+
+def output_examples(captured: Capture) -> list[Any]:
+    """The example outputs as the graph outputs they become, one per ONNX output."""
+    return [e for example in captured.example_outputs or [] for e in quantized.boundary_examples(example)]
+
+
+def _default_user_input_names(model: Any, args: Any, count: int) -> list[str]:
+    """Names from ``forward``'s signature when each argument is one tensor or number; else input_0, input_1, ..."""
+    positional, kwargs = split_args(args)
+    try:
+        forward = model.forward if isinstance(model, torch.nn.Module) else model
+        signature = inspect.signature(forward)
+        bound = signature.bind(*positional, **kwargs)
+    except (TypeError, ValueError):
+        return [f"input_{i}" for i in range(count)]
+    names = []
+    for name, value in bound.arguments.items():
+        if isinstance(value, (torch.Tensor, bool, int, float)):
+            names.append(name)
+        elif isinstance(value, (tuple, list, dict)):
+            leaves, _ = flatten(value, numbers_as_tensors=True)
+            names.extend(f"{name}_{k}" for k in range(len(leaves)))
+    if len(names) != count or len(set(names)) != count:
+        return [f"input_{i}" for i in range(count)]
+    return names
+
+
+def _apply_names(names: list[str], given: Sequence[str] | None, kind: str, what: str) -> None:
+    """Put the caller's names over the first defaults; more names than values is an error (as in torch.onnx)."""
+    given = list(given or [])
+    if len(given) > len(names):
+        raise ExportArgumentError(
+            f"{len(given)} {kind} names given for {len(names)} {what}: {given[len(names):]} name nothing"
+        )
+    names[: len(given)] = given
+
+
+def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params: bool):
+    """The values the converter starts from: the model's inputs (a quantized one as a :class:`quantized.QTensor`)
+    with their ``axes`` named, then the parameters, holding their data when ``export_params``."""
+    user_count = len(captured.user_inputs)
+    inputs = []
+    for name, tensor in zip(names[:user_count], captured.user_inputs):
+        shape = list(tensor.shape)
+        for axis, dim_name in axes.get(name, {}).items():
+            if not -len(shape) <= axis < len(shape):
+                raise ExportArgumentError(f"dynamic_axes[{name!r}] names axis {axis}, but the input has rank {len(shape)}")
+            shape[axis] = dim_name
+        if tensor.is_quantized:
+            inputs.append(quantized.input_qtensor(name, tensor, tuple(shape)))
+        else:
+            inputs.append(ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(shape)))
+    params = []
+    for name, (_, tensor) in zip(names[user_count:], captured.params):
+        array = _param_array(tensor)
+        value = ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(tensor.shape), is_param=True)
+        value.const = array if export_params else None
+        params.append(value)
+    return inputs, params
+
+
+def _param_array(tensor: torch.Tensor) -> np.ndarray:
+    """The tensor's data as numpy, in its own element type (bfloat16 through ml_dtypes, which onnx writes)."""
+    tensor = tensor.detach().cpu()
+    if tensor.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return tensor.numpy()
+
+
+def lay_out_inputs(
+    graph: ir.Graph, inputs: list[Any], params: list[ir.Value], names: list[str], export_params: bool
+) -> list[str]:
+    """Make ``inputs`` (a quantized one as three values) and ``params`` the graph's inputs and initializers; without
+    ``export_params`` the parameters are plain inputs. The names of the graph's inputs, parameters last."""
+    values = [v for value in inputs for v in quantized.boundary_values(value)]
+    graph.inputs = values if export_params else values + params
+    graph.initializers = params if export_params else []
+    return [v.name for v in values] + names[len(inputs):]
+
+
+def name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> None:
+    """Give outputs their names; an output that is an input, a parameter or a repeated value gets an Identity."""
+    ctx = GraphContext(session, graph)  # the export's own session: node names stay unique
+    seen: set[int] = set()
+    protected = {id(v) for v in graph.inputs} | {id(v) for v in graph.initializers}
+    renamed = []
+    for value, name in zip(graph.outputs, names):
+        if id(value) in seen or id(value) in protected or value.producer is None:
+            copy = ctx.op("Identity", value)
+            copy.dtype, copy.shape, copy.kind = value.dtype, value.shape, value.kind
+            value = copy
+        seen.add(id(value))
+        value.name = name
+        renamed.append(value)
+    graph.outputs = renamed
+
+
+def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int) -> list[str]:
+    """Remove the model's own inputs that nothing reads (as torch.onnx does: an unused argument, or one whose
+    only use, such as its static shape, was folded away); the names of the inputs left, the ``param_count``
+    parameters last."""
+    user_count = len(names) - param_count
+    used = passes.used_values(graph)
+    unused = {id(v) for v in graph.inputs[:user_count] if id(v) not in used}
+    graph.inputs = [v for v in graph.inputs if id(v) not in unused]
+    return [v.name for v in graph.inputs[:user_count - len(unused)]] + names[user_count:]
