@@ -21,7 +21,7 @@ from exporter.capture import Capture, capture, flatten, split_args
 from exporter.convert import Converter
 from exporter.errors import ExportArgumentError
 from exporter.graph_context import ExportSession
-from exporter.lowering import quantized, runtime
+from exporter.lowering import runtime
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
 from exporter.provenance import Provenance, write_doc_strings
 from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY

@@ -18,7 +18,7 @@ from exporter import dtypes, ir, passes
 from exporter.capture import Capture, flatten, split_args
 from exporter.errors import ExportArgumentError
 from exporter.graph_context import ExportSession, GraphContext
-from exporter.symbolics import quantized
+from exporter.lowering import quantized
 
 
 def input_names(model: Any, args: Any, captured: Capture, given: Sequence[str] | None) -> list[str]:

@@ -24,8 +24,13 @@ def _module_name(path: pathlib.Path) -> str:
 
 
 def _imports(path: pathlib.Path) -> set[str]:
+    """Every module ``path`` imports, at any depth, except under ``if TYPE_CHECKING:`` (never run)."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            node.body = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
