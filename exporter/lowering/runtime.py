@@ -61,3 +61,11 @@ def enabled_set(choice) -> frozenset[str] | None:
 
 # -- the workarounds ------------------------------------------------------------------------------------------
 # Declared by topic; each is used by the building block or symbolic named in its comment.
+
+# -- elementwise, comparison, activations, casting, random, distance, losses --------------------------------------
+
+# -- shape, tensor factories, sequence, control flow, prim, resize, attention -------------------------------------
+
+# -- indexing, in-place, sorting, torchvision ops -----------------------------------------------------------------
+
+# -- nn, pooling, normalization, rnn, linalg, reductions, quantized -----------------------------------------------
