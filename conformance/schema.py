@@ -75,6 +75,7 @@ FIELDS = {
                     "'undecided'), explanation, growth ([value, error / scale] to an output), repro (folder); "
                     "{error, check} when localizing failed",
     "expectation": "the reason of the expectations.toml entry the row matches (null when none)",
+    "workarounds": "names of the runtime workarounds (exporter/lowering/runtime.py) the exported model depends on",
 }
 
 # Failure statuses: of the exporter, or (env_error) of the machine the run was asked to use. conformance.verdict
@@ -89,5 +90,5 @@ def case_id(kind: str, name: str, opset: int, mode: str, provider: str) -> str:
 def empty_row() -> dict:
     """A row with every field present (null where unknown), so every line has the same keys."""
     row = {key: None for key in FIELDS}
-    row.update(error="", reason="", op_types=[], aten_ops=[])
+    row.update(error="", reason="", op_types=[], aten_ops=[], workarounds=[])
     return row

@@ -380,6 +380,7 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
     artifacts["model_dir"] = workdir
     row["node_count"] = len(result.model.graph.node)
     row["op_types"] = onnx_op_types(result.model)
+    row["workarounds"] = list(getattr(result, "workarounds", []))  # the peer's result records none
     row["aten_ops"] = aten_ops(result.capture.graph) if result.capture is not None else []
     row["file_size"] = sum(os.path.getsize(os.path.join(workdir, f)) for f in os.listdir(workdir))
 

@@ -64,6 +64,21 @@ class SymbolicRegistry:
     def variants(self, name: str) -> list[Variant]:
         return list(self._builtin.get(name, []))
 
+    def supported_opsets(self, name: str) -> list[int]:
+        """The opsets 7-16 at which ``name`` has a symbolic (a user registration or a built-in variant), read from
+        the declarations alone. A form of the op may need more (its error names the opset)."""
+        return [opset for opset in range(MIN_OPSET, MAX_OPSET + 1) if self.is_supported(name, opset)]
+
+    def lowest_opset(self, name: str) -> int | None:
+        """The lowest opset at which ``name`` has a symbolic, None when it has none."""
+        opsets = self.supported_opsets(name)
+        return opsets[0] if opsets else None
+
+    def family(self, name: str) -> str | None:
+        """The op-library module that holds the built-in symbolic of ``name`` (e.g. ``indexing``)."""
+        variants = self._builtin.get(name)
+        return variants[-1].fn.__module__.rsplit(".", 1)[-1] if variants else None
+
 
 def _pick(variants: list[Variant], opset: int) -> Callable | None:
     best = None
@@ -74,6 +89,18 @@ def _pick(variants: list[Variant], opset: int) -> Callable | None:
 
 
 REGISTRY = SymbolicRegistry()
+
+
+def supported_opsets(name: str) -> list[int]:
+    """Which opsets 7-16 support the TorchScript op ``name`` (e.g. ``"aten::gather"``): see
+    :meth:`SymbolicRegistry.supported_opsets`. ``python -c "from exporter.registry import supported_opsets;
+    print(supported_opsets('aten::gather'))"`` answers without exporting anything."""
+    return REGISTRY.supported_opsets(name)
+
+
+def lowest_opset(name: str) -> int | None:
+    """The lowest opset with a symbolic for ``name``, None when no opset 7-16 has one."""
+    return REGISTRY.lowest_opset(name)
 
 
 def symbolic(*names: str, since: int = MIN_OPSET):

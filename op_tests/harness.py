@@ -102,6 +102,7 @@ class CaseResult:
     dtypes: list[str] = field(default_factory=list)
     stage: str = ""
     comparison: str = "values"  # what the accuracy verdict rests on
+    workarounds: list[str] = field(default_factory=list)  # runtime workarounds the exported model depends on
 
 
 def input_names(count: int) -> list[str]:
@@ -215,6 +216,7 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> 
     result.export_seconds = time.perf_counter() - start
     result.node_count = len(exported.model.graph.node)
     result.op_types = sorted({n.op_type for n in exported.model.graph.node})
+    result.workarounds = list(exported.workarounds)
     if case.compare == "distribution":  # random kernels take ONNX Runtime's global seed when the session is built
         import onnxruntime
 

@@ -1,4 +1,5 @@
-"""Command line: ``python -m reports build RESULTS... --out DIR`` and ``python -m reports registry --out FILE``.
+"""Command line: ``python -m reports build RESULTS... --out DIR``, ``python -m reports registry --out FILE`` and
+``python -m reports supported-ops --readme README.md`` (the README's supported-operator table).
 
 ``build`` prints the path of the HTML it wrote as its last line, so wrappers (nox, the conformance runner)
 can show or pick it up.
@@ -31,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     registry = commands.add_parser("registry", help="snapshot which ops have symbolics at which opsets, as JSON")
     registry.add_argument("--out", required=True, help="file to write")
+
+    ops = commands.add_parser("supported-ops", help="the README's supported-operator table, from the registry")
+    ops.add_argument("--readme", help="rewrite the table between the markers of this file (default: print it)")
+    ops.add_argument("--check", action="store_true", help="exit 1 when the README's table is out of date")
     return parser
 
 
@@ -38,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "registry":
         return _registry(args.out)
+    if args.command == "supported-ops":
+        return _supported_ops(args.readme, args.check)
     return _build(args)
 
 
@@ -64,6 +71,29 @@ def _registry(out: str) -> int:
     with open(out, "w", encoding="utf-8") as handle:
         json.dump(snapshot, handle, sort_keys=True)
     print(f"{len(snapshot['ops'])} registered ops -> {out}")
+    return 0
+
+
+def _supported_ops(readme: str | None, check: bool) -> int:
+    from reports.registry_snapshot import take_snapshot
+    from reports.supported_ops import rewrite, table
+
+    snapshot = take_snapshot()
+    if readme is None:
+        print(table(snapshot))
+        return 0
+    with open(readme, encoding="utf-8") as handle:
+        current = handle.read()
+    updated = rewrite(current, snapshot)
+    if check:
+        if updated != current:
+            print(f"{readme}: the supported-ops table is out of date; run python -m reports supported-ops --readme {readme}",
+                  file=sys.stderr)
+            return 1
+        return 0
+    with open(readme, "w", encoding="utf-8") as handle:
+        handle.write(updated)
+    print(f"{readme}: supported-ops table rewritten")
     return 0
 
 

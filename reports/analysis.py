@@ -67,8 +67,20 @@ def compact_rows(rows: list[dict], index: SymbolicIndex) -> list[dict[str, Any]]
             "rerun": text(row, "rerun"),
             "repro": text(row, "repro"),
             "localization": row.get("localization") if isinstance(row.get("localization"), dict) else None,
+            "workarounds": [str(w) for w in row.get("workarounds") or []],
         })
     return compact
+
+
+def workaround_use(cases: list[dict]) -> list[dict[str, Any]]:
+    """Per runtime workaround: the cases whose exported model depends on it, and how many of them pass."""
+    users: dict[str, list[dict]] = collections.defaultdict(list)
+    for case in cases:
+        for name in case["workarounds"]:
+            users[name].append(case)
+    return [{"name": name, "cases": len(found), "passed": sum(c["bucket"] == "passed" for c in found),
+             "ops": sorted({c["op"] or c["name"] for c in found}), "examples": [c["id"] for c in found[:5]]}
+            for name, found in sorted(users.items())]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -170,8 +182,9 @@ def summary(cases: list[dict]) -> dict[str, Any]:
 # Op x opset matrix
 
 
-def op_matrix(cases: list[dict]) -> list[dict[str, Any]]:
-    """One row per operator; per opset a cell with its worst outcome and the drill-down facts."""
+def op_matrix(cases: list[dict], index: SymbolicIndex) -> list[dict[str, Any]]:
+    """One row per operator; per opset a cell with its worst outcome and the drill-down facts, and the lowest opset
+    the registry declares for the op (None for OpInfo names that are no TorchScript op, or without a snapshot)."""
     by_op: dict[str, list[int]] = collections.defaultdict(list)
     for position, case in enumerate(cases):
         if case["kind"] == "op":
@@ -188,6 +201,7 @@ def op_matrix(cases: list[dict]) -> list[dict[str, Any]]:
             "op": op,
             "family": ", ".join(families),
             "samples": len({cases[p]["name"] for p in positions}),
+            "declared_lowest": index.lowest(op),
             "worst": worst(cell["outcome"] for cell in cells.values()),
             "failing": any(cell["failed"] for cell in cells.values()),
             "cells": cells,

@@ -23,13 +23,15 @@ def render(data: dict[str, Any]) -> str:
         _matrix(data["op_matrix"], data["cases"]),
         _models(data["models"], data["cases"]),
         _coverage(data["coverage"]),
+        _workarounds(data.get("workarounds") or []),
         _charts(data),
     ]
     if data.get("bench"):
         sections.append(bench.section(data["bench"], _card))
     nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in (
         ("run", "Run"), ("summary", "Summary"), ("baseline", "Baseline"), ("matrix", "Op matrix"),
-        ("models", "Models"), ("coverage", "ATen coverage"), ("charts", "Charts"), ("bench", "Benchmarks"))
+        ("models", "Models"), ("coverage", "ATen coverage"), ("workarounds", "Workarounds"), ("charts", "Charts"),
+        ("bench", "Benchmarks"))
         if anchor not in ("baseline", "bench") or data.get(anchor))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -278,11 +280,14 @@ def _matrix(matrix: list[dict[str, Any]], cases: list[dict]) -> str:
         outcomes = " ".join(sorted({c["outcome"] for c in row["cells"].values()}))
         body.append(f'<tr data-op="{escape(row["op"])}" data-family="{escape(row["family"])}" data-failing="{int(row["failing"])}" '
                     f'data-outcomes="{outcomes}"><td class="opname">{escape(row["op"])}</td><td>{escape(row["family"] or "–")}</td>'
-                    f'<td class="num">{row["samples"]}</td>{"".join(cells)}</tr>')
+                    f'<td class="num">{row["samples"]}</td><td class="num">{row.get("declared_lowest") or "–"}</td>'
+                    f'{"".join(cells)}</tr>')
     table = (f'<div class="scroll"><table class="matrix" id="matrix-table"><thead><tr><th>Operator</th><th>Family</th>'
-             f'<th class="num">Samples</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
+             f'<th class="num">Samples</th><th class="num" title="lowest opset the registry declares">Declared</th>{head}'
+             f'</tr></thead><tbody>{"".join(body)}</tbody></table></div>')
     lead = ("One row per ATen operator tested by op_tests; each cell is the worst outcome over its samples, modes, "
-            "dtypes and providers. Click a cell for dtype × provider, errors and tolerances.")
+            "dtypes and providers. Click a cell for dtype × provider, errors and tolerances. Declared: the lowest "
+            "opset the exporter's registry declares for the op (from the registry snapshot, not from the results).")
     return _card("matrix", "Op × opset matrix", lead, _legend() + toolbar + table)
 
 
@@ -424,6 +429,21 @@ def _coverage(coverage: dict[str, Any]) -> str:
     if not coverage["ops"]:
         return _card("coverage", "ATen coverage", lead, '<p class="empty">No model rows record aten_ops.</p>' + extra)
     return _card("coverage", "ATen coverage", lead, toolbar + table + extra)
+
+
+def _workarounds(use: list[dict[str, Any]]) -> str:
+    lead = ("Cases whose exported model depends on a runtime workaround (exporter/lowering/runtime.py): a form "
+            "chosen because ONNX Runtime lacks a kernel or rejects the plain ONNX form. "
+            "export(..., runtime_workarounds=False) emits the plain form instead.")
+    if not use:
+        return _card("workarounds", "Runtime workarounds", lead, '<p class="empty">No case depends on one.</p>')
+    rows = "".join(f'<tr><td class="mono">{escape(w["name"])}</td><td class="num">{w["cases"]}</td>'
+                   f'<td class="num">{w["passed"]}</td><td>{escape(", ".join(w["ops"][:12]))}'
+                   f'{" …" if len(w["ops"]) > 12 else ""}</td><td class="mono">{escape(", ".join(w["examples"]))}</td></tr>'
+                   for w in use)
+    table = ('<div class="scroll"><table id="workarounds-table"><thead><tr><th>Workaround</th><th class="num">Cases</th>'
+             f'<th class="num">Passed</th><th>Ops / models</th><th>Examples</th></tr></thead><tbody>{rows}</tbody></table></div>')
+    return _card("workarounds", "Runtime workarounds", lead, table)
 
 
 def _charts(data: dict[str, Any]) -> str:

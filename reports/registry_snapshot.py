@@ -21,8 +21,9 @@ def take_snapshot() -> dict[str, Any]:
     """The live exporter registry: for every registered op, the opsets 7-16 at which a symbolic applies."""
     from exporter.registry import REGISTRY
 
-    ops = {name: [opset for opset in OPSETS if REGISTRY.is_supported(name, opset)] for name in REGISTRY.names()}
-    return {"source": "exporter.registry.REGISTRY", "ops": ops}
+    ops = {name: REGISTRY.supported_opsets(name) for name in REGISTRY.names()}
+    families = {name: REGISTRY.family(name) for name in REGISTRY.names() if REGISTRY.family(name)}
+    return {"source": "exporter.registry.REGISTRY", "ops": ops, "families": families}
 
 
 def load_snapshot(path: str) -> dict[str, Any]:
@@ -84,3 +85,8 @@ class SymbolicIndex:
 
     def names(self) -> list[str]:
         return sorted(self._supported)
+
+    def lowest(self, op: str) -> int | None:
+        """The lowest opset the registry declares for ``op`` (None when it has none, or when only inferred)."""
+        opsets = self._supported.get(qualified_op(op))
+        return None if self.inferred or not opsets else min(opsets)

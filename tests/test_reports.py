@@ -500,3 +500,38 @@ def test_a_localized_mismatch_shows_node_scope_source_growth_and_repro(tmp_path)
     assert f'<a href="{os.path.relpath(repro, out)}">minimal repro</a>' in html
     assert html.count("<circle") >= 3 and "Relu_194: 8.00e-03 of scale" in html
     assert "localization (input 0): no value out of tolerance" in html
+
+
+def test_the_readme_supported_ops_table_is_what_the_registry_declares():
+    from reports.__main__ import main
+
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    assert main(["supported-ops", "--readme", readme, "--check"]) == 0
+
+
+def test_the_supported_ops_table_shows_declared_lowest_opsets():
+    from reports.supported_ops import table
+
+    text = table({"ops": {"aten::gather": list(range(7, 17)), "aten::roi_align": list(range(10, 17)), "aten::x": []},
+                  "families": {"aten::gather": "indexing", "aten::roi_align": "torchvision_ops"}})
+    assert "| indexing | `gather` |" in text and "| torchvision_ops | `roi_align` (10) |" in text and "`x`" not in text
+
+
+def test_the_report_says_which_cases_depend_on_a_runtime_workaround(tmp_path):
+    rows = [_op("sin", 13, "pass", workarounds=["double_unary_math_in_float32"], dtypes=["float64"]),
+            _op("sin", 14, "mismatch", "accuracy", "max abs error 1", workarounds=["double_unary_math_in_float32"]),
+            _op("cos", 13, "pass")]
+    html = open(build_report([write_jsonl(str(tmp_path / "r.jsonl"), rows)], str(tmp_path / "out")), encoding="utf-8").read()
+    use = json.loads((tmp_path / "out" / "report.json").read_text())["workarounds"]
+    assert use == [{"name": "double_unary_math_in_float32", "cases": 2, "passed": 1, "ops": ["sin"],
+                    "examples": ["op/sin/opset13/static/cpu", "op/sin/opset14/static/cpu"]}]
+    assert 'id="workarounds-table"' in html and "double_unary_math_in_float32" in html
+
+
+def test_the_matrix_shows_the_registry_declared_lowest_opset(tmp_path):
+    rows = [_op("roi_align", 10, "pass"), _op("gather", 11, "pass")]
+    registry = tmp_path / "registry.json"
+    registry.write_text(json.dumps({"ops": {"aten::roi_align": list(range(10, 17)), "aten::gather": list(range(7, 17))}}))
+    build_report([write_jsonl(str(tmp_path / "r.jsonl"), rows)], str(tmp_path / "out"), registry=str(registry))
+    matrix = json.loads((tmp_path / "out" / "report.json").read_text())["op_matrix"]
+    assert {row["op"]: row["declared_lowest"] for row in matrix} == {"gather": 7, "roi_align": 10}

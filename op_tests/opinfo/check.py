@@ -195,7 +195,8 @@ def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str
         return
     finally:
         row["export_seconds"] = round(time.perf_counter() - started, 4)
-    row.update(node_count=len(exported.model.graph.node), op_types=onnx_op_types(exported.model))
+    row.update(node_count=len(exported.model.graph.node), op_types=onnx_op_types(exported.model),
+               workarounds=list(exported.workarounds))
     row["stage"] = "ort_load"
     try:
         session = make_session(buffer.getvalue(), "cpu")
