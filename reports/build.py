@@ -9,7 +9,12 @@ from typing import Any
 
 from reports import analysis, baseline, html
 from reports.bench import load_bench
-from reports.registry_snapshot import SymbolicIndex, infer_snapshot, load_snapshot, take_snapshot
+from reports.registry_snapshot import (
+    SymbolicIndex,
+    infer_snapshot,
+    load_snapshot,
+    take_snapshot,
+)
 from reports.results import OPSETS, OUTCOMES, case_key, expand_paths, load_rows
 
 HTML_NAME = "report.html"

@@ -8,7 +8,14 @@ from html import escape
 from typing import Any
 
 from reports import bench, svg
-from reports.results import BUCKETS, NO_DATA, OPSETS, OUTCOME_BY_KEY, OUTCOMES, SUITE_LABELS
+from reports.results import (
+    BUCKETS,
+    NO_DATA,
+    OPSETS,
+    OUTCOME_BY_KEY,
+    OUTCOMES,
+    SUITE_LABELS,
+)
 
 ASSETS = os.path.join(os.path.dirname(__file__), "assets")
 FACT_PACKAGES = ("torch", "torchvision", "onnx", "onnxruntime", "python")

@@ -12,7 +12,15 @@ import json
 import re
 from typing import Any
 
-from reports.results import NOT_REGISTERED_MARKER, OPSETS, kind_of, op_of, opset_of, qualified_op, text
+from reports.results import (
+    NOT_REGISTERED_MARKER,
+    OPSETS,
+    kind_of,
+    op_of,
+    opset_of,
+    qualified_op,
+    text,
+)
 
 _NOT_EXPORTABLE = re.compile(r"(?<![\w:.])([\w:.]+) is not exportable at opset (\d+)")
 
