@@ -1,30 +1,31 @@
-"""The op library: importing this package registers every built-in symbolic, one module per op family."""
+"""The op library: importing this package registers every built-in symbolic, one module per op family. Families
+never import each other (their shared building blocks are in exporter/lowering/), so the order here is free."""
 
 from exporter.symbolics import (  # noqa: F401
-    activations,  # noqa: F401,E402
-    attention,  # noqa: F401,E402
-    casting,  # noqa: F401,E402
-    comparison,  # noqa: F401,E402
-    control_flow,  # noqa: F401,E402
-    distance,  # noqa: F401,E402
+    activations,
+    attention,
+    casting,
+    comparison,
+    control_flow,
+    distance,
     elementwise,
-    indexing,  # noqa: F401,E402
-    inplace,  # noqa: F401,E402
-    linalg,  # noqa: F401,E402
-    losses,  # noqa: F401,E402
+    indexing,
+    inplace,
+    linalg,
+    losses,
     nn,
-    normalization,  # noqa: F401,E402
+    normalization,
     pooling,
     prim,
-    quantized,  # noqa: F401,E402
-    quantized_ops,  # noqa: F401,E402
-    random,  # noqa: F401,E402
-    reductions,  # noqa: F401,E402
-    resize,  # noqa: F401,E402
-    rnn,  # noqa: F401,E402
-    sequence,  # noqa: F401,E402
+    quantized,
+    quantized_ops,
+    random,
+    reductions,
+    resize,
+    rnn,
+    sequence,
     shape,
-    sorting,  # noqa: F401,E402
-    tensor_factories,  # noqa: F401,E402
-    torchvision_ops,  # noqa: F401,E402
+    sorting,
+    tensor_factories,
+    torchvision_ops,
 )
