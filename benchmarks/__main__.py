@@ -21,7 +21,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import onnx
 import onnxruntime as ort
 import torch
@@ -66,18 +65,19 @@ class PeakRss:
         return (self.peak - self.start) / 2**20
 
 
-def export_ours(model, args, opset, kwargs) -> bytes:
+def export_ours(model, args, opset, kwargs) -> tuple[bytes, dict[str, float]]:
+    """The model's bytes and the export's wall time per stage."""
     buffer = io.BytesIO()
-    exporter.export(model, args, buffer, opset_version=opset, **kwargs)
-    return buffer.getvalue()
+    result = exporter.export(model, args, buffer, opset_version=opset, **kwargs)
+    return buffer.getvalue(), result.stage_seconds
 
 
-def export_peer(model, args, opset, kwargs) -> bytes:
+def export_peer(model, args, opset, kwargs) -> tuple[bytes, dict[str, float]]:
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, args, buffer, opset_version=opset, dynamo=False, **kwargs)
-    return buffer.getvalue()
+    return buffer.getvalue(), {}
 
 
 EXPORTERS = {"ours": export_ours, "peer": export_peer}
@@ -129,9 +129,10 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
     times: dict[str, list[float]] = {"ours": [], "peer": []}
     peaks: dict[str, list[float]] = {"ours": [], "peer": []}
     outputs: dict[str, bytes] = {}
+    stages: dict[str, list[dict[str, float]]] = {"ours": [], "peer": []}
     for side, export in EXPORTERS.items():  # warm-up (first-call costs, lazy imports), and failures per side
         try:
-            outputs[side] = export(model, args, opset, kwargs)
+            outputs[side] = export(model, args, opset, kwargs)[0]
         except Exception as error:
             row[f"{side}_error"] = f"{type(error).__name__}: {str(error)[:300]}"
     for _ in range(runs):  # alternate ours and the peer so drift affects both alike
@@ -139,7 +140,7 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
             if side in outputs:
                 with PeakRss() as rss:
                     start = time.perf_counter()
-                    export(model, args, opset, kwargs)
+                    stages[side].append(export(model, args, opset, kwargs)[1])
                     times[side].append(time.perf_counter() - start)
                 peaks[side].append(rss.growth_mb)
     for side in EXPORTERS:
@@ -150,6 +151,8 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
             "peak_rss_growth_mb": statistics.median(peaks[side]),
             **graph_stats(outputs[side]),
         }
+    if "ours" in row:
+        row["ours"].update(stage_report(stages["ours"], row["ours"]["export_s"]))
     for side, latency in ort_latencies_ms(outputs, args, latency_repeats).items():
         row[side]["ort_ms" if isinstance(latency, float) else "ort_error"] = latency
     if "ours" in row and "peer" in row:
@@ -159,6 +162,33 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
             if row["ours"].get(key) and row["peer"].get(key)
         }
     return row
+
+
+def stage_report(runs: list[dict[str, float]], export_s: float) -> dict:
+    """Median seconds per stage over the timed runs, and the overhead above the floor: export time divided by
+    capture plus one serialization (what any exporter must spend)."""
+    names = list(dict.fromkeys(name for run in runs for name in run))
+    medians = {name: statistics.median(run.get(name, 0.0) for run in runs) for name in names}
+    floor = medians.get("capture", 0.0) + medians.get("serialize", 0.0)
+    return {"stage_s": medians, "floor_s": floor, "overhead_above_floor": export_s / floor if floor else None}
+
+
+def stage_table(rows: list[dict]) -> str:
+    """Where our export's time goes, per model: capture, convert, the passes together, assemble, serialize, check,
+    write, and the overhead above the floor (export / (capture + serialize))."""
+    columns = ("capture", "convert", "passes", "assemble", "serialize", "check", "write")
+    lines = ["| model | opset | " + " | ".join(f"{c} s" for c in columns) + " | overhead above floor |",
+             "|---|---|" + "---|" * (len(columns) + 1)]
+    for row in rows:
+        ours = row.get("ours", {})
+        if "stage_s" not in ours:
+            continue
+        stage = dict(ours["stage_s"])
+        stage["passes"] = sum(v for k, v in stage.items() if k.startswith("pass:"))
+        overhead = ours.get("overhead_above_floor")
+        cells = " | ".join(f"{stage.get(c, 0.0):.3f}" for c in columns)
+        lines.append(f"| {row['model']} | {row['opset']} | {cells} | {f'{overhead:.2f}' if overhead else '-'} |")
+    return "\n".join(lines)
 
 
 def histogram_diff(row: dict) -> str:
@@ -192,6 +222,7 @@ def markdown_table(rows: list[dict]) -> str:
             f"{pair('node_count', '{}')} | {ratio('node_count')} | {pair('ort_ms', '{:.2f}')} | {ratio('ort_ms')} | "
             f"{pair('peak_rss_growth_mb', '{:.0f}')} |"
         )
+    lines += ["", stage_table(rows)]
     lines.append("\nOp counts that differ (ours/peer), per model at its highest benchmarked opset:")
     for row in rows:
         if row is _last_opset_row(rows, row["model"]) and "ours" in row and "peer" in row:

@@ -25,6 +25,7 @@ from exporter.lowering import runtime
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
 from exporter.provenance import Provenance, write_doc_strings
 from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY
+from exporter.timing import StageTimes
 
 DEFAULT_OPSET = 14
 logger = logging.getLogger("exporter")
@@ -197,6 +198,7 @@ class ExportResult:
     output_names: list[str]
     provenance: Provenance | None = None
     workarounds: list[str] = dataclasses.field(default_factory=list)
+    stage_seconds: dict[str, float] = dataclasses.field(default_factory=dict)  # wall time per stage, in order
 
     def __repr__(self) -> str:
         graph = self.model.graph
@@ -290,10 +292,12 @@ def export(
     if export_params:
         serialize.check_room_for_parameters(model, f)
 
+    times = StageTimes()
     with _exporting(), _logging_if(verbose), select_model_mode_for_export(model, training):
         is_training = _is_training(model, training)
         logger.info("capturing %s (training=%s)", type(model).__name__, is_training)
-        captured = capture(model, args) if captured is None else _unshared(captured)
+        with times.stage("capture"):
+            captured = capture(model, args) if captured is None else _unshared(captured)
         names_in = naming.input_names(model, args, captured, input_names)
         names_out = naming.output_names(captured, output_names)
         _check_dynamic_axes_names(dynamic_axes, names_in, names_out)
@@ -310,13 +314,14 @@ def export(
         inputs, params = naming.graph_inputs(captured, names_in, axes, export_params)
         logger.info("converting %d TorchScript nodes at opset %d", len(list(captured.graph.nodes())), opset)
         converter = Converter(session, source_locations=verbose)
-        graph = converter.convert_graph(captured.graph, inputs + params)
-        names_in = naming.lay_out_inputs(graph, inputs, params, names_in, export_params)
-        naming.name_outputs(graph, names_out, session)
+        with times.stage("convert"):
+            graph = converter.convert_graph(captured.graph, inputs + params)
+            names_in = naming.lay_out_inputs(graph, inputs, params, names_in, export_params)
+            naming.name_outputs(graph, names_out, session)
         logger.info("optimizing %d ONNX nodes", len(graph.nodes))
         passes.optimize(
             graph, opset, do_constant_folding=do_constant_folding and not is_training, fold_params=not is_training,
-            keep_module_boundaries=bool(export_modules_as_functions),
+            keep_module_boundaries=bool(export_modules_as_functions), times=times,
         )
         names_in = naming.drop_unused_inputs(graph, names_in, len(params))
         if provenance_in_model:
@@ -329,10 +334,11 @@ def export(
                 )
         model_proto = _assemble_check_write(
             graph, session, naming.output_examples(captured), f, keep_initializers_as_inputs and export_params, axes,
-            outline, verbose,
+            outline, verbose, times,
         )
+    logger.info("%s", times.summary())
     return ExportResult(model_proto, captured, names_in, names_out, Provenance.of(graph),
-                        sorted(session.used_workarounds))
+                        sorted(session.used_workarounds), times.seconds)
 
 
 def prepare_capture(
@@ -482,22 +488,28 @@ def _is_training(model: Any, mode: TrainingMode) -> bool:
     return False
 
 
-def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, outline, verbose) -> onnx.ModelProto:
+def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, outline, verbose,
+                          times: StageTimes) -> onnx.ModelProto:
     """Assemble the ModelProto (streaming weights to an external data file when > 2 GiB), check it, write it."""
     with serialize.external_data_stage(graph, f) as stage:
         logger.info("assembling the ModelProto (%d nodes, external data: %s)", len(graph.nodes), stage is not None)
-        model_proto = serialize.assemble(
-            graph, session, params_as_inputs, axes, examples, tensor_writer=stage.tensor if stage else None
-        )
-        if outline is not None:
-            outline(model_proto)
+        with times.stage("assemble"):
+            model_proto = serialize.assemble(
+                graph, session, params_as_inputs, axes, examples, tensor_writer=stage.tensor if stage else None
+            )
+            if outline is not None:
+                outline(model_proto)
         if verbose:
             print(pretty_text(model_proto), file=sys.stdout)
         logger.info("checking and writing the model")
         if stage:
-            stage.commit(model_proto, validate_path=validate.check)
-        else:
+            with times.stage("check+write (external data)"):
+                stage.commit(model_proto, validate_path=validate.check)
+            return model_proto
+        with times.stage("serialize"):
             payload = model_proto.SerializeToString()  # once: the checker and the file share these bytes
+        with times.stage("check"):
             validate.check(payload)
+        with times.stage("write"):
             serialize.write(payload, f)
     return model_proto

@@ -3,12 +3,12 @@ Conv+BatchNormalization fusion and de-duplication of equal constants."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
 from exporter import dtypes, ir
+from exporter.timing import NO_TIMES, StageTimes
 
 _NON_DETERMINISTIC = frozenset(
     {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
@@ -19,28 +19,32 @@ _INITIALIZER_MIN_BYTES = 4096
 
 
 def optimize(graph: ir.Graph, opset: int, do_constant_folding: bool, fold_params: bool,
-             keep_module_boundaries: bool = False) -> None:
-    """Run the passes in place on the main graph and its subgraphs.
+             keep_module_boundaries: bool = False, times: StageTimes = NO_TIMES) -> None:
+    """Run the passes in place on the main graph and its subgraphs, timing each as stage ``pass:<name>``.
 
     ``keep_module_boundaries`` (modules exported as local functions) skips the rewrites that let a node read
     values from another module instance (shared constants, merged Transposes), which would change outlining.
     """
+    def run(fn, *args, **kwargs):
+        with times.stage(f"pass:{fn.__name__}"):
+            fn(graph, *args, **kwargs)
+
     if do_constant_folding:
-        fold_constants(graph, opset, fold_params)
+        run(fold_constants, opset, fold_params)
         if fold_params:
-            fuse_conv_batchnorm(graph)
-    eliminate_identities(graph)
+            run(fuse_conv_batchnorm)
+    run(eliminate_identities)
     if not keep_module_boundaries:
-        merge_transposes(graph)
-    remove_dead_nodes(graph)
+        run(merge_transposes)
+    run(remove_dead_nodes)
     if not keep_module_boundaries:
-        deduplicate_constants(graph)
+        run(deduplicate_constants)
     if opset < 9:
-        hoist_constants(graph, graph)
+        run(hoist_constants, graph)
     elif do_constant_folding and not keep_module_boundaries:
         # Folded weights become initializers, as parameters are: tools (quantizers, optimizers) look for weights
         # there, and a tensor attribute would cost extra copies when the model is assembled.
-        hoist_constants(graph, graph, min_bytes=_INITIALIZER_MIN_BYTES)
+        run(hoist_constants, graph, min_bytes=_INITIALIZER_MIN_BYTES)
 
 
 def hoist_constants(graph: ir.Graph, main: ir.Graph, min_bytes: int = 0) -> None:

@@ -8,6 +8,8 @@ ONNX Runtime and is compared with PyTorch.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -266,8 +268,17 @@ def test_enable_and_disable_log(capsys):
     logged = capsys.readouterr().err
     for stage in ("capturing", "converting", "optimizing", "assembling", "writing"):
         assert stage in logged
+    assert re.search(r"export stages \([0-9.]+ s\): capture [0-9.]+ s, convert [0-9.]+ s, pass:", logged)
     export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
     assert capsys.readouterr().err == ""
+
+
+def test_the_result_records_wall_time_per_stage():
+    _, result = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
+    stages = list(result.stage_seconds)
+    assert stages[:2] == ["capture", "convert"] and stages[-3:] == ["serialize", "check", "write"]
+    assert any(s.startswith("pass:") for s in stages) and "assemble" in stages
+    assert all(seconds >= 0 for seconds in result.stage_seconds.values())
 
 
 def test_verbose_turns_logging_on_for_one_export(capsys):
