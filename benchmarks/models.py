@@ -19,6 +19,13 @@ def _vision(name: str, size: int = 224, **kwargs) -> Callable[[], BenchModel]:
     return build
 
 
+def _dynamic_resnet50() -> BenchModel:
+    """resnet50 with dynamic batch, height and width: shapes computed in the graph instead of baked in."""
+    model, args, _ = _vision("resnet50")()
+    axes = {"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}}
+    return model, args, {"input_names": ["image"], "output_names": ["logits"], "dynamic_axes": axes}
+
+
 def _detection() -> BenchModel:
     torch.manual_seed(0)
     model = torchvision.models.detection.fasterrcnn_resnet50_fpn(
@@ -54,6 +61,8 @@ MODELS: dict[str, Callable[[], BenchModel]] = {
     "mobilenet_v3_large": _vision("mobilenet_v3_large"),
     "efficientnet_b0": _vision("efficientnet_b0"),
     "vit_b_16": _vision("vit_b_16"),
+    "vit_l_16": _vision("vit_l_16"),  # a large model: 304M parameters, 1.2 GB of weights
+    "resnet50_dynamic": _dynamic_resnet50,
     "swin_t": _vision("swin_t"),
     "fasterrcnn_resnet50_fpn": _detection,
     "docs_lstm": _docs_lstm,
