@@ -69,3 +69,8 @@ def enabled_set(choice) -> frozenset[str] | None:
 # -- indexing, in-place, sorting, torchvision ops -----------------------------------------------------------------
 
 # -- nn, pooling, normalization, rnn, linalg, reductions, quantized -----------------------------------------------
+# lowering.linalg.gemm_takes (addmm on integers):
+INTEGER_GEMM_AS_MATMUL = declare(
+    "integer_gemm_as_matmul",
+    gap="ONNX Runtime has no int32/int64 kernel for Gemm (ONNX allows them from opset 9)",
+    plain_form="Gemm on the integer operands")

@@ -1,0 +1,16 @@
+"""Probes for the workarounds of nn layers, pooling, normalization, rnn, linear algebra, reductions and quantized
+ops."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from tests.workaround_probes import Probe
+
+
+PROBES = [
+    Probe("integer_gemm_as_matmul", fn=lambda c, a, b: torch.addmm(c, a, b),
+          inputs=lambda: (torch.ones(2, 4, dtype=torch.int64), torch.arange(6).reshape(2, 3),
+                          torch.arange(12).reshape(3, 4)), opset=13, gap="rejects"),
+]
