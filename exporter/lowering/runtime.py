@@ -74,3 +74,8 @@ INTEGER_GEMM_AS_MATMUL = declare(
     "integer_gemm_as_matmul",
     gap="ONNX Runtime has no int32/int64 kernel for Gemm (ONNX allows them from opset 9)",
     plain_form="Gemm on the integer operands")
+# symbolics.normalization.instance_norm:
+INSTANCE_NORM_DOUBLE_DECOMPOSED = declare(
+    "instance_norm_double_decomposed",
+    gap="ONNX Runtime has no double kernel for InstanceNormalization (float16 and float only)",
+    plain_form="InstanceNormalization on double")
