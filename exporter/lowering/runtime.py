@@ -79,3 +79,8 @@ INSTANCE_NORM_DOUBLE_DECOMPOSED = declare(
     "instance_norm_double_decomposed",
     gap="ONNX Runtime has no double kernel for InstanceNormalization (float16 and float only)",
     plain_form="InstanceNormalization on double")
+# lowering.reductions.extreme_type (max, min, amax, amin, aminmax):
+BFLOAT16_EXTREMES_IN_FLOAT = declare(
+    "bfloat16_extremes_in_float",
+    gap="ONNX Runtime has no bfloat16 kernel for ReduceMax/ReduceMin (ONNX allows bfloat16 from opset 13)",
+    plain_form="ReduceMax/ReduceMin on bfloat16")

@@ -15,4 +15,6 @@ PROBES = [
                           torch.arange(12).reshape(3, 4)), opset=13, gap="rejects"),
     Probe("instance_norm_double_decomposed", fn=lambda x: F.instance_norm(x),
           inputs=lambda: (torch.arange(18, dtype=torch.float64).reshape(1, 2, 3, 3) ** 2,), opset=13, gap="rejects"),
+    Probe("bfloat16_extremes_in_float", fn=lambda x: x.to(torch.bfloat16).amax(1).float(),
+          inputs=lambda: (torch.tensor([[1.5, -2.0, 0.25], [3.0, 8.0, -0.5]]),), opset=13, gap="rejects"),
 ]
