@@ -1,6 +1,7 @@
 """Quantized tensors in QDQ form (QuantizeLinear/DequantizeLinear: opset 10; per-channel ``axis``: opset 13): the
 ``QTensor`` (integers, scale, zero point) a quantized value converts to, quantizing and dequantizing, constants
-from packed weights, float ops on quantized tensors and the layout of quantized model inputs and outputs."""
+from packed weights and their float bias, float ops on quantized tensors and the layout of quantized model inputs
+and outputs."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from onnx import TensorProto
 from exporter import dtypes, ir
 from exporter.errors import UnsupportedOperatorError
 from exporter.lowering.core import FLOAT, cast
+from exporter.lowering.runtime import QDQ_BIAS_AFTER_OP_AT_OPSET_10, applies
 from exporter.registry import unsupported
 
 QDQ_OPSET = 10  # QuantizeLinear / DequantizeLinear
@@ -94,7 +96,6 @@ def dequantized(g, args: Any) -> Any:
 
 def constant_qtensor(g, tensor: torch.Tensor) -> QTensor:
     """A quantized constant (a packed weight) as integer, scale and zero-point constants."""
-    integer_type = _INTEGER_OF_QUANTIZED[tensor.dtype]
     values = g.const(tensor.int_repr().numpy())
     if tensor.qscheme() in (torch.per_tensor_affine, torch.per_tensor_symmetric):
         return QTensor(values, g.const(np.float32(tensor.q_scale())),
@@ -112,6 +113,25 @@ def constant_weight(g, tensor: torch.Tensor) -> ir.Value:
     if tensor.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric) and g.opset < PER_CHANNEL_OPSET:
         return g.const(tensor.dequantize().numpy().astype(np.float32))
     return dequantize(g, constant_qtensor(g, tensor))
+
+
+def with_float_bias(g, op, bias: torch.Tensor | None, spatial: int) -> ir.Value:
+    """``op(bias)``: the Conv or Gemm that ``op`` builds from its bias input (None: none) on dequantized inputs, with
+    a packed weight's float32 ``bias`` [C], which PyTorch's quantized kernels also add in float.
+
+    ONNX Runtime quantizes such a bias with Round (opset 11) and cannot load an opset-10 model with it
+    (``QDQ_BIAS_AFTER_OP_AT_OPSET_10``): there the bias follows the op, ``spatial`` axes from the end, as the
+    subtraction of its negation (the same sum in floating point), which its fusion does not fold back into the op.
+    """
+    if bias is None:
+        return op(None)
+    values = bias.detach().numpy()
+    if g.opset < _ROUND_OPSET and applies(g, QDQ_BIAS_AFTER_OP_AT_OPSET_10):
+        return g.op("Sub", op(None), g.const(-values.reshape([-1] + [1] * spatial)))
+    return op(g.const(values))
+
+
+_ROUND_OPSET = 11
 
 
 def integer_type_of_code(g, code: int) -> int:

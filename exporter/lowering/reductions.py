@@ -1,5 +1,6 @@
-"""Reduction building blocks: the accumulation type ONNX can reduce in, reductions over given dims (axes as an
-attribute before opset 13 for ReduceSum, 18 for the others) and vector norms."""
+"""Reduction building blocks: the types reductions compute in (ReduceMax/ReduceMin take int8/uint8 from opset 12,
+bfloat16 from 13), reductions over given dims (axes as an attribute before opset 13 for ReduceSum, 18 for the
+others) and vector norms."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from exporter import dtypes
 from exporter.lowering.core import (
     BOOL,
     FLOAT,
+    INT32,
     INT64,
     cast,
     constant_value,
@@ -21,14 +23,28 @@ from exporter.lowering.core import (
     reshape,
     torch_dtype_arg,
 )
+from exporter.lowering.runtime import BFLOAT16_EXTREMES_IN_FLOAT, applies
 
 
-def accumulation_type(elem_type: int | None, narrow_ints_to: int = INT64) -> int | None:
-    """The type ONNX Runtime can reduce ``elem_type`` in: halves in float32, narrow ints widened."""
+def accumulation_type(elem_type: int | None) -> int | None:
+    """The type sums, means and statistics of ``elem_type`` accumulate in: halves in float32, as PyTorch accumulates
+    them; bool and ints narrower than 32 bits in int64, as ONNX's Reduce ops take none of them."""
     if elem_type in _HALF_TYPES:
         return FLOAT
     if elem_type in NARROW_INTS:
-        return narrow_ints_to
+        return INT64
+    return elem_type
+
+
+def extreme_type(g, elem_type: int | None) -> int | None:
+    """The type ReduceMax/ReduceMin find the extremes of ``elem_type`` in (exact in any type that holds the values):
+    the type itself where ONNX takes it; bool, int16, and int8/uint8 before opset 12, in int32; bfloat16 in float32
+    before opset 13 and where ONNX Runtime lacks the kernel (``BFLOAT16_EXTREMES_IN_FLOAT``). Ask only where the
+    reduction is emitted."""
+    if elem_type == TensorProto.BFLOAT16:
+        return FLOAT if g.opset < 13 or applies(g, BFLOAT16_EXTREMES_IN_FLOAT) else elem_type
+    if elem_type in (BOOL, TensorProto.INT16) or (elem_type in NARROW_INTS and g.opset < 12):
+        return INT32
     return elem_type
 
 

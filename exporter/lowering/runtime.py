@@ -69,3 +69,24 @@ def enabled_set(choice) -> frozenset[str] | None:
 # -- indexing, in-place, sorting, torchvision ops -----------------------------------------------------------------
 
 # -- nn, pooling, normalization, rnn, linalg, reductions, quantized -----------------------------------------------
+# lowering.linalg.gemm_takes (addmm on integers):
+INTEGER_GEMM_AS_MATMUL = declare(
+    "integer_gemm_as_matmul",
+    gap="ONNX Runtime has no int32/int64 kernel for Gemm (ONNX allows them from opset 9)",
+    plain_form="Gemm on the integer operands")
+# symbolics.normalization.instance_norm:
+INSTANCE_NORM_DOUBLE_DECOMPOSED = declare(
+    "instance_norm_double_decomposed",
+    gap="ONNX Runtime has no double kernel for InstanceNormalization (float16 and float only)",
+    plain_form="InstanceNormalization on double")
+# lowering.reductions.extreme_type (max, min, amax, amin, aminmax):
+BFLOAT16_EXTREMES_IN_FLOAT = declare(
+    "bfloat16_extremes_in_float",
+    gap="ONNX Runtime has no bfloat16 kernel for ReduceMax/ReduceMin (ONNX allows bfloat16 from opset 13)",
+    plain_form="ReduceMax/ReduceMin on bfloat16")
+# lowering.quantized.with_float_bias (quantized conv and linear):
+QDQ_BIAS_AFTER_OP_AT_OPSET_10 = declare(
+    "qdq_bias_after_op_at_opset_10",
+    gap="ONNX Runtime's QDQ fusion quantizes the float bias of a Conv/Gemm fed by DequantizeLinear with Round, an "
+        "opset-11 op, and then refuses to load an opset-10 model",
+    plain_form="the float bias as the Conv/Gemm's own input")

@@ -2,8 +2,8 @@
 cross products and determinants.
 
 ONNX MatMul follows numpy's matmul rules, which are PyTorch's, for every rank combination. It takes
-integer types from opset 9 and Gemm never does in ONNX Runtime, so integer products go through MatMul.
-Einsum arrives in opset 12; below it equations without repeated indices are lowered to Transpose, MatMul,
+integer types from opset 9; addmm is a Gemm where ``lowering.linalg.gemm_takes`` the type, else MatMul, Mul and
+Add. Einsum arrives in opset 12; below it equations without repeated indices are lowered to Transpose, MatMul,
 Mul and ReduceSum.
 """
 
@@ -17,18 +17,20 @@ from exporter.lowering.core import (
     normalize_dim,
     promote_all,
     reduce_op,
+    require_opset,
     require_rank,
     scalar_like,
     squeeze,
     unsqueeze,
 )
-from exporter.registry import parse_args, symbolic, unsupported
+from exporter.lowering.linalg import INTEGER_MATMUL_OPSET, gemm_takes, matmul_takes
+from exporter.registry import REGISTRY, parse_args, symbolic, unsupported
 
 
 def matmul(g, a, b):
     """``a @ b`` with PyTorch's rank rules (1-D operands promoted and squeezed away, batch broadcast)."""
-    if not dtypes.is_float(g.dtype(a)) and g.opset < 9:
-        raise unsupported(g.node.kind(), g.opset, "integer MatMul needs opset >= 9")
+    if not dtypes.is_float(g.dtype(a)):
+        require_opset(g, INTEGER_MATMUL_OPSET, "integer MatMul")
     return g.op("MatMul", a, b)
 
 
@@ -48,7 +50,7 @@ def outer(g, self, vec2):
 @parse_args("v", "v", "v", "v", "v")
 def addmm(g, self, mat1, mat2, beta, alpha):
     beta, alpha = constant_value(beta), constant_value(alpha)
-    if dtypes.is_float(g.dtype(mat1)) and beta != 0:
+    if beta != 0 and gemm_takes(g, g.dtype(mat1)):
         # Gemm is exactly beta * C + alpha * A @ B, with C broadcast to the product's shape.
         return g.op("Gemm", mat1, mat2, self, alpha_f=float(alpha), beta_f=float(beta))
     return _scaled_sum(g, self, matmul(g, mat1, mat2), beta, alpha)
@@ -114,16 +116,10 @@ def det(g, self):
 
 # -- einsum -------------------------------------------------------------------------------------------------------
 @symbolic("aten::einsum")
-def einsum(g, equation, tensors, path=None):
-    equation = str(equation).replace(" ", "")
-    if g.opset >= 12:
-        return g.op("Einsum", *tensors, equation_s=equation)
-    return _lowered_einsum(g, equation, list(tensors))
-
-
-def _lowered_einsum(g, equation, operands):
-    """Einsum from Transpose/MatMul/Mul/ReduceSum, contracting operands left to right."""
-    inputs, output = _parse_equation(g, equation, operands)
+def lowered_einsum(g, equation, tensors, path=None):
+    """Einsum before ONNX had it: Transpose/MatMul/Mul/ReduceSum, contracting operands left to right."""
+    operands = list(tensors)
+    inputs, output = _parse_equation(g, _without_spaces(equation), operands)
     for letters in inputs:
         if len(set(letters)) != len(letters):
             raise unsupported(g.node.kind(), g.opset, "einsum with a repeated index (a diagonal) needs opset >= 12")
@@ -133,6 +129,15 @@ def _lowered_einsum(g, equation, operands):
         acc, acc_letters = _contract(g, acc, acc_letters, operands[index], inputs[index], needed)
     acc, acc_letters = _sum_out(g, acc, acc_letters, set(output))
     return _permute(g, acc, acc_letters, output)
+
+
+@symbolic("aten::einsum", since=12)
+def einsum(g, equation, tensors, path=None):
+    return g.op("Einsum", *tensors, equation_s=_without_spaces(equation))
+
+
+def _without_spaces(equation) -> str:
+    return str(equation).replace(" ", "")
 
 
 def _parse_equation(g, equation, operands):
@@ -183,7 +188,7 @@ def _contract(g, a, a_letters, b, b_letters, needed):
     left = "".join(c for c in a_letters if c not in b_letters)
     right = "".join(c for c in b_letters if c not in a_letters)
     matrix_form = len(summed) == 1 and len(left) <= 1 and len(right) <= 1
-    if matrix_form and (g.opset >= 9 or dtypes.is_float(g.dtype(a))):
+    if matrix_form and matmul_takes(g, g.dtype(a)):
         return _contract_matmul(g, a, a_letters, b, b_letters, batch, summed, left, right)
     return _contract_broadcast(g, a, a_letters, b, b_letters, batch + left + right, summed)
 
@@ -232,7 +237,8 @@ def tensordot(g, self, other, dims_self, dims_other):
         b[normalize_dim(dim_b, rank_b)] = a[normalize_dim(dim_a, rank_a)]
     summed = set(a) & set(b)
     output = [c for c in a if c not in summed] + [c for c in b if c not in summed]
-    return einsum(g, f"{''.join(a)},{''.join(b)}->{''.join(output)}", [self, other])
+    equation = f"{''.join(a)},{''.join(b)}->{''.join(output)}"
+    return REGISTRY.lookup("aten::einsum", g.opset)(g, equation, [self, other])
 
 
 @symbolic("aten::logdet", since=11)

@@ -92,18 +92,12 @@ def dropout(g, input, p, train):
     """The identity unless the call itself trains (``train``: nn.Dropout records it in a training export,
     F.dropout(training=True) always). Then, as PyTorch: p = 1 gives zeros; otherwise each element (each channel,
     [N, C, 1, ...], for the feature_ forms) is kept with probability 1 - p, plain dropout scaling the kept ones by
-    1 / (1 - p), alpha dropout setting the dropped ones to SELU's negative saturation and re-normalizing. Plain
-    dropout is ONNX's Dropout with training_mode (opset 12); the other forms, and plain dropout below opset 12, draw
-    their mask with RandomUniformLike (every opset)."""
+    1 / (1 - p), alpha dropout setting the dropped ones to SELU's negative saturation and re-normalizing. The mask
+    is drawn with RandomUniformLike."""
+    trivial = _trivial_dropout(g, input, p, train)
+    if trivial is not None:
+        return trivial
     kind = g.node.kind().rstrip("_")
-    if not train or p == 0:
-        return input
-    if p == 1:
-        return g.op("Mul", input, scalar_like(g, 0.0, input))
-    if kind == "aten::dropout" and g.opset >= 12:
-        out, _ = g.op("Dropout", input, g.const(p, input.dtype), g.const(True), outputs=2)
-        out.dtype, out.shape = input.dtype, input.shape
-        return out
     keep = _keep_mask(g, input, p, per_channel=kind.startswith("aten::feature"))
     if "alpha" not in kind:
         return g.op("Mul", g.op("Mul", input, keep), scalar_like(g, 1.0 / (1.0 - p), input))
@@ -114,6 +108,27 @@ def dropout(g, input, p, train):
     shift = g.op("Add", g.op("Mul", g.op("Sub", keep, scalar_like(g, 1.0, keep)), scalar_like(g, alpha * a, input)),
                  scalar_like(g, alpha * a * p, input))
     return g.op("Add", g.op("Mul", input, g.op("Mul", keep, scalar_like(g, a, input))), shift)
+
+
+@symbolic("aten::dropout", "aten::dropout_", since=12)
+@parse_args("v", "f", "b")
+def dropout_training_mode(g, input, p, train):
+    """Plain dropout as ONNX's Dropout with ``training_mode`` (opset 12); the other forms keep their own mask."""
+    trivial = _trivial_dropout(g, input, p, train)
+    if trivial is not None:
+        return trivial
+    out, _ = g.op("Dropout", input, g.const(p, input.dtype), g.const(True), outputs=2)
+    out.dtype, out.shape = input.dtype, input.shape
+    return out
+
+
+def _trivial_dropout(g, input, p, train):
+    """The result of a dropout that draws no mask (not training, p = 0: the input; p = 1: zeros), else None."""
+    if not train or p == 0:
+        return input
+    if p == 1:
+        return g.op("Mul", input, scalar_like(g, 0.0, input))
+    return None
 
 
 def _keep_mask(g, input, p, per_channel):

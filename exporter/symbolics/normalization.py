@@ -1,9 +1,9 @@
 """Normalization layers: layer norm, group norm and instance norm.
 
 LayerNormalization and GroupNormalization only arrive in opsets 17 and 18, so both are decomposed into
-ReduceMean/Sub/Mul/Sqrt here; instance norm maps to InstanceNormalization where ONNX Runtime has a kernel
-(float16/float32). Half-precision inputs are normalized in float32, as PyTorch's kernels do. Batch norm
-lives with the other layers in ``nn.py``.
+ReduceMean/Sub/Mul/Sqrt here; instance norm maps to InstanceNormalization (float16/float/double; ONNX Runtime runs
+no double one). Half-precision inputs are normalized in float32, as PyTorch's kernels do. Batch norm lives with
+the other layers in ``nn.py``.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from exporter.lowering.core import (
 )
 from exporter.lowering.normalization import normalize_batch, standardize
 from exporter.lowering.reductions import accumulation_type
+from exporter.lowering.runtime import INSTANCE_NORM_DOUBLE_DECOMPOSED, applies
 from exporter.registry import parse_args, symbolic
 
-_INSTANCE_NORM_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16)
+_INSTANCE_NORM_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE)
 
 
 def _affine(g, x, weight, bias, shape=None):
@@ -74,10 +75,9 @@ def group_norm(g, input, num_groups, weight, bias, eps, cudnn_enabled=None):
 def instance_norm(g, input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn=None):
     if not use_input_stats:
         # Eval mode with tracked statistics: exactly batch norm on the running estimates.
-
         return normalize_batch(g, input, weight, bias, running_mean, running_var, False, momentum, eps)
     channels = _static_channels(g, input, weight, bias)
-    if input.dtype in _INSTANCE_NORM_TYPES and channels is not None:
+    if channels is not None and _instance_norm_op_takes(g, input.dtype):
         scale = weight if weight is not None else g.const([1.0] * channels, input.dtype)
         shift = bias if bias is not None else g.const([0.0] * channels, input.dtype)
         return g.op("InstanceNormalization", input, cast(g, scale, input.dtype), cast(g, shift, input.dtype),
@@ -86,6 +86,12 @@ def instance_norm(g, input, weight, bias, running_mean, running_var, use_input_s
     x = cast(g, input, accumulation_type(input.dtype))
     normalized, _, _ = standardize(g, x, list(range(2, rank)), eps)
     return cast(g, _affine(g, normalized, weight, bias, [-1] + [1] * (rank - 2)), input.dtype)
+
+
+def _instance_norm_op_takes(g, elem_type) -> bool:
+    """InstanceNormalization's types, but for double where ONNX Runtime has no kernel: that is decomposed."""
+    return elem_type in _INSTANCE_NORM_TYPES and not (
+        elem_type == TensorProto.DOUBLE and applies(g, INSTANCE_NORM_DOUBLE_DECOMPOSED))
 
 
 def _static_channels(g, input, weight, bias):

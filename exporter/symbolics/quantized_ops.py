@@ -16,6 +16,7 @@ from exporter.lowering.quantized import (
     dequantize,
     quantize,
     takes_quantized,
+    with_float_bias,
 )
 from exporter.registry import REGISTRY, parse_args, symbolic
 
@@ -41,26 +42,10 @@ def _convolution(g, qx, packed, scale, zero_point, relu: bool, spatial: int):
         weight = weight.squeeze(2)
         stride, padding, dilation, output_padding = (v[1:] for v in (stride, padding, dilation, output_padding))
     w = constant_weight(g, weight)
-    result = _float(g, "aten::convolution", dequantize(g, qx), w, _inner_bias(g, bias), stride, padding, dilation,
-                    transposed, output_padding, packed.groups())
-    return _output(g, _outer_bias(g, result, bias, spatial), qx, scale, zero_point, relu)
-
-
-# ONNX Runtime rewrites a Conv/Gemm fed by DequantizeLinear with a float bias by quantizing the bias with Round, an
-# opset-11 op, and then refuses to load an opset-10 model. At opset 10 the bias is therefore added after the op, as
-# a subtraction of its negation (exactly the same sum in floating point), which ONNX Runtime does not fuse back into a
-# Gemm (MatMul+Add) or Conv.
-_BIAS_INSIDE_OPSET = 11
-
-
-def _inner_bias(g, bias):
-    return None if bias is None or g.opset < _BIAS_INSIDE_OPSET else g.const(bias.detach().numpy())
-
-
-def _outer_bias(g, result, bias, spatial: int):
-    if bias is None or g.opset >= _BIAS_INSIDE_OPSET:
-        return result
-    return g.op("Sub", result, g.const(-bias.detach().numpy().reshape([-1] + [1] * spatial)))
+    x = dequantize(g, qx)
+    result = with_float_bias(g, lambda b: _float(g, "aten::convolution", x, w, b, stride, padding, dilation,
+                                                 transposed, output_padding, packed.groups()), bias, spatial)
+    return _output(g, result, qx, scale, zero_point, relu)
 
 
 def _register_convolutions():
@@ -84,8 +69,10 @@ def _linear(g, qx, packed, scale, zero_point, relu: bool):
     import torch
 
     weight, bias = torch.ops.quantized.linear_unpack(packed)
-    result = _float(g, "aten::linear", dequantize(g, qx), constant_weight(g, weight), _inner_bias(g, bias))
-    return _output(g, _outer_bias(g, result, bias, 0), qx, scale, zero_point, relu)
+    x = dequantize(g, qx)
+    w = constant_weight(g, weight)
+    result = with_float_bias(g, lambda b: _float(g, "aten::linear", x, w, b), bias, 0)
+    return _output(g, result, qx, scale, zero_point, relu)
 
 
 @symbolic("quantized::linear", since=QDQ_OPSET)

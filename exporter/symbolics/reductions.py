@@ -1,9 +1,10 @@
 """Reductions: sum, mean, prod, max/min (and their index forms), var/std, norms, logsumexp, all/any.
 
 ONNX Reduce* ops take their axes as an attribute through opset 16 (ReduceSum: an input from 13); both forms
-come from ``reduce_op``. ONNX Runtime's CPU reductions accept float16/32/64 and int32/int64 only (ReduceMax/Min
-also int8/uint8 from opset 12), so narrower types are widened first and the result cast back to the type
-PyTorch records. Half-precision inputs accumulate in float32, as PyTorch itself does.
+come from ``reduce_op``. They take no bool and no int8/int16/uint8 (ReduceMax/Min: int8/uint8 from opset 12), so
+those are widened first and the result cast back to the type PyTorch records. Half-precision inputs accumulate in
+float32, as PyTorch itself does (``accumulation_type``); extremes are found in the input's own type where ONNX
+takes it (``extreme_type``).
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from exporter.lowering.core import (
 )
 from exporter.lowering.reductions import (
     NARROW_INTS,
-    reduction_result_type,
     accumulation_type,
+    extreme_type,
     reduce,
     reduction_axes,
+    reduction_result_type,
     vector_norm,
 )
 from exporter.registry import REGISTRY, parse_args, symbolic, unsupported
@@ -91,10 +93,10 @@ def _extreme(g, reduce_type, arg_type, elementwise_name, x, args):
         # The binary overload is the element-wise op, exported by its own symbolic.
         return REGISTRY.lookup(elementwise_name, g.opset)(g, x, args[0])
     if not args:
-        return reduce(g, reduce_type, x, None, False, accumulation_type(x.dtype, INT32), x.dtype)
+        return reduce(g, reduce_type, x, None, False, extreme_type(g, x.dtype), x.dtype)
     dim, keepdim = int(constant_value(args[0])), bool(constant_value(args[1]))
     axes = reduction_axes(g, x, dim)
-    values = reduce(g, reduce_type, x, axes, keepdim, accumulation_type(x.dtype, INT32), x.dtype)
+    values = reduce(g, reduce_type, x, axes, keepdim, extreme_type(g, x.dtype), x.dtype)
     indices = _arg_extreme(g, arg_type, x, axes[0], keepdim)
     return values, indices
 
@@ -103,14 +105,14 @@ def _extreme(g, reduce_type, arg_type, elementwise_name, x, args):
 @parse_args("v", "is", "b")
 def amax(g, self, dim, keepdim):
     return reduce(g, "ReduceMax", self, reduction_axes(g, self, dim), keepdim,
-                  accumulation_type(self.dtype, INT32), self.dtype)
+                  extreme_type(g, self.dtype), self.dtype)
 
 
 @symbolic("aten::amin")
 @parse_args("v", "is", "b")
 def amin(g, self, dim, keepdim):
     return reduce(g, "ReduceMin", self, reduction_axes(g, self, dim), keepdim,
-                  accumulation_type(self.dtype, INT32), self.dtype)
+                  extreme_type(g, self.dtype), self.dtype)
 
 
 @symbolic("aten::argmax")
@@ -316,5 +318,5 @@ def aminmax(g, self, dim=None, keepdim=False):
     """aminmax(self, *, dim, keepdim) -> (min, max), over every element when dim is None."""
     axes, keepdim = reduction_axes(g, self, dim), bool(constant_value(keepdim))
     out = reduction_result_type(g, self)
-    compute = accumulation_type(out, narrow_ints_to=INT32)
+    compute = extreme_type(g, out)
     return tuple(reduce(g, op, self, axes, keepdim, compute, out) for op in ("ReduceMin", "ReduceMax"))

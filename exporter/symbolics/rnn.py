@@ -28,6 +28,7 @@ from exporter.lowering.core import (
     is_constant,
     is_value,
     reduce_op,
+    require_opset,
     require_rank,
     reshape,
     slice_op,
@@ -36,6 +37,7 @@ from exporter.lowering.core import (
     unsqueeze,
 )
 from exporter.lowering.factories import filled
+from exporter.lowering.recurrent import first_steps
 from exporter.lowering.shape import INT64_MAX, arange_indices
 from exporter.registry import parse_args, symbolic, unsupported
 
@@ -256,8 +258,7 @@ def _packed_or_padded(g, args):
     The packed overload has ``batch_sizes`` second and no ``batch_first`` (packed data is time-major)."""
     if not _is_packed_op(g.node):
         return None, args
-    if g.opset < 9:
-        raise unsupported(g.node.kind(), g.opset, "packed sequences need Where/NonZero: needs opset >= 9")
+    require_opset(g, 9, "packed sequences need Where/NonZero")
     _require_padded_form(g)
     _require_padded_form_readers(g)
     lengths = _sequence_lengths(g, args[0])
@@ -334,21 +335,14 @@ def _with_steps(g, data, total_length, padding_value: float):
     """``data`` cut or padded to ``total_length`` steps. The trace passes ``batch_sizes.size(0)`` (the longest
     length, never above the padded input's steps) unless the caller gave a longer total_length."""
     if _is_step_count(list(g.node.inputs())[4], list(g.node.inputs())[1]):
-        return _first_steps(g, data, total_length)
+        return first_steps(g, data, total_length)
     steps = g.static_dims(data)
     if is_constant(total_length) and steps is not None and constant_value(total_length) <= steps[0]:
-        return _first_steps(g, data, total_length)
+        return first_steps(g, data, total_length)
     rest = slice_op(g, g.op("Shape", data), [0], [1], [INT64_MAX])
     extra_shape = g.op("Concat", to_int64_list_value(g, [total_length]), rest, axis_i=0)
     extra = filled(g, extra_shape, padding_value, g.dtype(data))
-    return _first_steps(g, g.op("Concat", data, extra, axis_i=0), total_length)
-
-
-def _first_steps(g, data, count):
-    """``data[:count]``: Slice, or below opset 10 (constant Slice bounds only) a Gather of steps 0..count-1."""
-    if g.opset >= 10 or is_constant(count):
-        return slice_op(g, data, [0], [0], [count])
-    return g.op("Gather", data, arange_indices(g, cast(g, count, INT64)), axis_i=0)
+    return first_steps(g, g.op("Concat", data, extra, axis_i=0), total_length)
 
 
 def _is_step_count(ts_value, ts_batch_sizes) -> bool:
