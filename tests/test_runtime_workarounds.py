@@ -48,6 +48,17 @@ def _feeds(model: onnx.ModelProto, probe: Probe) -> dict:
     return {name: t.numpy() for name, t in zip(names, probe.inputs())}
 
 
+def _for_reference(model: onnx.ModelProto, probe: Probe) -> onnx.ModelProto:
+    if probe.reference_opset is None:
+        return model
+    raised = onnx.ModelProto()
+    raised.CopyFrom(model)
+    for entry in raised.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            entry.version = probe.reference_opset
+    return raised
+
+
 def _agree(expected: list[np.ndarray], actual: list) -> bool:
     return len(expected) == len(actual) and all(
         np.asarray(a).shape == e.shape and np.allclose(np.asarray(a, dtype=np.float64), e.astype(np.float64),
@@ -73,7 +84,8 @@ def test_the_plain_form_is_right_and_the_runtime_still_fails_it(probe):
     assert probe.workaround not in result.workarounds
     onnx.checker.check_model(result.model, full_check=True)
     expected, feeds = _expected(probe), _feeds(result.model, probe)
-    assert _agree(expected, ReferenceEvaluator(result.model).run(None, feeds)), "the plain ONNX form is wrong"
+    assert _agree(expected, ReferenceEvaluator(_for_reference(result.model, probe)).run(None, feeds)), (
+        "the plain ONNX form is wrong")
     try:
         actual = make_session(data, "cpu").run(None, feeds)
     except Exception:  # the runtime rejects the plain form: the gap is still there
