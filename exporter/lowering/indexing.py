@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from onnx import TensorProto
 
 from exporter import dtypes
+from exporter.lowering.comparison import equal
 from exporter.lowering.core import (
     BOOL,
+    FLOAT,
+    INT32,
     INT64,
     cast,
     constant_value,
@@ -32,6 +36,7 @@ from exporter.lowering.core import (
     unsqueeze,
 )
 from exporter.lowering.factories import filled
+from exporter.lowering.runtime import NONZERO_AS_COMPARISON, applies
 from exporter.lowering.shape import (
     arange_indices,
     dims_or_sizes,
@@ -219,8 +224,13 @@ def nonzero_vectors(g, x):
     return [g.op("Gather", rows, g.const(i, torch.int64), axis_i=0) for i in range(max(require_rank(g, x), 1))]
 
 
+# The input types ONNX Runtime has a NonZero kernel for.
+_NONZERO_KERNEL_TYPES = frozenset({BOOL, INT32, INT64, TensorProto.UINT8, TensorProto.FLOAT16, FLOAT})
+
+
 def nonzero_input(g, x):
-    supported = {BOOL, INT64, dtypes.onnx_from_torch(torch.int32), dtypes.onnx_from_torch(torch.float32),
-                 dtypes.onnx_from_torch(torch.uint8), dtypes.onnx_from_torch(torch.float64)}
+    """NonZero's input: ``x`` itself, or ``x != 0`` (same positions) where the runtime has no NonZero for its type."""
     x = g.value(x)
-    return x if g.dtype(x) in supported else g.op("Not", g.op("Equal", x, scalar_of(g, 0, x)))
+    if g.dtype(x) in _NONZERO_KERNEL_TYPES or not applies(g, NONZERO_AS_COMPARISON):
+        return x
+    return g.op("Not", equal(g, x, scalar_of(g, 0, x)))

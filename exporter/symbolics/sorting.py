@@ -29,6 +29,7 @@ from exporter.lowering.core import (
     torch_dtype_arg,
 )
 from exporter.lowering.reductions import accumulation_type
+from exporter.lowering.runtime import UNIQUE_AS_INT64, applies
 from exporter.lowering.scans import matmul_type, pad_front, pad_type
 from exporter.lowering.sorting import top_k
 from exporter.registry import parse_args, symbolic, unsupported
@@ -169,7 +170,9 @@ def _running_product(g, x, axis):
 
 
 # -- unique ------------------------------------------------------------------------------------------------------
-_UNIQUE_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.INT8)
+# The input types ONNX Runtime has a Unique kernel for.
+_UNIQUE_KERNEL_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT64,
+                        TensorProto.INT8)
 
 
 @symbolic("aten::_unique2", since=11)
@@ -188,7 +191,9 @@ def unique_dim(g, self, dim, sorted, return_inverse, return_counts):
 
 
 def _unique(g, x, axis):
-    compute = x.dtype if x.dtype in _UNIQUE_TYPES else INT64
+    compute = x.dtype
+    if compute not in _UNIQUE_KERNEL_TYPES and applies(g, UNIQUE_AS_INT64):
+        compute = INT64
     attrs = {"sorted_i": 1} if axis is None else {"sorted_i": 1, "axis_i": axis}
     values, _, inverse, counts = g.op("Unique", cast(g, x, compute), outputs=4, **attrs)
     values.dtype = compute
