@@ -67,6 +67,20 @@ def enabled_set(choice) -> frozenset[str] | None:
 # -- shape, tensor factories, sequence, control flow, prim, resize, attention -------------------------------------
 
 # -- indexing, in-place, sorting, torchvision ops -----------------------------------------------------------------
+# lowering.indexing.nonzero_input: NonZero on x != 0 (a bool) instead of x.
+NONZERO_AS_COMPARISON = declare(
+    "nonzero_as_comparison",
+    gap="ONNX Runtime has NonZero kernels only for bool, int32, int64, uint8, float16 and float (none for int8, "
+        "int16, the wider unsigned ints, double, bfloat16)",
+    plain_form="NonZero on the input's own type, as ONNX allows every type",
+)
+# symbolics.sorting._unique: Unique on the input cast to int64 (exact for the integer and bool types), cast back.
+UNIQUE_AS_INT64 = declare(
+    "unique_as_int64",
+    gap="ONNX Runtime has Unique kernels only for float, double, float16, int64 and int8 (none for bool, int16, "
+        "int32, uint8 and the other unsigned ints)",
+    plain_form="Unique on the input's own type, as ONNX allows every type",
+)
 
 # -- nn, pooling, normalization, rnn, linalg, reductions, quantized -----------------------------------------------
 # lowering.linalg.gemm_takes (addmm on integers):

@@ -23,6 +23,7 @@ from exporter.lowering.core import (
     is_value,
     normalize_dim,
     reduce_op,
+    require_opset,
     require_rank,
     reshape,
     shape_of,
@@ -30,18 +31,26 @@ from exporter.lowering.core import (
     to_int64_list_value,
     unsqueeze,
 )
-from exporter.lowering.factories import filled
-from exporter.lowering.indexing import nonzero_input, nonzero_vectors, scalar_of
+from exporter.lowering.indexing import (
+    add_rows,
+    gather_elements,
+    int_or_none,
+    nonzero_input,
+    nonzero_vectors,
+    scalar_of,
+    scatter_add_elements,
+    scatter_elements,
+    strided_slice,
+    wrap_negative,
+)
 from exporter.lowering.shape import (
     INT64_MAX,
-    arange_indices,
     broadcast_shape,
     dims_or_sizes,
     expand_to,
     expand_to_shape_value,
     known_dims,
     reshape_to,
-    size_arith,
     transpose_perm,
     typed,
 )
@@ -52,35 +61,25 @@ def _reshape_like(g, x, like):
     return typed(reshape(g, x, shape_of(g, like)), g.shape(like))
 
 
-def _int_or_none(x):
-    return None if x is None or is_value(x) else int(constant_value(x))
-
-
 # -- slicing and selecting --------------------------------------------------------------------------------------
 @symbolic("aten::slice")
 def slice_(g, self, dim=0, start=None, end=None, step=1):
-    """x[start:end:step] along dim: Slice (steps from opset 10; Gather of static positions below).
+    """x[start:end:step] along dim: Slice (a strided slice below opset 10 gathers static positions).
 
     A TorchScript list (``aten::slice.t``, arguments start, end, step) is sliced at export time.
     """
     if isinstance(self, (list, tuple)):
-        return list(self)[slice(_int_or_none(dim), _int_or_none(start), _int_or_none(end))]
+        return list(self)[slice(int_or_none(dim), int_or_none(start), int_or_none(end))]
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     step = 1 if step is None else int(constant_value(step))
     start = 0 if start is None else start
     end = INT64_MAX if end is None else end
     n = known_dims(g, self)[dim]
-    start_c, end_c = _int_or_none(start), _int_or_none(end)
+    start_c, end_c = int_or_none(start), int_or_none(end)
     if step == 1 and start_c == 0 and end_c is not None and (end_c >= INT64_MAX or (n is not None and end_c >= n)):
         return self
-    if step == 1 or g.opset >= 10:
-        return slice_op(g, self, [dim], [start], [end], None if step == 1 else [step])
-    if n is None or start_c is None or end_c is None:
-        raise unsupported(g.node.kind(), g.opset, "a strided slice of a dynamic dim needs opset >= 10")
-    # Slice has no steps before opset 10: gather the selected positions instead.
-    positions = np.arange(n)[slice(start_c, end_c, step)].astype(np.int64)
-    return g.op("Gather", self, g.const(positions), axis_i=dim)
+    return strided_slice(g, self, dim, start, end, step)
 
 
 @symbolic("aten::select")
@@ -109,74 +108,12 @@ def index_select(g, self, dim, index):
 
 
 # -- gather along a dim -----------------------------------------------------------------------------------------
-def _linear_offsets(shape: list[int], index_shape: list[int], dim: int) -> tuple[np.ndarray, int]:
-    """For every position of an index tensor: its linear offset in ``shape`` without ``dim``, and dim's stride."""
-    strides = np.cumprod([1] + shape[::-1][:-1])[::-1].astype(np.int64)
-    grids = np.meshgrid(*[np.arange(s, dtype=np.int64) for s in index_shape], indexing="ij")
-    offsets = np.zeros(index_shape, dtype=np.int64)
-    for axis, grid in enumerate(grids):
-        if axis != dim:
-            offsets = offsets + grid * strides[axis]
-    return offsets, int(strides[dim])
-
-
-def _wrapped(g, self, dim: int, index):
-    """Negative indices made non-negative (torch and GatherElements read -1 as the last position; the linear
-    positions and the index == j selection below opset 11 need 0 .. n-1). Less on float exists from opset 7."""
-    size = dim_size(g, self, dim)
-    size = g.const(size, torch.int64) if isinstance(size, int) else size
-    double = dtypes.onnx_from_torch(torch.float64)
-    negative = cast(g, g.op("Less", cast(g, index, double), g.const(0.0, torch.float64)), INT64)
-    wrapped = g.op("Add", index, g.op("Mul", negative, size))
-    wrapped.shape = index.shape
-    return wrapped
-
-
-def _flat_positions(g, self, dim: int, index):
-    """Linear positions into ``self`` flattened that torch.gather addresses (static shapes only)."""
-    offsets, stride = _linear_offsets(g.static_dims(self), g.static_dims(index), dim)
-    scaled = g.op("Mul", cast(g, index, INT64), g.const(stride, torch.int64))
-    return g.op("Add", scaled, g.const(offsets))
-
-
-def _gather_by_hits(g, self, dim: int, index):
-    """gather for dynamic shapes below opset 11: ``sum_j where(index == j, self[..., j, ...], 0)`` (opset 9).
-
-    Exactly one j matches each index, so the sum is the selected value itself (NaN elsewhere is never read).
-    """
-    rank = require_rank(g, self)
-    if g.opset < 9:
-        raise unsupported(g.node.kind(), g.opset, "with dynamic shapes gather needs GatherElements (opset 11) "
-                                                  "or Where with NonZero: needs opset >= 9")
-    self_dims, index_dims = known_dims(g, self), known_dims(g, index)
-    if any(a != dim and (self_dims[a] is None or self_dims[a] != index_dims[a]) for a in range(rank)):
-        if g.opset < 10:
-            raise unsupported(g.node.kind(), g.opset, "gather with an index of run-time shape needs Slice with "
-                                                      "input bounds: needs opset >= 10")
-        axes = [a for a in range(rank) if a != dim]
-        self = slice_op(g, self, axes, [0] * len(axes), [dim_size(g, index, a) for a in axes])
-    original = g.dtype(self)
-    work = original if original != BOOL else dtypes.onnx_from_torch(torch.int32)
-    targets = reshape_to(g, arange_indices(g, dim_size(g, self, dim)), [1] * rank + [-1])
-    hits = g.op("Equal", unsqueeze(g, index, [rank]), targets)
-    values = unsqueeze(g, transpose_perm(g, cast(g, self, work), [a for a in range(rank) if a != dim] + [dim]), [dim])
-    zero = g.const(np.zeros((), dtype=dtypes.numpy_from_onnx(work)))
-    picked = reduce_op(g, "ReduceSum", g.op("Where", hits, values, zero), [rank], keepdims=False)
-    return cast(g, typed(picked, index_dims), original)
-
-
 @symbolic("aten::gather")
 def gather(g, self, dim, index, sparse_grad=None):
     """torch.gather: GatherElements from opset 11; below, a Gather of linear positions (static shapes) or an
     index==j selection (dynamic shapes, opset 9)."""
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
-    index = cast(g, g.value(index), INT64)
-    if g.opset >= 11:
-        return g.op("GatherElements", self, index, axis_i=dim)
-    index = _wrapped(g, self, dim, index)
-    if g.static_dims(self) is None or g.static_dims(index) is None:
-        return _gather_by_hits(g, self, dim, index)
-    return g.op("Gather", reshape_to(g, self, [-1]), _flat_positions(g, self, dim, index), axis_i=0)
+    return gather_elements(g, self, dim, cast(g, g.value(index), INT64))
 
 
 @symbolic("aten::take_along_dim")
@@ -213,23 +150,14 @@ def _is_mask(g, x) -> bool:
 
 def _mask_to_indices(g, mask) -> list:
     """A boolean mask as one int64 index vector per mask dim (NonZero, opset 9)."""
-    if g.opset < 9:
-        raise unsupported(g.node.kind(), g.opset, "boolean-mask indexing needs NonZero: needs opset >= 9")
+    _require_mask_indexing(g)
     rows = g.op("NonZero", cast(g, mask, BOOL))
     rows_of = [g.op("Gather", rows, g.const(i, torch.int64), axis_i=0) for i in range(require_rank(g, mask))]
     return [typed(r, (None,)) for r in rows_of]
 
 
-def _wrap_negative(g, index, size):
-    """``index`` with negative entries counted from the end (needed before combining indices linearly)."""
-    if not is_value(index) or (index.const is not None and (index.const >= 0).all()):
-        return index
-    size = g.value(size, torch.int64) if not is_value(size) else size
-    if g.opset >= 9:
-        negative = g.op("Less", index, g.const(0, torch.int64))
-    else:  # Less takes only floating types before opset 9
-        negative = g.op("Less", cast(g, index, dtypes.onnx_from_torch(torch.float64)), g.const(0.0, torch.float64))
-    return typed(g.op("Add", index, g.op("Mul", cast(g, negative, INT64), size)), g.shape(index))
+def _require_mask_indexing(g):
+    require_opset(g, 9, "boolean-mask indexing needs NonZero")
 
 
 def _expand_index_list(g, self, indices: list) -> list:
@@ -265,7 +193,7 @@ def _linear_index(g, self, first: int, tensors: list):
     sizes = dims_or_sizes(g, self)[first : first + len(tensors)]
     linear = None
     for index, size in zip(tensors, sizes):
-        index = _wrap_negative(g, index, size)
+        index = wrap_negative(g, index, size)
         if linear is None:
             linear = index
         else:
@@ -287,7 +215,7 @@ def index(g, self, indices):
     linearized indices (several)."""
     indices = list(indices)
     present = [i for i in indices if i is not None]
-    if len(present) == 1 and _is_mask(g, present[0]) and g.opset >= 9:
+    if len(present) == 1 and _is_mask(g, present[0]):
         return _select_by_mask(g, self, indices.index(present[0]), present[0])
     indices = _expand_index_list(g, self, indices)
     moved, tensors, first, _ = _indexed_dims_first(g, self, indices)
@@ -299,31 +227,12 @@ def index(g, self, indices):
 
 def _select_by_mask(g, self, position: int, mask):
     """``self[..., mask]``: the masked dims merged into one, then Compress along it (opset 9)."""
+    _require_mask_indexing(g)
     merged = _merge_dims(g, self, position, require_rank(g, mask))
     return g.op("Compress", merged, reshape_to(g, cast(g, mask, BOOL), [-1]), axis_i=position)
 
 
 # -- writes -----------------------------------------------------------------------------------------------------
-def _one_hot_rows(g, row_index, rows, dtype: int):
-    """[M, N] matrix of ``dtype`` with a 1 at (m, row_index[m]); Equal against 0..N-1 works at every opset."""
-    column = unsqueeze(g, reshape_to(g, row_index, [-1]), [1])
-    hits = g.op("Equal", column, unsqueeze(g, arange_indices(g, rows), [0]))
-    return cast(g, hits, dtype)
-
-
-def _add_rows(g, base, row_index, updates):
-    """``base[row_index[m]] += updates[m]`` for a 2-D ``base`` [N, R], summing duplicate rows (torch's accumulate)."""
-    if g.opset >= 16:
-        return g.op("ScatterND", base, unsqueeze(g, reshape_to(g, row_index, [-1]), [1]), updates, reduction_s="add")
-    elem = g.dtype(base)
-    if not (dtypes.is_float(elem) or (g.opset >= 9 and elem in (dtypes.onnx_from_torch(torch.int32), INT64))):
-        raise unsupported(g.node.kind(), g.opset,
-                          "an accumulating scatter of this type needs ScatterND reduction: needs opset >= 16")
-    one_hot = _one_hot_rows(g, row_index, dim_size(g, base, 0), elem)
-    spread = g.op("MatMul", g.op("Transpose", one_hot, perm_i=[1, 0]), updates)
-    return g.op("Add", base, spread)
-
-
 def _broadcast_indices(g, tensors: list) -> list:
     """Index tensors broadcast to one shape (adding zeros of the others' shapes: exact for integers)."""
     if len(tensors) == 1:
@@ -345,16 +254,14 @@ def index_put(g, self, indices, values, accumulate=False):
     present = [i for i in indices if i is not None]
     values = cast(g, g.value(values), g.dtype(self))
     if len(present) == 1 and _is_mask(g, present[0]) and indices.index(present[0]) == 0 and _is_single(g, values):
-        if g.opset < 9:
-            raise unsupported(g.node.kind(), g.opset, "index_put with a mask needs Where: needs opset >= 9")
+        require_opset(g, 9, "index_put with a mask needs Where")
         return _put_scalar_by_mask(g, self, present[0], values, accumulate)
-    if g.opset < 11:
-        raise unsupported(g.node.kind(), g.opset, "index_put with index tensors needs ScatterND: needs opset >= 11")
+    require_opset(g, 11, "index_put with index tensors needs ScatterND")
     indices = _expand_index_list(g, self, indices)
     moved, tensors, first, perm = _indexed_dims_first(g, self, indices)
     tensors = _broadcast_indices(g, tensors)
     sizes = dims_or_sizes(g, moved)
-    tensors = [_wrap_negative(g, t, sizes[first + k]) for k, t in enumerate(tensors)]
+    tensors = [wrap_negative(g, t, sizes[first + k]) for k, t in enumerate(tensors)]
     front = transpose_perm(g, moved, _front_perm(require_rank(g, moved), first, len(tensors)))
     updates = _values_for_front(g, moved, values, first, len(tensors), tensors[0])
     if accumulate:
@@ -423,7 +330,7 @@ def _accumulate_front(g, front, tensors: list, updates):
     else:
         rows = reshape_to(g, front, [-1, 1])
     flat_updates = reshape_to(g, updates, [-1, dims_or_sizes(g, rows)[1]])
-    summed = _add_rows(g, rows, linear, flat_updates)
+    summed = add_rows(g, rows, linear, flat_updates)
     return _reshape_like(g, summed, front)
 
 
@@ -440,49 +347,6 @@ def _crop_to(g, src, index):
     return slice_op(g, src, axes, [0] * len(axes), ends)
 
 
-def _scatter_elements(g, self, dim: int, index, updates, reduction: str | None = None):
-    if g.opset >= 11:
-        return g.op("ScatterElements", self, index, updates, axis_i=dim, reduction_s=reduction)
-    return g.op("Scatter", self, index, updates, axis_i=dim)
-
-
-def _scatter_add_along(g, self, dim: int, index, src):
-    """scatter_add below opset 16: for every target j along ``dim``, the sum of the ``src`` entries whose index is j.
-
-    ``hits = (index[..., None] == 0..n-1)``; the contributions ``where(hits, src[..., None], 0)`` summed over ``dim``
-    leave j as the last axis, which moves back to ``dim``. Duplicate indices add up, as in torch.
-    """
-    rank = require_rank(g, self)
-    targets = reshape_to(g, arange_indices(g, dim_size(g, self, dim)), [1] * rank + [-1])
-    hits = g.op("Equal", unsqueeze(g, index, [rank]), targets)
-    values = unsqueeze(g, src, [rank])
-    if g.opset >= 9:
-        zero = g.const(np.zeros((), dtype=dtypes.numpy_from_onnx(g.dtype(self))))
-        spread = g.op("Where", hits, values, zero)
-    else:  # Where is opset 9; 0/1 weights give the same sums for finite values
-        spread = g.op("Mul", values, cast(g, hits, g.dtype(self)))
-    index_dims = known_dims(g, index) or [None] * rank
-    summed_shape = [d for a, d in enumerate(index_dims) if a != dim] + [known_dims(g, self)[dim]]
-    summed = typed(reduce_op(g, "ReduceSum", spread, [dim], keepdims=False), summed_shape)
-    contribution = transpose_perm(g, summed, list(range(dim)) + [rank - 1] + list(range(dim, rank - 1)))
-    return g.op("Add", self, _zero_extend(g, contribution, self, skip=dim))
-
-
-def _zero_extend(g, x, like, skip: int):
-    """``x`` extended with zeros at the end of every dim (but ``skip``) to ``like``'s size there."""
-
-    rank = require_rank(g, like)
-    x_dims, like_dims = known_dims(g, x), known_dims(g, like)
-    for axis in range(rank):
-        if axis == skip or (x_dims[axis] is not None and x_dims[axis] == like_dims[axis]):
-            continue
-        sizes = dims_or_sizes(g, x)
-        sizes[axis] = size_arith(g, "Sub", dim_size(g, like, axis), dim_size(g, x, axis))
-        zeros = filled(g, sizes, 0, g.dtype(x))
-        x = typed(g.op("Concat", x, zeros, axis_i=axis), [None] * rank)
-    return x
-
-
 @symbolic("aten::scatter", "aten::scatter_")
 def scatter(g, self, dim, index, src, reduce=None):
     """scatter(dim, index, src | value, reduce=None): Scatter (9-10) / ScatterElements (11+), reductions at 16."""
@@ -494,18 +358,14 @@ def scatter(g, self, dim, index, src, reduce=None):
         updates = expand_to_shape_value(g, g.value(src, None) if is_value(src) else scalar_of(g, src, self),
                                         shape_of(g, index))
         updates = cast(g, updates, g.dtype(self))
-    reduce = None if reduce is None else str(constant_value(reduce))
     if reduce is None:
-        if g.opset < 9:
-            raise unsupported(g.node.kind(), g.opset, "scatter needs Scatter: needs opset >= 9")
-        return _scatter_elements(g, self, dim, index, updates)
-    onnx_reduction = {"add": "add", "multiply": "mul"}[reduce]
-    if g.opset >= 16:
-        return _scatter_elements(g, self, dim, index, updates, onnx_reduction)
-    if reduce == "add":
-        return _scatter_add_along(g, self, dim, index, updates)
-    raise unsupported(g.node.kind(), g.opset,
-                      "scatter with reduce='multiply' needs ScatterElements reduction: needs opset >= 16")
+        require_opset(g, 9, "scatter needs Scatter")
+        return scatter_elements(g, self, dim, index, updates)
+    reduction = {"add": "add", "multiply": "mul"}[str(constant_value(reduce))]
+    if reduction == "add":
+        return scatter_add_elements(g, self, dim, index, updates)
+    require_opset(g, 16, "scatter with reduce='multiply' needs ScatterElements reduction")
+    return scatter_elements(g, self, dim, index, updates, reduction)
 
 
 @symbolic("aten::scatter_add", "aten::scatter_add_")
@@ -513,10 +373,7 @@ def scatter_add(g, self, dim, index, src):
     """scatter_add: ScatterElements reduction 'add' from opset 16; the index==j summation below."""
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
-    updates = cast(g, _crop_to(g, src, index), g.dtype(self))
-    if g.opset >= 16:
-        return _scatter_elements(g, self, dim, index, updates, "add")
-    return _scatter_add_along(g, self, dim, index, updates)
+    return scatter_add_elements(g, self, dim, index, cast(g, _crop_to(g, src, index), g.dtype(self)))
 
 
 @symbolic("aten::scatter_reduce", "aten::scatter_reduce_")
@@ -530,18 +387,15 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
     if reduce not in ("sum", "prod"):
         raise unsupported(g.node.kind(), g.opset,
                           f"scatter_reduce '{reduce}' has no ONNX form up to opset 16 (max/min come at 18)")
-    if reduce == "prod" and g.opset < 16:
-        raise unsupported(g.node.kind(), g.opset,
-                          "scatter_reduce 'prod' needs ScatterElements reduction: needs opset >= 16")
+    if reduce == "prod":
+        require_opset(g, 16, "scatter_reduce 'prod' needs ScatterElements reduction")
     if not include_self:
-        if g.opset < 9:
-            raise unsupported(g.node.kind(), g.opset,
-                              "scatter_reduce with include_self=False needs Scatter: needs opset >= 9")
+        require_opset(g, 9, "scatter_reduce with include_self=False needs Scatter")
         neutral = scalar_of(g, 0 if reduce == "sum" else 1, self)
-        self = _scatter_elements(g, self, dim, index, expand_to_shape_value(g, neutral, shape_of(g, index)))
-    if g.opset >= 16:
-        return _scatter_elements(g, self, dim, index, updates, "add" if reduce == "sum" else "mul")
-    return _scatter_add_along(g, self, dim, index, updates)
+        self = scatter_elements(g, self, dim, index, expand_to_shape_value(g, neutral, shape_of(g, index)))
+    if reduce == "prod":
+        return scatter_elements(g, self, dim, index, updates, "mul")
+    return scatter_add_elements(g, self, dim, index, updates)
 
 
 # -- index_add / index_copy / index_fill --------------------------------------------------------------------------
@@ -551,9 +405,8 @@ def _index_along(g, index, dim: int, rank: int, shape):
     return expand_to_shape_value(g, laid, shape)
 
 
-@symbolic("aten::index_add", "aten::index_add_")
-def index_add(g, self, dim, index, source, alpha=None):
-    """index_add(dim, index, source, alpha): ScatterND reduction 'add' from 16; a one-hot row sum below."""
+def _index_add_front(g, self, dim, index, source, alpha):
+    """index_add's operands with ``dim`` moved to the front: (front, flat int64 index, scaled source, perm)."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     index = cast(g, reshape_to(g, g.value(index), [-1]), INT64)
@@ -564,12 +417,22 @@ def index_add(g, self, dim, index, source, alpha=None):
         source = g.op("Mul", source, scalar_of(g, alpha, self))
     perm = [dim] + [i for i in range(rank) if i != dim]
     front, front_source = transpose_perm(g, self, perm), transpose_perm(g, source, perm)
-    if g.opset >= 16:
-        out = g.op("ScatterND", front, unsqueeze(g, index, [1]), front_source, reduction_s="add")
-    else:
-        rows = reshape_to(g, front, [0, -1])
-        summed = _add_rows(g, rows, index, reshape_to(g, front_source, [0, -1]))
-        out = _reshape_like(g, summed, front)
+    return front, index, front_source, perm
+
+
+@symbolic("aten::index_add", "aten::index_add_")
+def index_add_by_one_hot(g, self, dim, index, source, alpha=None):
+    """index_add(dim, index, source, alpha) below opset 16: a one-hot row sum over the rows of the front layout."""
+    front, index, front_source, perm = _index_add_front(g, self, dim, index, source, alpha)
+    summed = add_rows(g, reshape_to(g, front, [0, -1]), index, reshape_to(g, front_source, [0, -1]))
+    return transpose_perm(g, _reshape_like(g, summed, front), _inverse(perm))
+
+
+@symbolic("aten::index_add", "aten::index_add_", since=16)
+def index_add(g, self, dim, index, source, alpha=None):
+    """index_add(dim, index, source, alpha): ScatterND reduction 'add' at the index rows of the front layout."""
+    front, index, front_source, perm = _index_add_front(g, self, dim, index, source, alpha)
+    out = g.op("ScatterND", front, unsqueeze(g, index, [1]), front_source, reduction_s="add")
     return transpose_perm(g, out, _inverse(perm))
 
 
@@ -580,7 +443,7 @@ def index_copy(g, self, dim, index, source):
     dim = normalize_dim(int(constant_value(dim)), rank)
     source = cast(g, g.value(source), g.dtype(self))
     index = cast(g, reshape_to(g, g.value(index), [-1]), INT64)
-    return _scatter_elements(g, self, dim, _index_along(g, index, dim, rank, shape_of(g, source)), source)
+    return scatter_elements(g, self, dim, _index_along(g, index, dim, rank, shape_of(g, source)), source)
 
 
 @symbolic("aten::index_fill", "aten::index_fill_", since=9)
@@ -594,7 +457,7 @@ def index_fill(g, self, dim, index, value):
     fill = cast(g, g.value(value), g.dtype(self)) if is_value(value) else scalar_of(g, value, self)
     updates = expand_to(g, reshape_to(g, fill, []), shape)
     indices = _index_along(g, index, dim, rank, to_int64_list_value(g, shape))
-    return _scatter_elements(g, self, dim, indices, updates)
+    return scatter_elements(g, self, dim, indices, updates)
 
 
 # -- masks ------------------------------------------------------------------------------------------------------
@@ -633,21 +496,26 @@ def nonzero_numpy(g, self):
 # -- one_hot ----------------------------------------------------------------------------------------------------
 @symbolic("aten::one_hot")
 @parse_args("v", "i")
-def one_hot(g, self, num_classes):
-    """F.one_hot: OneHot from opset 9; Equal against 0..n-1 below (num_classes given)."""
+def one_hot_by_equal(g, self, num_classes):
+    """F.one_hot before OneHot (opset 9): each index compared with 0..num_classes-1 (num_classes given)."""
     self = cast(g, self, INT64)
     if num_classes < 0:
-        if g.opset < 9:
-            raise unsupported(g.node.kind(), g.opset, "one_hot with num_classes=-1 needs OneHot: needs opset >= 9")
+        require_opset(g, 9, "one_hot with num_classes=-1 needs OneHot")
+    hits = g.op("Equal", unsqueeze(g, self, [require_rank(g, self)]), g.const(np.arange(num_classes, dtype=np.int64)))
+    return cast(g, hits, INT64)
+
+
+@symbolic("aten::one_hot", since=9)
+@parse_args("v", "i")
+def one_hot(g, self, num_classes):
+    """F.one_hot: OneHot of depth num_classes, or the largest index + 1 for num_classes=-1."""
+    self = cast(g, self, INT64)
+    if num_classes < 0:
         top = g.op("ReduceMax", reshape_to(g, self, [-1]), axes_i=[0], keepdims_i=1)
         depth = g.op("Add", top, g.const([1], torch.int64))
     else:
         depth = g.const([num_classes], torch.int64)
-    if g.opset >= 9:
-        return g.op("OneHot", self, depth, g.const([0, 1], torch.int64), axis_i=-1)
-    # OneHot is opset 9: compare each index with 0..num_classes-1 instead.
-    hits = g.op("Equal", unsqueeze(g, self, [require_rank(g, self)]), g.const(np.arange(num_classes, dtype=np.int64)))
-    return cast(g, hits, INT64)
+    return g.op("OneHot", self, depth, g.const([0, 1], torch.int64), axis_i=-1)
 
 
 # -- bucketize, take ------------------------------------------------------------------------------------------------
@@ -668,13 +536,16 @@ def bucketize(g, self, boundaries, out_int32=False, right=False):
 
 
 @symbolic("aten::take")
-def take(g, self, index):
-    """take(self, index): the flattened input gathered at ``index`` (negative indices count from the end; Gather
-    accepts them only from opset 11, so below it they are shifted by the element count first)."""
+def take_shifting_negatives(g, self, index):
+    """take(self, index) before opset 11, where Gather rejects negative indices: those are shifted by the element
+    count first."""
     flat = reshape(g, self, [-1])
     index = cast(g, index, INT64)
-    if g.opset < 11:
-        count = dim_size(g, flat, 0)
-        shifted = g.op("Add", index, cast(g, count, INT64))
-        index = where_select(g, less(g, index, g.const(0, INT64)), shifted, index)
-    return g.op("Gather", flat, index, axis_i=0)
+    shifted = g.op("Add", index, cast(g, dim_size(g, flat, 0), INT64))
+    return g.op("Gather", flat, where_select(g, less(g, index, g.const(0, INT64)), shifted, index), axis_i=0)
+
+
+@symbolic("aten::take", since=11)
+def take(g, self, index):
+    """take(self, index): the flattened input gathered at ``index`` (negative indices count from the end)."""
+    return g.op("Gather", reshape(g, self, [-1]), cast(g, index, INT64), axis_i=0)

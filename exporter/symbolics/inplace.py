@@ -27,6 +27,7 @@ from exporter.lowering.core import (
     is_constant,
     is_value,
     normalize_dim,
+    require_opset,
     require_rank,
     shape_of,
     slice_op,
@@ -71,13 +72,12 @@ def select_scatter(g, self, src, dim, index):
         return g.op("Concat", before, src, after, axis_i=dim)
     if size is not None:
         return _gather_scatter_at(g, self, src, dim, size, index)
-    if g.opset >= 10:
-        position = g.op("Mod", cast(g, index, INT64), g.value(dim_size(g, self, dim), INT64), fmod_i=0)
-        after_start = g.op("Add", position, g.const(1, torch.int64))
-        before = slice_op(g, self, [dim], [0], [position])
-        after = slice_op(g, self, [dim], [after_start], [_INT64_MAX])
-        return g.op("Concat", before, src, after, axis_i=dim)
-    raise unsupported(g.node.kind(), g.opset, "assignment at a position computed at run time needs opset >= 10")
+    require_opset(g, 10, "assignment at a position computed at run time")
+    position = g.op("Mod", cast(g, index, INT64), g.value(dim_size(g, self, dim), INT64), fmod_i=0)
+    after_start = g.op("Add", position, g.const(1, torch.int64))
+    before = slice_op(g, self, [dim], [0], [position])
+    after = slice_op(g, self, [dim], [after_start], [_INT64_MAX])
+    return g.op("Concat", before, src, after, axis_i=dim)
 
 
 @symbolic("aten::slice_scatter")

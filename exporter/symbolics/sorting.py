@@ -1,10 +1,10 @@
 """Sorting, selection and scans: topk, sort/argsort/msort, kthvalue, cumsum, cumprod, unique.
 
 TopK takes ``k`` as an attribute before opset 10 and as an input from 10; ``largest``/``sorted`` arrive in 11,
-so smallest-first selection below 11 runs TopK on the negated input. ONNX Runtime's TopK below 11 accepts
-only float types: narrow integers are widened to float64 (exact), int64 needs opset 11. CumSum arrives in
-opset 11; below it a scan along an axis of static length is a MatMul by a triangular constant. cumprod has
-no ONNX op at any opset: it is a log-depth (Hillis-Steele) scan of shifted products.
+so smallest-first selection below 11 runs TopK on the negated input. TopK below 11 takes only float types:
+narrow integers are widened to float64 (exact), int64 needs opset 11 (``lowering.sorting.top_k``). CumSum
+arrives in opset 11; below it a scan along an axis of static length is a MatMul by a triangular constant.
+cumprod has no ONNX op at any opset: it is a log-depth (Hillis-Steele) scan of shifted products.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from exporter.lowering.core import (
     dim_size,
     normalize_dim,
     output_dtype,
+    require_opset,
     require_rank,
     reshape,
     shape_of,
@@ -28,10 +29,10 @@ from exporter.lowering.core import (
     torch_dtype_arg,
 )
 from exporter.lowering.reductions import accumulation_type
+from exporter.lowering.runtime import UNIQUE_AS_INT64, applies
+from exporter.lowering.scans import matmul_type, pad_front, pad_type
 from exporter.lowering.sorting import top_k
 from exporter.registry import parse_args, symbolic, unsupported
-
-DOUBLE = TensorProto.DOUBLE
 
 
 @symbolic("aten::topk")
@@ -105,73 +106,73 @@ def _scan_types(g, x, dtype):
     return out, accumulation_type(out)
 
 
-def _static_axis_length(g, x, axis, what):
+def _axis_length(g, x, axis) -> int | None:
     dims = g.dims(x)
-    length = dims[axis] if dims is not None else None
-    if length is None:
-        raise unsupported(g.node.kind(), g.opset, f"{what} along an axis of dynamic length needs opset >= 11")
-    return length
+    return dims[axis] if dims is not None else None
 
 
-@symbolic("aten::cumsum", "aten::cumsum_")
-def cumsum(g, self, dim, dtype=None):
+def _scan(g, self, dim, dtype, scan_along):
+    """``scan_along(x, axis)`` of the input in the scan's compute type, cast to its output type (a 0-d input is its
+    own scan)."""
     out, compute = _scan_types(g, self, dtype)
     x = cast(g, self, compute)
     rank = require_rank(g, x)
     if rank == 0:
         return cast(g, x, out)
-    axis = normalize_dim(int(constant_value(dim)), rank)
-    if g.opset >= 11:
-        return cast(g, g.op("CumSum", x, g.const(axis)), out)
-    return cast(g, _cumsum_by_matmul(g, x, axis, rank), out)
+    return cast(g, scan_along(x, normalize_dim(int(constant_value(dim)), rank)), out)
 
 
-def _cumsum_by_matmul(g, x, axis, rank):
-    """Running sums along ``axis`` as x @ U, U upper-triangular ones, with ``axis`` moved last."""
-    length = _static_axis_length(g, x, axis, "cumsum")
-    matmul_type = x.dtype
-    if g.opset < 9 and not dtypes.is_float(x.dtype):
-        # MatMul takes integers from opset 9; float64 sums integers exactly up to 2**53.
-        matmul_type = DOUBLE
+@symbolic("aten::cumsum", "aten::cumsum_")
+def cumsum_by_matmul(g, self, dim, dtype=None):
+    """cumsum before CumSum (opset 11): x @ U, U upper-triangular ones, with the axis (of static length) last."""
+    return _scan(g, self, dim, dtype, lambda x, axis: _cumsum_by_matmul(g, x, axis))
+
+
+@symbolic("aten::cumsum", "aten::cumsum_", since=11)
+def cumsum(g, self, dim, dtype=None):
+    return _scan(g, self, dim, dtype, lambda x, axis: g.op("CumSum", x, g.const(axis)))
+
+
+def _cumsum_by_matmul(g, x, axis):
+    length = _axis_length(g, x, axis)
+    if length is None:
+        require_opset(g, 11, "cumsum along an axis of dynamic length needs CumSum")
+    rank = require_rank(g, x)
+    matmul_dtype = matmul_type(g, x.dtype)
     perm = list(range(rank))
     perm[axis], perm[-1] = perm[-1], perm[axis]
     moved = x if axis == rank - 1 else g.op("Transpose", x, perm_i=perm)
-    upper = g.const(np.triu(np.ones((length, length))), matmul_type)
-    summed = cast(g, g.op("MatMul", cast(g, moved, matmul_type), upper), x.dtype)
+    upper = g.const(np.triu(np.ones((length, length))), matmul_dtype)
+    summed = cast(g, g.op("MatMul", cast(g, moved, matmul_dtype), upper), x.dtype)
     return summed if axis == rank - 1 else g.op("Transpose", summed, perm_i=perm)
 
 
 @symbolic("aten::cumprod", "aten::cumprod_")
 def cumprod(g, self, dim, dtype=None):
     """Hillis-Steele scan: after step s every entry holds the product of the 2**s entries ending at it."""
-    out, compute = _scan_types(g, self, dtype)
-    x = cast(g, self, compute)
+    return _scan(g, self, dim, dtype, lambda x, axis: _running_product(g, x, axis))
+
+
+def _running_product(g, x, axis):
+    """The products, in the type Pad takes (the final cast goes straight to the output type)."""
     rank = require_rank(g, x)
-    if rank == 0:
-        return cast(g, x, out)
-    axis = normalize_dim(int(constant_value(dim)), rank)
-    length = _static_axis_length(g, x, axis, "cumprod")
-    pad_type = x.dtype if g.opset >= 11 or dtypes.is_float(x.dtype) else DOUBLE
-    y = cast(g, x, pad_type)
+    length = _axis_length(g, x, axis)
+    if length is None:
+        raise unsupported(g.node.kind(), g.opset, "cumprod along an axis of dynamic length is not supported "
+                                                  "(the scan unrolls over the axis)")
+    y = cast(g, x, pad_type(g, x.dtype))
     shift = 1
     while shift < length:
         head = slice_op(g, y, [axis], [0], [length - shift])
-        y = g.op("Mul", y, _pad_front(g, head, axis, rank, shift, 1))
+        y = g.op("Mul", y, pad_front(g, head, axis, rank, shift, 1))
         shift *= 2
-    return cast(g, y, out)
-
-
-def _pad_front(g, x, axis, rank, count, value):
-    """``x`` with ``count`` entries of ``value`` prepended along ``axis`` (Pad: attributes before 11)."""
-    pads = [0] * (2 * rank)
-    pads[axis] = count
-    if g.opset >= 11:
-        return g.op("Pad", x, g.const(pads), g.const(np.array(value), x.dtype))
-    return g.op("Pad", x, pads_i=pads, value_f=float(value))
+    return y
 
 
 # -- unique ------------------------------------------------------------------------------------------------------
-_UNIQUE_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT64, TensorProto.INT8)
+# The input types ONNX Runtime has a Unique kernel for.
+_UNIQUE_KERNEL_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT64,
+                        TensorProto.INT8)
 
 
 @symbolic("aten::_unique2", since=11)
@@ -190,7 +191,9 @@ def unique_dim(g, self, dim, sorted, return_inverse, return_counts):
 
 
 def _unique(g, x, axis):
-    compute = x.dtype if x.dtype in _UNIQUE_TYPES else INT64
+    compute = x.dtype
+    if compute not in _UNIQUE_KERNEL_TYPES and applies(g, UNIQUE_AS_INT64):
+        compute = INT64
     attrs = {"sorted_i": 1} if axis is None else {"sorted_i": 1, "axis_i": axis}
     values, _, inverse, counts = g.op("Unique", cast(g, x, compute), outputs=4, **attrs)
     values.dtype = compute

@@ -12,6 +12,7 @@ from exporter.lowering.core import (
     INT64,
     cast,
     dim_size,
+    require_opset,
     slice_op,
     squeeze,
     to_int64_list_value,
@@ -48,23 +49,35 @@ def _rois_parts(g, rois):
 @symbolic("torchvision::roi_align")
 @parse_args("v", "v", "f", "i", "i", "i", "b")
 def roi_align(g, input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
-    """roi_align as RoiAlign (mode avg, PyTorch's only mode).
+    """roi_align as RoiAlign-10, whose sampling is aligned=False's.
 
-    aligned=False matches RoiAlign-10's sampling and opset 16's ``output_half_pixel``; aligned=True shifts
-    samples by half a pixel (``half_pixel``, opset 16). Shifting the boxes instead at 10-15 is not exact:
-    RoiAlign-10 also widens boxes narrower than one pixel, which PyTorch's aligned mode does not.
+    aligned=True shifts samples by half a pixel, which RoiAlign offers from opset 16. Shifting the boxes instead
+    is not exact: RoiAlign-10 also widens boxes narrower than one pixel, which PyTorch's aligned mode does not.
+    Registered from opset 7 rather than 10 so that below 10 an aligned=True export names 16, the lowest opset
+    that works for it.
     """
-    if aligned and g.opset < 16:
-        raise unsupported(g.node.kind(), g.opset, "roi_align with aligned=True needs opset >= 16 "
-                                                   "(RoiAlign coordinate_transformation_mode half_pixel)")
-    if g.opset < 10:
-        raise unsupported(g.node.kind(), g.opset, "RoiAlign needs opset >= 10")
-    attributes = dict(mode_s="avg", output_height_i=pooled_height, output_width_i=pooled_width,
-                      sampling_ratio_i=max(sampling_ratio, 0), spatial_scale_f=spatial_scale)
-    if g.opset >= 16:
-        attributes["coordinate_transformation_mode_s"] = "half_pixel" if aligned else "output_half_pixel"
+    if aligned:
+        require_opset(g, 16, "roi_align with aligned=True needs RoiAlign coordinate_transformation_mode half_pixel")
+    require_opset(g, 10, "roi_align needs RoiAlign")
+    return _roi_align(g, input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio)
+
+
+@symbolic("torchvision::roi_align", since=16)
+@parse_args("v", "v", "f", "i", "i", "i", "b")
+def roi_align_with_transformation_mode(g, input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio,
+                                       aligned):
+    """roi_align as RoiAlign-16: aligned=True samples at ``half_pixel``, aligned=False at ``output_half_pixel``."""
+    mode = "half_pixel" if aligned else "output_half_pixel"
+    return _roi_align(g, input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio,
+                      coordinate_transformation_mode_s=mode)
+
+
+def _roi_align(g, input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, **attributes):
+    """RoiAlign in mode avg, PyTorch's only mode."""
     batch, boxes = _rois_parts(g, rois)
-    return g.op("RoiAlign", input, boxes, batch, **attributes)
+    return g.op("RoiAlign", input, boxes, batch, mode_s="avg", output_height_i=pooled_height,
+                output_width_i=pooled_width, sampling_ratio_i=max(sampling_ratio, 0), spatial_scale_f=spatial_scale,
+                **attributes)
 
 
 @symbolic("torchvision::roi_pool")
