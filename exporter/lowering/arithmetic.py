@@ -70,8 +70,7 @@ def maximum_value(g, a, b):
 def clamp_value(g, x, low, high):
     """``min(max(x, low), high)`` with either bound optional: Clip for constant bounds of a type it takes."""
     dtype = g.dtype(x)
-    if _clip_takes(g, dtype) and _is_scalar_constant(low) and _is_scalar_constant(high) and not (
-            dtype == DOUBLE and g.opset < 12 and applies(g, CLIP_DOUBLE_AS_MAX_MIN)):
+    if _is_scalar_constant(low) and _is_scalar_constant(high) and _clip_takes(g, dtype):
         if g.opset < 11:
             return g.op(
                 "Clip", x,
@@ -88,8 +87,13 @@ def clamp_value(g, x, low, high):
 
 
 def _clip_takes(g, dtype):
-    """Clip-6 and Clip-11 take float types only; Clip-12 every numeric type."""
-    return dtype in (TensorProto.FLOAT16, FLOAT, DOUBLE) if g.opset < 12 else dtype != BOOL
+    """Clip-6 and Clip-11 take float types only, Clip-12 every numeric type; ONNX Runtime has no double kernel
+    before Clip-12 (a workaround: Max and Min instead)."""
+    if g.opset >= 12:
+        return dtype != BOOL
+    if dtype == DOUBLE:
+        return not applies(g, CLIP_DOUBLE_AS_MAX_MIN)
+    return dtype in (TensorProto.FLOAT16, FLOAT)
 
 
 # Unary math ops that ONNX Runtime's CPU provider implements for float and float16 but not for double.
