@@ -1,11 +1,11 @@
-"""Activation building blocks shared by families: overflow-free softplus and the (Log)Softmax form along any axis
-(Softmax-1..12 flatten everything after ``axis``; from opset 13 it takes one axis)."""
+"""Activation building blocks shared by families: whether an activation's ONNX op is emitted (it exists at the
+target opset, and ONNX Runtime can run it on the type), overflow-free softplus and the (Log)Softmax form along any
+axis (Softmax-1..12 flatten everything after ``axis``; from opset 13 it takes one axis)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from exporter import dtypes
+from exporter.lowering.arithmetic import typed_scalar
 from exporter.lowering.core import (
     DOUBLE,
     FLOAT,
@@ -15,13 +15,36 @@ from exporter.lowering.core import (
     require_rank,
     torch_dtype_arg,
 )
+from exporter.lowering.runtime import ACTIVATIONS_DECOMPOSED_FOR_DOUBLE, applies
+from exporter.registry import MIN_OPSET
+
+# Activations ONNX Runtime's CPU provider cannot compute in double (no kernel; Shrink's rounds through float32):
+# at any opset (None), or before the opset whose version of the op it has a double kernel for.
+_NO_DOUBLE_KERNEL_BEFORE = {"Elu": None, "Selu": None, "Softsign": None, "HardSigmoid": None, "Softplus": None,
+                            "HardSwish": None, "Shrink": None, "LeakyRelu": 16, "PRelu": 16}
+
+
+def native_activation(g, op_type, x, since=MIN_OPSET):
+    """Whether to emit ONNX ``op_type`` (which exists from opset ``since``) for ``x`` rather than the identity the
+    ONNX spec gives for it: not before ``since``, nor for doubles ONNX Runtime cannot compute it on (a workaround)."""
+    if g.opset < since:
+        return False
+    return not (g.dtype(x) == DOUBLE and _runtime_lacks_double(g, op_type)
+                and applies(g, ACTIVATIONS_DECOMPOSED_FOR_DOUBLE))
+
+
+def _runtime_lacks_double(g, op_type):
+    if op_type not in _NO_DOUBLE_KERNEL_BEFORE:
+        return False
+    gains_double_at = _NO_DOUBLE_KERNEL_BEFORE[op_type]
+    return gains_double_at is None or g.opset < gains_double_at
 
 
 def stable_softplus(g, x):
-    if native_activation(g, x):
+    if native_activation(g, "Softplus", x):
         return g.op("Softplus", x)
     # log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)), which never overflows.
-    tail = g.op("Log", g.op("Add", activation_scalar(g, 1, x), g.op("Exp", g.op("Neg", g.op("Abs", x)))))
+    tail = g.op("Log", g.op("Add", typed_scalar(g, 1, x), g.op("Exp", g.op("Neg", g.op("Abs", x)))))
     return g.op("Add", g.op("Relu", x), tail)
 
 
@@ -43,15 +66,5 @@ def softmax_op(g, op_type, x, dim, dtype):
     return g.op("Transpose", g.op(op_type, moved, axis_i=rank - 1), perm_i=perm)
 
 
-def activation_scalar(g, value, like):
-    return g.const(np.array(value, dtype=dtypes.numpy_from_onnx(g.dtype(like))))
-
-
-def native_activation(g, x, since=7):
-    """True when the activation's ONNX op exists at this opset (``since``) and ONNX Runtime has a kernel for
-    ``x``'s type (its CPU provider implements activations for float and float16, not double)."""
-    return g.opset >= since and g.dtype(x) != DOUBLE
-
-
 def times(g, x, factor):
-    return x if factor == 1.0 else g.op("Mul", x, activation_scalar(g, factor, x))
+    return x if factor == 1.0 else g.op("Mul", x, typed_scalar(g, factor, x))

@@ -1,26 +1,53 @@
-"""Arithmetic building blocks: float versions of integer values, unary math in a type ONNX can compute, elementwise
-min/max (Min/Max: opset 8 broadcasts, opset 12 takes integers) and clamping (Clip: bounds as attributes before
-opset 11, inputs from 11, every numeric type from 12)."""
+"""Arithmetic building blocks: Add/Sub/Mul/Div in a type ONNX takes (narrow integers from opset 14), float versions
+of integer values, unary math in a type ONNX can compute, elementwise min/max (Min/Max: opset 8 broadcasts, opset 12
+takes integers) and clamping (Clip: bounds as attributes before opset 11, inputs from 11, every numeric type from
+12)."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from onnx import TensorProto
 
 from exporter import dtypes
-from exporter.lowering.comparison import less, select
+from exporter.lowering.comparison import WIDE_INTS, less, select
 from exporter.lowering.core import (
     BOOL,
     DOUBLE,
     FLOAT,
+    INT32,
     cast,
     constant_value,
     is_value,
     promote,
 )
+from exporter.lowering.runtime import (
+    CLIP_DOUBLE_AS_MAX_MIN,
+    DOUBLE_MATH_IN_FLOAT32,
+    applies,
+)
 from exporter.registry import unsupported
+
+
+def typed_scalar(g, value, like):
+    """A constant scalar ``value`` of ``like``'s element type."""
+    return g.const(np.array(value, dtype=dtypes.numpy_from_onnx(g.dtype(like))))
+
+
+def arithmetic_type(g, dtype):
+    """The type Add/Sub/Mul/Div run in for ``dtype``: they take no bool, and int8/uint8/int16/uint16 only from
+    opset 14, so those widen to int32 (exact; the final cast wraps back as PyTorch's narrow types do)."""
+    if dtype == BOOL or (dtypes.is_integer(dtype) and dtype not in WIDE_INTS and g.opset < 14):
+        return INT32
+    return dtype
+
+
+def arith(g, op_type, a, b, dtype):
+    """``op_type(a, b)`` computed for result type ``dtype`` (operands cast as needed)."""
+    work = arithmetic_type(g, dtype)
+    return cast(g, g.op(op_type, cast(g, a, work), cast(g, b, work)), dtype)
 
 
 def as_float(g, x):
@@ -30,8 +57,8 @@ def as_float(g, x):
 def unary_math(g, op_type, x):
     """``op_type(x)`` with integers computed in the default float type, as PyTorch does."""
     x = as_float(g, x)
-    if x.dtype == DOUBLE and op_type in _NO_DOUBLE_KERNEL:
-        # ONNX Runtime has no double kernel for these; float32 keeps the export runnable at reduced precision.
+    if x.dtype == DOUBLE and op_type in _NO_DOUBLE_KERNEL and applies(g, DOUBLE_MATH_IN_FLOAT32):
+        # float32 keeps the export runnable in ONNX Runtime, at reduced precision.
         return cast(g, g.op(op_type, cast(g, x, FLOAT)), DOUBLE)
     return g.op(op_type, x)
 
@@ -41,10 +68,9 @@ def maximum_value(g, a, b):
 
 
 def clamp_value(g, x, low, high):
-    """``min(max(x, low), high)`` with either bound optional; Clip where ONNX Runtime has the kernel."""
+    """``min(max(x, low), high)`` with either bound optional: Clip for constant bounds of a type it takes."""
     dtype = g.dtype(x)
-    clip_ok = dtype in (FLOAT, TensorProto.FLOAT16) or (g.opset >= 12 and dtype != BOOL)
-    if clip_ok and _is_scalar_constant(low) and _is_scalar_constant(high):
+    if _is_scalar_constant(low) and _is_scalar_constant(high) and _clip_takes(g, dtype):
         if g.opset < 11:
             return g.op(
                 "Clip", x,
@@ -58,6 +84,16 @@ def clamp_value(g, x, low, high):
     if high is not None:
         x = minimum_value(g, x, cast(g, high, dtype))
     return x
+
+
+def _clip_takes(g, dtype):
+    """Clip-6 and Clip-11 take float types only, Clip-12 every numeric type; ONNX Runtime has no double kernel
+    before Clip-12 (a workaround: Max and Min instead)."""
+    if g.opset >= 12:
+        return dtype != BOOL
+    if dtype == DOUBLE:
+        return not applies(g, CLIP_DOUBLE_AS_MAX_MIN)
+    return dtype in (TensorProto.FLOAT16, FLOAT)
 
 
 # Unary math ops that ONNX Runtime's CPU provider implements for float and float16 but not for double.

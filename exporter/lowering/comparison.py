@@ -12,7 +12,7 @@ from exporter import dtypes
 from exporter.lowering.core import BOOL, DOUBLE, FLOAT, INT32, INT64, cast
 from exporter.registry import unsupported
 
-# Integer types ONNX Runtime compares natively; narrower ones are widened to int32 (exact).
+# The integer types Equal-7 takes; before Equal-11 narrower ones are widened to int32 (exact).
 _NATIVE_EQUAL_INTS = frozenset({INT32, INT64})
 
 

@@ -64,6 +64,32 @@ def enabled_set(choice) -> frozenset[str] | None:
 
 # -- elementwise, comparison, activations, casting, random, distance, losses --------------------------------------
 
+# lowering.arithmetic.unary_math: Asin, Acos, Atan and Erf (and gelu's Erf) of doubles.
+DOUBLE_MATH_IN_FLOAT32 = declare(
+    "double_math_in_float32",
+    gap="no double kernel for Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Erf (float and float16 only)",
+    plain_form="the op on the double input, as ONNX allows (the workaround computes it in float32 and casts back)",
+)
+# symbolics.elementwise tan, sinh, cosh, asinh, acosh, atanh of doubles: exact identities of Sin/Cos/Exp/Log/Sqrt.
+DOUBLE_MATH_BY_IDENTITY = declare(
+    "double_math_by_identity",
+    gap="no double kernel for Tan, Sinh, Cosh, Asinh, Acosh, Atanh (float and float16 only)",
+    plain_form="Tan/Sinh/Cosh/Asinh/Acosh/Atanh on the double input, as ONNX allows",
+)
+# lowering.activations.native_activation: the activations of doubles written as the identities the ONNX spec gives.
+ACTIVATIONS_DECOMPOSED_FOR_DOUBLE = declare(
+    "activations_decomposed_for_double",
+    gap="no double kernel for Elu, Selu, Softsign, HardSigmoid, Softplus, HardSwish, nor for LeakyRelu and PRelu "
+        "before their opset-16 versions (float and float16 only); its double Shrink rounds through float32",
+    plain_form="the activation op on the double input, as ONNX allows",
+)
+# lowering.arithmetic.clamp_value: clamping doubles before opset 12.
+CLIP_DOUBLE_AS_MAX_MIN = declare(
+    "clip_double_as_max_min",
+    gap="no double kernel for Clip-6 and Clip-11 (float only; double from Clip-12)",
+    plain_form="Clip on the double input, as ONNX allows (the workaround emits Max then Min)",
+)
+
 # -- shape, tensor factories, sequence, control flow, prim, resize, attention -------------------------------------
 
 # -- indexing, in-place, sorting, torchvision ops -----------------------------------------------------------------

@@ -1,28 +1,26 @@
 """Activations (Relu, LeakyRelu, Elu, Selu, Celu, HardSigmoid, HardSwish, Softplus, PRelu, Softmax, ...).
 
-Each maps to its ONNX op where one exists at the target opset and ONNX Runtime's CPU provider has the
-kernel for the element type; otherwise to the exact identity the ONNX spec itself gives for the op (most
-activations lack double kernels, several arrive late: Celu 12, HardSwish 14, Mish 18, Gelu 20).
+Each maps to its ONNX op where one exists at the target opset (several arrive late: Celu 12, HardSwish 14, Mish 18,
+Gelu 20) and, as a runtime workaround, where ONNX Runtime's CPU provider has the kernel for the element type (most
+activations lack double kernels); otherwise to the exact identity the ONNX spec itself gives for the op.
 """
 
 from __future__ import annotations
 
 import math
 
-from onnx import TensorProto
-
 from exporter import dtypes
 from exporter.lowering.activations import (
     native_activation,
-    activation_scalar,
-    times,
     softmax_op,
     stable_softplus,
+    times,
 )
 from exporter.lowering.arithmetic import (
     as_float,
     clamp_value,
     maximum_value,
+    typed_scalar,
     unary_math,
 )
 from exporter.lowering.comparison import less, select
@@ -30,13 +28,12 @@ from exporter.lowering.core import (
     FLOAT,
     cast,
     normalize_dim,
+    require_opset,
     require_rank,
     reshape,
     unsqueeze,
 )
 from exporter.registry import parse_args, symbolic, unsupported
-
-DOUBLE = TensorProto.DOUBLE
 
 
 def _negative_part(g, x):
@@ -48,7 +45,7 @@ def _negative_part(g, x):
 def relu(g, self):
     if dtypes.is_float(g.dtype(self)):
         return g.op("Relu", self)
-    return maximum_value(g, self, activation_scalar(g, 0, self))
+    return maximum_value(g, self, typed_scalar(g, 0, self))
 
 
 @symbolic("aten::sigmoid", "aten::sigmoid_")
@@ -75,7 +72,7 @@ def hardtanh(g, self, min_val=-1.0, max_val=1.0):
 @symbolic("aten::leaky_relu", "aten::leaky_relu_")
 @parse_args("v", "f")
 def leaky_relu(g, self, negative_slope=0.01):
-    if native_activation(g, self) or g.opset >= 16:
+    if native_activation(g, "LeakyRelu", self):
         return g.op("LeakyRelu", self, alpha_f=negative_slope)
     return g.op("Add", g.op("Relu", self), times(g, _negative_part(g, self), negative_slope))
 
@@ -90,14 +87,14 @@ def rrelu(g, self, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None)
 
 def _elu_formula(g, x, alpha, input_scale=1.0):
     # x for x > 0, alpha * (exp(x * input_scale) - 1) otherwise; min(x, 0) keeps exp from overflowing.
-    negative = g.op("Sub", g.op("Exp", times(g, _negative_part(g, x), input_scale)), activation_scalar(g, 1, x))
+    negative = g.op("Sub", g.op("Exp", times(g, _negative_part(g, x), input_scale)), typed_scalar(g, 1, x))
     return g.op("Add", g.op("Relu", x), times(g, negative, alpha))
 
 
 @symbolic("aten::elu", "aten::elu_")
 @parse_args("v", "f", "f", "f")
 def elu(g, self, alpha=1.0, scale=1.0, input_scale=1.0):
-    if native_activation(g, self) and input_scale == 1.0:
+    if input_scale == 1.0 and native_activation(g, "Elu", self):
         return times(g, g.op("Elu", self, alpha_f=alpha), scale)
     return times(g, _elu_formula(g, self, alpha, input_scale), scale)
 
@@ -108,7 +105,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 @symbolic("aten::selu", "aten::selu_")
 def selu(g, self):
-    if native_activation(g, self):
+    if native_activation(g, "Selu", self):
         return g.op("Selu", self, alpha_f=_SELU_ALPHA, gamma_f=_SELU_SCALE)
     return times(g, _elu_formula(g, self, _SELU_ALPHA), _SELU_SCALE)
 
@@ -116,7 +113,7 @@ def selu(g, self):
 @symbolic("aten::celu", "aten::celu_")
 @parse_args("v", "f")
 def celu(g, self, alpha=1.0):
-    if native_activation(g, self, since=12) and g.dtype(self) == FLOAT:
+    if g.dtype(self) == FLOAT and native_activation(g, "Celu", self, since=12):  # Celu-12 takes float only
         return g.op("Celu", self, alpha_f=alpha)
     return _elu_formula(g, self, alpha, 1.0 / alpha)
 
@@ -125,7 +122,7 @@ def _tanh_gelu(g, x):
     # 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
     cube = g.op("Mul", x, g.op("Mul", x, x))
     inner = times(g, g.op("Add", x, times(g, cube, 0.044715)), math.sqrt(2.0 / math.pi))
-    return g.op("Mul", times(g, x, 0.5), g.op("Add", activation_scalar(g, 1, x), g.op("Tanh", inner)))
+    return g.op("Mul", times(g, x, 0.5), g.op("Add", typed_scalar(g, 1, x), g.op("Tanh", inner)))
 
 
 @symbolic("aten::gelu", "aten::gelu_")
@@ -133,12 +130,11 @@ def _tanh_gelu(g, x):
 def gelu(g, self, approximate="none"):
     if approximate == "tanh":
         return _tanh_gelu(g, self)
-    if g.opset < 9:
-        raise unsupported(g.node.kind(), g.opset, "exact gelu needs ONNX Erf: needs opset >= 9")
+    require_opset(g, 9, "exact gelu needs ONNX Erf")
     # 0.5 * x * (1 + erf(x / sqrt(2)))
     # Div by sqrt(2), not Mul by its inverse: the form ONNX Runtime's Gelu fusion recognises.
-    error = unary_math(g, "Erf", g.op("Div", self, activation_scalar(g, math.sqrt(2.0), self)))
-    return g.op("Mul", times(g, self, 0.5), g.op("Add", activation_scalar(g, 1, self), error))
+    error = unary_math(g, "Erf", g.op("Div", self, typed_scalar(g, math.sqrt(2.0), self)))
+    return g.op("Mul", times(g, self, 0.5), g.op("Add", typed_scalar(g, 1, self), error))
 
 
 @symbolic("aten::silu", "aten::silu_")
@@ -158,15 +154,15 @@ def log_sigmoid(g, self):
 
 @symbolic("aten::softsign")
 def softsign(g, self):
-    if native_activation(g, self):
+    if native_activation(g, "Softsign", self):
         return g.op("Softsign", self)
-    return g.op("Div", self, g.op("Add", activation_scalar(g, 1, self), g.op("Abs", self)))
+    return g.op("Div", self, g.op("Add", typed_scalar(g, 1, self), g.op("Abs", self)))
 
 
 def _hardsigmoid(g, x):
-    if native_activation(g, x):
+    if native_activation(g, "HardSigmoid", x):
         return g.op("HardSigmoid", x, alpha_f=1.0 / 6, beta_f=0.5)
-    return clamp_value(g, g.op("Add", g.op("Div", x, activation_scalar(g, 6, x)), activation_scalar(g, 0.5, x)), 0, 1)
+    return clamp_value(g, g.op("Add", g.op("Div", x, typed_scalar(g, 6, x)), typed_scalar(g, 0.5, x)), 0, 1)
 
 
 @symbolic("aten::hardsigmoid", "aten::hardsigmoid_")
@@ -176,7 +172,7 @@ def hardsigmoid(g, self):
 
 @symbolic("aten::hardswish", "aten::hardswish_")
 def hardswish(g, self):
-    if native_activation(g, self, since=14):
+    if native_activation(g, "HardSwish", self, since=14):
         return g.op("HardSwish", self)
     return g.op("Mul", self, _hardsigmoid(g, self))
 
@@ -189,7 +185,7 @@ def tanhshrink(g, self):
 @symbolic("aten::softshrink")
 @parse_args("v", "f")
 def softshrink(g, self, lambd=0.5):
-    if native_activation(g, self, since=9):
+    if native_activation(g, "Shrink", self, since=9):
         return g.op("Shrink", self, lambd_f=lambd, bias_f=lambd)
     # x - clamp(x, -lambd, lambd) is x - lambd above, x + lambd below and 0 in between.
     return g.op("Sub", self, clamp_value(g, self, -lambd, lambd))
@@ -198,9 +194,9 @@ def softshrink(g, self, lambd=0.5):
 @symbolic("aten::hardshrink")
 @parse_args("v", "f")
 def hardshrink(g, self, lambd=0.5):
-    if native_activation(g, self, since=9):
+    if native_activation(g, "Shrink", self, since=9):
         return g.op("Shrink", self, lambd_f=lambd, bias_f=0.0)
-    outside = g.op("Or", less(g, activation_scalar(g, lambd, self), self), less(g, self, activation_scalar(g, -lambd, self)))
+    outside = g.op("Or", less(g, typed_scalar(g, lambd, self), self), less(g, self, typed_scalar(g, -lambd, self)))
     return g.op("Mul", self, g.op("Cast", outside, to_i=g.dtype(self)))
 
 
@@ -219,7 +215,7 @@ def prelu(g, self, weight):
         weight = unsqueeze(g, weight, list(range(1, rank - 1))) if rank > 2 else weight
     if rank == 0:
         weight = reshape(g, weight, [])  # a 0-d input keeps its shape (the single slope must not broadcast it up)
-    if native_activation(g, self) or g.opset >= 16:
+    if native_activation(g, "PRelu", self):
         return g.op("PRelu", self, weight)
     return g.op("Sub", g.op("Relu", self), g.op("Mul", weight, g.op("Relu", g.op("Neg", self))))
 
@@ -265,4 +261,4 @@ def softplus(g, self, beta=1.0, threshold=20.0):
     # is below float32 resolution (exp(-17) < 2^-24) for the usual thresholds, so only low ones need Where.
     if threshold >= 17.0:
         return smooth
-    return select(g, less(g, activation_scalar(g, threshold, self), scaled), self, smooth)
+    return select(g, less(g, typed_scalar(g, threshold, self), scaled), self, smooth)

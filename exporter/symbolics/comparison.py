@@ -112,8 +112,8 @@ def bitwise_not(g, self):
         return g.op("Not", self)
     if not dtypes.is_integer(dtype):
         raise unsupported(g.node.kind(), g.opset, "bitwise_not is defined only for bool and integer tensors")
-    # Two's complement: ~x == -1 - x; narrow types go through int32 (Sub has no int8/uint8 kernel before
-    # opset 14) and wrap back on the cast, as PyTorch's uint8 does.
+    # Two's complement: ~x == -1 - x; narrow types go through int32 (Sub takes no int8/uint8 before opset 14)
+    # and wrap back on the cast, as PyTorch's uint8 does.
     work = dtype if dtype in WIDE_INTS else INT32
     inverted = g.op("Sub", g.const(-1, work), cast(g, self, work))
     return cast(g, inverted, dtype)

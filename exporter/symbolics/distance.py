@@ -9,9 +9,9 @@ to the exact distance.
 from __future__ import annotations
 
 from exporter.lowering.arithmetic import clamp_value
-from exporter.lowering.core import require_rank, scalar_like, unsqueeze
+from exporter.lowering.core import require_opset, require_rank, scalar_like, unsqueeze
 from exporter.lowering.reductions import reduce, vector_norm
-from exporter.registry import parse_args, symbolic, unsupported
+from exporter.registry import parse_args, symbolic
 
 
 def _broadcast_rank(g, *values) -> int:
@@ -49,8 +49,7 @@ def cosine_similarity(g, x1, x2, dim, eps):
     the norms taken after broadcasting the two (PyTorch's order of operations)."""
     rank = _broadcast_rank(g, x1, x2)
     if g.shape(x1) != g.shape(x2) or None in (g.shape(x1) or (None,)):
-        if g.opset < 8:
-            raise unsupported(g.node.kind(), g.opset, "broadcasting the inputs needs Expand: needs opset >= 8")
+        require_opset(g, 8, "broadcasting the inputs needs Expand")
         like_both = _with_rank(g.op("Shape", g.op("Add", x1, x2)), 1)
         x1, x2 = (_with_rank(g.op("Expand", x, like_both), rank) for x in (x1, x2))
     normalized = [g.op("Div", x, clamp_value(g, vector_norm(g, x, 2, [dim], True, None), eps, None)) for x in (x1, x2)]

@@ -2,8 +2,9 @@
 
 Types follow PyTorch's promotion (``promote``): Python scalars take the dtype PyTorch gives them, integer
 true division and unary math on integers produce the default float type. ONNX Runtime lacks some kernels
-(no int8/uint8 Add before opset 14, no double Tan/Asin/Erf, ...): those are computed in a wider type or
-through an exact identity, and narrow results wrap back on the final Cast as PyTorch's do.
+(no double Tan/Asin/Erf, ...) and ONNX takes some types only from later opsets (no int8/uint8 Add before opset 14):
+those are computed in a wider type or through an exact identity, and narrow results wrap back on the final Cast as
+PyTorch's do.
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ from onnx import TensorProto
 
 from exporter import dtypes
 from exporter.lowering.arithmetic import (
-    min_max,
+    arith,
     as_float,
     clamp_value,
     float_type,
     maximum_value,
+    min_max,
     minimum_value,
     unary_math,
 )
+from exporter.lowering.arithmetic import typed_scalar as _scalar
 from exporter.lowering.comparison import equal, is_nan, less, not_nan, select
 from exporter.lowering.core import (
     BOOL,
@@ -34,32 +37,23 @@ from exporter.lowering.core import (
     output_dtype,
     promote,
     promote_all,
+    require_opset,
 )
 from exporter.lowering.indexing import nonzero_vectors
+from exporter.lowering.rounding import (
+    add_where,
+    floor_divide_floats,
+    off_floor,
+    round_half_even,
+    trunc_value,
+    truncated_remainder,
+)
+from exporter.lowering.runtime import DOUBLE_MATH_BY_IDENTITY, applies
 from exporter.registry import parse_args, symbolic, unsupported
 
 DOUBLE = TensorProto.DOUBLE
 INT32 = TensorProto.INT32
 INT64 = TensorProto.INT64
-_WIDE_INTS = frozenset({INT32, INT64, TensorProto.UINT32, TensorProto.UINT64})
-
-
-# -- type helpers -----------------------------------------------------------------------------------------
-def arithmetic_type(g, dtype):
-    """The type Add/Sub/Mul/Div run in for ``dtype``: narrow integers and bool widen to int32 before opset 14."""
-    if dtype == BOOL or (dtypes.is_integer(dtype) and dtype not in _WIDE_INTS and g.opset < 14):
-        return INT32
-    return dtype
-
-
-def arith(g, op_type, a, b, dtype):
-    """``op_type(a, b)`` computed for result type ``dtype`` (operands cast as needed)."""
-    work = arithmetic_type(g, dtype)
-    return cast(g, g.op(op_type, cast(g, a, work), cast(g, b, work)), dtype)
-
-
-def _scalar(g, value, like):
-    return g.const(np.array(value, dtype=dtypes.numpy_from_onnx(g.dtype(like))))
 
 
 # -- arithmetic ---------------------------------------------------------------------------------------------
@@ -119,88 +113,67 @@ def div(g, self, other, rounding_mode=None):
     return arith(g, "Div", a, b, dtype)
 
 
-def _wrong_signs(g, remainder, divisor):
-    """True where a truncated remainder is non-zero and its sign differs from the divisor's."""
-    zero = _scalar(g, 0, remainder)
-    signs_differ = g.op("Xor", less(g, remainder, zero), less(g, divisor, zero))
-    return g.op("And", g.op("Not", equal(g, remainder, zero)), signs_differ)
-
-
-def _add_where(g, base, condition, delta):
-    """``base + (delta if condition else 0)``.
-
-    Before Where (opset 9) this is ``base + delta * condition``, exact unless ``delta`` is infinite; the
-    callers' deltas are the constants +-1 and, for ``remainder``, the divisor.
-    """
-    dtype = g.dtype(base)
-    if g.opset >= 9:
-        return arith(g, "Add", base, select(g, condition, delta, _scalar(g, 0, base)), dtype)
-    return arith(g, "Add", base, arith(g, "Mul", delta, g.op("Cast", condition, to_i=dtype), dtype), dtype)
-
-
 @symbolic("aten::floor_divide", "aten::floor_divide_")
 def floor_divide(g, self, other):
     dtype, (a, b) = promote_all(g, self, other)
     if not dtypes.is_float(dtype):
         quotient = arith(g, "Div", a, b, dtype)
         remainder = arith(g, "Sub", a, arith(g, "Mul", quotient, b, dtype), dtype)
-        return _add_where(g, quotient, _wrong_signs(g, remainder, b), _scalar(g, -1, quotient))
-    if g.opset < 10:
-        # Without Mod there is no exact fmod; floor(a / b) can differ from PyTorch only when a / b rounds
-        # onto an integer it did not reach.
-        return g.op("Floor", g.op("Div", a, b))
-    return _floor_divide_floats(g, a, b)
-
-
-def _floor_divide_floats(g, a, b):
-    # PyTorch's algorithm: divide the exact multiple (a - fmod(a, b)) and correct the quotient, so
-    # 1.0 // 0.1 is 9 as in Python, not floor(10.000000000000002) = 10.
-    mod = g.op("Mod", a, b, fmod_i=1)
-    quotient = g.op("Div", g.op("Sub", a, mod), b)
-    quotient = _add_where(g, quotient, _wrong_signs(g, mod, b), _scalar(g, -1, quotient))
-    floored = g.op("Floor", quotient)
-    rounds_up = less(g, _scalar(g, 0.5, a), g.op("Sub", quotient, floored))
-    floored = _add_where(g, floored, rounds_up, _scalar(g, 1, floored))
-    divide_by_zero = equal(g, b, _scalar(g, 0, b))
-    return select(g, divide_by_zero, g.op("Div", a, b), floored)
-
-
-def _fmod(g, a, b, dtype):
-    if g.opset >= 10:
-        return g.op("Mod", a, b, fmod_i=1)
-    if dtypes.is_float(dtype):
-        quotient = trunc_value(g, g.op("Div", a, b))
-    else:
-        quotient = arith(g, "Div", a, b, dtype)
-    return arith(g, "Sub", a, arith(g, "Mul", quotient, b, dtype), dtype)
+        return add_where(g, quotient, off_floor(g, remainder, b), _scalar(g, -1, quotient))
+    return floor_divide_floats(g, a, b)
 
 
 @symbolic("aten::fmod", "aten::fmod_")
 def fmod(g, self, other):
     dtype, (a, b) = promote_all(g, self, other)
-    return _fmod(g, a, b, dtype)
+    return truncated_remainder(g, a, b, dtype)
+
+
+def _floored_remainder(g, a, b, dtype):
+    truncated = truncated_remainder(g, a, b, dtype)
+    return add_where(g, truncated, off_floor(g, truncated, b), b)
 
 
 @symbolic("aten::remainder", "aten::remainder_")
 def remainder(g, self, other):
     dtype, (a, b) = promote_all(g, self, other)
-    if g.opset >= 10 and not dtypes.is_float(dtype):
-        return g.op("Mod", a, b, fmod_i=0)
-    truncated = _fmod(g, a, b, dtype)
-    return _add_where(g, truncated, _wrong_signs(g, truncated, b), b)
+    return _floored_remainder(g, a, b, dtype)
+
+
+@symbolic("aten::remainder", "aten::remainder_", since=10)
+def remainder_mod(g, self, other):
+    """Mod's floored mode (fmod=0) takes integers only."""
+    dtype, (a, b) = promote_all(g, self, other)
+    if dtypes.is_float(dtype):
+        return _floored_remainder(g, a, b, dtype)
+    return g.op("Mod", a, b, fmod_i=0)
+
+
+def _pow_type(g, self, exponent):
+    return output_dtype(g) if g.node.kind() == "aten::float_power" else promote(g, self, exponent)
+
+
+def _pow_in(g, self, exponent, work):
+    return g.op("Pow", cast(g, self, work), cast(g, exponent, work))
 
 
 @symbolic("aten::pow", "aten::pow_", "aten::float_power")
 def pow(g, self, exponent):
-    dtype = output_dtype(g) if g.node.kind() == "aten::float_power" else promote(g, self, exponent)
+    """Pow-7 takes floats only: integer powers are computed in double, which holds the exact powers up to 2**53
+    (Round-free truncation is safe because std::pow is exact on representable integer results)."""
+    dtype = _pow_type(g, self, exponent)
     if dtypes.is_float(dtype):
-        return g.op("Pow", cast(g, self, dtype), cast(g, exponent, dtype))
-    if g.opset >= 12:
-        work = dtype if dtype in (INT32, INT64) else INT32
-        return cast(g, g.op("Pow", cast(g, self, work), cast(g, exponent, work)), dtype)
-    # Integer Pow arrives at opset 12; doubles hold the exact powers up to 2**53 and Round-free truncation
-    # is safe because std::pow is exact on representable integer results.
-    return cast(g, g.op("Pow", cast(g, self, DOUBLE), cast(g, exponent, DOUBLE)), dtype)
+        return _pow_in(g, self, exponent, dtype)
+    return cast(g, _pow_in(g, self, exponent, DOUBLE), dtype)
+
+
+@symbolic("aten::pow", "aten::pow_", "aten::float_power", since=12)
+def pow_integers(g, self, exponent):
+    """Pow-12 takes int32 and int64 bases too."""
+    dtype = _pow_type(g, self, exponent)
+    if dtypes.is_float(dtype):
+        return _pow_in(g, self, exponent, dtype)
+    return cast(g, _pow_in(g, self, exponent, dtype if dtype in (INT32, INT64) else INT32), dtype)
 
 
 @symbolic("aten::square")
@@ -222,18 +195,29 @@ def abs(g, self):
     return g.op("Abs", self)
 
 
+def _sign_by_comparison(g, x):
+    """(x > 0) - (x < 0): also PyTorch's sign(NaN) == 0, where ONNX Sign gives NaN."""
+    dtype = g.dtype(x)
+    zero = _scalar(g, 0, x)
+    positive = cast(g, less(g, zero, x), dtype)
+    negative = cast(g, less(g, x, zero), dtype)
+    return arith(g, "Sub", positive, negative, dtype)
+
+
 @symbolic("aten::sign", "aten::sign_")
 def sign(g, self):
+    return self if g.dtype(self) == BOOL else _sign_by_comparison(g, self)
+
+
+@symbolic("aten::sign", "aten::sign_", since=9)
+def sign_op(g, self):
+    """Sign (opset 9) for integers; floats keep the comparisons for sign(NaN) == 0."""
     dtype = g.dtype(self)
     if dtype == BOOL:
         return self
-    if g.opset >= 9 and not dtypes.is_float(dtype):
-        return g.op("Sign", self)
-    # (x > 0) - (x < 0): also PyTorch's sign(NaN) == 0, where ONNX Sign gives NaN.
-    zero = _scalar(g, 0, self)
-    positive = cast(g, less(g, zero, self), dtype)
-    negative = cast(g, less(g, self, zero), dtype)
-    return arith(g, "Sub", positive, negative, dtype)
+    if dtypes.is_float(dtype):
+        return _sign_by_comparison(g, self)
+    return g.op("Sign", self)
 
 
 # -- unary math ---------------------------------------------------------------------------------------------
@@ -254,12 +238,20 @@ for _aten, _onnx in [
     _register_unary(_aten, _onnx)
 
 
+def _double_by_identity(g, op_type, x, identity):
+    """``op_type(x)``, or its exact ``identity`` for doubles, which ONNX Runtime cannot compute with ``op_type``."""
+    if x.dtype == DOUBLE and applies(g, DOUBLE_MATH_BY_IDENTITY):
+        return identity(g, x)
+    return g.op(op_type, x)
+
+
+def _tan_identity(g, x):
+    return g.op("Div", g.op("Sin", x), g.op("Cos", x))
+
+
 @symbolic("aten::tan", "aten::tan_")
 def tan(g, self):
-    x = as_float(g, self)
-    if x.dtype == DOUBLE:
-        return g.op("Div", g.op("Sin", x), g.op("Cos", x))
-    return g.op("Tan", x)
+    return _double_by_identity(g, "Tan", as_float(g, self), _tan_identity)
 
 
 @symbolic("aten::rsqrt", "aten::rsqrt_")
@@ -295,53 +287,57 @@ def _exp_pair(g, x):
     return g.op("Exp", x), g.op("Exp", g.op("Neg", x))
 
 
-@symbolic("aten::sinh", "aten::sinh_")
-def sinh(g, self):
-    x = as_float(g, self)
-    if g.opset >= 9 and x.dtype != DOUBLE:
-        return g.op("Sinh", x)
+def _sinh_identity(g, x):
     up, down = _exp_pair(g, x)
     return g.op("Div", g.op("Sub", up, down), _scalar(g, 2, x))
 
 
-@symbolic("aten::cosh", "aten::cosh_")
-def cosh(g, self):
-    x = as_float(g, self)
-    if g.opset >= 9 and x.dtype != DOUBLE:
-        return g.op("Cosh", x)
+def _cosh_identity(g, x):
     up, down = _exp_pair(g, x)
     return g.op("Div", g.op("Add", up, down), _scalar(g, 2, x))
 
 
-@symbolic("aten::asinh", "aten::asinh_", "aten::arcsinh")
-def asinh(g, self):
-    x = as_float(g, self)
-    if g.opset >= 9 and x.dtype != DOUBLE:
-        return g.op("Asinh", x)
+def _asinh_identity(g, x):
     # asinh(x) = sign(x) * log(|x| + sqrt(x^2 + 1)), on |x| to avoid cancellation for negative x.
     magnitude = g.op("Abs", x)
     root = g.op("Sqrt", g.op("Add", g.op("Mul", x, x), _scalar(g, 1, x)))
     result = g.op("Log", g.op("Add", magnitude, root))
-    return g.op("Mul", result, sign(g, x))
+    return g.op("Mul", result, _sign_by_comparison(g, x))
 
 
-@symbolic("aten::acosh", "aten::acosh_", "aten::arccosh")
-def acosh(g, self):
-    x = as_float(g, self)
-    if g.opset >= 9 and x.dtype != DOUBLE:
-        return g.op("Acosh", x)
+def _acosh_identity(g, x):
     root = g.op("Sqrt", g.op("Sub", g.op("Mul", x, x), _scalar(g, 1, x)))
     return g.op("Log", g.op("Add", x, root))
 
 
-@symbolic("aten::atanh", "aten::atanh_", "aten::arctanh")
-def atanh(g, self):
-    x = as_float(g, self)
-    if g.opset >= 9 and x.dtype != DOUBLE:
-        return g.op("Atanh", x)
+def _atanh_identity(g, x):
     one = _scalar(g, 1, x)
     ratio = g.op("Div", g.op("Add", one, x), g.op("Sub", one, x))
     return g.op("Mul", g.op("Log", ratio), _scalar(g, 0.5, x))
+
+
+def _register_since_9(names, op_type, identity):
+    """``names`` as ONNX ``op_type``, which arrives at opset 9; before it, as its exact ``identity``."""
+
+    @symbolic(*names)
+    def by_identity(g, self):
+        return identity(g, as_float(g, self))
+
+    @symbolic(*names, since=9)
+    def native(g, self):
+        return _double_by_identity(g, op_type, as_float(g, self), identity)
+
+    by_identity.__name__, native.__name__ = f"{names[0][6:]}_by_identity", names[0][6:]
+
+
+for _names, _onnx, _identity in [
+    (("aten::sinh", "aten::sinh_"), "Sinh", _sinh_identity),
+    (("aten::cosh", "aten::cosh_"), "Cosh", _cosh_identity),
+    (("aten::asinh", "aten::asinh_", "aten::arcsinh"), "Asinh", _asinh_identity),
+    (("aten::acosh", "aten::acosh_", "aten::arccosh"), "Acosh", _acosh_identity),
+    (("aten::atanh", "aten::atanh_", "aten::arctanh"), "Atanh", _atanh_identity),
+]:
+    _register_since_9(_names, _onnx, _identity)
 
 
 @symbolic("aten::erf", "aten::erf_", since=9)
@@ -364,14 +360,6 @@ def atan2(g, self, other):
 
 
 # -- rounding -----------------------------------------------------------------------------------------------
-def trunc_value(g, x):
-    """Round a float value toward zero: floor, plus one for negative non-integers (exact, inf and NaN kept)."""
-    floored = g.op("Floor", x)
-    zero = _scalar(g, 0, x)
-    raise_by_one = g.op("And", less(g, x, zero), less(g, floored, x))
-    return g.op("Add", floored, g.op("Cast", raise_by_one, to_i=g.dtype(x)))
-
-
 def _integer_valued(g, self):
     """True when rounding ``self`` is the identity (integer and bool tensors)."""
     return not dtypes.is_float(g.dtype(self))
@@ -395,19 +383,6 @@ def trunc(g, self):
 @symbolic("aten::frac", "aten::frac_")
 def frac(g, self):
     return g.op("Sub", self, trunc_value(g, self))
-
-
-def round_half_even(g, x):
-    """Round to nearest, ties to even: Round from opset 11, an exact Floor-based identity before it."""
-    if g.opset >= 11:
-        return g.op("Round", x)
-    floored = g.op("Floor", x)
-    fraction = g.op("Sub", x, floored)  # exact: x and floor(x) are within one unit of each other
-    half, two = _scalar(g, 0.5, x), _scalar(g, 2, x)
-    odd = g.op("Sub", floored, g.op("Mul", two, g.op("Floor", g.op("Div", floored, two))))
-    tie_to_odd = g.op("And", equal(g, fraction, half), equal(g, odd, _scalar(g, 1, x)))
-    round_up = g.op("Or", less(g, half, fraction), tie_to_odd)
-    return g.op("Add", floored, g.op("Cast", round_up, to_i=x.dtype))
 
 
 @symbolic("aten::round", "aten::round_")
@@ -476,9 +451,7 @@ def where(g, condition, self=None, other=None):
     """where(condition, self, other): Where on promoted types; one-argument where(condition) is
     nonzero(as_tuple=True), NonZero from opset 9."""
     if self is None:
-        if g.opset < 9:
-            raise unsupported(g.node.kind(), g.opset, "where(condition) needs NonZero: needs opset >= 9")
-
+        require_opset(g, 9, "where(condition) needs NonZero")
         return nonzero_vectors(g, condition)
     _, (a, b) = promote_all(g, self, other)
     return select(g, g.value(condition), a, b)
@@ -499,16 +472,27 @@ def _finite_bound(g, x, upper):
     return _scalar(g, float(limit.max if upper else limit.min), x)
 
 
+def _beyond_finite(g, x):
+    """Beyond the largest finite value of the type lies only infinity (nothing, for integers)."""
+    if not dtypes.is_float(g.dtype(x)):
+        return g.op("Not", equal(g, x, x))
+    above = less(g, _finite_bound(g, x, True), x)
+    below = less(g, x, _finite_bound(g, x, False))
+    return g.op("Or", above, below)
+
+
 @symbolic("aten::isinf")
 def isinf(g, self):
-    if not dtypes.is_float(g.dtype(self)):
-        return g.op("Not", equal(g, self, self))
-    if g.opset >= 10 and g.dtype(self) != TensorProto.FLOAT16:
-        return g.op("IsInf", self)
-    # Beyond the largest finite value of the type lies only infinity.
-    above = less(g, _finite_bound(g, self, True), self)
-    below = less(g, self, _finite_bound(g, self, False))
-    return g.op("Or", above, below)
+    return _beyond_finite(g, self)
+
+
+@symbolic("aten::isinf", since=10)
+def isinf_op(g, self):
+    """IsInf (opset 10); it takes float16 only from opset 20."""
+    dtype = g.dtype(self)
+    if not dtypes.is_float(dtype) or dtype == TensorProto.FLOAT16:
+        return _beyond_finite(g, self)
+    return g.op("IsInf", self)
 
 
 @symbolic("aten::isfinite")
@@ -596,8 +580,7 @@ def _shift(g, self, other, direction: str):
     dtype = output_dtype(g) or g.dtype(self)
     self = cast(g, self, dtype)
     if dtype in _UNSIGNED:
-        if g.opset < 11:
-            raise unsupported(g.node.kind(), g.opset, "shifting unsigned integers needs BitShift: needs opset >= 11")
+        require_opset(g, 11, "shifting unsigned integers needs BitShift")
         return g.op("BitShift", self, cast(g, other, dtype), direction_s=direction)
     if not dtypes.is_integer(dtype):
         raise unsupported(g.node.kind(), g.opset, "bit shifts of non-integer tensors")

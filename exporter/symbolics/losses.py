@@ -19,12 +19,13 @@ from exporter.lowering.core import (
     cast,
     dim_size,
     reduce_op,
+    require_opset,
     require_rank,
     reshape,
     unsqueeze,
 )
 from exporter.lowering.shape import arange_indices
-from exporter.registry import parse_args, symbolic, unsupported
+from exporter.registry import parse_args, symbolic
 
 _NONE, _MEAN, _SUM = 0, 1, 2
 
@@ -60,8 +61,6 @@ def _nll(g, log_probs, target, weight, reduction: int, ignore_index):
     unbatched = rank == 1  # one sample: [C] with a 0-d target
     if unbatched:
         log_probs, target, rank = unsqueeze(g, log_probs, [0]), unsqueeze(g, target, [0]), 2
-    if g.opset < 9:
-        raise unsupported(g.node.kind(), g.opset, "picking the target classes needs Where: needs opset >= 9")
     zero = _scalar(g, 0.0, log_probs)
     mask = _class_mask(g, target, dim_size(g, log_probs, 1), rank)
     weights = cast(g, mask, g.dtype(log_probs))
@@ -79,7 +78,7 @@ def _nll(g, log_probs, target, weight, reduction: int, ignore_index):
     return _reduced(g, loss, reduction)
 
 
-@symbolic("aten::nll_loss", "aten::nll_loss2d", "aten::nll_loss_nd")
+@symbolic("aten::nll_loss", "aten::nll_loss2d", "aten::nll_loss_nd", since=9)
 @parse_args("v", "v", "v", "i", "v")
 def nll_loss(g, self, target, weight, reduction, ignore_index):
     """nll_loss(log_probs [N, C, ...] or [C], target [N, ...] or [], weight [C], reduction, ignore_index)."""
@@ -98,6 +97,7 @@ def cross_entropy_loss(g, self, target, weight, reduction, ignore_index, label_s
     classes = dim_size(g, self, class_axis)
     if g.dtype(target) == g.dtype(self):  # probabilities, one per class
         return _probability_target_loss(g, log_probs, target, weight, reduction, label_smoothing, classes, rank)
+    require_opset(g, 9, "picking the target classes needs Where")
     loss = _nll(g, log_probs, target, weight, reduction, ignore_index)
     if label_smoothing <= 0.0:
         return loss
