@@ -65,6 +65,13 @@ def enabled_set(choice) -> frozenset[str] | None:
 # -- elementwise, comparison, activations, casting, random, distance, losses --------------------------------------
 
 # -- shape, tensor factories, sequence, control flow, prim, resize, attention -------------------------------------
+# symbolics.shape.pixel_shuffle: Reshape/Transpose/Reshape for tensors that are not floating point.
+DEPTH_TO_SPACE_INTEGERS = declare(
+    "depth_to_space_integers",
+    gap="ONNX Runtime has DepthToSpace kernels for float, double, half, int8 and uint8 only (none for int32, int64 "
+    "or bool, say)",
+    plain_form="DepthToSpace (CRD mode) on the tensor's own type, as ONNX allows from opset 11",
+)
 
 # -- indexing, in-place, sorting, torchvision ops -----------------------------------------------------------------
 
