@@ -72,6 +72,12 @@ DEPTH_TO_SPACE_INTEGERS = declare(
     "or bool, say)",
     plain_form="DepthToSpace (CRD mode) on the tensor's own type, as ONNX allows from opset 11",
 )
+# lowering.numbers.extremum: Min/Max at opset 7 in float instead of double.
+MIN_MAX_6_DOUBLES = declare(
+    "min_max_6_doubles",
+    gap="ONNX Runtime implements Min-6 and Max-6 for float only, not double",
+    plain_form="Min/Max on double at opset 7 (the type of doubles, and of integers, which Min-6 does not take)",
+)
 
 # -- indexing, in-place, sorting, torchvision ops -----------------------------------------------------------------
 
