@@ -78,6 +78,12 @@ MIN_MAX_6_DOUBLES = declare(
     gap="ONNX Runtime implements Min-6 and Max-6 for float only, not double",
     plain_form="Min/Max on double at opset 7 (the type of doubles, and of integers, which Min-6 does not take)",
 )
+# symbolics.resize (opset 11+): static-size resizes of doubles by PyTorch's own gathers and weights.
+RESIZE_DOUBLES = declare(
+    "resize_doubles",
+    gap="ONNX Runtime has no Resize kernel for double tensors (float, half, int8, uint8 and int32 only)",
+    plain_form="Resize on the double tensor, as ONNX allows",
+)
 
 # -- indexing, in-place, sorting, torchvision ops -----------------------------------------------------------------
 
