@@ -22,6 +22,7 @@ from exporter.lowering.core import (
     dim_size,
     is_value,
     output_dtype,
+    require_opset,
     reshape,
     shape_of,
     to_int64_list_value,
@@ -159,6 +160,7 @@ def _range_by_range_op(g, start, end, step, out_type: int, inclusive: bool):
 
 def _range_by_positions(g, start, end, step, out_type: int, inclusive: bool):
     """start + step * (0, 1, ..., count - 1), the positions coming from NonZero over a ConstantOfShape of ones."""
+    require_opset(g, 9, "a range with run-time bounds needs ConstantOfShape/NonZero")
     work = _compute_type(out_type)
     start_d, end_d, step_d = (cast(g, v, DOUBLE) for v in (start, end, step))
     span = g.op("Div", g.op("Sub", end_d, start_d), step_d)
@@ -200,9 +202,10 @@ def _range_arguments(g, args) -> tuple:
     return bounds[0], bounds[1], step, _dtype(g, dtype_arg)
 
 
-@symbolic("aten::arange", since=9)
+@symbolic("aten::arange")
 def arange_by_positions(g, *args):
-    """arange(end) / arange(start, end[, step]) with bounds known at run time, before Range (opset 11)."""
+    """arange(end) / arange(start, end[, step]) with bounds known at run time, before Range (opset 11): needs
+    NonZero (opset 9)."""
     return _range_by_positions(g, *_arange_arguments(g, args), inclusive=False)
 
 
@@ -212,9 +215,10 @@ def arange(g, *args):
     return _range_by_range_op(g, *_arange_arguments(g, args), inclusive=False)
 
 
-@symbolic("aten::range", since=9)
+@symbolic("aten::range")
 def range_by_positions(g, *args):
-    """torch.range(start, end, step): like arange but including end; before Range (opset 11)."""
+    """torch.range(start, end, step): like arange but including end; before Range (opset 11): needs NonZero
+    (opset 9)."""
     return _range_by_positions(g, *_range_arguments(g, args), inclusive=True)
 
 
@@ -244,11 +248,12 @@ def _linspace_double(g, start, end, steps: int):
     return g.op("Concat", lower, upper, axis_i=0)
 
 
-@symbolic("aten::eye", since=9)
+@symbolic("aten::eye")
 def eye(g, n, *args):
     """eye(n[, m]) of run-time size: EyeLike over a ConstantOfShape."""
     has_columns = len(list(g.node.inputs())) == 6
     m, options = (args[0], args[1:]) if has_columns else (n, args)
+    require_opset(g, 9, "an identity matrix of run-time size needs EyeLike")
     out_type = _dtype(g, _first(options))
     zeros_ = g.op("ConstantOfShape", to_int64_list_value(g, [n, m]), value_t=np.zeros(1, dtype=np.float32))
     return cast(g, g.op("EyeLike", zeros_, dtype_i=FLOAT), out_type)
