@@ -91,6 +91,25 @@ CLIP_DOUBLE_AS_MAX_MIN = declare(
 )
 
 # -- shape, tensor factories, sequence, control flow, prim, resize, attention -------------------------------------
+# symbolics.shape.pixel_shuffle: Reshape/Transpose/Reshape for tensors that are not floating point.
+DEPTH_TO_SPACE_INTEGERS = declare(
+    "depth_to_space_integers",
+    gap="ONNX Runtime has DepthToSpace kernels for float, double, half, int8 and uint8 only (none for int32, int64 "
+    "or bool, say)",
+    plain_form="DepthToSpace (CRD mode) on the tensor's own type, as ONNX allows from opset 11",
+)
+# lowering.numbers.extremum: Min/Max at opset 7 in float instead of double.
+MIN_MAX_6_DOUBLES = declare(
+    "min_max_6_doubles",
+    gap="ONNX Runtime implements Min-6 and Max-6 for float only, not double",
+    plain_form="Min/Max on double at opset 7 (the type of doubles, and of integers, which Min-6 does not take)",
+)
+# symbolics.resize (opset 11+): static-size resizes of doubles by PyTorch's own gathers and weights.
+RESIZE_DOUBLES = declare(
+    "resize_doubles",
+    gap="ONNX Runtime has no Resize kernel for double tensors (float, half, int8, uint8 and int32 only)",
+    plain_form="Resize on the double tensor, as ONNX allows",
+)
 
 # -- indexing, in-place, sorting, torchvision ops -----------------------------------------------------------------
 # lowering.indexing.nonzero_input: NonZero on x != 0 (a bool) instead of x.

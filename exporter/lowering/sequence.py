@@ -35,7 +35,7 @@ def as_sequence(g, items) -> ir.Value:
     if is_value(items):
         raise SymbolicValueError("expected a list of tensors, got a tensor")
     if not items:
-        # The element type is settled later by whoever first inserts into it (see control_flow.loop).
+        # The element type is settled later by whoever first inserts into it (see symbolics.control_flow._loop).
         return sequence_value(g.op("SequenceEmpty", dtype_i=torch_float()), torch_float())
     values = [g.value(item) for item in items]
     dtype = values[0].dtype

@@ -1,6 +1,8 @@
 """Shape building blocks: size arithmetic on ints or int64 graph values, known dims, broadcasting, reshapes and
-expands (Expand: opset 8), permutations, index ranges (Range: opset 11, a constant before) and padding (Pad takes
-its pads as an attribute before opset 11, as inputs from 11; circular padding from Slices and Concat)."""
+expands (Expand: opset 8), splits (Split takes its sizes as an attribute before opset 13, as an input from 13),
+zeroing outside a mask (Where: opset 9), permutations, index ranges (Range: opset 11, a constant before) and
+their comparisons (Less on int64: opset 9), padding (Pad takes its pads as an attribute before opset 11, as inputs
+from 11; circular padding from Slices and Concat)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import torch
 from exporter import dtypes
 from exporter.errors import SymbolicValueError
 from exporter.lowering.core import (
+    FLOAT,
     INT64,
     cast,
     constant_value,
@@ -129,6 +132,33 @@ def expand_to_shape_value(g, x, shape):
     return typed(g.op("Tile", x, g.op("Div", shape, g.op("Shape", x))), result_shape)
 
 
+# -- splitting --------------------------------------------------------------------------------------------------
+def split_sizes(g, x, dim: int, sizes: list[int]) -> list:
+    """Split ``x`` along ``dim`` into pieces of static ``sizes`` (ONNX Split: attribute before 13, input from 13)."""
+    if len(sizes) == 1:
+        return [x]
+    if g.opset >= 13:
+        pieces = g.op("Split", x, g.const(sizes, torch.int64), axis_i=dim, outputs=len(sizes))
+    else:
+        pieces = g.op("Split", x, axis_i=dim, split_i=sizes, outputs=len(sizes))
+    for piece in pieces:
+        piece.dtype = g.dtype(x)
+    return list(pieces)
+
+
+# -- masking ----------------------------------------------------------------------------------------------------
+def zero_outside(g, x, mask):
+    """``x`` where the boolean ``mask`` holds and zero elsewhere: And for bools; Where from opset 9, before it a
+    product with the 0/1 mask (the same values for finite inputs)."""
+    elem = g.dtype(x)
+    if elem == dtypes.onnx_from_torch(torch.bool):
+        return g.op("And", x, mask)
+    if g.opset >= 9:
+        zero = g.const(np.zeros((), dtype=dtypes.numpy_from_onnx(elem)))
+        return g.op("Where", mask, x, zero)
+    return g.op("Mul", x, cast(g, mask, elem))
+
+
 # -- transposes -------------------------------------------------------------------------------------------------
 def transpose_perm(g, x, perm: list[int]):
     """Transpose by ``perm``, skipping the identity permutation."""
@@ -151,6 +181,12 @@ def arange_indices(g, count) -> object:
         ones = g.op("ConstantOfShape", count, value_t=np.array([1], dtype=np.int64))
         return squeeze(g, g.op("NonZero", ones), [0])
     raise unsupported(g.node.kind(), g.opset, "a run-time index range needs ConstantOfShape/NonZero: needs opset >= 9")
+
+
+def position_compare_type(g) -> int:
+    """The type in which int64 positions are compared with Less/Greater: int64 from opset 9, float before (Less-7
+    and Greater-7 take floating types only; exact below 2**24)."""
+    return INT64 if g.opset >= 9 else FLOAT
 
 
 def pad_op(g, x, pad: list, mode: str, value=None):

@@ -17,12 +17,12 @@ from exporter import dtypes
 from exporter.lowering.comparison import equal
 from exporter.lowering.core import (
     BOOL,
-    FLOAT,
     INT64,
     cast,
     constant_value,
     dim_size,
     reduce_op,
+    require_opset,
     require_rank,
     reshape,
     scalar_like,
@@ -32,7 +32,7 @@ from exporter.lowering.core import (
 )
 from exporter.lowering.normalization import standardize
 from exporter.lowering.reductions import vector_norm
-from exporter.lowering.shape import arange_indices
+from exporter.lowering.shape import arange_indices, position_compare_type
 from exporter.registry import parse_args, symbolic, unsupported
 
 
@@ -72,8 +72,7 @@ def causal_mask(g, query, key):
     length, source = dim_size(g, query, -2), dim_size(g, key, -2)
     if isinstance(length, int) and isinstance(source, int):
         return g.const(np.tril(np.ones((length, source), dtype=np.bool_)))
-    if g.opset < 11:
-        raise unsupported(g.node.kind(), g.opset, "is_causal with dynamic sequence lengths needs opset >= 11")
+    require_opset(g, 11, "is_causal with dynamic sequence lengths")
     rows = unsqueeze(g, _arange(g, length), [1])
     columns = unsqueeze(g, _arange(g, source), [0])
     return g.op("Not", g.op("Greater", columns, rows))
@@ -150,8 +149,8 @@ def transformer_encoder_layer(g, src, embed_dim, num_heads, qkv_weight, qkv_bias
                               norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
                               ffn_bias_1, ffn_weight_2, ffn_bias_2, mask=None, mask_type=None):
     """nn.TransformerEncoderLayer's fused eval kernel: self-attention and feed-forward blocks with residuals."""
-    if use_gelu and g.opset < 9:
-        raise unsupported(g.node.kind(), g.opset, "the exact GELU activation uses Erf, which needs opset >= 9")
+    if use_gelu:
+        require_opset(g, 9, "the exact GELU activation (Erf)")
 
     def norm(x, weight, bias):
         normalized, _, _ = standardize(g, x, [require_rank(g, src) - 1], eps)
@@ -230,9 +229,9 @@ def _padding_row(g, weight, padding: int):
 def _bag_membership(g, indices, offsets, include_last_offset):
     """[B, N] booleans: bag b holds the index positions i with offsets[b] <= i < offsets[b + 1]."""
     count = dim_size(g, indices, 0)
-    if not isinstance(count, int) and g.opset < 11:
-        raise unsupported(g.node.kind(), g.opset, "embedding_bag with a dynamic index count needs opset >= 11")
-    compare_type = INT64 if g.opset >= 9 else FLOAT  # Less/Greater take only floats before opset 9
+    if not isinstance(count, int):
+        require_opset(g, 11, "embedding_bag with a dynamic index count")
+    compare_type = position_compare_type(g)
     positions = cast(g, g.const(np.arange(count)) if isinstance(count, int) else _arange(g, count), compare_type)
     offsets = cast(g, offsets, compare_type)
     starts = _rows(g, offsets, 0, -1) if include_last_offset else offsets

@@ -27,7 +27,9 @@ from exporter.lowering.core import (
     dim_size,
     is_constant,
     is_value,
+    require_opset,
 )
+from exporter.lowering.numbers import extremum
 from exporter.lowering.sequence import as_sequence, sequence_length
 from exporter.registry import symbolic, unsupported
 from exporter.ts_types import ts_value_type
@@ -35,6 +37,7 @@ from exporter.ts_types import ts_value_type
 DOUBLE = TensorProto.DOUBLE
 _INT64_MAX = 2**63 - 1
 _NUMBER_DTYPES = {"IntType": INT64, "FloatType": DOUBLE, "BoolType": BOOL}
+SEQUENCE_LOOP_OPSET = 13  # Loop-11 carries tensors only; sequence types joined its V at Loop-13
 
 
 def _is_static(x) -> bool:
@@ -124,18 +127,32 @@ def _cast_output(g, graph: ir.Graph, index: int, dtype: int) -> None:
 
 # -- Loop -------------------------------------------------------------------------------------------------------
 @symbolic("prim::Loop")
-def loop(g, max_trip_count, condition, *carried):
-    """ONNX Loop: ``for`` loops give a trip count, ``while`` loops a condition, both carry values.
+def loop_1(g, max_trip_count, condition, *carried):
+    """ONNX Loop-1, which carries tensors only: a list the loop grows becomes a scan output where
+    :func:`_scanned_lists` allows, unless that leaves no carried value, which Loop-1 needs (the list error stands)."""
+    scanned = _scanned_lists(g.node, carried)
+    return _loop(g, max_trip_count, condition, carried, [] if len(scanned) == len(carried) else scanned)
 
-    Below opset 13 (where Loop cannot carry sequences), a list the loop only grows by one ``append`` per
-    iteration and that is then only stacked becomes a scan output of the Loop (see :func:`_scanned_lists`).
-    """
+
+@symbolic("prim::Loop", since=11)
+def loop_11(g, max_trip_count, condition, *carried):
+    """ONNX Loop-11, which carries tensors only: a list the loop grows becomes a scan output where
+    :func:`_scanned_lists` allows."""
+    return _loop(g, max_trip_count, condition, carried, _scanned_lists(g.node, carried))
+
+
+@symbolic("prim::Loop", since=SEQUENCE_LOOP_OPSET)
+def loop_13(g, max_trip_count, condition, *carried):
+    """ONNX Loop-13, which carries lists as sequences."""
+    return _loop(g, max_trip_count, condition, carried, [])
+
+
+def _loop(g, max_trip_count, condition, carried, scanned: list[int]):
+    """ONNX Loop: ``for`` loops give a trip count, ``while`` loops a condition, both carry values; the carried
+    lists at positions ``scanned`` become scan outputs."""
     node = g.node
     body_block = next(iter(node.blocks()))
     ts_outputs = list(node.outputs())
-    scanned = _scanned_lists(node, body_block, carried) if g.opset < SEQUENCE_LOOP_OPSET else []
-    if len(scanned) == len(carried) and g.opset < 11:
-        scanned = []  # Loop-1 needs at least one carried value (Loop-11 allows none): the list error stands
     kept = [k for k in range(len(carried)) if k not in scanned]
     initial = [_carried_initial(g, carried[k], ts_outputs[k]) for k in kept]
     trip = None if _is_static(max_trip_count) and int(constant_value(max_trip_count)) == _INT64_MAX else (
@@ -164,14 +181,12 @@ def loop(g, max_trip_count, condition, *carried):
     return _results(node, [by_position[k] for k in range(len(carried))])
 
 
-SEQUENCE_LOOP_OPSET = 13  # Loop-11 carries tensors only; sequence types joined its V at Loop-13
-
-
-def _scanned_lists(node, body_block, carried) -> list[int]:
+def _scanned_lists(node, carried) -> list[int]:
     """Positions of the carried lists that can be the Loop's scan outputs: lists that start empty, that each
     iteration grows by exactly one ``append`` (its only use in the body), and that after the loop are only read
     by ``aten::stack``. The scan output holds the appended tensors stacked on a new axis 0, which is exactly
     what stack needs; anything else could observe the list itself, so it is not rewritten."""
+    body_block = next(iter(node.blocks()))
     body_inputs = list(body_block.inputs())[1:]
     returned = list(body_block.returnNode().inputs())[1:]
     scanned = []
@@ -256,10 +271,7 @@ def _shapes_invariant(body: ir.Graph) -> bool:
 def _carried_initial(g, value, ts_value) -> ir.Value:
     """A loop-carried start value as a graph value of a fixed type (numbers: int64/double/bool)."""
     if _is_list_type(ts_value):
-
-        if g.opset < 13:
-            # Loop-11 carries tensors only (sequence types joined V at Loop-13); ONNX Runtime enforces it.
-            raise unsupported("prim::Loop", g.opset, "a list carried through a loop needs opset >= 13")
+        require_opset(g, SEQUENCE_LOOP_OPSET, "a list carried through a loop")
         return as_sequence(g, value)
     number_dtype = _NUMBER_DTYPES.get(ts_value.type().kind())
     if number_dtype is not None:
@@ -370,7 +382,7 @@ def range_length(g, low, high, step):
     stride = abs(step)
     # Integer Div truncates; with a non-negative numerator that is the floor, and negative spans clamp to 0.
     count = g.op("Div", g.op("Add", span, g.const(stride - 1, torch.int64)), g.const(stride, torch.int64))
-    return _as_number(g, _extremum(g, "Max", [count, 0], INT64), INT64)
+    return _as_number(g, extremum(g, "Max", [count, 0], INT64), INT64)
 
 
 @symbolic("aten::__derive_index")
@@ -389,17 +401,4 @@ def min_max(g, *args):
         values = [constant_value(x) for x in items]
         return min(values) if op_type == "Min" else max(values)
     dtype = _declared_dtype(g.node.output()) or DOUBLE
-    return _as_number(g, _extremum(g, op_type, items, dtype), dtype)
-
-
-def _extremum(g, op_type: str, items: list, dtype: int) -> ir.Value:
-    """Min/Max of numbers of type ``dtype``; before opset 12 these ops take only floating types.
-
-    ONNX Runtime implements Min-6/Max-6 for float only: at opset 7 ints go through float (exact below 2**24).
-    """
-    if g.opset >= 12 or dtype in (TensorProto.FLOAT, DOUBLE):
-        compute = dtype if g.opset >= 8 or dtype == TensorProto.FLOAT else TensorProto.FLOAT
-    else:
-        compute = DOUBLE if g.opset >= 8 else TensorProto.FLOAT
-    result = g.op(op_type, *[cast(g, x, compute) for x in items])
-    return cast(g, result, dtype)
+    return _as_number(g, extremum(g, op_type, items, dtype), dtype)

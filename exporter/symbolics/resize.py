@@ -26,6 +26,7 @@ import torch
 
 from exporter import dtypes
 from exporter.lowering.core import (
+    DOUBLE,
     FLOAT,
     constant_value,
     is_value,
@@ -33,6 +34,8 @@ from exporter.lowering.core import (
     slice_op,
     to_int64_list_value,
 )
+from exporter.lowering.resize import unused_resize_inputs, upsample_by_integer_factors
+from exporter.lowering.runtime import RESIZE_DOUBLES, applies
 from exporter.registry import parse_args, symbolic, unsupported
 
 _CUBIC_COEFF_A = -0.75
@@ -162,13 +165,11 @@ def _resize_11(g, request: _Request):
     attributes = dict(_RESIZE_ATTRIBUTES[request.mode])
     if request.mode in ("linear", "cubic"):
         attributes["coordinate_transformation_mode_s"] = "align_corners" if request.align_corners else "half_pixel"
-    empty = g.const(np.zeros(0, dtype=np.float32))
-    missing = empty if g.opset < 13 else None
+    roi, no_scales = unused_resize_inputs(g)
     if request.uses_scales():
         scales = g.const(np.array([1.0, 1.0] + request.onnx_scales(), dtype=np.float32))
-        return g.op("Resize", request.input, missing, scales, **attributes)
-    return g.op("Resize", request.input, missing, empty if g.opset < 13 else None, _full_sizes(g, request),
-                **attributes)
+        return g.op("Resize", request.input, roi, scales, **attributes)
+    return g.op("Resize", request.input, roi, no_scales, _full_sizes(g, request), **attributes)
 
 
 # -- opsets 7-10: Upsample / Resize-10 for integer nearest factors, gathers otherwise -----------------------------
@@ -185,19 +186,11 @@ def _integer_factors(g, request: _Request) -> list[int] | None:
     return None
 
 
-def _upsample_nearest_legacy(g, input, factors: list[int]):
-    scales = [1.0, 1.0] + [float(f) for f in factors]
-    if g.opset < 9:
-        return g.op("Upsample", input, mode_s="nearest", scales_f=scales)
-    op_type = "Upsample" if g.opset == 9 else "Resize"
-    return g.op(op_type, input, g.const(np.array(scales, dtype=np.float32)), mode_s="nearest")
-
-
 def _resize_legacy(g, request: _Request):
     if request.mode == "nearest":
         factors = _integer_factors(g, request)
         if factors is not None:
-            return _upsample_nearest_legacy(g, request.input, factors)
+            return upsample_by_integer_factors(g, request.input, factors)
     if not _gatherable(request):
         raise unsupported(g.node.kind(), g.opset,
                           f"{request.mode} resize with dynamic spatial sizes needs opset >= 11")
@@ -281,39 +274,78 @@ def _resample_axis(g, x, axis: int, length: int, out: int, scale, request: _Requ
 
 
 def _resize(g, request: _Request):
-    if g.opset < 11:
-        return _resize_legacy(g, request)
-    # ONNX Runtime implements Resize for float, half, int8/uint8 and int32 only; doubles take the exact gathers.
-    if g.dtype(request.input) == dtypes.onnx_from_torch(torch.float64) and _gatherable(request):
+    """Resize (opset 11+), or for a double input of static sizes the exact gathers, which ONNX Runtime can run."""
+    if g.dtype(request.input) == DOUBLE and _gatherable(request) and applies(g, RESIZE_DOUBLES):
         return _resize_by_gathers(g, request)
     return _resize_11(g, request)
 
 
-# -- the aten ops ------------------------------------------------------------------------------------------------
-@symbolic("aten::upsample_nearest1d", "aten::upsample_nearest2d", "aten::upsample_nearest3d")
-def upsample_nearest(g, input, output_size, *scales):
+# -- the aten ops: Upsample / Resize-10 / gathers before opset 11, Resize from 11 ---------------------------------
+_NEAREST = ("aten::upsample_nearest1d", "aten::upsample_nearest2d", "aten::upsample_nearest3d")
+_NEAREST_EXACT = ("aten::_upsample_nearest_exact1d", "aten::_upsample_nearest_exact2d",
+                  "aten::_upsample_nearest_exact3d")
+_LINEAR = ("aten::upsample_linear1d", "aten::upsample_bilinear2d", "aten::upsample_trilinear3d")
+_BICUBIC = ("aten::upsample_bicubic2d",)
+
+
+def _nearest(g, input, output_size, *scales):
     """F.interpolate(mode='nearest'): ``(input, output_size, scale_factors)`` or per-axis ``scales``."""
-    return _resize(g, _Request(g, input, output_size, scales, "nearest"))
+    return _Request(g, input, output_size, scales, "nearest")
 
 
-@symbolic("aten::_upsample_nearest_exact1d", "aten::_upsample_nearest_exact2d", "aten::_upsample_nearest_exact3d")
-def upsample_nearest_exact(g, input, output_size, *scales):
+def _nearest_exact(g, input, output_size, *scales):
     """F.interpolate(mode='nearest-exact')."""
-    return _resize(g, _Request(g, input, output_size, scales, "nearest_exact"))
+    return _Request(g, input, output_size, scales, "nearest_exact")
 
 
-@symbolic("aten::upsample_linear1d", "aten::upsample_bilinear2d", "aten::upsample_trilinear3d")
-def upsample_linear(g, input, output_size, align_corners, *scales):
+def _linear(g, input, output_size, align_corners, *scales):
     """F.interpolate(mode='linear' | 'bilinear' | 'trilinear')."""
-    align = bool(constant_value(align_corners))
-    return _resize(g, _Request(g, input, output_size, scales, "linear", align))
+    return _Request(g, input, output_size, scales, "linear", bool(constant_value(align_corners)))
 
 
-@symbolic("aten::upsample_bicubic2d")
-def upsample_bicubic(g, input, output_size, align_corners, *scales):
+def _bicubic(g, input, output_size, align_corners, *scales):
     """F.interpolate(mode='bicubic')."""
-    align = bool(constant_value(align_corners))
-    return _resize(g, _Request(g, input, output_size, scales, "cubic", align))
+    return _Request(g, input, output_size, scales, "cubic", bool(constant_value(align_corners)))
+
+
+@symbolic(*_NEAREST)
+def upsample_nearest_legacy(g, *args):
+    return _resize_legacy(g, _nearest(g, *args))
+
+
+@symbolic(*_NEAREST, since=11)
+def upsample_nearest(g, *args):
+    return _resize(g, _nearest(g, *args))
+
+
+@symbolic(*_NEAREST_EXACT)
+def upsample_nearest_exact_legacy(g, *args):
+    return _resize_legacy(g, _nearest_exact(g, *args))
+
+
+@symbolic(*_NEAREST_EXACT, since=11)
+def upsample_nearest_exact(g, *args):
+    return _resize(g, _nearest_exact(g, *args))
+
+
+@symbolic(*_LINEAR)
+def upsample_linear_legacy(g, *args):
+    return _resize_legacy(g, _linear(g, *args))
+
+
+@symbolic(*_LINEAR, since=11)
+def upsample_linear(g, *args):
+    return _resize(g, _linear(g, *args))
+
+
+@symbolic(*_BICUBIC)
+def upsample_bicubic_legacy(g, *args):
+    return _resize_legacy(g, _bicubic(g, *args))
+
+
+@symbolic(*_BICUBIC, since=11)
+def upsample_bicubic(g, *args):
+    return _resize(g, _bicubic(g, *args))
 
 
 @symbolic("aten::_upsample_bilinear2d_aa", "aten::_upsample_bicubic2d_aa", "aten::_upsample_lanczos2d_aa")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from exporter.lowering.core import INT64, cast, constant_value, is_value
 from exporter.lowering.sequence import (
-    sequence_value,
     as_sequence,
     require_sequences,
     sequence_length,
+    sequence_value,
 )
 from exporter.registry import symbolic
 

@@ -17,7 +17,6 @@ from exporter import dtypes, ir
 from exporter.errors import SymbolicValueError
 from exporter.lowering.comparison import equal, select
 from exporter.lowering.core import (
-    cast,
     constant_value,
     dim_size,
     is_constant,
@@ -32,6 +31,7 @@ from exporter.lowering.core import (
     to_int64_list_value,
     unsqueeze,
 )
+from exporter.lowering.runtime import DEPTH_TO_SPACE_INTEGERS, applies
 from exporter.lowering.sequence import (
     concat_from_sequence,
     require_sequences,
@@ -48,7 +48,9 @@ from exporter.lowering.shape import (
     pad_op,
     reshape_to,
     size_arith,
+    split_sizes,
     transpose_perm,
+    zero_outside,
 )
 from exporter.registry import parse_args, symbolic, unsupported
 from exporter.ts_types import ts_value_type
@@ -282,19 +284,6 @@ def movedim(g, self, source, destination):
 
 
 # -- splitting --------------------------------------------------------------------------------------------------
-def split_sizes(g, x, dim: int, sizes: list[int]) -> list:
-    """Split ``x`` along ``dim`` into pieces of static ``sizes`` (ONNX Split: attribute before 13, input from 13)."""
-    if len(sizes) == 1:
-        return [x]
-    if g.opset >= 13:
-        pieces = g.op("Split", x, g.const(sizes, torch.int64), axis_i=dim, outputs=len(sizes))
-    else:
-        pieces = g.op("Split", x, axis_i=dim, split_i=sizes, outputs=len(sizes))
-    for piece in pieces:
-        piece.dtype = g.dtype(x)
-    return list(pieces)
-
-
 def split_at(g, x, dim: int, starts: list) -> list:
     """Pieces of ``x`` between consecutive ``starts`` along ``dim`` (the last one runs to the end), via Slice."""
     ends = list(starts[1:]) + [INT64_MAX]
@@ -330,15 +319,26 @@ def split(g, self, split_size, dim=0):
 
 @symbolic("aten::chunk", "aten::unsafe_chunk")
 @parse_args("v", "i", "i")
-def chunk(g, self, chunks, dim):
-    """chunk(chunks, dim): pieces of ceil(n / chunks), like torch."""
-    rank = require_rank(g, self)
-    dim = normalize_dim(dim, rank)
+def chunk_by_traced_size(g, self, chunks, dim):
+    """chunk(chunks, dim) before opset 10, where Slice takes constant bounds only: a dim that shape inference could
+    not prove static is split by the size the trace recorded, so a different size at run time fails loudly in
+    Split."""
+    dim = normalize_dim(dim, require_rank(g, self))
     n = known_dims(g, self)[dim]
-    if n is None and g.opset < 10:
-        # Run-time chunk bounds need Slice inputs (opset 10). Shape inference could not prove this dim static, but
-        # the trace recorded its size: split by it, so a different size at run time fails loudly in Split.
-        n = traced_dim(g, dim)
+    return _chunk(g, self, chunks, dim, traced_dim(g, dim) if n is None else n)
+
+
+@symbolic("aten::chunk", "aten::unsafe_chunk", since=10)
+@parse_args("v", "i", "i")
+def chunk(g, self, chunks, dim):
+    """chunk(chunks, dim) from opset 10: a dim of run-time size is cut at run-time bounds (Slice inputs)."""
+    dim = normalize_dim(dim, require_rank(g, self))
+    return _chunk(g, self, chunks, dim, known_dims(g, self)[dim])
+
+
+def _chunk(g, self, chunks: int, dim: int, n: int | None):
+    """Pieces of ceil(n / chunks), like torch: Split when the dim's size ``n`` is known, Slices (or a sequence
+    when the piece count is only known at run time) otherwise."""
     if n is not None:
         step = -(-n // chunks)
         return split_sizes(g, self, dim, [min(step, n - i) for i in range(0, n, step)] or [0])
@@ -456,15 +456,10 @@ def narrow(g, self, dim, start, length):
 
 @symbolic("aten::flip")
 @parse_args("v", "is")
-def flip(g, self, dims):
-    """flip(dims): Slice with step -1 from opset 10; Gather of reversed positions below."""
-    rank = require_rank(g, self)
-    dims = [normalize_dim(d, rank) for d in dims]
-    if g.opset >= 10:
-        count = len(dims)
-        return slice_op(g, self, dims, [-1] * count, [-INT64_MAX] * count, [-1] * count)
+def flip_by_gather(g, self, dims):
+    """flip(dims) before opset 10 (Slice-1 has no steps): Gather of the reversed positions."""
     out = self
-    for d in dims:
+    for d in _normalized_dims(g, self, dims):
         n = known_dims(g, self)[d]
         if n is not None:
             indices = g.const(np.arange(n - 1, -1, -1, dtype=np.int64))
@@ -473,6 +468,19 @@ def flip(g, self, dims):
             indices = g.op("Sub", unsqueeze(g, last, [0]), arange_indices(g, dim_size(g, self, d)))
         out = g.op("Gather", out, indices, axis_i=d)
     return out
+
+
+@symbolic("aten::flip", since=10)
+@parse_args("v", "is")
+def flip(g, self, dims):
+    """flip(dims) from opset 10: Slice with step -1."""
+    count = len(dims)
+    return slice_op(g, self, _normalized_dims(g, self, dims), [-1] * count, [-INT64_MAX] * count, [-1] * count)
+
+
+def _normalized_dims(g, x, dims: list[int]) -> list[int]:
+    rank = require_rank(g, x)
+    return [normalize_dim(d, rank) for d in dims]
 
 
 @symbolic("aten::roll")
@@ -544,13 +552,28 @@ def pad_circular(g, input, padding):
 # -- shuffles ---------------------------------------------------------------------------------------------------
 @symbolic("aten::pixel_shuffle")
 @parse_args("v", "i")
+def pixel_shuffle_by_reshapes(g, self, upscale_factor):
+    """pixel_shuffle(r) before opset 11, whose DepthToSpace knows only the DCR order: Reshape/Transpose/Reshape."""
+    _require_4d(g, self, "pixel_shuffle")
+    return _shuffle_by_reshapes(g, self, upscale_factor)
+
+
+@symbolic("aten::pixel_shuffle", since=11)
+@parse_args("v", "i")
 def pixel_shuffle(g, self, upscale_factor):
-    """pixel_shuffle(r): DepthToSpace CRD from opset 11 (float), Reshape/Transpose/Reshape otherwise."""
-    r = upscale_factor
-    if require_rank(g, self) != 4:
-        raise SymbolicValueError("pixel_shuffle is exported for 4-D inputs only")
-    if g.opset >= 11 and dtypes.is_float(g.dtype(self)):
-        return g.op("DepthToSpace", self, blocksize_i=r, mode_s="CRD")
+    """pixel_shuffle(r) from opset 11: DepthToSpace in CRD mode."""
+    _require_4d(g, self, "pixel_shuffle")
+    if not dtypes.is_float(g.dtype(self)) and applies(g, DEPTH_TO_SPACE_INTEGERS):
+        return _shuffle_by_reshapes(g, self, upscale_factor)
+    return g.op("DepthToSpace", self, blocksize_i=upscale_factor, mode_s="CRD")
+
+
+def _require_4d(g, x, op: str) -> None:
+    if require_rank(g, x) != 4:
+        raise SymbolicValueError(f"{op} is exported for 4-D inputs only")
+
+
+def _shuffle_by_reshapes(g, self, r: int):
     n, c, h, w = dims_or_sizes(g, self)
     c_out = size_arith(g, "Div", c, r * r)
     blocks = reshape(g, self, [n, c_out, r, r, h, w])
@@ -563,8 +586,7 @@ def pixel_shuffle(g, self, upscale_factor):
 def pixel_unshuffle(g, self, downscale_factor):
     """pixel_unshuffle(r): Reshape/Transpose/Reshape (channel-major, unlike SpaceToDepth)."""
     r = downscale_factor
-    if require_rank(g, self) != 4:
-        raise SymbolicValueError("pixel_unshuffle is exported for 4-D inputs only")
+    _require_4d(g, self, "pixel_unshuffle")
     # SpaceToDepth orders output channels block-major; torch orders them channel-major, so reshape instead.
     n, c, h, w = dims_or_sizes(g, self)
     h_out, w_out = size_arith(g, "Div", h, r), size_arith(g, "Div", w, r)
@@ -695,31 +717,40 @@ def _triangle_mask(g, x, diagonal: int, upper: bool):
     return g.op("Less", offset, g.const(diagonal + 1, torch.int64))
 
 
-def _triangle(g, self, diagonal, upper: bool):
-    diagonal = int(constant_value(diagonal)) if diagonal is not None else 0
-    if g.opset >= 14:
-        return g.op("Trilu", self, g.const(diagonal, torch.int64), upper_i=int(upper))
-    mask = _triangle_mask(g, self, diagonal, upper)
-    elem = g.dtype(self)
-    if elem == dtypes.onnx_from_torch(torch.bool):
-        return g.op("And", self, mask)
-    if g.opset >= 9:
-        zero = g.const(np.zeros((), dtype=dtypes.numpy_from_onnx(elem)))
-        return g.op("Where", mask, self, zero)
-    # Where is opset 9; multiplying by a 0/1 mask gives the same values for finite inputs.
-    return g.op("Mul", self, cast(g, mask, elem))
+def _triangle_by_mask(g, self, diagonal, upper: bool):
+    return zero_outside(g, self, _triangle_mask(g, self, _diagonal_offset(diagonal), upper))
+
+
+def _trilu(g, self, diagonal, upper: bool):
+    return g.op("Trilu", self, g.const(_diagonal_offset(diagonal), torch.int64), upper_i=int(upper))
+
+
+def _diagonal_offset(diagonal) -> int:
+    return int(constant_value(diagonal)) if diagonal is not None else 0
 
 
 @symbolic("aten::tril", "aten::tril_")
+def tril_by_mask(g, self, diagonal=0):
+    """tril(diagonal) before opset 14: the input with zeros outside a lower-triangle mask."""
+    return _triangle_by_mask(g, self, diagonal, upper=False)
+
+
+@symbolic("aten::tril", "aten::tril_", since=14)
 def tril(g, self, diagonal=0):
-    """tril(diagonal): Trilu from opset 14; a lower-triangle mask (Where, or Mul/And before 9) below."""
-    return _triangle(g, self, diagonal, upper=False)
+    """tril(diagonal) from opset 14: Trilu."""
+    return _trilu(g, self, diagonal, upper=False)
 
 
 @symbolic("aten::triu", "aten::triu_")
+def triu_by_mask(g, self, diagonal=0):
+    """triu(diagonal) before opset 14: the input with zeros outside an upper-triangle mask."""
+    return _triangle_by_mask(g, self, diagonal, upper=True)
+
+
+@symbolic("aten::triu", "aten::triu_", since=14)
 def triu(g, self, diagonal=0):
-    """triu(diagonal): Trilu from opset 14; an upper-triangle mask below."""
-    return _triangle(g, self, diagonal, upper=True)
+    """triu(diagonal) from opset 14: Trilu."""
+    return _trilu(g, self, diagonal, upper=True)
 
 
 @symbolic("aten::diagonal")

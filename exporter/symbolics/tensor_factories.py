@@ -22,6 +22,7 @@ from exporter.lowering.core import (
     dim_size,
     is_value,
     output_dtype,
+    require_opset,
     reshape,
     shape_of,
     to_int64_list_value,
@@ -29,7 +30,7 @@ from exporter.lowering.core import (
 )
 from exporter.lowering.factories import filled
 from exporter.lowering.shape import arange_indices
-from exporter.registry import symbolic, unsupported
+from exporter.registry import symbolic
 
 DOUBLE = dtypes.onnx_from_torch(torch.float64)
 
@@ -147,18 +148,20 @@ def _compute_type(out: int) -> int:
         DOUBLE if dtypes.is_float(out) else INT64)
 
 
-def _range_value(g, start, end, step, inclusive: bool, out_type: int):
+def _range_by_range_op(g, start, end, step, out_type: int, inclusive: bool):
     work = _compute_type(out_type)
-    if g.opset >= 11:
-        start, step = cast(g, start, work), cast(g, step, work)
-        limit = cast(g, end, work)
-        if inclusive:  # torch.range includes ``end``: extend the limit by half a step
-            limit = g.op("Add", cast(g, limit, DOUBLE), g.op("Div", cast(g, step, DOUBLE), g.const(2.0, torch.float64)))
-            limit = cast(g, limit, work)
-        return cast(g, g.op("Range", start, limit, step), out_type)
-    if g.opset < 9:
-        raise unsupported(g.node.kind(), g.opset,
-                          "a range with run-time bounds needs ConstantOfShape/NonZero: needs opset >= 9")
+    start, step = cast(g, start, work), cast(g, step, work)
+    limit = cast(g, end, work)
+    if inclusive:  # torch.range includes ``end``: extend the limit by half a step
+        limit = g.op("Add", cast(g, limit, DOUBLE), g.op("Div", cast(g, step, DOUBLE), g.const(2.0, torch.float64)))
+        limit = cast(g, limit, work)
+    return cast(g, g.op("Range", start, limit, step), out_type)
+
+
+def _range_by_positions(g, start, end, step, out_type: int, inclusive: bool):
+    """start + step * (0, 1, ..., count - 1), the positions coming from NonZero over a ConstantOfShape of ones."""
+    require_opset(g, 9, "a range with run-time bounds needs ConstantOfShape/NonZero")
+    work = _compute_type(out_type)
     start_d, end_d, step_d = (cast(g, v, DOUBLE) for v in (start, end, step))
     span = g.op("Div", g.op("Sub", end_d, start_d), step_d)
     count = g.op("Floor", span) if inclusive else g.op("Ceil", span)
@@ -171,9 +174,8 @@ def _range_value(g, start, end, step, inclusive: bool, out_type: int):
     return cast(g, values, out_type)
 
 
-@symbolic("aten::arange")
-def arange(g, *args):
-    """arange(end) / arange(start, end[, step]) with bounds known at run time."""
+def _arange_arguments(g, args) -> tuple:
+    """(start, end, step, result type) of aten::arange, whichever overload it is."""
     count = _bound_count(g)
     bounds, dtype_arg = args[:count], _first(args[count:])
     if len(bounds) == 1:
@@ -189,16 +191,41 @@ def arange(g, *args):
         out_type = g.dtype(args[-1])
     else:
         out_type = _dtype(g, dtype_arg, INT64 if integral else FLOAT)
-    return _range_value(g, start, end, step, inclusive=False, out_type=out_type)
+    return start, end, step, out_type
 
 
-@symbolic("aten::range")
-def range_(g, *args):
-    """torch.range(start, end, step): like arange but including end."""
+def _range_arguments(g, args) -> tuple:
+    """(start, end, step, result type) of aten::range."""
     count = _bound_count(g)
     bounds, dtype_arg = args[:count], _first(args[count:])
     step = bounds[2] if len(bounds) > 2 else 1
-    return _range_value(g, bounds[0], bounds[1], step, inclusive=True, out_type=_dtype(g, dtype_arg))
+    return bounds[0], bounds[1], step, _dtype(g, dtype_arg)
+
+
+@symbolic("aten::arange")
+def arange_by_positions(g, *args):
+    """arange(end) / arange(start, end[, step]) with bounds known at run time, before Range (opset 11): needs
+    NonZero (opset 9)."""
+    return _range_by_positions(g, *_arange_arguments(g, args), inclusive=False)
+
+
+@symbolic("aten::arange", since=11)
+def arange(g, *args):
+    """arange(end) / arange(start, end[, step]) with bounds known at run time: Range."""
+    return _range_by_range_op(g, *_arange_arguments(g, args), inclusive=False)
+
+
+@symbolic("aten::range")
+def range_by_positions(g, *args):
+    """torch.range(start, end, step): like arange but including end; before Range (opset 11): needs NonZero
+    (opset 9)."""
+    return _range_by_positions(g, *_range_arguments(g, args), inclusive=True)
+
+
+@symbolic("aten::range", since=11)
+def range_(g, *args):
+    """torch.range(start, end, step): like arange but including end; Range."""
+    return _range_by_range_op(g, *_range_arguments(g, args), inclusive=True)
 
 
 @symbolic("aten::linspace")
@@ -226,8 +253,7 @@ def eye(g, n, *args):
     """eye(n[, m]) of run-time size: EyeLike over a ConstantOfShape."""
     has_columns = len(list(g.node.inputs())) == 6
     m, options = (args[0], args[1:]) if has_columns else (n, args)
-    if g.opset < 9:
-        raise unsupported(g.node.kind(), g.opset, "an identity matrix of run-time size needs EyeLike: needs opset >= 9")
+    require_opset(g, 9, "an identity matrix of run-time size needs EyeLike")
     out_type = _dtype(g, _first(options))
     zeros_ = g.op("ConstantOfShape", to_int64_list_value(g, [n, m]), value_t=np.zeros(1, dtype=np.float32))
     return cast(g, g.op("EyeLike", zeros_, dtype_i=FLOAT), out_type)
