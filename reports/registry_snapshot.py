@@ -8,6 +8,7 @@ does) is used and the report says so.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import Any
@@ -27,11 +28,13 @@ _NOT_EXPORTABLE = re.compile(r"(?<![\w:.])([\w:.]+) is not exportable at opset (
 
 def take_snapshot() -> dict[str, Any]:
     """The live exporter registry: for every registered op, the opsets 7-16 at which a symbolic applies."""
+    from exporter.lowering.runtime import WORKAROUNDS
     from exporter.registry import REGISTRY
 
     ops = {name: REGISTRY.supported_opsets(name) for name in REGISTRY.names()}
     families = {name: REGISTRY.family(name) for name in REGISTRY.names() if REGISTRY.family(name)}
-    return {"source": "exporter.registry.REGISTRY", "ops": ops, "families": families}
+    workarounds = [dataclasses.asdict(w) for w in WORKAROUNDS.values()]
+    return {"source": "exporter.registry.REGISTRY", "ops": ops, "families": families, "workarounds": workarounds}
 
 
 def load_snapshot(path: str) -> dict[str, Any]:

@@ -517,6 +517,17 @@ def test_the_supported_ops_table_shows_declared_lowest_opsets():
     assert "| indexing | `gather` |" in text and "| torchvision_ops | `roi_align` (10) |" in text and "`x`" not in text
 
 
+def test_the_workaround_table_names_runtime_gap_and_plain_form():
+    from reports.registry_snapshot import take_snapshot
+    from reports.supported_ops import workaround_table
+
+    snapshot = take_snapshot()
+    text = workaround_table(snapshot)
+    assert snapshot["workarounds"] and f"{len(snapshot['workarounds'])} runtime workarounds" in text
+    for workaround in snapshot["workarounds"]:
+        assert f"| `{workaround['name']}` | {workaround['runtime']} | {workaround['gap']} |" in text
+
+
 def test_the_report_says_which_cases_depend_on_a_runtime_workaround(tmp_path):
     rows = [_op("sin", 13, "pass", workarounds=["double_unary_math_in_float32"], dtypes=["float64"]),
             _op("sin", 14, "mismatch", "accuracy", "max abs error 1", workarounds=["double_unary_math_in_float32"]),
