@@ -42,7 +42,7 @@ class _CrossAttention(torch.nn.Module):
         return self.attention(query, key, value)
 
 
-_BAG_WEIGHT = torch.randn(10, 4)
+_BAG_WEIGHT = torch.randn(10, 4, generator=torch.Generator().manual_seed(0))  # seeded: the same weights in every process
 
 
 def _padding_mask(k):
