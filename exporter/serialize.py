@@ -49,8 +49,9 @@ def assemble(
     ``axes``; ``tensor_writer`` makes the initializers (see :func:`graph_to_proto`)."""
     uniquify_names(graph)
     shapes = output_shapes(graph, axes, example_outputs)
-    graph_proto = graph_to_proto(graph, params_as_inputs, shapes, tensor_writer)
-    model = make_model(graph_proto, session.opset, session.custom_opsets, session.used_domains)
+    # The graph is built inside the model: make_model(graph_proto) would copy every initializer's bytes once more.
+    model = make_model(onnx.GraphProto(), session.opset, session.custom_opsets, session.used_domains)
+    graph_to_proto(graph, params_as_inputs, shapes, tensor_writer, into=model.graph)
     if axes:
         refine_output_shapes(model, axes)
     return model
@@ -136,21 +137,46 @@ def value_info(value: ir.Value, shape: tuple | None = None) -> onnx.ValueInfoPro
 
 
 def graph_to_proto(
-    graph: ir.Graph, inputs_with_params: bool, output_shapes: dict | None = None, tensor_writer=None
+    graph: ir.Graph, inputs_with_params: bool, output_shapes: dict | None = None, tensor_writer=None,
+    into: onnx.GraphProto | None = None,
 ) -> onnx.GraphProto:
-    """Serialize ``graph`` (and its subgraphs). Initializers are listed as inputs too when asked.
+    """Serialize ``graph`` (and its subgraphs) into ``into`` (default: a new GraphProto). Initializers are listed
+    as inputs too when asked.
 
-    ``tensor_writer(array, name) -> TensorProto`` makes the initializers (default: inline data).
+    ``tensor_writer(array, name) -> TensorProto`` makes the initializers (default: inline data, written straight
+    into the graph's own initializer entries: a TensorProto made apart would be copied once more on insertion,
+    which for a model of 1 GB of weights is a second of work).
     """
-    tensor_writer = tensor_writer or (lambda array, name: numpy_helper.from_array(array, name))
     nodes = [node_to_proto(node) for node in graph.nodes]
-    initializers = [tensor_writer(np.asarray(v.const), v.name) for v in graph.initializers]
     inputs = [value_info(v) for v in graph.inputs]
     if inputs_with_params:
         inputs += [value_info(v) for v in graph.initializers]
     output_shapes = output_shapes or {}
     outputs = [value_info(v, output_shapes.get(v.name)) for v in graph.outputs]
-    return helper.make_graph(nodes, graph.name, inputs, outputs, initializer=initializers)
+    proto = onnx.GraphProto() if into is None else into
+    proto.name = graph.name
+    proto.node.extend(nodes)
+    proto.input.extend(inputs)
+    proto.output.extend(outputs)
+    for value in graph.initializers:
+        array = np.asarray(value.const)
+        if tensor_writer is not None:
+            proto.initializer.append(tensor_writer(array, value.name))
+        else:
+            fill_tensor(proto.initializer.add(), array, value.name)
+    return proto
+
+
+def fill_tensor(tensor: onnx.TensorProto, array: np.ndarray, name: str) -> None:
+    """Make ``tensor`` hold ``array`` inline, as ``numpy_helper.from_array(array, name)`` would."""
+    if array.dtype.kind not in "biuf" or array.dtype.itemsize == 0:
+        tensor.CopyFrom(numpy_helper.from_array(array, name))
+        return
+    tensor.dims.extend(array.shape)
+    if name:
+        tensor.name = name
+    tensor.data_type = helper.np_dtype_to_tensor_dtype(array.dtype)
+    tensor.raw_data = numpy_helper.tobytes_little_endian(array)
 
 
 def node_to_proto(node: ir.Node) -> onnx.NodeProto:
