@@ -147,6 +147,14 @@ def wrap_negative(g, index, size):
     return typed(g.op("Add", index, g.op("Mul", cast(g, negative, INT64), size)), g.shape(index))
 
 
+def gather_at(g, x, index, axis: int):
+    """Gather of ``x`` at the int64 ``index`` along ``axis``, negative entries counting from the end as in PyTorch.
+    Gather takes negative indices from opset 11 only; before, entries not known to be non-negative are wrapped."""
+    if g.opset < 11:
+        index = wrap_negative(g, index, dim_size(g, x, axis))
+    return g.op("Gather", x, index, axis_i=axis)
+
+
 # -- scatters ---------------------------------------------------------------------------------------------------
 def scatter_elements(g, x, dim: int, index, updates, reduction: str | None = None):
     """``x`` with ``updates`` written at ``index`` along ``dim``: Scatter at opsets 9-10, ScatterElements from 11

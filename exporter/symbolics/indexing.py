@@ -33,6 +33,7 @@ from exporter.lowering.core import (
 )
 from exporter.lowering.indexing import (
     add_rows,
+    gather_at,
     gather_elements,
     int_or_none,
     nonzero_input,
@@ -88,12 +89,12 @@ def select(g, self, dim, index):
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     if is_value(index):
-        return g.op("Gather", self, cast(g, index, INT64), axis_i=dim)
+        return gather_at(g, self, cast(g, index, INT64), dim)
     index = int(constant_value(index))
     n = known_dims(g, self)[dim]
     if index < 0 and n is not None:
         index += n
-    return g.op("Gather", self, g.const(index, torch.int64), axis_i=dim)
+    return gather_at(g, self, g.const(index, torch.int64), dim)
 
 
 @symbolic("aten::index_select")
@@ -220,7 +221,7 @@ def index(g, self, indices):
     indices = _expand_index_list(g, self, indices)
     moved, tensors, first, _ = _indexed_dims_first(g, self, indices)
     if len(tensors) == 1:
-        return g.op("Gather", moved, tensors[0], axis_i=first)
+        return gather_at(g, moved, cast(g, tensors[0], INT64), first)
     linear = _linear_index(g, moved, first, tensors)
     return g.op("Gather", _merge_dims(g, moved, first, len(tensors)), linear, axis_i=first)
 
