@@ -1,8 +1,8 @@
 """The graph's boundary: the names of its inputs and outputs, and the ONNX values they become.
 
-torch.onnx names the inputs after the flat arguments then every parameter and buffer in state_dict order, lays a
-quantized tensor out as three values (integers, scale, zero point), and drops the arguments nothing reads; this
-module does the same around the converter's graph.
+PyTorch's TorchScript exporter names the inputs after the flat arguments then every parameter and buffer in
+state_dict order, lays a quantized tensor out as three values (integers, scale, zero point), and drops the arguments
+nothing reads; this module does the same around the converter's graph.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from exporter.lowering import quantized
 
 
 def input_names(model: Any, args: Any, captured: Capture, given: Sequence[str] | None) -> list[str]:
-    """Names of the model's inputs then of its used parameters. As in torch.onnx, ``given`` names the
+    """Names of the model's inputs then of its used parameters. As in PyTorch's exporter, ``given`` names the
     inputs and then every parameter and buffer in state_dict order, used or not."""
     user = _default_user_input_names(model, args, len(captured.user_inputs))
     state_names = captured.state_names or [name for name, _ in captured.params]
@@ -73,7 +73,7 @@ def _default_user_input_names(model: Any, args: Any, count: int) -> list[str]:
 
 
 def _apply_names(names: list[str], given: Sequence[str] | None, kind: str, what: str) -> None:
-    """Put the caller's names over the first defaults; more names than values is an error (as in torch.onnx)."""
+    """Put the caller's names over the first defaults; more names than values is an error (as in PyTorch's exporter)."""
     given = list(given or [])
     if len(given) > len(names):
         raise ExportArgumentError(
@@ -145,7 +145,7 @@ def name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> N
 
 
 def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int) -> list[str]:
-    """Remove the model's own inputs that nothing reads (as torch.onnx does: an unused argument, or one whose
+    """Remove the model's own inputs that nothing reads (as PyTorch's exporter does: an unused argument, or one whose
     only use, such as its static shape, was folded away); the names of the inputs left, the ``param_count``
     parameters last."""
     user_count = len(names) - param_count

@@ -8,7 +8,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from exporter import dtypes, ir
-from exporter.timing import NO_TIMES, StageTimes
+from exporter.timing import StageTimes
 
 _NON_DETERMINISTIC = frozenset(
     {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
@@ -19,12 +19,14 @@ _INITIALIZER_MIN_BYTES = 4096
 
 
 def optimize(graph: ir.Graph, opset: int, do_constant_folding: bool, fold_params: bool,
-             keep_module_boundaries: bool = False, times: StageTimes = NO_TIMES) -> None:
+             keep_module_boundaries: bool = False, times: StageTimes | None = None) -> None:
     """Run the passes in place on the main graph and its subgraphs, timing each as stage ``pass:<name>``.
 
     ``keep_module_boundaries`` (modules exported as local functions) skips the rewrites that let a node read
     values from another module instance (shared constants, merged Transposes), which would change outlining.
     """
+    times = times or StageTimes()
+
     def run(fn, *args, **kwargs):
         with times.stage(f"pass:{fn.__name__}"):
             fn(graph, *args, **kwargs)

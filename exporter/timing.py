@@ -26,5 +26,3 @@ class StageTimes:
         parts = ", ".join(f"{name} {seconds:.3f} s" for name, seconds in self.seconds.items())
         return f"export stages ({total:.3f} s): {parts}"
 
-
-NO_TIMES = StageTimes()  # for callers that do not keep the figures

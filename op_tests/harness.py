@@ -61,7 +61,7 @@ class OpCase:
     def build(self) -> torch.nn.Module:
         if self.module is not None:
             return self.module().eval()
-        return _FunctionModule(self.fn).eval()
+        return FunctionModule(self.fn).eval()
 
     def dynamic_axes(self, names: list[str]) -> dict[str, list[int]]:
         first, second = self.inputs(0), self.inputs(1)
@@ -77,7 +77,9 @@ class OpCase:
         return self.dynamic and bool(self.dynamic_axes([f"input_{i}" for i in range(len(self.inputs(0)))]))
 
 
-class _FunctionModule(torch.nn.Module):
+class FunctionModule(torch.nn.Module):
+    """A module whose forward is ``fn`` of its inputs."""
+
     def __init__(self, fn):
         super().__init__()
         self.fn = fn

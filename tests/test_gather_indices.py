@@ -15,6 +15,7 @@ from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
 import exporter
+from op_tests.harness import FunctionModule
 
 
 class Gather(OpRun):
@@ -24,15 +25,6 @@ class Gather(OpRun):
         if (indices < 0).any() or (indices >= data.shape[axis]).any():
             raise ValueError("Gather-1: index out of bounds")
         return (np.take(data, indices, axis=axis),)
-
-
-class _Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 CASES = {
@@ -46,7 +38,7 @@ CASES = {
 def test_negative_indices_are_wrapped_before_opset_11(name, opset):
     fn, args = CASES[name]
     buffer = io.BytesIO()
-    exporter.export(_Fn(fn).eval(), args, buffer, opset_version=opset, input_names=["x", "i"])
+    exporter.export(FunctionModule(fn).eval(), args, buffer, opset_version=opset, input_names=["x", "i"])
     model = onnx.load_from_string(buffer.getvalue())
     feeds = {"x": args[0].numpy(), "i": args[1].numpy()}
     (actual,) = ReferenceEvaluator(model, new_ops=[Gather]).run(None, feeds)

@@ -16,23 +16,15 @@ from onnx.reference import ReferenceEvaluator
 import exporter
 from conformance.session import make_session
 from exporter.lowering.runtime import WORKAROUNDS
+from op_tests.harness import FunctionModule
 from tests.workaround_probes import Probe, all_probes
 
 PROBES = all_probes()
 
 
-class _Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
-
-
 def _export(probe: Probe, workarounds) -> tuple[exporter.ExportResult, bytes]:
     buffer = io.BytesIO()
-    result = exporter.export(_Fn(probe.fn).eval(), probe.inputs(), buffer, opset_version=probe.opset,
+    result = exporter.export(FunctionModule(probe.fn).eval(), probe.inputs(), buffer, opset_version=probe.opset,
                              runtime_workarounds=workarounds)
     return result, buffer.getvalue()
 
