@@ -13,6 +13,7 @@ from exporter.lowering.core import (
     normalize_dim,
     output_dtype,
     require_rank,
+    reshape,
     torch_dtype_arg,
 )
 from exporter.lowering.runtime import ACTIVATIONS_DECOMPOSED_FOR_DOUBLE, applies
@@ -55,6 +56,9 @@ def softmax_op(g, op_type, x, dim, dtype):
     elif not dtypes.is_float(g.dtype(x)):
         x = cast(g, x, output_dtype(g) or FLOAT)
     rank = require_rank(g, x)
+    if rank == 0:
+        # ONNX's Softmax needs rank >= 1: the single element is normalized as a 1-element vector.
+        return reshape(g, softmax_op(g, op_type, reshape(g, x, [1]), 0, None), [])
     axis = normalize_dim(dim, rank)
     if g.opset >= 13 or axis == rank - 1:
         return g.op(op_type, x, axis_i=axis)

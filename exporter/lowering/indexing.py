@@ -160,8 +160,8 @@ def scatter_elements(g, x, dim: int, index, updates, reduction: str | None = Non
     """``x`` with ``updates`` written at ``index`` along ``dim``: Scatter at opsets 9-10, ScatterElements from 11
     (a ``reduction`` from 16)."""
     if g.opset >= 11:
-        return g.op("ScatterElements", x, index, updates, axis_i=dim, reduction_s=reduction)
-    return g.op("Scatter", x, index, updates, axis_i=dim)
+        return typed(g.op("ScatterElements", x, index, updates, axis_i=dim, reduction_s=reduction), known_dims(g, x))
+    return typed(g.op("Scatter", x, index, updates, axis_i=dim), known_dims(g, x))
 
 
 def scatter_add_elements(g, x, dim: int, index, updates):

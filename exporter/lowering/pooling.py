@@ -1,15 +1,16 @@
 """Pooling building blocks: MaxPool and AveragePool windows with PyTorch's padding, dilation and ceil mode.
 
-``dilations`` and ``ceil_mode`` are attributes from opset 10. Before, and wherever ONNX's ceil rule keeps a window
-PyTorch drops, ceil mode is extra end padding that gives PyTorch's output sizes in floor mode.
+``dilations`` and ``ceil_mode`` are attributes from opset 10. Before, ceil mode is extra end padding that gives
+PyTorch's output sizes in floor mode. ONNX's ceil rule keeps a last window that starts inside the end padding, which
+PyTorch drops: max pooling slices it off, average pooling (whose divisor the padding changes) pads instead.
 """
 
 from __future__ import annotations
 
 import math
 
-from exporter.lowering.core import require_opset, require_rank
-from exporter.lowering.shape import pad_op
+from exporter.lowering.core import dim_size, is_value, require_opset, require_rank, slice_op
+from exporter.lowering.shape import pad_op, size_arith
 from exporter.registry import unsupported
 
 ATTRIBUTES_OPSET = 10  # dilations, ceil_mode
@@ -22,7 +23,8 @@ def per_axis(values, count, default=None) -> list:
 
 
 def pool(g, op_type, input, kernel, stride, padding, dilation, ceil_mode, **extra_attrs):
-    """``op_type`` (MaxPool, AveragePool) over PyTorch's window arguments; ``extra_attrs`` go to the op."""
+    """``op_type`` (MaxPool, AveragePool) over PyTorch's window arguments; ``extra_attrs`` go to the op (``outputs=2``:
+    MaxPool's values and indices, both returned)."""
     kernel, stride, padding = _window(g, input, kernel, stride, padding)
     dilation = per_axis(dilation, len(kernel), [1])
     pads = padding + padding
@@ -30,14 +32,38 @@ def pool(g, op_type, input, kernel, stride, padding, dilation, ceil_mode, **extr
     if any(d != 1 for d in dilation):
         require_opset(g, ATTRIBUTES_OPSET, "dilated pooling")
         attrs["dilations_i"] = dilation
-    if ceil_mode:
-        if g.opset >= ATTRIBUTES_OPSET and not _onnx_ceil_keeps_extra_window(g, input, kernel, stride, padding,
-                                                                              dilation):
-            attrs["ceil_mode_i"] = 1
-        else:
-            extra = _ceil_mode_pads(g, input, kernel, stride, padding, dilation)
-            pads = padding + [p + e for p, e in zip(padding, extra)]
-    return g.op(op_type, input, pads_i=pads, **attrs)
+    if not ceil_mode:
+        return g.op(op_type, input, pads_i=pads, **attrs)
+    if g.opset < ATTRIBUTES_OPSET:
+        extra = _ceil_mode_pads(g, input, kernel, stride, padding, dilation)
+        return g.op(op_type, input, pads_i=padding + [p + e for p, e in zip(padding, extra)], **attrs)
+    pooled = g.op(op_type, input, pads_i=pads, ceil_mode_i=1, **attrs)
+    return _drop_windows_starting_in_end_padding(g, input, pooled, kernel, stride, padding, dilation)
+
+
+def _drop_windows_starting_in_end_padding(g, input, pooled, kernel, stride, padding, dilation):
+    """ONNX's ceil-mode count, ceil((size + 2 * pad - effective) / stride) + 1, keeps a last window that starts inside
+    the end padding; PyTorch keeps only windows that start before it: ceil((size + pad) / stride) of them. Slicing
+    every output to that count (Slice clamps, so it is a no-op where ONNX has no extra window) drops exactly that
+    window. Extra end padding would do the same, but with dilation it can reach the kernel size, which ONNX Runtime
+    rejects ("Pad should be smaller than kernel"); slicing also works for run-time sizes."""
+    dims = g.dims(input)
+    axes, ends = [], []
+    for axis, (k, s, p, d) in enumerate(zip(kernel, stride, padding, dilation), start=2):
+        effective = d * (k - 1) + 1
+        if p + s <= effective:
+            continue  # the last window always starts before the end padding
+        size = dims[axis] if dims is not None and dims[axis] is not None else dim_size(g, input, axis)
+        end = size_arith(g, "Div", size_arith(g, "Add", size, p + s - 1), s)
+        if not is_value(end) and end >= math.ceil((size + 2 * p - effective) / s) + 1:
+            continue
+        axes.append(axis)
+        ends.append(end)
+    if not axes:
+        return pooled
+    outputs = pooled if isinstance(pooled, tuple) else (pooled,)
+    sliced = tuple(slice_op(g, out, axes, [0] * len(axes), ends) for out in outputs)
+    return sliced if isinstance(pooled, tuple) else sliced[0]
 
 
 def average_pool(g, input, kernel, stride, padding, ceil_mode, count_include_pad):

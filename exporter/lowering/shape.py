@@ -112,6 +112,8 @@ def expand_to(g, x, target: list):
             repeats.append(1)
         elif not is_value(have) and have == 1:
             repeats.append(want)
+        elif not is_value(have) and not is_value(want) and int(constant_value(want)) == have:
+            repeats.append(1)  # also an empty axis kept empty (0 // 0)
         else:
             repeats.append(size_arith(g, "Div", want, have))
     return typed(g.op("Tile", x, to_int64_list_value(g, repeats)), result_shape)

@@ -9,6 +9,7 @@ from exporter.lowering.core import (
     cast,
     constant_value,
     is_value,
+    slice_op,
     to_int64_list_value,
 )
 from exporter.registry import unsupported
@@ -29,6 +30,11 @@ def top_k(g, x, k, axis, largest=True):
     if g.opset < 10:
         if is_value(k) and not _is_constant_value(k):
             raise unsupported(g.node.kind(), g.opset, "a k computed at run time needs opset >= 10")
+        if int(constant_value(k)) == 0:
+            # TopK-1 requires k >= 1: the k = 0 result (e.g. sorting an empty axis) is an empty slice.
+            values = slice_op(g, x, [axis], [0], [0])
+            values.dtype = x.dtype
+            return values, cast(g, values, INT64)
         values, indices = g.op("TopK", x, k_i=int(constant_value(k)), axis_i=axis, outputs=2)
     else:
         attrs = {} if g.opset < 11 else {"largest_i": int(largest), "sorted_i": 1}

@@ -382,6 +382,10 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
     """scatter_reduce 'sum' / 'prod' (include_self either way); 'amax'/'amin'/'mean' need ONNX 18."""
     reduce = str(constant_value(reduce))
     include_self = True if include_self is None else bool(constant_value(include_self))
+    if require_rank(g, self) == 0:
+        # ONNX's scatters need rank >= 1: a 0-d scatter is the 1-element one.
+        self, index, src = (reshape(g, v, [1]) for v in (self, index, src))
+        return reshape(g, scatter_reduce(g, self, 0, index, src, reduce, include_self), [])
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
     updates = cast(g, _crop_to(g, src, index), g.dtype(self))

@@ -97,7 +97,7 @@ def _extreme(g, reduce_type, arg_type, elementwise_name, x, args):
     dim, keepdim = int(constant_value(args[0])), bool(constant_value(args[1]))
     axes = reduction_axes(g, x, dim)
     values = reduce(g, reduce_type, x, axes, keepdim, extreme_type(g, x.dtype), x.dtype)
-    indices = _arg_extreme(g, arg_type, x, axes[0], keepdim)
+    indices = _arg_extreme(g, arg_type, x, axes[0] if axes else 0, keepdim)  # no axes: a 0-d input
     return values, indices
 
 

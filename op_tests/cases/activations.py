@@ -76,3 +76,10 @@ CASES = [
     OpCase("log_softmax", randn(2, 3, 4, dtype=torch.float64), sample="float64_dim0",
            fn=lambda x: F.log_softmax(x, 0)),
 ]
+
+# Softmax of a 0-d tensor (ONNX's Softmax needs rank >= 1): 1, or 0 for log_softmax (OpInfo softmax sample 6).
+CASES += [
+    OpCase("softmax", lambda k: (torch.tensor(0.3 + k),), sample="0d", dynamic=False, fn=lambda x: torch.softmax(x, 0)),
+    OpCase("log_softmax", lambda k: (torch.tensor(0.3 + k),), sample="0d_float64", dynamic=False,
+           fn=lambda x: torch.log_softmax(x, -1, dtype=torch.float64)),
+]

@@ -195,3 +195,14 @@ CASES += [
            sample="right_int32", fn=lambda x, b: torch.bucketize(x, b, right=True, out_int32=True)),
     OpCase("take", lambda k: (_r(3 + k, 4), torch.tensor([[0, -1], [5, -12]])), fn=torch.take),
 ]
+
+# scatter_reduce with include_self=False below opset 16 (its neutral-filled input lost its rank: OpInfo
+# scatter_reduce.sum sample 11) and on 0-d tensors (ONNX's scatters need rank >= 1: samples 18-20).
+CASES += [
+    OpCase("scatter_reduce", lambda k: (_r(3 + k, 5), _idx(5, 3 + k, 4), _r(3 + k, 4)), sample="sum_exclude_self",
+           min_opset=9, fn=lambda x, i, s: x.scatter_reduce(1, i, s, "sum", include_self=False)),
+    OpCase("scatter_reduce", lambda k: (torch.tensor(2.0 + k), torch.tensor(0), torch.tensor(-1.5)), sample="sum_0d",
+           dynamic=False, fn=lambda x, i, s: x.scatter_reduce(0, i, s, "sum")),
+    OpCase("scatter_reduce", lambda k: (torch.tensor(2.0 + k), torch.tensor(0), torch.tensor(-1.5)), sample="prod_0d",
+           min_opset=16, dynamic=False, fn=lambda x, i, s: x.scatter_reduce(0, i, s, "prod", include_self=False)),
+]

@@ -58,3 +58,14 @@ CASES += [
     OpCase("adaptive_max_pool2d", lambda k: (torch.randn(2 + k, 3, 6, 4),), sample="indices", min_opset=8,
            fn=lambda x: F.adaptive_max_pool2d(x, (3, 2), return_indices=True)),
 ]
+
+# Ceil mode with dilation where ONNX keeps a last window that starts in the end padding: extra end padding would reach
+# the kernel size, which ONNX Runtime rejects, so the window is sliced off (OpInfo max_pool3d sample 70); and the
+# same drop at run time, for sizes that only the dynamic export sees (height 9 drops a window, 10 does not).
+CASES += [
+    OpCase("max_pool3d", lambda k: (torch.randn(1 + k, 2, 3, 6, 5),), sample="dilated_ceil", min_opset=10,
+           fn=lambda x: F.max_pool3d(x, (3, 2, 3), padding=1, dilation=(1, 2, 1), ceil_mode=True)),
+    OpCase("max_pool2d_with_indices", lambda k: (torch.randn(1, 2, 9 + k, 5 + 2 * k),), sample="ceil_drop_at_run_time",
+           min_opset=8, dynamic_min_opset=10,
+           module=lambda: torch.nn.MaxPool2d(2, 2, padding=1, ceil_mode=True, return_indices=True)),
+]

@@ -124,3 +124,10 @@ CASES += [
     OpCase("aminmax", lambda k: (_x(k, 3, 4),), sample="dim_keepdim", fn=lambda x: torch.aminmax(x, dim=1, keepdim=True)),
     OpCase("aminmax", lambda k: (_ints(k, 3, 4),), sample="all_int", fn=lambda x: torch.aminmax(x)),
 ]
+
+# max/min over dim 0 of a 0-d tensor: the value itself and index 0 (OpInfo max.reduction_with_dim sample 2).
+CASES += [
+    OpCase("max", lambda k: (torch.tensor(1.5 + k),), sample="dim_of_0d", dynamic=False, fn=lambda x: torch.max(x, 0)),
+    OpCase("min", lambda k: (torch.tensor(-0.5 - k),), sample="dim_of_0d_keepdim", dynamic=False,
+           fn=lambda x: torch.min(x, -1, keepdim=True)),
+]

@@ -207,3 +207,9 @@ CASES += [
     OpCase("as_strided", lambda k: (_r(5 + k, 8, 7),), sample="overlapping_offset",
            fn=lambda x: x.as_strided((3, 3, 3), (1, 4, 2), storage_offset=2)),
 ]
+
+# Broadcasting an empty axis to itself below opset 8 (Tile's repeat 0 // 0: OpInfo masked.softmax sample 17).
+CASES += [
+    OpCase("expand", lambda k: (torch.randn(2 + k, 0, 1),), sample="empty_axis",
+           fn=lambda x: x.expand(x.size(0), 0, 3)),
+]

@@ -59,3 +59,9 @@ CASES = [
     OpCase("unique", lambda k: (torch.randint(0, 3, (6, 2)).int(),), sample="dim0", min_opset=11, dynamic=False,
            fn=lambda x: torch.unique(x, dim=0, return_inverse=True, return_counts=True)),
 ]
+
+# Sorting an empty axis (TopK-1 rejects k = 0 below opset 10; OpInfo sort sample 52).
+CASES += [
+    OpCase("sort", lambda k: (torch.randn(2 + k, 0),), sample="empty_axis", fn=lambda x: torch.sort(x)),
+    OpCase("argsort", lambda k: (torch.randn(0),), sample="empty", dynamic=False, fn=lambda x: torch.argsort(x)),
+]

@@ -28,6 +28,9 @@ MODES = ("static", "dynamic")
 _ERROR_LIMIT = 2000
 # Tensor kinds ONNX cannot carry: such a sample is not capturable as an ONNX model, whatever the exporter does.
 _NO_ONNX_TYPE = (torch.complex32, torch.complex64, torch.complex128, torch.bfloat16)
+# OpInfos whose outputs PyTorch leaves uninitialized: their values mean nothing, only shapes and dtypes do.
+_UNINITIALIZED = {"empty", "empty_like", "empty_permuted", "empty_strided", "new_empty", "new_empty_strided"}
+_RANDOM = "random op: PyTorch's output changes from run to run"
 
 
 @dataclass
@@ -43,7 +46,7 @@ class Prepared:
     partner_expected: list[np.ndarray] = field(default_factory=list)
     dynamic_axes: dict[str, list[int]] = field(default_factory=dict)
     not_capturable: str = ""  # why the sample cannot become an ONNX model at all (not the exporter's fault)
-    random: bool = False  # PyTorch's output changes from run to run (random ops): values cannot be compared
+    values_unspecified: str = ""  # why PyTorch's output values cannot be compared (random op, uninitialized memory)
     harness_error: str = ""  # the harness itself failed on this sample (a bug of ours: rows say crash)
     captures: dict = field(default_factory=dict)
 
@@ -80,7 +83,8 @@ def _prepare(sample: OpSample, group: list[OpSample]) -> Prepared:
     prepared.model, prepared.args = sample.module().eval(), tuple(tensors)
     try:
         prepared.expected = _outputs(prepared.model, prepared.args)
-        prepared.random = not _same(prepared.expected, _outputs(prepared.model, prepared.args, seed=1))
+        if not _same(prepared.expected, _outputs(prepared.model, prepared.args, seed=1)):
+            prepared.values_unspecified = _RANDOM
     except Exception as error:
         prepared.not_capturable = f"PyTorch cannot run the sample or its output is not tensors: {_first_line(error)}"
         return prepared
@@ -93,7 +97,10 @@ def _prepare(sample: OpSample, group: list[OpSample]) -> Prepared:
         prepared.not_capturable = f"torch.jit.trace cannot trace the call: {_first_line(error)}"
         return prepared
     # OpInfos of random ops seed the generator inside the call, so two runs agree; the graph still says random.
-    prepared.random = prepared.random or any(node.isNondeterministic() for node in traced.graph.nodes())
+    if any(node.isNondeterministic() for node in traced.graph.nodes()):
+        prepared.values_unspecified = _RANDOM
+    if prepared.sample.key in _UNINITIALIZED:
+        prepared.values_unspecified = f"{prepared.sample.key} leaves its values uninitialized"
     _prepare_dynamic(prepared, group)
     return prepared
 
@@ -239,8 +246,8 @@ def _run_and_compare(prepared: Prepared, model, session, checks: list, row: dict
                max_abs_error=max(v.max_abs for v in verdicts), max_rel_error=max(v.max_rel for v in verdicts),
                tolerance_reason=tolerance.reason)
     failed = [v for v in verdicts if not v.ok]
-    if prepared.random:
-        _judge_random(row, expected_list, actual_list)
+    if prepared.values_unspecified:
+        _judge_layout_only(row, prepared.values_unspecified, expected_list, actual_list)
     elif not failed:
         row["status"] = "pass"
     else:
@@ -248,15 +255,16 @@ def _run_and_compare(prepared: Prepared, model, session, checks: list, row: dict
         row.update(status=ruling.status, error=failed[0].message, arbiter=ruling.text, repro=ruling.repro)
 
 
-def _judge_random(row: dict, expected_list: list, actual_list: list) -> None:
-    """A random op's values differ from run to run: only output count, shapes and dtypes can be compared."""
+def _judge_layout_only(row: dict, why: str, expected_list: list, actual_list: list) -> None:
+    """Values that mean nothing (``why``: a random op, uninitialized memory): only output count, shapes and dtypes
+    can be compared."""
     for expected, actual in zip(expected_list, actual_list):
         layout = [(e.shape, e.dtype) for e in expected]
         if layout != [(np.asarray(a).shape, np.asarray(a).dtype) for a in actual]:
-            row.update(status="mismatch", error=f"random op: output shapes/dtypes differ from PyTorch's {layout}")
+            row.update(status="mismatch", error=f"{why}: output shapes/dtypes differ from PyTorch's {layout}")
             return
-    row.update(status="inconclusive", reason="random op: PyTorch's output changes from run to run, so only the "
-                                             "outputs' count, shapes and dtypes were compared (they agree)")
+    row.update(status="inconclusive", reason=f"{why}, so only the outputs' count, shapes and dtypes were compared "
+                                             "(they agree)")
 
 
 def _truncate(text: str) -> str:
