@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import math
 
-from exporter.lowering.core import dim_size, is_value, require_opset, require_rank, slice_op
+from exporter.lowering.core import (
+    dim_size,
+    is_value,
+    require_opset,
+    require_rank,
+    slice_op,
+)
 from exporter.lowering.shape import pad_op, size_arith
 from exporter.registry import unsupported
 

@@ -6,7 +6,6 @@ import torch.nn.functional as F
 from op_tests.harness import OpCase
 
 
-
 def randn(*shape, dtype=torch.float32, scale=3.0):
     """Inputs spanning both signs, first dim one larger in the dynamic size variant."""
     return lambda k: (torch.randn(shape[0] + k, *shape[1:], dtype=dtype) * scale,)

@@ -5,7 +5,6 @@ import torch
 from op_tests.harness import OpCase
 
 
-
 def randn(*shape, dtype=torch.float32):
     """Inputs whose first dim grows by one in the dynamic size variant."""
     return lambda k: (torch.randn(shape[0] + k, *shape[1:], dtype=dtype),)

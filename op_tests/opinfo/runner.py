@@ -50,9 +50,8 @@ def serve(conn, plan: Plan, work: list[tuple[str, str]]) -> None:
     """Worker process: check every sample of ``work`` not yet in the results file, announcing each case."""
     import warnings
 
-    import torch
-
     import onnxruntime
+    import torch
 
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
