@@ -6,8 +6,8 @@ it never calls PyTorch's own ONNX exporter.
 
 __version__ = "0.1.0"  # the package version (pyproject.toml); also the producer_version of every exported model
 
-from exporter import errors
 from exporter import symbolics as _symbolics  # noqa: F401  (registers the built-in symbolics)
+from exporter import errors
 from exporter.api import (
     DEFAULT_OPSET,
     ExportResult,

@@ -50,8 +50,9 @@ def serve(conn, plan: Plan, work: list[tuple[str, str]]) -> None:
     """Worker process: check every sample of ``work`` not yet in the results file, announcing each case."""
     import warnings
 
-    import onnxruntime
     import torch
+
+    import onnxruntime
 
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
