@@ -107,6 +107,11 @@ class Converter:
             if folded is not _NOT_EVALUATED:
                 self._bind(node, folded, env)
                 return
+        if self.session.static_shapes:
+            empty = _empty_results(node, args)
+            if empty is not None:
+                self._bind(node, empty[0] if len(empty) == 1 else empty, env)
+                return
         ctx.node = node
         ctx.scope = _scope_of(node)
         first_new = len(ctx.graph.nodes)
@@ -357,6 +362,45 @@ def _foldable(node, args: list[Any]) -> bool:
     if list(node.blocks()):  # blocks() is an iterator, truthy even when empty
         return False
     return all(_is_constant(a) for a in args)
+
+
+def _empty_results(node, args: list[Any]) -> tuple | None:
+    """The outputs of an op on empty tensors, in a static export: when an input is empty and every output is a tensor
+    whose recorded shape has zero elements, the result is an empty constant of that shape and dtype. None otherwise:
+    in-place ops, ops inside blocks, and any op with an input whose size the trace recorded from data (only graph
+    inputs, parameters and constants count, as a value computed by a node, such as nonzero's, may be empty only for
+    the traced data).
+
+    Folding them keeps ONNX from ever seeing an empty tensor reshaped with -1, normalized over, or gathered from, which
+    its shape inference and ONNX Runtime reject although PyTorch defines them."""
+    kind = node.kind()
+    if not kind.startswith("aten::") or _is_in_place(kind) or node.owningBlock().owningNode() is not None:
+        return None
+    tensors = [a for arg in args for a in (arg if isinstance(arg, (list, tuple)) else [arg])
+               if isinstance(a, (ir.Value, torch.Tensor))]
+    if not any(_is_empty(t) for t in tensors) or not all(_fixed_size(t) for t in tensors):
+        return None
+    results = []
+    for output in node.outputs():
+        kind_of_type = output.type()
+        if kind_of_type.kind() != "TensorType":
+            return None
+        sizes, dtype = kind_of_type.sizes(), kind_of_type.dtype()
+        if sizes is None or dtype is None or any(s is None for s in sizes) or 0 not in sizes:
+            return None
+        results.append(torch.empty(sizes, dtype=dtype))
+    return tuple(results) if results else None
+
+
+def _is_empty(x: ir.Value | torch.Tensor) -> bool:
+    if isinstance(x, torch.Tensor):
+        return x.numel() == 0
+    return x.shape is not None and 0 in x.shape
+
+
+def _fixed_size(x: ir.Value | torch.Tensor) -> bool:
+    """A constant, a parameter, or a graph input (whose sizes a static export fixes): never sized by traced data."""
+    return isinstance(x, torch.Tensor) or x.const is not None or x.producer is None
 
 
 def _evaluate_with_torch(node, args: list[Any]) -> Any:

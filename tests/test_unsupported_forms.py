@@ -71,3 +71,9 @@ def test_as_strided_of_a_non_contiguous_view_raises():
     """Its storage (the untransposed tensor) is not the order of its elements, which is all the graph has."""
     with pytest.raises(UnsupportedOperatorError, match="not known to be contiguous"):
         _export(lambda model, x: x.t().as_strided((2, 2), (1, 2)), torch.randn(3, 4))
+
+
+def test_complex_casts_raise_instead_of_an_invalid_model():
+    """Cast has no complex output type: the export names the op instead of writing a model the checker rejects."""
+    with pytest.raises(UnsupportedOperatorError, match="complex"):
+        _export(lambda model, x: x.cfloat().real, torch.randn(2, 3))

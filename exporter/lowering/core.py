@@ -97,6 +97,9 @@ def cast(g: GraphContext, x: Any, to: int) -> ir.Value:
         return g.const(x, to)
     if x.dtype == to:
         return x
+    if to in (TensorProto.COMPLEX64, TensorProto.COMPLEX128):
+        raise UnsupportedOperatorError(g.node.kind() if g.node else "Cast", g.opset,
+                                       reason="complex tensors: ONNX's Cast has no complex types")
     if x.const is not None and not x.is_param:
         return g.const(x.const, to)
     out = g.op("Cast", x, to_i=to)

@@ -6,6 +6,8 @@ from 11; circular padding from Slices and Concat)."""
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import torch
 
@@ -32,11 +34,14 @@ INT64_MAX = 2**63 - 1
 
 
 # -- integer arithmetic on sizes that are Python ints or 0-d int64 graph values --------------------------------
+_SIZE_OPS = {"Add": operator.add, "Sub": operator.sub, "Mul": operator.mul, "Div": operator.floordiv}
+
+
 def size_arith(g, op_type: str, a, b):
     """``a <op> b`` for sizes: folded in Python when both are ints, else an int64 node (Add, Sub, Mul, Div)."""
     if not is_value(a) and not is_value(b):
         a, b = int(constant_value(a)), int(constant_value(b))
-        return {"Add": a + b, "Sub": a - b, "Mul": a * b, "Div": a // b}[op_type]
+        return _SIZE_OPS[op_type](a, b)
     out = g.op(op_type, cast(g, a, INT64), cast(g, b, INT64))
     out.shape = ()
     return out

@@ -39,13 +39,13 @@ from exporter.registry import parse_args, symbolic, unsupported
 # -- scaled dot-product attention ------------------------------------------------------------------------------
 def attend(g, query, key, value, additive_mask=None, scale=None):
     """softmax(query @ key^T * scale + mask) @ value over the last two axes, and the attention weights."""
-    rank = require_rank(g, query)
-    key_t = g.op("Transpose", key, perm_i=list(range(rank - 2)) + [rank - 1, rank - 2])
+    key_rank = require_rank(g, key)  # query and key may differ in rank: their batch dims broadcast
+    key_t = g.op("Transpose", key, perm_i=list(range(key_rank - 2)) + [key_rank - 1, key_rank - 2])
     scores = g.op("MatMul", query, key_t)
     scores = g.op("Mul", scores, _scale(g, query, scale))
     if additive_mask is not None:
         scores = g.op("Add", scores, additive_mask)
-    weights = g.op("Softmax", scores, axis_i=rank - 1)
+    weights = g.op("Softmax", scores, axis_i=max(require_rank(g, query), key_rank) - 1)
     return g.op("MatMul", weights, value), weights
 
 

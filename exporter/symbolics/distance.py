@@ -9,7 +9,7 @@ to the exact distance.
 from __future__ import annotations
 
 from exporter.lowering.arithmetic import clamp_value
-from exporter.lowering.core import require_opset, require_rank, scalar_like, unsqueeze
+from exporter.lowering.core import require_opset, require_rank, reshape, scalar_like, unsqueeze
 from exporter.lowering.reductions import reduce, vector_norm
 from exporter.registry import parse_args, symbolic
 
@@ -48,6 +48,9 @@ def cosine_similarity(g, x1, x2, dim, eps):
     """cosine_similarity(x1, x2, dim, eps): sum over ``dim`` of (x1 / max(|x1|, eps)) * (x2 / max(|x2|, eps)),
     the norms taken after broadcasting the two (PyTorch's order of operations)."""
     rank = _broadcast_rank(g, x1, x2)
+    if rank == 0:  # two 0-d inputs: ONNX reductions need an axis, so they are 1-element vectors
+        x1, x2 = (reshape(g, x, [1]) for x in (x1, x2))
+        return reshape(g, cosine_similarity(g, x1, x2, 0, eps), [])
     if g.shape(x1) != g.shape(x2) or None in (g.shape(x1) or (None,)):
         require_opset(g, 8, "broadcasting the inputs needs Expand")
         like_both = _with_rank(g.op("Shape", g.op("Add", x1, x2)), 1)

@@ -133,7 +133,23 @@ def lowered_einsum(g, equation, tensors, path=None):
 
 @symbolic("aten::einsum", since=12)
 def einsum(g, equation, tensors, path=None):
-    return g.op("Einsum", *tensors, equation_s=_without_spaces(equation))
+    """ONNX Einsum. Every '...' must span as many dims there, while PyTorch broadcasts them: an operand whose '...'
+    spans fewer gets size-1 dims where it starts. An explicit output without '...' sums the ellipsis dims out, which
+    ONNX Runtime refuses: the ellipsis is then spelled out as letters."""
+    equation = _without_spaces(equation)
+    terms = equation.partition("->")[0].split(",")
+    operands = list(tensors)
+    spans = [require_rank(g, x) - len(t.replace("...", "")) if "..." in t else None for t, x in zip(terms, operands)]
+    widest = max((span for span in spans if span is not None), default=0)
+    for index, (term, span) in enumerate(zip(terms, spans)):
+        if span is not None and span < widest:
+            start = term.index("...")  # the letters before it are the operand's leading dims
+            operands[index] = unsqueeze(g, operands[index], list(range(start, start + widest - span)))
+    lhs, arrow, rhs = equation.partition("->")
+    if arrow and "..." in lhs and "..." not in rhs:
+        inputs, output = _parse_equation(g, equation, operands)
+        equation = ",".join(inputs) + "->" + output
+    return g.op("Einsum", *operands, equation_s=equation)
 
 
 def _without_spaces(equation) -> str:

@@ -26,7 +26,9 @@ from exporter.lowering.core import (
     output_dtype,
     require_rank,
     schema_argument,
+    squeeze,
     torch_dtype_arg,
+    unsqueeze,
 )
 from exporter.lowering.factories import filled
 from exporter.lowering.sorting import top_k
@@ -152,6 +154,8 @@ def multinomial(g, self, num_samples, replacement=False, generator=None):
     drawing with replacement or a single sample; without replacement, the indices of the num_samples largest
     log-weights perturbed by Gumbel noise (the Gumbel-top-k construction of sampling without replacement)."""
     count = int(constant_value(num_samples))
+    if require_rank(g, self) == 1:  # ONNX's Multinomial draws per row of a [batch, classes] input
+        return squeeze(g, multinomial(g, unsqueeze(g, self, [0]), num_samples, replacement, generator), [0])
     seed = _seed(g, (self, num_samples, replacement, generator))
     log_weights = g.op("Log", self)
     if bool(constant_value(replacement)) or count == 1:

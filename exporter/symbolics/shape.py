@@ -233,6 +233,8 @@ def squeeze_(g, self, dim=None):
             ones = [i for i, d in enumerate(dims_known) if d == 1]
             return squeeze(g, self, ones) if ones else self
         return squeeze(g, self)
+    if rank == 0:
+        return self  # dim 0 (or -1) of a 0-d tensor: nothing to squeeze
     wanted = constant_value(dim)
     wanted = wanted if isinstance(wanted, list) else [wanted]
     wanted = sorted({normalize_dim(int(d), rank) for d in wanted})
@@ -246,6 +248,8 @@ def squeeze_(g, self, dim=None):
 def transpose(g, self, dim0, dim1):
     """transpose/swapaxes/swapdims: Transpose swapping two dims."""
     rank = require_rank(g, self)
+    if rank == 0:
+        return self  # PyTorch lets a 0-d tensor swap dims 0/-1 with themselves
     perm = list(range(rank))
     dim0, dim1 = normalize_dim(dim0, rank), normalize_dim(dim1, rank)
     perm[dim0], perm[dim1] = perm[dim1], perm[dim0]

@@ -122,3 +122,10 @@ CASES += [
     OpCase("embedding_renorm_", lambda k: (torch.tensor([[4, 3], [4, 2]] + [[0, 1]] * k),), sample="l1", min_opset=9,
            module=lambda: torch.nn.Embedding(7, 5, max_norm=0.5, norm_type=1.0)),
 ]
+
+# A 3-D query against 4-D keys and values: the batch dims broadcast (OpInfo scaled_dot_product_attention sample 16).
+CASES += [
+    OpCase("scaled_dot_product_attention", lambda k: (torch.randn(4, 3 + k, 8), torch.randn(2, 4, 6, 8),
+                                                      torch.randn(2, 4, 6, 8)),
+           sample="query_rank_3", fn=F.scaled_dot_product_attention),
+]

@@ -30,3 +30,9 @@ CASES = [
     OpCase("cosine_similarity", lambda k: (torch.randn(4 + k, 3, 2), torch.randn(4 + k, 1, 2)), sample="broadcast",
            fn=lambda a, b: F.cosine_similarity(a, b, dim=1), min_opset=8),
 ]
+
+# Two 0-d inputs (ONNX's reductions need an axis: OpInfo cosine_similarity sample 3).
+CASES += [
+    OpCase("cosine_similarity", lambda k: (torch.tensor(0.5 + k), torch.tensor(-2.0)), sample="0d", dynamic=False,
+           fn=lambda a, b: F.cosine_similarity(a, b, dim=0)),
+]

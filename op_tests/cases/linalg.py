@@ -70,3 +70,10 @@ CASES += [
            fn=lambda a, b: torch.tensordot(a, b, ([1, -2, -1], [1, 0, 3]))),
     OpCase("logdet", lambda k: (_r(2 + k, 3, 3),), fn=torch.logdet, min_opset=11),
 ]
+
+# Ellipses spanning different numbers of dims (PyTorch broadcasts them; ONNX's Einsum wants equal spans) and summed
+# out by an explicit output without '...' (ONNX Runtime refuses that form): OpInfo einsum sample 10.
+CASES += [
+    OpCase("einsum", lambda k: (_r(1 + k, 2, 3), _r(3)), sample="uneven_ellipses_summed", dynamic=False,
+           fn=lambda a, b: torch.einsum("...ik,...j->ij", a, b)),
+]

@@ -51,3 +51,9 @@ CASES += [
     OpCase("feature_alpha_dropout", lambda k: (torch.randn(2 + k, 3, 4),), sample="p1_zeros",
            fn=lambda x: torch.nn.functional.feature_alpha_dropout(x, 1.0, training=True)),
 ]
+
+# One weight vector (ONNX's Multinomial draws per row of a [batch, classes] input; OpInfo multinomial sample 4).
+CASES += [
+    _random("multinomial", lambda k: (torch.rand(6) + 0.05,), lambda w: torch.multinomial(w, 2000, replacement=True),
+            sample="1d_weights", dynamic=False),
+]

@@ -213,3 +213,21 @@ CASES += [
     OpCase("expand", lambda k: (torch.randn(2 + k, 0, 1),), sample="empty_axis",
            fn=lambda x: x.expand(x.size(0), 0, 3)),
 ]
+
+# Squeeze and transpose of a 0-d tensor over dim 0 leave it as it is (OpInfo squeeze sample 7, transpose sample 4).
+# In a static export an op whose result has no elements is an empty constant: ONNX's shape inference rejects e.g. an
+# empty tensor reshaped with -1 (OpInfo roll sample 12, unflatten samples 8-9, unfold, group_norm).
+CASES += [
+    OpCase("squeeze", lambda k: (torch.tensor(1.5 + k),), sample="0d_dim", dynamic=False, fn=lambda x: x.squeeze(0)),
+    OpCase("transpose", lambda k: (torch.tensor(1.5 + k),), sample="0d", dynamic=False, fn=lambda x: x.transpose(0, -1)),
+    OpCase("roll", lambda k: (torch.randn(0, 0, 0),), sample="empty", dynamic=False, fn=lambda x: x.roll(2)),
+    OpCase("unflatten", lambda k: (torch.randn(4, 0),), sample="empty", dynamic=False,
+           fn=lambda x: x.unflatten(1, (2, 0, 0, 0))),
+    OpCase("im2col", lambda k: (torch.randn(0, 1, 5, 5),), sample="empty_batch", dynamic=False,
+           fn=lambda x: F.unfold(x, 2)),
+]
+
+# A zero-length narrow (its end is start + 0: size arithmetic must not divide by it; OpInfo narrow sample 4).
+CASES += [
+    OpCase("narrow", lambda k: (_r(5 + k, 5, 5),), sample="zero_length", fn=lambda x: x.narrow(1, 0, 0)),
+]

@@ -91,6 +91,9 @@ def _prepare(sample: OpSample, group: list[OpSample]) -> Prepared:
     if not prepared.expected:
         prepared.not_capturable = "the op returns no tensor (nothing to export)"
         return prepared
+    if any(output.dtype.kind == "c" for output in prepared.expected):
+        prepared.not_capturable = "the op returns a complex tensor: ONNX's operators have no complex arithmetic"
+        return prepared
     try:
         traced = torch.jit.trace(prepared.model, prepared.args, check_trace=False)
     except Exception as error:
