@@ -9,7 +9,13 @@ to the exact distance.
 from __future__ import annotations
 
 from exporter.lowering.arithmetic import clamp_value
-from exporter.lowering.core import require_opset, require_rank, reshape, scalar_like, unsqueeze
+from exporter.lowering.core import (
+    require_opset,
+    require_rank,
+    reshape,
+    scalar_like,
+    unsqueeze,
+)
 from exporter.lowering.reductions import reduce, vector_norm
 from exporter.registry import parse_args, symbolic
 
