@@ -153,6 +153,18 @@ def _pow_type(g, self, exponent):
     return output_dtype(g) if g.node.kind() == "aten::float_power" else promote(g, self, exponent)
 
 
+def _zero_base_exponent(g, base, exponent):
+    """Integer powers: PyTorch's 0 ** -n is 0, the ONNX Pow's inf (cast to an integer: INT64_MIN). Where the base is
+    0 the exponent is made |n|, which gives 0 (and 0 ** 0 stays 1): e + (base == 0) * (|e| - e), in integer
+    arithmetic that every opset has."""
+    if not is_value(exponent) and int(constant_value(exponent)) >= 0:
+        return exponent
+    exponent = cast(g, exponent, TensorProto.INT64)
+    zero = g.const(np.zeros((), dtype=np.int64))
+    zero_base = cast(g, g.op("Equal", cast(g, base, TensorProto.INT64), zero), TensorProto.INT64)
+    return g.op("Add", exponent, g.op("Mul", zero_base, g.op("Sub", g.op("Abs", exponent), exponent)))
+
+
 def _pow_in(g, self, exponent, work):
     return g.op("Pow", cast(g, self, work), cast(g, exponent, work))
 
@@ -164,7 +176,7 @@ def pow(g, self, exponent):
     dtype = _pow_type(g, self, exponent)
     if dtypes.is_float(dtype):
         return _pow_in(g, self, exponent, dtype)
-    return cast(g, _pow_in(g, self, exponent, DOUBLE), dtype)
+    return cast(g, _pow_in(g, self, _zero_base_exponent(g, self, exponent), DOUBLE), dtype)
 
 
 @symbolic("aten::pow", "aten::pow_", "aten::float_power", since=12)
@@ -173,6 +185,7 @@ def pow_integers(g, self, exponent):
     dtype = _pow_type(g, self, exponent)
     if dtypes.is_float(dtype):
         return _pow_in(g, self, exponent, dtype)
+    exponent = _zero_base_exponent(g, self, exponent)
     return cast(g, _pow_in(g, self, exponent, dtype if dtype in (INT32, INT64) else INT32), dtype)
 
 

@@ -230,8 +230,17 @@ def range_(g, *args):
 
 @symbolic("aten::linspace")
 def linspace(g, start, end, steps, *options):
-    """linspace(start, end, steps) with run-time bounds; steps must be a constant."""
-    return cast(g, _linspace_double(g, start, end, int(constant_value(steps))), _dtype(g, _first(options)))
+    """linspace(start, end, steps) with run-time bounds; steps must be a constant. An integer result spaces the
+    bounds truncated to integers, as torch's kernel does."""
+    out_type = _dtype(g, _first(options))
+    steps = int(constant_value(steps))
+    start, end = (_truncated_to(g, bound, out_type) for bound in (start, end))
+    return cast(g, _linspace_double(g, start, end, steps), out_type)
+
+
+def _truncated_to(g, bound, out_type):
+    """A bound as torch's integer kernels read it: converted to the integer result type first (4.3 -> 4)."""
+    return cast(g, bound, out_type) if dtypes.is_integer(out_type) else bound
 
 
 def _linspace_double(g, start, end, steps: int):
@@ -261,10 +270,14 @@ def eye(g, n, *args):
 
 @symbolic("aten::logspace")
 def logspace(g, start, end, steps, base, *options):
-    """logspace(start, end, steps, base): base ** linspace(start, end, steps), in float64 like torch's kernel."""
-    exponents = _linspace_double(g, start, end, int(constant_value(steps)))
+    """logspace(start, end, steps, base): base ** linspace(start, end, steps), in float64 like torch's kernel. An
+    integer result takes integer exponents (the bounds truncated), except a single step, which keeps start as given."""
+    out_type, steps = _dtype(g, _first(options)), int(constant_value(steps))
+    if steps > 1:
+        start, end = (_truncated_to(g, bound, out_type) for bound in (start, end))
+    exponents = _linspace_double(g, start, end, steps)
     powers = g.op("Pow", g.const(float(constant_value(base)), torch.float64), exponents)
-    return cast(g, powers, _dtype(g, _first(options)))
+    return cast(g, powers, out_type)
 
 
 @symbolic("aten::_dim_arange")

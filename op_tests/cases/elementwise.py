@@ -263,3 +263,10 @@ CASES += [
     OpCase("logit", lambda k: (torch.rand(3 + k, 4) * 1.2 - 0.1,), fn=lambda x: torch.logit(x, 1e-6)),
     OpCase("logit", lambda k: (torch.rand(3 + k, 4),), sample="no_eps", fn=torch.logit),
 ]
+
+# Integer powers of 0 with negative exponents are 0 in PyTorch (ONNX's Pow gives inf, INT64_MIN once cast back):
+# OpInfo __rpow__ int64 sample 4.
+CASES += [
+    OpCase("pow", lambda k: (torch.tensor([[0, 2, -1, 1, 0, 3]] * (2 + k)), torch.tensor([-5, -2, -3, -4, 0, 2])),
+           sample="int64_zero_base_negative_exponent", fn=lambda b, e: torch.pow(b, e)),
+]

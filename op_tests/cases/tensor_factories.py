@@ -86,3 +86,14 @@ CASES = [
     OpCase("_dim_arange", lambda k: (_r(3 + k, 2),), module=lambda: torch.jit.script(_DimArange()),
            dynamic_min_opset=9),
 ]
+
+# Integer results space the bounds truncated to integers (a start of 4.3 counts as 4), and logspace's integer
+# exponents too, except with a single step (OpInfo linspace/logspace.tensor_overload int64 samples).
+CASES += [
+    OpCase("linspace", lambda k: (torch.tensor(4.3 + k), torch.tensor(-3)), sample="int64_float_start", dynamic=False,
+           fn=lambda s, e: torch.linspace(s, e, 50, dtype=torch.int64)),
+    OpCase("logspace", lambda k: (torch.tensor(4.3 + k), torch.tensor(-1.9)), sample="int64_float_bounds",
+           dynamic=False, fn=lambda s, e: torch.logspace(s, e, 5, base=2.0, dtype=torch.int64)),
+    OpCase("logspace", lambda k: (torch.tensor(4.3 + k), torch.tensor(-1.9)), sample="int64_one_step", dynamic=False,
+           fn=lambda s, e: torch.logspace(s, e, 1, base=3.0, dtype=torch.int64)),
+]
