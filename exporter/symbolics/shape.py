@@ -23,6 +23,7 @@ from exporter.lowering.core import (
     is_value,
     normalize_dim,
     promote_all,
+    require_opset,
     require_rank,
     reshape,
     shape_of,
@@ -756,19 +757,37 @@ def triu(g, self, diagonal=0):
 @symbolic("aten::diagonal")
 @parse_args("v", "i", "i", "i")
 def diagonal(g, self, offset, dim1, dim2):
-    """diagonal(offset, dim1, dim2): the two dims moved last and merged, then Gather of the diagonal positions."""
+    """diagonal(offset, dim1, dim2): the two dims moved last and merged, then Gather of the diagonal positions
+    (a strided Slice when their sizes are known only at run time)."""
     rank = require_rank(g, self)
     dim1, dim2 = normalize_dim(dim1, rank), normalize_dim(dim2, rank)
     perm = [i for i in range(rank) if i not in (dim1, dim2)] + [dim1, dim2]
     moved = transpose_perm(g, self, perm)
     rows, cols = known_dims(g, self)[dim1], known_dims(g, self)[dim2]
     if rows is None or cols is None:
-        raise SymbolicValueError("diagonal needs both diagonal dims to be static")
+        return _diagonal_at_run_time(g, moved, offset)
     length = max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
     first_row, first_col = max(0, -offset), max(0, offset)
     flat_index = [(first_row + i) * cols + first_col + i for i in range(length)]
     merged = reshape(g, moved, [0] * (rank - 2) + [rows * cols])
     return g.op("Gather", merged, g.const(np.array(flat_index, dtype=np.int64)), axis_i=rank - 2)
+
+
+def _diagonal_at_run_time(g, moved, offset: int):
+    """The ``offset`` diagonal of the last two dims of ``moved``, sizes known only at run time: columns (offset > 0)
+    or rows (offset < 0) sliced off so the diagonal starts at [0, 0], rows cut to at most the column count c, then
+    every (c + 1)-th element of each flattened matrix, which are exactly its min(rows, c) diagonal elements (Slice
+    with run-time bounds and steps: opset 10)."""
+    require_opset(g, 10, "diagonal of dims whose sizes are known only at run time needs Slice with run-time steps")
+    rank = require_rank(g, moved)
+    row_axis, col_axis = rank - 2, rank - 1
+    if offset:
+        moved = slice_op(g, moved, [col_axis if offset > 0 else row_axis], [abs(offset)], [INT64_MAX])
+    cols = dim_size(g, moved, col_axis)
+    square = slice_op(g, moved, [row_axis], [0], [cols])
+    rows = dim_size(g, square, row_axis)
+    flat = reshape(g, square, dims_or_sizes(g, square)[:row_axis] + [size_arith(g, "Mul", rows, cols)])
+    return slice_op(g, flat, [row_axis], [0], [INT64_MAX], [size_arith(g, "Add", cols, 1)])
 
 
 @symbolic("aten::diag")

@@ -213,3 +213,18 @@ CASES += [
     OpCase("expand", lambda k: (torch.randn(2 + k, 0, 1),), sample="empty_axis",
            fn=lambda x: x.expand(x.size(0), 0, 3)),
 ]
+
+# Diagonals of dims whose sizes are known only at run time: a strided Slice of the flattened matrices (opset 10;
+# OpInfo diag and diagonal, dynamic mode: "diagonal needs both diagonal dims to be static").
+CASES += [
+    OpCase("diagonal", lambda k: (_r(3 + k, 5 + 2 * k),), sample="dynamic_dims", dynamic_min_opset=10,
+           fn=lambda x: torch.diagonal(x)),
+    OpCase("diagonal", lambda k: (_r(2, 5 + k, 3 + 2 * k),), sample="dynamic_dims_offset", dynamic_min_opset=10,
+           fn=lambda x: torch.diagonal(x, 2, 1, 2)),
+    OpCase("diagonal", lambda k: (_r(6 + 2 * k, 3, 4 + k),), sample="dynamic_dims_negative_offset", dynamic_min_opset=10,
+           fn=lambda x: torch.diagonal(x, -2, -1, 0)),
+    OpCase("diagonal", lambda k: (_r(3 + k, 2 + k),), sample="dynamic_dims_offset_past_end", dynamic_min_opset=10,
+           fn=lambda x: torch.diagonal(x, 5)),
+    OpCase("diag", lambda k: (_r(5 + k, 3, dtype=torch.int64),), sample="matrix_dynamic", dynamic_min_opset=10,
+           fn=lambda x: torch.diag(x, 1)),
+]
