@@ -15,8 +15,10 @@ import torch
 
 from exporter import dtypes, ir
 from exporter.errors import SymbolicValueError
-from exporter.lowering.comparison import equal, select
+from exporter.lowering.comparison import equal, less, select
 from exporter.lowering.core import (
+    INT64,
+    cast,
     constant_value,
     dim_size,
     is_constant,
@@ -357,6 +359,8 @@ def tensor_split(g, self, indices_or_sections, dim=0):
     """tensor_split(sections | indices, dim): Slices at the section boundaries."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
+    if is_value(indices_or_sections) and not is_constant(indices_or_sections):
+        return _tensor_split_at_run_time(g, self, indices_or_sections, dim)
     spec = constant_value(indices_or_sections)
     if isinstance(spec, list):
         return split_at(g, self, dim, [0] + [int(i) for i in spec])
@@ -366,6 +370,42 @@ def tensor_split(g, self, indices_or_sections, dim=0):
     sections = int(spec)
     sizes = [n // sections + (1 if i < n % sections else 0) for i in range(sections)]
     return split_at(g, self, dim, [int(s) for s in np.cumsum([0] + sizes[:-1])])
+
+
+def _tensor_split_at_run_time(g, x, spec, dim: int) -> list:
+    """tensor_split by a tensor known only at run time: a 1-D tensor of split points (Python slice bounds, so
+    negative ones count from the end), or a 0-d section count s (the first n % s pieces one longer than n // s).
+    The number of pieces is the traced one (the points' length + 1, or the list's unpacked length); the bounds are
+    computed in the graph (Slice with run-time bounds: opset 10)."""
+    require_opset(g, 10, "tensor_split at split points known only at run time needs Slice with run-time bounds")
+    spec = cast(g, spec, INT64)
+    rank = require_rank(g, spec, "tensor of split points")
+    count = list_output_count(g)
+    if rank == 1:
+        points = known_dims(g, spec)[0]
+        points = points if points is not None else (count - 1 if count is not None else None)
+        if points is None:
+            raise SymbolicValueError("tensor_split at a run-time tensor of split points needs their number")
+        starts = [0] + [_element(g, spec, i) for i in range(points)]
+        return split_at(g, x, dim, starts)
+    if count is None:
+        raise SymbolicValueError("tensor_split into a run-time number of sections needs the number of pieces")
+    n = dim_size(g, x, dim)
+    base = size_arith(g, "Div", n, spec)
+    longer = size_arith(g, "Sub", n, size_arith(g, "Mul", base, spec))  # n % s pieces are base + 1 long
+    starts = []
+    for i in range(count):
+        # start_i = i * base + min(i, n % s)
+        i_value = g.const(i, torch.int64)
+        extra = select(g, less(g, i_value, longer), i_value, longer)
+        starts.append(size_arith(g, "Add", size_arith(g, "Mul", base, i), extra))
+    return split_at(g, x, dim, starts)
+
+
+def _element(g, vector, i: int):
+    out = g.op("Gather", vector, g.const(i, torch.int64), axis_i=0)
+    out.shape = ()
+    return out
 
 
 @symbolic("aten::unbind")
