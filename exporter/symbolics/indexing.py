@@ -114,7 +114,7 @@ def select(g, self, dim, index):
 def index_select(g, self, dim, index):
     """index_select(dim, index): Gather."""
     rank = require_rank(g, self)
-    if rank == 0:  # index T[1] or T[] (0 or -1): the 0-d input itself
+    if rank == 0:  # index T[1] or T[]: the 0-d input itself
         return _as_0d(g, index_select(g, _flat(g, self), 0, index))
     dim = normalize_dim(int(constant_value(dim)), rank)
     index = g.value(index, torch.int64)
@@ -134,7 +134,7 @@ def gather(g, self, dim, index, sparse_grad=None):
         # An empty index (of any rank, as PyTorch allows) gathers nothing: the empty result of its shape.
         return g.const(np.zeros(index_dims, dtype=dtypes.numpy_from_onnx(g.dtype(self))))
     rank = require_rank(g, self)
-    if rank == 0 or require_rank(g, index) == 0:
+    if rank == 0 or (rank == 1 and require_rank(g, index) == 0):
         # A 0-d input or index (ranks 0 and 1 mix in PyTorch): both flattened, the result shaped like the index.
         out = gather_elements(g, _flat(g, self), 0, _flat(g, index))
         return _as_0d(g, out) if g.rank(index) == 0 else out
