@@ -21,6 +21,7 @@ from exporter.lowering.core import (
     dim_size,
     is_constant,
     is_value,
+    require_opset,
     require_rank,
     reshape,
     slice_op,
@@ -122,6 +123,19 @@ def expand_to(g, x, target: list):
         else:
             repeats.append(size_arith(g, "Div", want, have))
     return typed(g.op("Tile", x, to_int64_list_value(g, repeats)), result_shape)
+
+
+def broadcast_pair(g, a, b) -> tuple:
+    """``a`` and ``b`` both expanded to the shape they broadcast to: constant shapes where both are static, else
+    Expand by each other's shape (Expand broadcasts both ways: opset 8)."""
+    a_dims, b_dims = g.static_dims(a), g.static_dims(b)
+    if a_dims is not None and b_dims is not None:
+        target = [int(d) for d in np.broadcast_shapes(tuple(a_dims), tuple(b_dims))]
+        return (a if a_dims == target else expand_to(g, a, target)), (b if b_dims == target else expand_to(g, b, target))
+    require_opset(g, 8, "broadcasting two tensors of run-time shapes needs Expand")
+    shape = broadcast_shape(g.shape(a), g.shape(b))
+    a = typed(g.op("Expand", a, g.op("Shape", b)), shape)
+    return a, typed(g.op("Expand", b, g.op("Shape", a)), shape)
 
 
 def expand_to_shape_value(g, x, shape):

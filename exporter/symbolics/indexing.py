@@ -28,6 +28,7 @@ from exporter.lowering.core import (
     reshape,
     shape_of,
     slice_op,
+    squeeze,
     to_int64_list_value,
     unsqueeze,
 )
@@ -46,6 +47,7 @@ from exporter.lowering.indexing import (
 )
 from exporter.lowering.shape import (
     INT64_MAX,
+    broadcast_pair,
     broadcast_shape,
     dims_or_sizes,
     expand_to,
@@ -60,6 +62,17 @@ from exporter.registry import parse_args, symbolic, unsupported
 
 def _reshape_like(g, x, like):
     return typed(reshape(g, x, shape_of(g, like)), g.shape(like))
+
+
+def _flat(g, x):
+    """``x`` as a 1-D tensor: how a 0-d operand enters ONNX's gathers, scatters and OneHot, which need rank >= 1
+    (PyTorch reads a 0-d tensor as one element along dim 0 or -1)."""
+    return reshape_to(g, g.value(x), [-1])
+
+
+def _as_0d(g, x):
+    """The one-element result of an op done on ``_flat`` operands, back to 0-d."""
+    return reshape_to(g, x, [])
 
 
 # -- slicing and selecting --------------------------------------------------------------------------------------
@@ -101,6 +114,8 @@ def select(g, self, dim, index):
 def index_select(g, self, dim, index):
     """index_select(dim, index): Gather."""
     rank = require_rank(g, self)
+    if rank == 0:  # index T[1] or T[]: the 0-d input itself
+        return _as_0d(g, index_select(g, _flat(g, self), 0, index))
     dim = normalize_dim(int(constant_value(dim)), rank)
     index = g.value(index, torch.int64)
     if g.rank(index) == 0:
@@ -113,8 +128,18 @@ def index_select(g, self, dim, index):
 def gather(g, self, dim, index, sparse_grad=None):
     """torch.gather: GatherElements from opset 11; below, a Gather of linear positions (static shapes) or an
     index==j selection (dynamic shapes, opset 9)."""
-    dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
-    return gather_elements(g, self, dim, cast(g, g.value(index), INT64))
+    index = cast(g, g.value(index), INT64)
+    index_dims = g.static_dims(index)
+    if index_dims is not None and 0 in index_dims:
+        # An empty index (of any rank, as PyTorch allows) gathers nothing: the empty result of its shape.
+        return g.const(np.zeros(index_dims, dtype=dtypes.numpy_from_onnx(g.dtype(self))))
+    rank = require_rank(g, self)
+    if rank == 0 or (rank == 1 and require_rank(g, index) == 0):
+        # A 0-d input or index (ranks 0 and 1 mix in PyTorch): both flattened, the result shaped like the index.
+        out = gather_elements(g, _flat(g, self), 0, _flat(g, index))
+        return _as_0d(g, out) if g.rank(index) == 0 else out
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    return gather_elements(g, self, dim, index)
 
 
 @symbolic("aten::take_along_dim")
@@ -351,6 +376,10 @@ def _crop_to(g, src, index):
 @symbolic("aten::scatter", "aten::scatter_")
 def scatter(g, self, dim, index, src, reduce=None):
     """scatter(dim, index, src | value, reduce=None): Scatter (9-10) / ScatterElements (11+), reductions at 16."""
+    if require_rank(g, self) == 0:
+        # ONNX's scatters need rank >= 1: a 0-d scatter is the 1-element one.
+        src = _flat(g, src) if is_value(src) else src
+        return _as_0d(g, scatter(g, _flat(g, self), 0, _flat(g, index), src, reduce))
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
     if is_value(src) and g.rank(src) != 0:
@@ -372,6 +401,8 @@ def scatter(g, self, dim, index, src, reduce=None):
 @symbolic("aten::scatter_add", "aten::scatter_add_")
 def scatter_add(g, self, dim, index, src):
     """scatter_add: ScatterElements reduction 'add' from opset 16; the index==j summation below."""
+    if require_rank(g, self) == 0:  # as the 1-element scatter (ONNX's scatters need rank >= 1)
+        return _as_0d(g, scatter_add(g, _flat(g, self), 0, _flat(g, index), _flat(g, src)))
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
     return scatter_add_elements(g, self, dim, index, cast(g, _crop_to(g, src, index), g.dtype(self)))
@@ -384,8 +415,8 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
     include_self = True if include_self is None else bool(constant_value(include_self))
     if require_rank(g, self) == 0:
         # ONNX's scatters need rank >= 1: a 0-d scatter is the 1-element one.
-        self, index, src = (reshape(g, v, [1]) for v in (self, index, src))
-        return reshape(g, scatter_reduce(g, self, 0, index, src, reduce, include_self), [])
+        self, index, src = (_flat(g, v) for v in (self, index, src))
+        return _as_0d(g, scatter_reduce(g, self, 0, index, src, reduce, include_self))
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
     updates = cast(g, _crop_to(g, src, index), g.dtype(self))
@@ -417,7 +448,7 @@ def _index_add_front(g, self, dim, index, source, alpha):
     index = cast(g, reshape_to(g, g.value(index), [-1]), INT64)
     source = cast(g, g.value(source), g.dtype(self))
     if rank == 0:
-        self, source, rank = reshape_to(g, self, [1]), reshape_to(g, source, [1]), 1
+        self, source, rank = _flat(g, self), _flat(g, source), 1
     if alpha is not None and constant_value(alpha) != 1:
         source = g.op("Mul", source, scalar_of(g, alpha, self))
     perm = [dim] + [i for i in range(rank) if i != dim]
@@ -430,7 +461,8 @@ def index_add_by_one_hot(g, self, dim, index, source, alpha=None):
     """index_add(dim, index, source, alpha) below opset 16: a one-hot row sum over the rows of the front layout."""
     front, index, front_source, perm = _index_add_front(g, self, dim, index, source, alpha)
     summed = add_rows(g, reshape_to(g, front, [0, -1]), index, reshape_to(g, front_source, [0, -1]))
-    return transpose_perm(g, _reshape_like(g, summed, front), _inverse(perm))
+    out = transpose_perm(g, _reshape_like(g, summed, front), _inverse(perm))
+    return _as_0d(g, out) if require_rank(g, self) == 0 else out
 
 
 @symbolic("aten::index_add", "aten::index_add_", since=16)
@@ -438,13 +470,16 @@ def index_add(g, self, dim, index, source, alpha=None):
     """index_add(dim, index, source, alpha): ScatterND reduction 'add' at the index rows of the front layout."""
     front, index, front_source, perm = _index_add_front(g, self, dim, index, source, alpha)
     out = g.op("ScatterND", front, unsqueeze(g, index, [1]), front_source, reduction_s="add")
-    return transpose_perm(g, out, _inverse(perm))
+    out = transpose_perm(g, out, _inverse(perm))
+    return _as_0d(g, out) if require_rank(g, self) == 0 else out
 
 
 @symbolic("aten::index_copy", "aten::index_copy_", since=9)
 def index_copy(g, self, dim, index, source):
     """index_copy(dim, index, source): Scatter/ScatterElements with the index laid along dim."""
     rank = require_rank(g, self)
+    if rank == 0:  # as the 1-element copy (ONNX's scatters need rank >= 1)
+        return _as_0d(g, index_copy(g, _flat(g, self), 0, index, _flat(g, source)))
     dim = normalize_dim(int(constant_value(dim)), rank)
     source = cast(g, g.value(source), g.dtype(self))
     index = cast(g, reshape_to(g, g.value(index), [-1]), INT64)
@@ -455,6 +490,8 @@ def index_copy(g, self, dim, index, source):
 def index_fill(g, self, dim, index, value):
     """index_fill(dim, index, value): scatter of the broadcast value at the indexed slices."""
     rank = require_rank(g, self)
+    if rank == 0:  # as the 1-element fill (ONNX's scatters need rank >= 1)
+        return _as_0d(g, index_fill(g, _flat(g, self), 0, index, value))
     dim = normalize_dim(int(constant_value(dim)), rank)
     index = cast(g, reshape_to(g, g.value(index), [-1]), INT64)
     shape = dims_or_sizes(g, self)
@@ -468,19 +505,15 @@ def index_fill(g, self, dim, index, value):
 # -- masks ------------------------------------------------------------------------------------------------------
 @symbolic("aten::masked_select", since=9)
 def masked_select(g, self, mask):
-    """masked_select(mask): Compress of the broadcast input by the flattened mask."""
-    mask = cast(g, g.value(mask), BOOL)
-    if known_dims(g, self) != known_dims(g, mask) or None in (known_dims(g, self) or [None]):
-        self, mask = (expand_to_shape_value(g, self, shape_of(g, mask)),
-                      expand_to_shape_value(g, mask, shape_of(g, self)))
-    # Compress without an axis reads its input flattened.
-    return g.op("Compress", self, reshape_to(g, mask, [-1]))
+    """masked_select(mask): input and mask broadcast together and flattened, then Compress."""
+    self, mask = broadcast_pair(g, g.value(self), cast(g, g.value(mask), BOOL))
+    return g.op("Compress", _flat(g, self), _flat(g, mask), axis_i=0)
 
 
 @symbolic("aten::masked_scatter", "aten::masked_scatter_", since=11)
 def masked_scatter(g, self, mask, source):
     """masked_scatter(mask, source): ScatterND of the first nnz source values at NonZero(mask)."""
-    mask = expand_to_shape_value(g, cast(g, g.value(mask), BOOL), shape_of(g, self))
+    self, mask = broadcast_pair(g, g.value(self), cast(g, g.value(mask), BOOL))
     positions = g.op("Transpose", g.op("NonZero", mask), perm_i=[1, 0])
     count = slice_op(g, g.op("Shape", positions), [0], [0], [1])
     updates = g.op("Slice", reshape_to(g, cast(g, source, g.dtype(self)), [-1]), g.const([0], torch.int64), count)
@@ -513,8 +546,11 @@ def one_hot_by_equal(g, self, num_classes):
 @symbolic("aten::one_hot", since=9)
 @parse_args("v", "i")
 def one_hot(g, self, num_classes):
-    """F.one_hot: OneHot of depth num_classes, or the largest index + 1 for num_classes=-1."""
+    """F.one_hot: OneHot of depth num_classes, or the largest index + 1 for num_classes=-1 (a 0-d index as a
+    1-element one: OneHot's indices need rank >= 1)."""
     self = cast(g, self, INT64)
+    if require_rank(g, self) == 0:
+        return squeeze(g, one_hot(g, _flat(g, self), num_classes), [0])
     if num_classes < 0:
         top = g.op("ReduceMax", reshape_to(g, self, [-1]), axes_i=[0], keepdims_i=1)
         depth = g.op("Add", top, g.const([1], torch.int64))

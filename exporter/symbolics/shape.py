@@ -15,14 +15,17 @@ import torch
 
 from exporter import dtypes, ir
 from exporter.errors import SymbolicValueError
-from exporter.lowering.comparison import equal, select
+from exporter.lowering.comparison import equal, less, select
 from exporter.lowering.core import (
+    INT64,
+    cast,
     constant_value,
     dim_size,
     is_constant,
     is_value,
     normalize_dim,
     promote_all,
+    require_opset,
     require_rank,
     reshape,
     shape_of,
@@ -360,6 +363,8 @@ def tensor_split(g, self, indices_or_sections, dim=0):
     """tensor_split(sections | indices, dim): Slices at the section boundaries."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
+    if is_value(indices_or_sections) and not is_constant(indices_or_sections):
+        return _tensor_split_at_run_time(g, self, indices_or_sections, dim)
     spec = constant_value(indices_or_sections)
     if isinstance(spec, list):
         return split_at(g, self, dim, [0] + [int(i) for i in spec])
@@ -369,6 +374,42 @@ def tensor_split(g, self, indices_or_sections, dim=0):
     sections = int(spec)
     sizes = [n // sections + (1 if i < n % sections else 0) for i in range(sections)]
     return split_at(g, self, dim, [int(s) for s in np.cumsum([0] + sizes[:-1])])
+
+
+def _tensor_split_at_run_time(g, x, spec, dim: int) -> list:
+    """tensor_split by a tensor known only at run time: a 1-D tensor of split points (Python slice bounds, so
+    negative ones count from the end), or a 0-d section count s (the first n % s pieces one longer than n // s).
+    The number of pieces is the traced one (the points' length + 1, or the list's unpacked length); the bounds are
+    computed in the graph (Slice with run-time bounds: opset 10)."""
+    require_opset(g, 10, "tensor_split at split points known only at run time needs Slice with run-time bounds")
+    spec = cast(g, spec, INT64)
+    rank = require_rank(g, spec, "tensor of split points")
+    count = list_output_count(g)
+    if rank == 1:
+        points = known_dims(g, spec)[0]
+        points = points if points is not None else (count - 1 if count is not None else None)
+        if points is None:
+            raise SymbolicValueError("tensor_split at a run-time tensor of split points needs their number")
+        starts = [0] + [_element(g, spec, i) for i in range(points)]
+        return split_at(g, x, dim, starts)
+    if count is None:
+        raise SymbolicValueError("tensor_split into a run-time number of sections needs the number of pieces")
+    n = dim_size(g, x, dim)
+    base = size_arith(g, "Div", n, spec)
+    longer = size_arith(g, "Sub", n, size_arith(g, "Mul", base, spec))  # n % s pieces are base + 1 long
+    starts = []
+    for i in range(count):
+        # start_i = i * base + min(i, n % s)
+        i_value = g.const(i, torch.int64)
+        extra = select(g, less(g, i_value, longer), i_value, longer)
+        starts.append(size_arith(g, "Add", size_arith(g, "Mul", base, i), extra))
+    return split_at(g, x, dim, starts)
+
+
+def _element(g, vector, i: int):
+    out = g.op("Gather", vector, g.const(i, torch.int64), axis_i=0)
+    out.shape = ()
+    return out
 
 
 @symbolic("aten::unbind")
@@ -760,19 +801,37 @@ def triu(g, self, diagonal=0):
 @symbolic("aten::diagonal")
 @parse_args("v", "i", "i", "i")
 def diagonal(g, self, offset, dim1, dim2):
-    """diagonal(offset, dim1, dim2): the two dims moved last and merged, then Gather of the diagonal positions."""
+    """diagonal(offset, dim1, dim2): the two dims moved last and merged, then Gather of the diagonal positions
+    (a strided Slice when their sizes are known only at run time)."""
     rank = require_rank(g, self)
     dim1, dim2 = normalize_dim(dim1, rank), normalize_dim(dim2, rank)
     perm = [i for i in range(rank) if i not in (dim1, dim2)] + [dim1, dim2]
     moved = transpose_perm(g, self, perm)
     rows, cols = known_dims(g, self)[dim1], known_dims(g, self)[dim2]
     if rows is None or cols is None:
-        raise SymbolicValueError("diagonal needs both diagonal dims to be static")
+        return _diagonal_at_run_time(g, moved, offset)
     length = max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
     first_row, first_col = max(0, -offset), max(0, offset)
     flat_index = [(first_row + i) * cols + first_col + i for i in range(length)]
     merged = reshape(g, moved, [0] * (rank - 2) + [rows * cols])
     return g.op("Gather", merged, g.const(np.array(flat_index, dtype=np.int64)), axis_i=rank - 2)
+
+
+def _diagonal_at_run_time(g, moved, offset: int):
+    """The ``offset`` diagonal of the last two dims of ``moved``, sizes known only at run time: columns (offset > 0)
+    or rows (offset < 0) sliced off so the diagonal starts at [0, 0], rows cut to at most the column count c, then
+    every (c + 1)-th element of each flattened matrix, which are exactly its min(rows, c) diagonal elements (Slice
+    with run-time bounds and steps: opset 10)."""
+    require_opset(g, 10, "diagonal of dims whose sizes are known only at run time needs Slice with run-time steps")
+    rank = require_rank(g, moved)
+    row_axis, col_axis = rank - 2, rank - 1
+    if offset:
+        moved = slice_op(g, moved, [col_axis if offset > 0 else row_axis], [abs(offset)], [INT64_MAX])
+    cols = dim_size(g, moved, col_axis)
+    square = slice_op(g, moved, [row_axis], [0], [cols])
+    rows = dim_size(g, square, row_axis)
+    flat = reshape(g, square, dims_or_sizes(g, square)[:row_axis] + [size_arith(g, "Mul", rows, cols)])
+    return slice_op(g, flat, [row_axis], [0], [INT64_MAX], [size_arith(g, "Add", cols, 1)])
 
 
 @symbolic("aten::diag")

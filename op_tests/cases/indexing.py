@@ -206,3 +206,50 @@ CASES += [
     OpCase("scatter_reduce", lambda k: (torch.tensor(2.0 + k), torch.tensor(0), torch.tensor(-1.5)), sample="prod_0d",
            min_opset=16, dynamic=False, fn=lambda x, i, s: x.scatter_reduce(0, i, s, "prod", include_self=False)),
 ]
+
+# 0-d operands (ONNX's gathers, scatters, Compress and OneHot need rank >= 1: the 0-d tensor goes in as its one
+# element and the result comes back 0-d), an empty gather index, and inputs broadcast to their mask (OpInfo gather
+# 4-6, index_select 0, index_copy 0, index_add 0-2, index_fill 0-1, scatter 21-26, scatter_add 6, masked_select
+# 2-4 and 6, masked_scatter 3, one_hot 0-1).
+_0D = dict(dynamic=False)
+CASES += [
+    OpCase("gather", lambda k: (torch.tensor(1.5), torch.tensor([0])), sample="0d_input", **_0D,
+           fn=lambda x, i: torch.gather(x, 0, i)),
+    OpCase("gather", lambda k: (torch.tensor(1.5), torch.tensor(0)), sample="0d_input_0d_index", **_0D,
+           fn=lambda x, i: torch.gather(x, -1, i)),
+    OpCase("gather", lambda k: (_r(5 + k), torch.tensor(3)), sample="0d_index", dynamic_min_opset=9,
+           fn=lambda x, i: torch.gather(x, 0, i)),
+    OpCase("gather", lambda k: (torch.tensor(1.5), torch.tensor([0, 0, 0])), sample="0d_input_repeated", **_0D,
+           fn=lambda x, i: torch.gather(x, 0, i)),
+    OpCase("gather", lambda k: (_r(5), torch.zeros(2, 0, dtype=torch.int64)), sample="empty_index", **_0D,
+           fn=lambda x, i: torch.gather(x, 0, i)),
+    OpCase("index_select", lambda k: (torch.tensor(2.5), torch.tensor([0])), sample="0d", **_0D,
+           fn=lambda x, i: torch.index_select(x, 0, i)),
+    OpCase("index_copy", lambda k: (torch.tensor(2.5), torch.tensor([0]), torch.tensor(-1.0)), sample="0d", **_0D,
+           min_opset=9, fn=lambda x, i, s: x.index_copy(0, i, s)),
+    OpCase("index_add", lambda k: (torch.tensor(2.5), torch.tensor([0]), torch.tensor(-1.0)), sample="0d_alpha", **_0D,
+           fn=lambda x, i, s: x.index_add(0, i, s, alpha=2)),
+    OpCase("index_fill", lambda k: (torch.tensor(2.5), torch.tensor([-1])), sample="0d", **_0D, min_opset=9,
+           fn=lambda x, i: x.index_fill(0, i, -8.5)),
+    OpCase("scatter", lambda k: (torch.tensor(2.5), torch.tensor(0), torch.tensor(-1.0)), sample="0d", **_0D,
+           min_opset=9, fn=lambda x, i, s: x.scatter(0, i, s)),
+    OpCase("scatter", lambda k: (torch.tensor(2.5), torch.tensor(0)), sample="0d_value_reduce_add", **_0D,
+           fn=lambda x, i: x.scatter(0, i, 1.5, reduce="add")),
+    OpCase("scatter", lambda k: (torch.tensor(2.5), torch.tensor(0), torch.tensor(-1.5)), sample="0d_reduce_multiply",
+           **_0D, min_opset=16, fn=lambda x, i, s: x.scatter(0, i, s, reduce="multiply")),
+    OpCase("scatter_add", lambda k: (torch.tensor(2.5), torch.tensor(0), torch.tensor(-1.0)), sample="0d", **_0D,
+           fn=lambda x, i, s: x.scatter_add(0, i, s)),
+    OpCase("masked_select", lambda k: (_r(4), _mask(3 + k, 4)), sample="input_broadcast", min_opset=9,
+           fn=lambda x, m: torch.masked_select(x, m)),
+    OpCase("masked_select", lambda k: (_r(3 + k, 1, 4), _mask(2, 4)), sample="both_broadcast", min_opset=9,
+           fn=lambda x, m: torch.masked_select(x, m)),
+    OpCase("masked_select", lambda k: (torch.tensor(2.5), torch.tensor(True)), sample="0d", **_0D, min_opset=9,
+           fn=lambda x, m: torch.masked_select(x, m)),
+    OpCase("masked_select", lambda k: (torch.tensor(2.5), _mask(3, 4)), sample="0d_input_2d_mask", **_0D, min_opset=9,
+           fn=lambda x, m: torch.masked_select(x, m)),
+    OpCase("masked_scatter", lambda k: (_r(4), _mask(3 + k, 4), _r(20)), sample="input_broadcast", min_opset=11,
+           fn=lambda x, m, s: x.masked_scatter(m, s)),
+    OpCase("one_hot", lambda k: (torch.tensor(3),), sample="0d", **_0D, fn=lambda x: F.one_hot(x, 5)),
+    OpCase("one_hot", lambda k: (torch.tensor(3),), sample="0d_infer_classes", **_0D, min_opset=9,
+           fn=lambda x: F.one_hot(x)),
+]

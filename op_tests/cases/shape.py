@@ -231,3 +231,30 @@ CASES += [
 CASES += [
     OpCase("narrow", lambda k: (_r(5 + k, 5, 5),), sample="zero_length", fn=lambda x: x.narrow(1, 0, 0)),
 ]
+
+# Diagonals of dims whose sizes are known only at run time: a strided Slice of the flattened matrices (opset 10;
+# OpInfo diag and diagonal, dynamic mode: "diagonal needs both diagonal dims to be static").
+CASES += [
+    OpCase("diagonal", lambda k: (_r(3 + k, 5 + 2 * k),), sample="dynamic_dims", dynamic_min_opset=10,
+           fn=lambda x: torch.diagonal(x)),
+    OpCase("diagonal", lambda k: (_r(2, 5 + k, 3 + 2 * k),), sample="dynamic_dims_offset", dynamic_min_opset=10,
+           fn=lambda x: torch.diagonal(x, 2, 1, 2)),
+    OpCase("diagonal", lambda k: (_r(6 + 2 * k, 3, 4 + k),), sample="dynamic_dims_negative_offset", dynamic_min_opset=10,
+           fn=lambda x: torch.diagonal(x, -2, -1, 0)),
+    OpCase("diagonal", lambda k: (_r(3 + k, 2 + k),), sample="dynamic_dims_offset_past_end", dynamic_min_opset=10,
+           fn=lambda x: torch.diagonal(x, 5)),
+    OpCase("diag", lambda k: (_r(5 + k, 3, dtype=torch.int64),), sample="matrix_dynamic", dynamic_min_opset=10,
+           fn=lambda x: torch.diag(x, 1)),
+]
+
+# tensor_split by a tensor known only at run time (OpInfo tensor_split 0-3): its split points, negative ones
+# counting from the end, or its 0-d section count, read in the graph (Slice with run-time bounds: opset 10). The
+# dynamic export feeds other points and another length to the same model.
+CASES += [
+    OpCase("tensor_split", lambda k: (_r(7 + k, 3), torch.tensor([[1, 4], [-3, 2]][k])), sample="tensor_indices",
+           min_opset=10, fn=lambda x, i: torch.tensor_split(x, i)),
+    OpCase("tensor_split", lambda k: (_r(2, 6 + 3 * k), torch.tensor([[0, 2, 9], [5, -1, 3]][k])),
+           sample="tensor_indices_dim1", min_opset=10, fn=lambda x, i: torch.tensor_split(x, i, 1)),
+    OpCase("tensor_split", lambda k: (_r(7 + k, 2), torch.tensor(3)), sample="tensor_sections", min_opset=10,
+           fn=lambda x, s: torch.tensor_split(x, s)),
+]
