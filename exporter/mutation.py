@@ -140,6 +140,9 @@ def _update(block, node, updates: list[tuple], escaping: dict) -> None:
             if _within(user, block) and _top_level_in(user, block).isAfter(last):
                 user.replaceInput(use.offset, new)
     root, new_root = updates[-1]
+    for key, (outer, latest) in list(escaping.items()):
+        if latest.unique() == root.unique():  # a later mutation of a root this block already mutated
+            escaping[key] = (outer, new_root)
     if not _defined_in(root, block):
         escaping[root.unique()] = (root, new_root)
 

@@ -70,6 +70,17 @@ def _assign_strided(data):
     return data * 3
 
 
+class _TwoInPlaceOpsPerIteration(torch.nn.Module):
+    """A tensor from outside the loop mutated twice per iteration: the loop carries it after both."""
+
+    def forward(self, x):
+        acc = torch.zeros_like(x[0])
+        for i in range(x.size(0)):
+            acc.add_(x[i])
+            acc.mul_(0.5)
+        return acc
+
+
 def _add_into_slice(data):
     data[:2].add_(1.0)
     return data + 0
@@ -97,4 +108,6 @@ CASES = [
            fn=_assign_block),
     OpCase("slice_scatter", lambda k: (torch.randn(2 + k, 5),), sample="strided", fn=_assign_strided),
     OpCase("add_", lambda k: (torch.randn(3 + k, 2),), sample="into_slice", fn=_add_into_slice),
+    OpCase("mul_", lambda k: (torch.randn(3 + k, 2),), sample="after_add_in_loop",
+           module=lambda: torch.jit.script(_TwoInPlaceOpsPerIteration())),
 ]

@@ -30,7 +30,20 @@ class _LenOfGrowingList(torch.nn.Module):
         return torch.cat(items, 0)
 
 
+class _TwoAppendsPerIteration(torch.nn.Module):
+    """Two mutations of one list per iteration: the loop carries the list after both."""
+
+    def forward(self, x):
+        res = []
+        for i in range(x.size(0)):
+            res.append(x[i])
+            res.append(x[i] * 2)
+        return torch.stack(res, 0)
+
+
 CASES = [
+    OpCase("append", lambda k: (torch.randn(3 + k, 2),), sample="twice_per_iteration", min_opset=13,
+           module=lambda: torch.jit.script(_TwoAppendsPerIteration())),
     # Loop-carried sequences: Loop's carried type V admits seq(tensor) from Loop-13 (ONNX Runtime enforces it).
     OpCase("append", lambda k: (torch.randn(3 + k, 4),), sample="list_in_loop", min_opset=13,
            module=lambda: torch.jit.script(_ListInLoop())),
