@@ -43,6 +43,39 @@ def as_sequence(g, items) -> ir.Value:
     return sequence_value(g.op("SequenceConstruct", *values), dtype)
 
 
+def is_list(x) -> bool:
+    """A list of values: a Python list known at export time, or an ONNX sequence."""
+    return isinstance(x, (list, tuple)) or (is_value(x) and x.kind == ir.SEQUENCE)
+
+
+def insert_into_sequence(g, sequence: ir.Value, element, position=None) -> ir.Value:
+    """SequenceInsert of ``element`` (cast to the sequence's element type) at ``position`` (None: at the end).
+
+    An empty list's SequenceEmpty learns its element type from the first tensor inserted into it.
+    """
+    element = g.value(element)
+    if (sequence.producer is not None and sequence.producer.op_type == "SequenceEmpty"
+            and sequence.dtype != element.dtype):
+        sequence.producer.attrs["dtype"] = element.dtype
+        sequence.dtype = element.dtype
+    inputs = [sequence, cast(g, element, sequence.dtype)] + ([] if position is None else [position])
+    return sequence_value(g.op("SequenceInsert", *inputs), sequence.dtype)
+
+
+def list_concat(g, items, other):
+    """``items + other`` of two lists: a Python list at export time when both are known, else the items of a
+    known ``other`` inserted one by one into the sequence ``items`` (opset 11)."""
+    if isinstance(items, (list, tuple)) and isinstance(other, (list, tuple)):
+        return list(items) + list(other)
+    if not isinstance(other, (list, tuple)):
+        kind = g.node.kind() if g.node is not None else "list concatenation"
+        raise unsupported(kind, g.opset, "concatenating two lists whose lengths are both known only at run time")
+    sequence = as_sequence(g, items)
+    for element in other:
+        sequence = insert_into_sequence(g, sequence, element)
+    return sequence
+
+
 def sequence_length(g, sequence: ir.Value) -> ir.Value:
     """The number of tensors in a sequence, as an int64 number."""
     out = g.op("SequenceLength", sequence)

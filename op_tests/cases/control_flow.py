@@ -108,6 +108,8 @@ CASES = [
            fn=_assign_block),
     OpCase("slice_scatter", lambda k: (torch.randn(2 + k, 5),), sample="strided", fn=_assign_strided),
     OpCase("add_", lambda k: (torch.randn(3 + k, 2),), sample="into_slice", fn=_add_into_slice),
+    # x.set_(y): x becomes y (its shape too); x itself is then unused and not an input of the export.
+    OpCase("set_", lambda k: (torch.ones(2, 3), torch.randn(4 + k, 6)), fn=lambda x, y: x.set_(y) * 2),
     OpCase("mul_", lambda k: (torch.randn(3 + k, 2),), sample="after_add_in_loop",
            module=lambda: torch.jit.script(_TwoInPlaceOpsPerIteration())),
 ]
