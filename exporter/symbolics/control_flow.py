@@ -18,7 +18,7 @@ import torch
 from onnx import TensorProto
 
 from exporter import ir
-from exporter.errors import SymbolicValueError
+from exporter.errors import OnnxExporterError, SymbolicValueError
 from exporter.lowering.core import (
     BOOL,
     INT64,
@@ -149,8 +149,13 @@ def loop_13(g, max_trip_count, condition, *carried):
 
 def _loop(g, max_trip_count, condition, carried, scanned: list[int]):
     """ONNX Loop: ``for`` loops give a trip count, ``while`` loops a condition, both carry values; the carried
-    lists at positions ``scanned`` become scan outputs."""
+    lists at positions ``scanned`` become scan outputs. A loop that only computes Python values runs at export
+    time (:func:`_run_at_export_time`)."""
     node = g.node
+    ran = _run_at_export_time(g, max_trip_count, condition, carried)
+    g.node = node
+    if ran is not None:
+        return _results(node, ran)
     body_block = next(iter(node.blocks()))
     ts_outputs = list(node.outputs())
     kept = [k for k in range(len(carried)) if k not in scanned]
@@ -179,6 +184,37 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int]):
         value.shape = None if element.shape is None else (None, *element.shape)
     by_position = dict(zip(kept + scanned, results))
     return _results(node, [by_position[k] for k in range(len(carried))])
+
+
+_EXPORT_TIME_ITERATIONS = 10_000
+
+
+def _run_at_export_time(g, max_trip_count, condition, carried) -> list | None:
+    """The carried results of a loop whose trip count, condition and carried values are Python values (numbers,
+    lists of them) and whose body keeps them so, computed here as tracing would: ``list(range(-dims, 0))`` in
+    scripted ``torch.tensordot``, say, builds the int list that the op needs at export time. None (and the body's
+    nodes left dead) where an iteration computes a graph value, or after 10,000 iterations."""
+    def known(x) -> bool:
+        if isinstance(x, (list, tuple)):
+            return all(known(item) for item in x)
+        return x is None or isinstance(x, (bool, int, float, str))
+
+    if not (_is_static(max_trip_count) and _is_static(condition) and known(list(carried))):
+        return None
+    trips, running = int(constant_value(max_trip_count)), bool(constant_value(condition))
+    body = next(iter(g.node.blocks()))
+    values, iteration = list(carried), 0
+    while running and iteration < trips:
+        if iteration == _EXPORT_TIME_ITERATIONS:
+            return None
+        try:
+            running, *values = g.inline_block(body, [iteration, *values])
+        except OnnxExporterError:
+            return None
+        if not (known(running) and known(values)):
+            return None
+        running, iteration = bool(running), iteration + 1
+    return values
 
 
 def _scanned_lists(node, carried) -> list[int]:

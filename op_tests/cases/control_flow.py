@@ -81,6 +81,20 @@ class _TwoInPlaceOpsPerIteration(torch.nn.Module):
         return acc
 
 
+class _LoopOfNumbers(torch.nn.Module):
+    """A loop over Python numbers only (here building the permutation) runs at export time; the second loop
+    reads a tensor and stays an ONNX Loop."""
+
+    def forward(self, x):
+        perm: list[int] = []
+        for i in range(x.dim()):
+            perm.insert(0, i)
+        total = x.sum() * 0
+        for i in range(len(perm)):
+            total = total + x.sum() * i
+        return x.permute(perm), total
+
+
 def _add_into_slice(data):
     data[:2].add_(1.0)
     return data + 0
@@ -109,6 +123,8 @@ CASES = [
     OpCase("slice_scatter", lambda k: (torch.randn(2 + k, 5),), sample="strided", fn=_assign_strided),
     OpCase("add_", lambda k: (torch.randn(3 + k, 2),), sample="into_slice", fn=_add_into_slice),
     # x.set_(y): x becomes y (its shape too); x itself is then unused and not an input of the export.
+    OpCase("loop", lambda k: (torch.randn(2 + k, 3, 4),), sample="python_numbers_only",
+           module=lambda: torch.jit.script(_LoopOfNumbers())),
     OpCase("set_", lambda k: (torch.ones(2, 3), torch.randn(4 + k, 6)), fn=lambda x, y: x.set_(y) * 2),
     OpCase("mul_", lambda k: (torch.randn(3 + k, 2),), sample="after_add_in_loop",
            module=lambda: torch.jit.script(_TwoInPlaceOpsPerIteration())),
