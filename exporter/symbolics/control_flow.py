@@ -190,16 +190,18 @@ _EXPORT_TIME_ITERATIONS = 10_000
 
 
 def _run_at_export_time(g, max_trip_count, condition, carried) -> list | None:
-    """The carried results of a loop whose trip count, condition and carried values are Python values (numbers,
-    lists of them) and whose body keeps them so, computed here as tracing would: ``list(range(-dims, 0))`` in
-    scripted ``torch.tensordot``, say, builds the int list that the op needs at export time. None (and the body's
-    nodes left dead) where an iteration computes a graph value, or after 10,000 iterations."""
+    """The carried results of a loop whose trip count, condition and carried values are Python values computed
+    from constants (numbers, lists of them; see :func:`_from_constants`) and whose body keeps them so, computed
+    here as tracing would: ``list(range(-dims, 0))`` in scripted ``torch.tensordot``, say, builds the int list
+    that the op needs at export time. None (and the body's nodes left dead) where an iteration computes a graph
+    value, or after 10,000 iterations."""
     def known(x) -> bool:
         if isinstance(x, (list, tuple)):
             return all(known(item) for item in x)
         return x is None or isinstance(x, (bool, int, float, str))
 
-    if not (_is_static(max_trip_count) and _is_static(condition) and known(list(carried))):
+    if not (_is_static(max_trip_count) and _is_static(condition) and known(list(carried))
+            and all(_from_constants(v) for v in g.node.inputs())):
         return None
     trips, running = int(constant_value(max_trip_count)), bool(constant_value(condition))
     body = next(iter(g.node.blocks()))
@@ -215,6 +217,18 @@ def _run_at_export_time(g, max_trip_count, condition, carried) -> list | None:
             return None
         running, iteration = bool(running), iteration + 1
     return values
+
+
+def _from_constants(ts_value) -> bool:
+    """Whether a TorchScript value is computed from constants and tensor ranks only, so that it is the same for
+    every input of any shape. A loop that also depends on a size folded into a static export stays a Loop: run at
+    export time, it could leave a graph input unused (dropped), as PyTorch's exporter does not."""
+    node = ts_value.node()
+    if node.kind() in ("prim::Constant", "aten::dim"):
+        return True
+    if node.kind() == "prim::Param" or list(node.blocks()):
+        return False
+    return all(_from_constants(v) for v in node.inputs())
 
 
 def _scanned_lists(node, carried) -> list[int]:
