@@ -13,6 +13,7 @@ from exporter.lowering.core import (
     constant_value,
     is_value,
     normalize_dim,
+    to_int64_list_value,
     unsqueeze,
 )
 from exporter.registry import unsupported
@@ -62,11 +63,26 @@ def insert_into_sequence(g, sequence: ir.Value, element, position=None) -> ir.Va
     return sequence_value(g.op("SequenceInsert", *inputs), sequence.dtype)
 
 
+def is_list_tensor(g, x, position: int = 0) -> bool:
+    """Whether ``x``, the argument at ``position`` of the node being converted, is a TorchScript list held as a
+    1-d int64 tensor: an int list with items known only at run time (``x.shape`` of a tensor with dynamic dims).
+    Only the node's TorchScript type tells it from a tensor."""
+    return (is_value(x) and x.kind == ir.TENSOR and g.node is not None
+            and g.node.inputsAt(position).type().kind() == "ListType")
+
+
 def list_concat(g, items, other):
-    """``items + other`` of two lists: a Python list at export time when both are known, else the items of a
-    known ``other`` inserted one by one into the sequence ``items`` (opset 11)."""
+    """``items + other`` of two lists: a Python list at export time when both are known; Concat where an int list
+    is a 1-d tensor (sizes known only at run time); else the items of a known ``other`` inserted one by one into
+    the sequence ``items`` (opset 11)."""
     if isinstance(items, (list, tuple)) and isinstance(other, (list, tuple)):
         return list(items) + list(other)
+    if any(is_value(x) and x.kind == ir.TENSOR for x in (items, other)):
+        parts = [to_int64_list_value(g, x) for x in (items, other)]
+        out = g.op("Concat", *parts, axis_i=0)
+        lengths = [p.shape[0] if p.shape else None for p in parts]
+        out.dtype, out.shape = INT64, (None if None in lengths else sum(lengths),)
+        return out
     if not isinstance(other, (list, tuple)):
         kind = g.node.kind() if g.node is not None else "list concatenation"
         raise unsupported(kind, g.opset, "concatenating two lists whose lengths are both known only at run time")
