@@ -36,8 +36,9 @@ def as_sequence(g, items) -> ir.Value:
     if is_value(items):
         raise SymbolicValueError("expected a list of tensors, got a tensor")
     if not items:
-        # The element type is settled later by whoever first inserts into it (see symbolics.control_flow._loop).
-        return sequence_value(g.op("SequenceEmpty", dtype_i=torch_float()), torch_float())
+        # The element type (None: not known yet) is settled by whoever first inserts into it, or by the Loop that
+        # carries it (symbolics.control_flow._settle_empty_sequences); float if nothing ever does.
+        return sequence_value(g.op("SequenceEmpty", dtype_i=torch_float()), None)
     values = [g.value(item) for item in items]
     dtype = values[0].dtype
     values = [cast(g, v, dtype) for v in values]
@@ -52,12 +53,14 @@ def is_list(x) -> bool:
 def insert_into_sequence(g, sequence: ir.Value, element, position=None) -> ir.Value:
     """SequenceInsert of ``element`` (cast to the sequence's element type) at ``position`` (None: at the end).
 
-    An empty list's SequenceEmpty learns its element type from the first tensor inserted into it.
+    A sequence whose element type is not known yet (an empty list, or a loop body's input carrying one) learns it
+    from the first tensor inserted into it, and so does an empty list's SequenceEmpty.
     """
     element = g.value(element)
-    if (sequence.producer is not None and sequence.producer.op_type == "SequenceEmpty"
-            and sequence.dtype != element.dtype):
-        sequence.producer.attrs["dtype"] = element.dtype
+    empty = sequence.producer is not None and sequence.producer.op_type == "SequenceEmpty"
+    if sequence.dtype is None or (empty and sequence.dtype != element.dtype):
+        if empty:
+            sequence.producer.attrs["dtype"] = element.dtype
         sequence.dtype = element.dtype
     inputs = [sequence, cast(g, element, sequence.dtype)] + ([] if position is None else [position])
     return sequence_value(g.op("SequenceInsert", *inputs), sequence.dtype)

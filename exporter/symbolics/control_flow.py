@@ -172,7 +172,7 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int]):
             body = None
     if body is None:
         body = _convert_body(g, body_block, initial, scanned, exact_shapes=False)
-    _settle_empty_sequences(initial, body.outputs[1:])
+    _settle_empty_sequences(initial, body.inputs[2:], body.outputs[1 : 1 + len(initial)])
 
     results = g.op("Loop", trip, cond, *initial, body_g=body, outputs=len(carried))
     results = results if isinstance(results, tuple) else (results,)
@@ -361,15 +361,21 @@ def _fix_body_outputs(g, body: ir.Graph, carried_in: list[ir.Value]) -> None:
         body.outputs[index].shape = value_in.shape
 
 
-def _settle_empty_sequences(initial: list[ir.Value], body_outputs: list[ir.Value]) -> None:
-    """An empty list's element type is learnt from what the body appends to it (SequenceEmpty needs it)."""
-    for start, end in zip(initial, body_outputs):
-        producer = start.producer
-        if producer is None or producer.op_type != "SequenceEmpty" or end.dtype is None:
+def _settle_empty_sequences(initial: list[ir.Value], body_inputs: list[ir.Value], body_outputs: list[ir.Value]) -> None:
+    """An empty list's element type is learnt from what the body appends to it (SequenceEmpty needs it), and so
+    is that of a sequence not known yet (an outer loop body's input carrying an empty list); float if the body
+    never appends. The body's carried input gets the same type."""
+    for start, body_in, end in zip(initial, body_inputs, body_outputs):
+        if start.kind != ir.SEQUENCE:
             continue
-        if start.dtype != end.dtype:
-            producer.attrs["dtype"] = end.dtype
-            start.dtype = end.dtype
+        producer = start.producer
+        empty = producer is not None and producer.op_type == "SequenceEmpty"
+        if start.dtype is None or (empty and end.dtype is not None and start.dtype != end.dtype):
+            dtype = end.dtype or body_in.dtype or TensorProto.FLOAT
+            if empty:
+                producer.attrs["dtype"] = dtype
+            start.dtype = dtype
+        body_in.dtype = start.dtype
 
 
 # -- numbers ----------------------------------------------------------------------------------------------------

@@ -107,7 +107,24 @@ class _TwoAppendsPerIteration(torch.nn.Module):
         return torch.stack(res, 0)
 
 
+class _BoolsInNestedLoops(torch.nn.Module):
+    """An empty list that nested loops fill with bools: its element type is learnt from the appends (it was float,
+    each bool cast on the way in)."""
+
+    def forward(self, x, y):
+        res = []
+        for i in range(x.size(0)):
+            for j in range(x.size(1)):
+                if i == j:
+                    res.append(x[i, j] > y)
+                else:
+                    res.append(x[i, j] != y)
+        return torch.stack(res, 0)
+
+
 CASES = [
+    OpCase("append", lambda k: (torch.randn(2 + k, 3, 4), torch.randn(4)), sample="bools_in_nested_loops",
+           min_opset=13, module=lambda: torch.jit.script(_BoolsInNestedLoops())),
     OpCase("pop", lambda k: (torch.randn(5, 3 + k),), sample="known_list",
            module=lambda: torch.jit.script(_KnownListMethods())),
     # Static exports fold x.size(0) into the positions; the dynamic one needs SequenceErase/SequenceInsert.
