@@ -76,6 +76,14 @@ class _SizesLists(torch.nn.Module):
         return (x.reshape(x.shape[1:3] + x.shape[0:1] + [-1]), y.new_ones(x.shape[2:] + y.shape[-1:]) * y.sum(),
                 torch.zeros(x.shape[0:2] + y.shape) + x.sum())
 
+
+class _SizesItems(torch.nn.Module):
+    """Items of ``x.shape`` by index (aten::__getitem__.t) and by unpacking (prim::ListUnpack) in scripted code."""
+
+    def forward(self, x):
+        a, b, c = x.shape
+        return x.new_ones((c, x.shape[-3], b)) * x.sum() + a
+
 CASES = [
     # slice
     OpCase("slice", lambda k: (_r(2 + k, 6),), fn=lambda x: x[:, 1:4]),
@@ -89,6 +97,8 @@ CASES = [
     # Sizes lists of tensors with dynamic dims are 1-d tensors: sliced as lists and concatenated (aten::add.t).
     OpCase("slice", lambda k: (_r(2 + k, 3 + k, 4, 1 + k), _r(1, 2 + k, 3)), sample="scripted_sizes_list",
            module=lambda: torch.jit.script(_SizesLists())),
+    OpCase("__getitem__", lambda k: (_r(2 + k, 3, 4 + k),), sample="scripted_sizes_list",
+           module=lambda: torch.jit.script(_SizesItems())),
     # select
     OpCase("select", lambda k: (_r(2 + k, 3, 4),), fn=lambda x: x[:, 1]),
     OpCase("select", lambda k: (_r(2 + k, 3, 4, dtype=torch.int32),), sample="negative", fn=lambda x: x[..., -1]),
