@@ -200,6 +200,8 @@ class Converter:
 
     def _bind(self, node, result: Any, env: dict[int, Any]) -> None:
         outputs = list(node.outputs())
+        if not outputs:
+            return  # a side effect only (aten::warn, ...): nothing to bind
         if len(outputs) == 1:
             results = [result]
         else:

@@ -6,6 +6,10 @@ list defined outside the loop. This pass rewrites each mutation into out-of-plac
 
 * the mutating node's output is taken as the new value of what it mutated (our symbolics for in-place ops
   such as ``aten::copy_``, ``aten::add_`` or ``aten::append`` are functional: they return the new value);
+* list methods that return something else or nothing get a functional node that returns the new list:
+  ``x = lst.pop(i)`` keeps ``aten::pop`` as the read of the element and is followed by ``aten::Delete(lst, i)``
+  returning the shorter list; ``del lst[i]``, ``lst.insert(i, x)`` and ``lst.extend(other)`` become nodes of
+  their own kind with the new list as their one output (the symbolics in ``symbolics/sequence.py``);
 * a mutated view is written back through its chain of views (``select`` -> ``aten::select_scatter``,
   ``slice`` -> ``aten::slice_scatter``, reshapes, transposes) up to the tensor it views, the *root*;
 * later uses of the root (and of the views in the chain) read the new values instead;
@@ -46,7 +50,39 @@ def _functionalize_block(graph, block) -> dict:
                 _update(block, node, [(root, new_value)], escaping)
         if _mutates_first_input(node):
             _update(block, node, _write_back(graph, node), escaping)
+        elif _mutates_list_without_returning_it(node):
+            _update(block, node, [(node.inputsAt(0), _functional_list_update(graph, node))], escaping)
     return escaping
+
+
+_LIST_METHODS = {"aten::pop", "aten::Delete", "aten::insert", "aten::extend"}
+
+
+def _mutates_list_without_returning_it(node) -> bool:
+    """``lst.pop(i)`` (returns the element), ``del lst[i]``, ``lst.insert(i, x)``, ``lst.extend(other)`` (return
+    nothing) on a list; the same methods of a dict are not rewritten."""
+    return (node.kind() in _LIST_METHODS and node.inputsAt(0).type().kind() == "ListType"
+            and all(output.type().kind() != "ListType" for output in node.outputs()))
+
+
+def _functional_list_update(graph, node):
+    """The new value of the list ``node`` mutates, from a node placed right after it (see module docstring)."""
+    items = node.inputsAt(0)
+    if node.kind() == "aten::pop":
+        inputs = list(node.inputs())
+        if len(inputs) == 1:  # lst.pop(): the last item
+            with graph.insert_point_guard(node):
+                inputs.append(graph.insertConstant(-1))
+            node.addInput(inputs[1])
+        kind, replaced = "aten::Delete", False
+    else:
+        inputs, kind, replaced = list(node.inputs()), node.kind(), True
+    functional = graph.create(kind, inputs, 1)
+    functional.output().setType(items.type())
+    functional.insertAfter(node)
+    if replaced:
+        node.destroy()
+    return functional.output()
 
 
 def _mutates_first_input(node) -> bool:
@@ -140,6 +176,9 @@ def _update(block, node, updates: list[tuple], escaping: dict) -> None:
             if _within(user, block) and _top_level_in(user, block).isAfter(last):
                 user.replaceInput(use.offset, new)
     root, new_root = updates[-1]
+    for key, (outer, latest) in list(escaping.items()):
+        if latest.unique() == root.unique():  # a later mutation of a root this block already mutated
+            escaping[key] = (outer, new_root)
     if not _defined_in(root, block):
         escaping[root.unique()] = (root, new_root)
 

@@ -132,7 +132,8 @@ def refine_output_shapes(model: onnx.ModelProto, axes: dict) -> None:
 def value_info(value: ir.Value, shape: tuple | None = None) -> onnx.ValueInfoProto:
     shape = value.shape if shape is None else shape
     if value.kind == ir.SEQUENCE:
-        return helper.make_tensor_sequence_value_info(value.name, value.dtype or 0, shape)
+        # An empty list that nothing is ever inserted into keeps SequenceEmpty's default element type, float.
+        return helper.make_tensor_sequence_value_info(value.name, value.dtype or onnx.TensorProto.FLOAT, shape)
     return helper.make_tensor_value_info(value.name, value.dtype or 0, shape)
 
 

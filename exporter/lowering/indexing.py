@@ -10,6 +10,8 @@
 * ``add_rows``: rows added at row indices, duplicates summed: ScatterND reduction 'add' from opset 16; below, a
   one-hot MatMul (integers from opset 9, as MatMul takes them).
 * ``nonzero_vectors`` / ``nonzero_input``: NonZero (opset 9) on every input type.
+* ``repeat_indices``: ``torch.repeat_interleave(counts)`` for counts known only at run time (opset 9; the running
+  sum is CumSum from 11, a masked ReduceSum below).
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import numpy as np
 import torch
 from onnx import TensorProto
 
-from exporter import dtypes
-from exporter.lowering.comparison import equal
+from exporter import dtypes, ir
+from exporter.lowering.comparison import equal, less
 from exporter.lowering.core import (
     BOOL,
     FLOAT,
@@ -242,3 +244,28 @@ def nonzero_input(g, x):
     if g.dtype(x) in _NONZERO_KERNEL_TYPES or not applies(g, NONZERO_AS_COMPARISON):
         return x
     return g.op("Not", equal(g, x, scalar_of(g, 0, x)))
+
+
+def repeat_indices(g, counts) -> ir.Value:
+    """``torch.repeat_interleave(counts)``: 0..n-1, position i repeated ``counts[i]`` times, for a 1-d int64
+    ``counts`` whose values (and length) may be known only at run time.
+
+    Output position j belongs to the i with ``cum[i-1] <= j < cum[i]`` (``cum`` the running sum of the counts), so
+    its index is the number of i with ``cum[i] <= j``: a ReduceSum of ``not (j < cum[i])`` over i. ``cum`` is
+    CumSum from opset 11; below, the ReduceSum of ``counts[k]`` over ``k <= i``. The positions 0..total-1 need a
+    run-time range: Range (11) or ConstantOfShape/NonZero (9), so opset 9 at least.
+    """
+    require_opset(g, 9, "repeats known only at run time need a range of run-time length (ConstantOfShape)")
+    counts = cast(g, counts, INT64)
+    if g.opset >= 11:
+        cum = g.op("CumSum", counts, g.const(0, torch.int64))
+    else:
+        k = arange_indices(g, dim_size(g, counts, 0))
+        upto = g.op("Not", less(g, unsqueeze(g, k, [0]), unsqueeze(g, k, [1])))  # [k, i]: k <= i
+        cum = reduce_op(g, "ReduceSum", g.op("Mul", cast(g, upto, INT64), unsqueeze(g, counts, [1])), [0], False)
+    total = reduce_op(g, "ReduceSum", counts, None, False)
+    positions = arange_indices(g, total)
+    reached = g.op("Not", less(g, unsqueeze(g, positions, [1]), unsqueeze(g, cum, [0])))  # [j, i]: cum[i] <= j
+    out = reduce_op(g, "ReduceSum", cast(g, reached, INT64), [1], False)
+    out.dtype, out.shape = INT64, (None,)
+    return out

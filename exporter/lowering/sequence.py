@@ -13,6 +13,7 @@ from exporter.lowering.core import (
     constant_value,
     is_value,
     normalize_dim,
+    to_int64_list_value,
     unsqueeze,
 )
 from exporter.registry import unsupported
@@ -35,12 +36,63 @@ def as_sequence(g, items) -> ir.Value:
     if is_value(items):
         raise SymbolicValueError("expected a list of tensors, got a tensor")
     if not items:
-        # The element type is settled later by whoever first inserts into it (see symbolics.control_flow._loop).
-        return sequence_value(g.op("SequenceEmpty", dtype_i=torch_float()), torch_float())
+        # The element type (None: not known yet) is settled by whoever first inserts into it, or by the Loop that
+        # carries it (symbolics.control_flow._settle_empty_sequences); float if nothing ever does.
+        return sequence_value(g.op("SequenceEmpty", dtype_i=torch_float()), None)
     values = [g.value(item) for item in items]
     dtype = values[0].dtype
     values = [cast(g, v, dtype) for v in values]
     return sequence_value(g.op("SequenceConstruct", *values), dtype)
+
+
+def is_list(x) -> bool:
+    """A list of values: a Python list known at export time, or an ONNX sequence."""
+    return isinstance(x, (list, tuple)) or (is_value(x) and x.kind == ir.SEQUENCE)
+
+
+def insert_into_sequence(g, sequence: ir.Value, element, position=None) -> ir.Value:
+    """SequenceInsert of ``element`` (cast to the sequence's element type) at ``position`` (None: at the end).
+
+    A sequence whose element type is not known yet (an empty list, or a loop body's input carrying one) learns it
+    from the first tensor inserted into it, and so does an empty list's SequenceEmpty.
+    """
+    element = g.value(element)
+    empty = sequence.producer is not None and sequence.producer.op_type == "SequenceEmpty"
+    if sequence.dtype is None or (empty and sequence.dtype != element.dtype):
+        if empty:
+            sequence.producer.attrs["dtype"] = element.dtype
+        sequence.dtype = element.dtype
+    inputs = [sequence, cast(g, element, sequence.dtype)] + ([] if position is None else [position])
+    return sequence_value(g.op("SequenceInsert", *inputs), sequence.dtype)
+
+
+def is_list_tensor(g, x, position: int = 0) -> bool:
+    """Whether ``x``, the argument at ``position`` of the node being converted, is a TorchScript list held as a
+    1-d int64 tensor: an int list with items known only at run time (``x.shape`` of a tensor with dynamic dims).
+    Only the node's TorchScript type tells it from a tensor."""
+    return (is_value(x) and x.kind == ir.TENSOR and g.node is not None
+            and g.node.inputsAt(position).type().kind() == "ListType")
+
+
+def list_concat(g, items, other):
+    """``items + other`` of two lists: a Python list at export time when both are known; Concat where an int list
+    is a 1-d tensor (sizes known only at run time); else the items of a known ``other`` inserted one by one into
+    the sequence ``items`` (opset 11)."""
+    if isinstance(items, (list, tuple)) and isinstance(other, (list, tuple)):
+        return list(items) + list(other)
+    if any(is_value(x) and x.kind == ir.TENSOR for x in (items, other)):
+        parts = [to_int64_list_value(g, x) for x in (items, other)]
+        out = g.op("Concat", *parts, axis_i=0)
+        lengths = [p.shape[0] if p.shape else None for p in parts]
+        out.dtype, out.shape = INT64, (None if None in lengths else sum(lengths),)
+        return out
+    if not isinstance(other, (list, tuple)):
+        kind = g.node.kind() if g.node is not None else "list concatenation"
+        raise unsupported(kind, g.opset, "concatenating two lists whose lengths are both known only at run time")
+    sequence = as_sequence(g, items)
+    for element in other:
+        sequence = insert_into_sequence(g, sequence, element)
+    return sequence
 
 
 def sequence_length(g, sequence: ir.Value) -> ir.Value:

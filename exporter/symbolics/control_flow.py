@@ -18,7 +18,7 @@ import torch
 from onnx import TensorProto
 
 from exporter import ir
-from exporter.errors import SymbolicValueError
+from exporter.errors import OnnxExporterError, SymbolicValueError
 from exporter.lowering.core import (
     BOOL,
     INT64,
@@ -149,8 +149,13 @@ def loop_13(g, max_trip_count, condition, *carried):
 
 def _loop(g, max_trip_count, condition, carried, scanned: list[int]):
     """ONNX Loop: ``for`` loops give a trip count, ``while`` loops a condition, both carry values; the carried
-    lists at positions ``scanned`` become scan outputs."""
+    lists at positions ``scanned`` become scan outputs. A loop that only computes Python values runs at export
+    time (:func:`_run_at_export_time`)."""
     node = g.node
+    ran = _run_at_export_time(g, max_trip_count, condition, carried)
+    g.node = node
+    if ran is not None:
+        return _results(node, ran)
     body_block = next(iter(node.blocks()))
     ts_outputs = list(node.outputs())
     kept = [k for k in range(len(carried)) if k not in scanned]
@@ -167,7 +172,7 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int]):
             body = None
     if body is None:
         body = _convert_body(g, body_block, initial, scanned, exact_shapes=False)
-    _settle_empty_sequences(initial, body.outputs[1:])
+    _settle_empty_sequences(initial, body.inputs[2:], body.outputs[1 : 1 + len(initial)])
 
     results = g.op("Loop", trip, cond, *initial, body_g=body, outputs=len(carried))
     results = results if isinstance(results, tuple) else (results,)
@@ -179,6 +184,51 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int]):
         value.shape = None if element.shape is None else (None, *element.shape)
     by_position = dict(zip(kept + scanned, results))
     return _results(node, [by_position[k] for k in range(len(carried))])
+
+
+_EXPORT_TIME_ITERATIONS = 10_000
+
+
+def _run_at_export_time(g, max_trip_count, condition, carried) -> list | None:
+    """The carried results of a loop whose trip count, condition and carried values are Python values computed
+    from constants (numbers, lists of them; see :func:`_from_constants`) and whose body keeps them so, computed
+    here as tracing would: ``list(range(-dims, 0))`` in scripted ``torch.tensordot``, say, builds the int list
+    that the op needs at export time. None (and the body's nodes left dead) where an iteration computes a graph
+    value, or after 10,000 iterations."""
+    def known(x) -> bool:
+        if isinstance(x, (list, tuple)):
+            return all(known(item) for item in x)
+        return x is None or isinstance(x, (bool, int, float, str))
+
+    if not (_is_static(max_trip_count) and _is_static(condition) and known(list(carried))
+            and all(_from_constants(v) for v in g.node.inputs())):
+        return None
+    trips, running = int(constant_value(max_trip_count)), bool(constant_value(condition))
+    body = next(iter(g.node.blocks()))
+    values, iteration = list(carried), 0
+    while running and iteration < trips:
+        if iteration == _EXPORT_TIME_ITERATIONS:
+            return None
+        try:
+            running, *values = g.inline_block(body, [iteration, *values])
+        except OnnxExporterError:
+            return None
+        if not (known(running) and known(values)):
+            return None
+        running, iteration = bool(running), iteration + 1
+    return values
+
+
+def _from_constants(ts_value) -> bool:
+    """Whether a TorchScript value is computed from constants and tensor ranks only, so that it is the same for
+    every input of any shape. A loop that also depends on a size folded into a static export stays a Loop: run at
+    export time, it could leave a graph input unused (dropped), as PyTorch's exporter does not."""
+    node = ts_value.node()
+    if node.kind() in ("prim::Constant", "aten::dim"):
+        return True
+    if node.kind() == "prim::Param" or list(node.blocks()):
+        return False
+    return all(_from_constants(v) for v in node.inputs())
 
 
 def _scanned_lists(node, carried) -> list[int]:
@@ -311,15 +361,21 @@ def _fix_body_outputs(g, body: ir.Graph, carried_in: list[ir.Value]) -> None:
         body.outputs[index].shape = value_in.shape
 
 
-def _settle_empty_sequences(initial: list[ir.Value], body_outputs: list[ir.Value]) -> None:
-    """An empty list's element type is learnt from what the body appends to it (SequenceEmpty needs it)."""
-    for start, end in zip(initial, body_outputs):
-        producer = start.producer
-        if producer is None or producer.op_type != "SequenceEmpty" or end.dtype is None:
+def _settle_empty_sequences(initial: list[ir.Value], body_inputs: list[ir.Value], body_outputs: list[ir.Value]) -> None:
+    """An empty list's element type is learnt from what the body appends to it (SequenceEmpty needs it), and so
+    is that of a sequence not known yet (an outer loop body's input carrying an empty list); float if the body
+    never appends. The body's carried input gets the same type."""
+    for start, body_in, end in zip(initial, body_inputs, body_outputs):
+        if start.kind != ir.SEQUENCE:
             continue
-        if start.dtype != end.dtype:
-            producer.attrs["dtype"] = end.dtype
-            start.dtype = end.dtype
+        producer = start.producer
+        empty = producer is not None and producer.op_type == "SequenceEmpty"
+        if start.dtype is None or (empty and end.dtype is not None and start.dtype != end.dtype):
+            dtype = end.dtype or body_in.dtype or TensorProto.FLOAT
+            if empty:
+                producer.attrs["dtype"] = dtype
+            start.dtype = dtype
+        body_in.dtype = start.dtype
 
 
 # -- numbers ----------------------------------------------------------------------------------------------------

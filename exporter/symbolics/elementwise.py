@@ -49,6 +49,7 @@ from exporter.lowering.rounding import (
     truncated_remainder,
 )
 from exporter.lowering.runtime import DOUBLE_MATH_BY_IDENTITY, applies
+from exporter.lowering.sequence import is_list, is_list_tensor, list_concat
 from exporter.registry import parse_args, symbolic, unsupported
 
 DOUBLE = TensorProto.DOUBLE
@@ -68,6 +69,9 @@ def _scaled(g, x, alpha, dtype):
 
 @symbolic("aten::add", "aten::add_")
 def add(g, self, other, alpha=None):
+    """Tensors and numbers add; lists (``lst + [x]``, ``lst += [x]``) concatenate."""
+    if is_list(self) or is_list_tensor(g, self):
+        return list_concat(g, self, other)
     dtype = promote(g, self, other)
     return arith(g, "Add", self, _scaled(g, cast(g, other, dtype), alpha, dtype), dtype)
 

@@ -45,6 +45,7 @@ from exporter.lowering.indexing import (
     strided_slice,
     wrap_negative,
 )
+from exporter.lowering.sequence import is_list_tensor
 from exporter.lowering.shape import (
     INT64_MAX,
     broadcast_pair,
@@ -84,6 +85,10 @@ def slice_(g, self, dim=0, start=None, end=None, step=1):
     """
     if isinstance(self, (list, tuple)):
         return list(self)[slice(int_or_none(dim), int_or_none(start), int_or_none(end))]
+    if is_list_tensor(g, self):  # an int list held as a 1-d tensor: the arguments are (start, end, step)
+        start, end, step = dim, start, end
+        return strided_slice(g, self, 0, 0 if start is None else start, INT64_MAX if end is None else end,
+                             1 if step is None else int(constant_value(step)))
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     step = 1 if step is None else int(constant_value(step))

@@ -54,6 +54,15 @@ def copy_(g, self, src, non_blocking=None):
     return expand_to_shape_value(g, value, shape_of(g, self))
 
 
+@symbolic("aten::set_")
+def set_(g, self, source=None):
+    """``self.set_(source)``: ``self`` becomes ``source`` (its storage, shape and strides; PyTorch requires the
+    same dtype); ``self.set_()`` leaves an empty tensor of ``self``'s type."""
+    if source is None:
+        return g.const(np.zeros((0,), dtype=np.float32), g.dtype(self))
+    return g.value(source)
+
+
 @symbolic("aten::select_scatter")
 def select_scatter(g, self, src, dim, index):
     """``self`` with ``self.select(dim, index)`` replaced by ``src``."""

@@ -15,7 +15,8 @@ from exporter.lowering.core import (
     to_int64_list_value,
     torch_dtype_arg,
 )
-from exporter.lowering.sequence import sequence_at, unpack_sequence
+from exporter.lowering.indexing import gather_at
+from exporter.lowering.sequence import is_list_tensor, sequence_at, unpack_sequence
 from exporter.registry import symbolic
 
 
@@ -28,16 +29,27 @@ def list_construct(g, *items):
 def list_unpack(g, items):
     if isinstance(items, (list, tuple)):
         return list(items) if len(items) != 1 else items[0]
-
-    return unpack_sequence(g, items, len(list(g.node.outputs())))
+    count = len(list(g.node.outputs()))
+    if is_list_tensor(g, items):  # ``a, b = x.shape`` with dynamic dims: the int list is a 1-d tensor
+        results = [_item_of_list_tensor(g, items, i) for i in range(count)]
+        return results if count != 1 else results[0]
+    return unpack_sequence(g, items, count)
 
 
 @symbolic("prim::TupleIndex", "aten::__getitem__")
 def getitem(g, items, index):
     if isinstance(items, (list, tuple)) and not is_value(index):
         return items[int(constant_value(index))]
-
+    if is_list_tensor(g, items):  # ``x.shape[i]`` with dynamic dims: the int list is a 1-d tensor
+        return _item_of_list_tensor(g, items, index)
     return sequence_at(g, items, index)
+
+
+def _item_of_list_tensor(g, items, index):
+    """Item ``index`` (negative: from the end) of an int list held as a 1-d tensor, as a number."""
+    out = gather_at(g, items, cast(g, index, INT64), 0)
+    out.dtype, out.shape, out.is_number = g.dtype(items), (), True
+    return out
 
 
 @symbolic("prim::NumToTensor")

@@ -34,6 +34,7 @@ from exporter.lowering.core import (
     to_int64_list_value,
     unsqueeze,
 )
+from exporter.lowering.indexing import repeat_indices
 from exporter.lowering.runtime import DEPTH_TO_SPACE_INTEGERS, applies
 from exporter.lowering.sequence import (
     concat_from_sequence,
@@ -190,17 +191,26 @@ def repeat_interleave(g, self, repeats, dim=None, output_size=None):
     """repeat_interleave(repeats, dim): each slice along ``dim`` (of the flattened input when ``dim`` is None) repeated.
 
     One count for every slice: Unsqueeze after ``dim``, Tile, then merge the two dims. A constant count per slice:
-    Gather with the repeated indices. Counts per slice known only at run time are not supported.
+    Gather with the repeated indices. Counts known only at run time, one per slice or one for all (a 1-d tensor
+    of run-time length): Gather with the indices :func:`repeat_indices` computes (opset 9).
+    ``repeat_interleave(repeats)`` (no input) is those indices themselves.
     """
     if len(list(g.node.inputs())) == 2:  # repeat_interleave(repeats, *, output_size): constant ones are folded
-        raise unsupported("aten::repeat_interleave", g.opset, "the indices-only overload needs constant repeats")
+        return repeat_indices(g, reshape(g, self, [-1]))
     if dim is None or constant_value(dim) is None:
         self, dim = reshape(g, self, [-1]), 0
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     if is_value(repeats) and not is_constant(repeats):
-        if g.rank(repeats) not in (0, 1) or (g.rank(repeats) == 1 and g.static_dims(repeats) != [1]):
-            raise unsupported("aten::repeat_interleave", g.opset, "per-slice repeats known only at run time")
+        if g.rank(repeats) == 1 and g.static_dims(repeats) != [1]:
+            # One count per slice, or one for all: a length-1 tensor broadcasts to the slices as in PyTorch.
+            counts = g.op("Expand", cast(g, repeats, INT64), to_int64_list_value(g, [dim_size(g, self, dim)]))
+            out = g.op("Gather", self, repeat_indices(g, counts), axis_i=dim)
+            sizes = list(g.shape(self) or [None] * rank)
+            g.set_type(out, g.dtype(self), tuple(sizes[:dim] + [None] + sizes[dim + 1 :]))
+            return out
+        if g.rank(repeats) not in (0, 1):
+            raise unsupported("aten::repeat_interleave", g.opset, "repeats must be 0-d or 1-d")
         count = reshape(g, repeats, [])
     else:
         counts = np.asarray(constant_value(repeats), dtype=np.int64).reshape(-1)

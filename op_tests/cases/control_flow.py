@@ -70,6 +70,31 @@ def _assign_strided(data):
     return data * 3
 
 
+class _TwoInPlaceOpsPerIteration(torch.nn.Module):
+    """A tensor from outside the loop mutated twice per iteration: the loop carries it after both."""
+
+    def forward(self, x):
+        acc = torch.zeros_like(x[0])
+        for i in range(x.size(0)):
+            acc.add_(x[i])
+            acc.mul_(0.5)
+        return acc
+
+
+class _LoopOfNumbers(torch.nn.Module):
+    """A loop over Python numbers only (here building the permutation) runs at export time; the second loop
+    reads a tensor and stays an ONNX Loop."""
+
+    def forward(self, x):
+        perm: list[int] = []
+        for i in range(x.dim()):
+            perm.insert(0, i)
+        total = x.sum() * 0
+        for i in range(len(perm)):
+            total = total + x.sum() * i
+        return x.permute(perm), total
+
+
 def _add_into_slice(data):
     data[:2].add_(1.0)
     return data + 0
@@ -97,4 +122,10 @@ CASES = [
            fn=_assign_block),
     OpCase("slice_scatter", lambda k: (torch.randn(2 + k, 5),), sample="strided", fn=_assign_strided),
     OpCase("add_", lambda k: (torch.randn(3 + k, 2),), sample="into_slice", fn=_add_into_slice),
+    # x.set_(y): x becomes y (its shape too); x itself is then unused and not an input of the export.
+    OpCase("loop", lambda k: (torch.randn(2 + k, 3, 4),), sample="python_numbers_only",
+           module=lambda: torch.jit.script(_LoopOfNumbers())),
+    OpCase("set_", lambda k: (torch.ones(2, 3), torch.randn(4 + k, 6)), fn=lambda x, y: x.set_(y) * 2),
+    OpCase("mul_", lambda k: (torch.randn(3 + k, 2),), sample="after_add_in_loop",
+           module=lambda: torch.jit.script(_TwoInPlaceOpsPerIteration())),
 ]

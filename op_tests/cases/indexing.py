@@ -67,6 +67,23 @@ _GATHER_CROP = ("dynamic export: input and index have independent run-time sizes
 _DYNAMIC_RANGE = ("dynamic export: the one-hot emulation of an accumulating scatter compares with 0..n-1 for a run-time "
                   "n, which needs ConstantOfShape+NonZero (opset 9) or Range (11); the static export passes here")
 
+
+class _SizesLists(torch.nn.Module):
+    """Slices of ``x.shape`` (aten::slice.t) and their concatenation (aten::add.t) in scripted code."""
+
+    def forward(self, x, y):
+        # x.shape[0:2] read as a tensor slice (dim 0, start 2) and x.shape + y.shape as Add were silently wrong.
+        return (x.reshape(x.shape[1:3] + x.shape[0:1] + [-1]), y.new_ones(x.shape[2:] + y.shape[-1:]) * y.sum(),
+                torch.zeros(x.shape[0:2] + y.shape) + x.sum())
+
+
+class _SizesItems(torch.nn.Module):
+    """Items of ``x.shape`` by index (aten::__getitem__.t) and by unpacking (prim::ListUnpack) in scripted code."""
+
+    def forward(self, x):
+        a, b, c = x.shape
+        return x.new_ones((c, x.shape[-3], b)) * x.sum() + a
+
 CASES = [
     # slice
     OpCase("slice", lambda k: (_r(2 + k, 6),), fn=lambda x: x[:, 1:4]),
@@ -77,6 +94,11 @@ CASES = [
     OpCase("slice", lambda k: (_r(5 + k, 4),), sample="dynamic_end", fn=lambda x: x[: x.size(0) - 2],
            known_failures={o: _DYNAMIC_BOUND for o in (7, 8, 9)}),
     OpCase("slice", lambda k: (_r(2 + k, 3),), sample="scripted_list", module=lambda: torch.jit.script(_SliceList())),
+    # Sizes lists of tensors with dynamic dims are 1-d tensors: sliced as lists and concatenated (aten::add.t).
+    OpCase("slice", lambda k: (_r(2 + k, 3 + k, 4, 1 + k), _r(1, 2 + k, 3)), sample="scripted_sizes_list",
+           module=lambda: torch.jit.script(_SizesLists())),
+    OpCase("__getitem__", lambda k: (_r(2 + k, 3, 4 + k),), sample="scripted_sizes_list",
+           module=lambda: torch.jit.script(_SizesItems())),
     # select
     OpCase("select", lambda k: (_r(2 + k, 3, 4),), fn=lambda x: x[:, 1]),
     OpCase("select", lambda k: (_r(2 + k, 3, 4, dtype=torch.int32),), sample="negative", fn=lambda x: x[..., -1]),

@@ -10,6 +10,11 @@ def _r(*shape):
     return torch.randn(*shape)
 
 
+
+class _TensordotCount(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.tensordot(a, b, 2)
+
 CASES = [
     OpCase("matmul", lambda k: (_r(3 + k, 4), _r(4, 5)), sample="2d_2d", fn=torch.matmul),
     OpCase("matmul", lambda k: (_r(4), _r(4)), sample="1d_1d", fn=torch.matmul),
@@ -68,6 +73,9 @@ CASES += [
            sample="int_dims_count", fn=lambda a, b: torch.tensordot(a, b, 2)),
     OpCase("tensordot", lambda k: (_r(3 + k, 4, 3, 5, 2), _r(5, 4, 4, 2, 2 + k)), sample="dim_lists",
            fn=lambda a, b: torch.tensordot(a, b, ([1, -2, -1], [1, 0, 3]))),
+    # Scripted, tensordot(a, b, 2) builds its dim lists with loops (list(range(-dims, 0))) that run at export time.
+    OpCase("tensordot", lambda k: (_r(3 + k, 5, 3, 4), _r(3, 4, 2 + k, 2)), sample="scripted_int_dims",
+           module=lambda: torch.jit.script(_TensordotCount())),
     OpCase("logdet", lambda k: (_r(2 + k, 3, 3),), fn=torch.logdet, min_opset=11),
 ]
 

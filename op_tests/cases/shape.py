@@ -84,6 +84,20 @@ CASES = [
            fn=lambda x: x.repeat_interleave(torch.tensor([1, 0, 3]), dim=0)),
     OpCase("repeat_interleave", lambda k: (_r(2 + k, 3),), sample="size_count",
            fn=lambda x: x.repeat_interleave(x.size(0), dim=1)),
+    # Repeats as an input: counts known only at run time. Gather of indices from a running sum of the counts and a
+    # range of their run-time total (ConstantOfShape/NonZero from 9, Range and CumSum from 11).
+    OpCase("repeat_interleave", lambda k: (_r(3 + k, 2), torch.tensor([1, 0, 3, 2][: 3 + k])),
+           sample="run_time_per_slice", fn=lambda x, r: torch.repeat_interleave(x, r, dim=0), min_opset=9),
+    # One count in the static export (Tile); the dynamic export's repeats has a run-time length, fed 4 counts.
+    OpCase("repeat_interleave", lambda k: (_r(2, 3 + k), torch.tensor([[2], [3, 0, 1, 2]][k])),
+           sample="run_time_one_or_per_slice", fn=lambda x, r: torch.repeat_interleave(x, r, dim=-1),
+           dynamic_min_opset=9),
+    OpCase("repeat_interleave", lambda k: (_r(2, 2 + k, dtype=torch.int64), torch.tensor([2, 0, 1, 3, 1, 1][: 4 + 2 * k])),
+           sample="run_time_flattened", fn=lambda x, r: x.repeat_interleave(r), min_opset=9),
+    OpCase("repeat_interleave", lambda k: (torch.tensor([2, 0, 3, 1][: 3 + k]),), sample="run_time_indices_only",
+           fn=lambda r: torch.repeat_interleave(r), min_opset=9),
+    OpCase("repeat_interleave", lambda k: (_r(2 + k, 3), torch.zeros(2 + k, dtype=torch.int64)),
+           sample="run_time_all_zero", fn=lambda x, r: torch.repeat_interleave(x, r, dim=0), min_opset=9),
     OpCase("tile", lambda k: (_r(2 + k, 3),), fn=lambda x: x.tile(2)),
     OpCase("tile", lambda k: (_r(2, 3 + k, dtype=torch.bool),), sample="bool", fn=lambda x: x.tile((2, 1, 1))),
     # squeeze / unsqueeze
