@@ -1,4 +1,4 @@
-"""Sessions: tests, conformance, report, bench, gate, lint. Every session installs the locked environment with uv."""
+"""Sessions: tests, opinfo, conformance, report, bench, gate, lint. Every session installs the locked environment with uv."""
 
 from __future__ import annotations
 
@@ -29,6 +29,22 @@ def tests(session: nox.Session) -> None:
     install(session)
     args = session.posargs or ["tests", "op_tests"]
     session.run("python", "-m", "pytest", "-n", _workers(), "-q", "--max-worker-restart=8", *args)
+
+
+@nox.session
+def opinfo(session: nox.Session) -> None:
+    """The full OpInfo matrix: every OpInfo of torch's op_db, every sample, opsets 7-16, static and dynamic, into
+    ``results/opinfo.jsonl`` (resumable: cases already there are kept), its op x opset HTML report (with the
+    hand-written cases when ``results/op_tests.jsonl`` exists) in ``results/reports/ops``, then the expectations
+    check, which exits non-zero on a mismatch, an unexpected failure or an unexpected pass. Arguments after ``--``
+    go to ``python -m op_tests.opinfo run``: ``--dtypes float32,int64,bool,float16``, ``--ops 'gather,*pool*'``,
+    ``--opsets 7-10``, ``--workers N``, ``--redo all``."""
+    install(session)
+    out = "results/opinfo.jsonl"
+    session.run("python", "-m", "op_tests.opinfo", "run", "--out", out, *(session.posargs or ["--workers", _workers()]))
+    sources = [out] + [path for path in ["results/op_tests.jsonl"] if os.path.exists(path)]
+    session.run("python", "-m", "op_tests.opinfo", "report", *sources, "--out", os.path.join("results", "reports", "ops"))
+    session.run("python", "-m", "op_tests.opinfo", "check", out)
 
 
 @nox.session

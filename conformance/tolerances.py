@@ -36,7 +36,7 @@ FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "trace", "cov", "corrcoef", "dist", "cdist", "pdist", "nn.functional.pdist", "nn.functional.cosine_similarity",
         "nn.functional.pairwise_distance", "nn.functional.*pool*", "*pool*", "nn.functional.interpolate*",
         "nn.functional.upsample*", "nn.functional.grid_sample", "nn.functional.affine_grid", "*loss*",
-        "nn.functional.unfold", "nn.functional.fold", "special.*", "polar", "logcumsumexp", "cummax", "cummin",
+        "nn.functional.unfold", "nn.functional.fold", "nn.functional.linear_cross_entropy*", "special.*", "polar", "logcumsumexp", "cummax", "cummin",
     )),
     ("transcendental", (
         "pow", "float_power", "exp*", "log*", "sigmoid", "nn.functional.logsigmoid", "tanh", "sinh", "cosh", "asinh",

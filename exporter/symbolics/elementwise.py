@@ -541,15 +541,26 @@ def lerp(g, self, end, weight):
 
 @symbolic("aten::addcmul", "aten::addcmul_")
 def addcmul(g, self, tensor1, tensor2, value=1):
-    dtype, (base, a, b) = promote_all(g, self, tensor1, tensor2)
-    product = arith(g, "Mul", a, b, dtype)
-    return arith(g, "Add", base, _scaled(g, product, value, dtype), dtype)
+    """self + value * tensor1 * tensor2, float16 computed in float32 and rounded once, as PyTorch's kernel does."""
+    dtype, operands = promote_all(g, self, tensor1, tensor2)
+    work = _computing_type(dtype)
+    base, a, b = (cast(g, x, work) for x in operands)
+    product = arith(g, "Mul", a, b, work)
+    return cast(g, arith(g, "Add", base, _scaled(g, product, value, work), work), dtype)
 
 
 @symbolic("aten::addcdiv", "aten::addcdiv_")
 def addcdiv(g, self, tensor1, tensor2, value=1):
-    dtype, (base, a, b) = promote_all(g, self, tensor1, tensor2)
-    return g.op("Add", base, _scaled(g, g.op("Div", a, b), value, dtype))
+    """self + value * tensor1 / tensor2, float16 computed in float32 and rounded once, as PyTorch's kernel does."""
+    dtype, operands = promote_all(g, self, tensor1, tensor2)
+    work = _computing_type(dtype)
+    base, a, b = (cast(g, x, work) for x in operands)
+    return cast(g, g.op("Add", base, _scaled(g, g.op("Div", a, b), value, work)), dtype)
+
+
+def _computing_type(dtype):
+    """The type PyTorch's CPU kernels compute a float16 op in (float32: one rounding at the end)."""
+    return TensorProto.FLOAT if dtype == TensorProto.FLOAT16 else dtype
 
 
 @symbolic("aten::hypot", "aten::hypot_")

@@ -230,30 +230,33 @@ def range_(g, *args):
 
 @symbolic("aten::linspace")
 def linspace(g, start, end, steps, *options):
-    """linspace(start, end, steps) with run-time bounds; steps must be a constant. An integer result spaces the
-    bounds truncated to integers, as torch's kernel does."""
+    """linspace(start, end, steps) with run-time bounds; steps must be a constant. The bounds are first converted to
+    the result type, as torch's kernel does (an integer result spaces them truncated: 4.3 counts as 4)."""
     out_type = _dtype(g, _first(options))
     steps = int(constant_value(steps))
-    start, end = (_truncated_to(g, bound, out_type) for bound in (start, end))
-    return cast(g, _linspace_double(g, start, end, steps), out_type)
+    start, end = (_in_result_type(g, bound, out_type) for bound in (start, end))
+    # torch computes a floating result in its own type (float16 steps and products included), integers in double.
+    work = out_type if dtypes.is_float(out_type) else DOUBLE
+    return cast(g, _linspace_in(g, start, end, steps, work), out_type)
 
 
-def _truncated_to(g, bound, out_type):
-    """A bound as torch's integer kernels read it: converted to the integer result type first (4.3 -> 4)."""
-    return cast(g, bound, out_type) if dtypes.is_integer(out_type) else bound
+def _in_result_type(g, bound, out_type):
+    """A bound as torch's kernels read it: converted to the result type first (4.3 -> 4 for an integer result)."""
+    return cast(g, bound, out_type)
 
 
-def _linspace_double(g, start, end, steps: int):
-    """``steps`` evenly spaced float64 values from start to end, computed the way torch does."""
-    start_d, end_d = cast(g, start, DOUBLE), cast(g, end, DOUBLE)
+def _linspace_in(g, start, end, steps: int, work: int):
+    """``steps`` evenly spaced values from start to end, computed in ``work`` the way torch does."""
+    start, end = cast(g, start, work), cast(g, end, work)
     if steps == 1:
-        return reshape(g, start_d, [1])
-    step = g.op("Div", g.op("Sub", end_d, start_d), g.const(float(steps - 1), torch.float64))
+        return reshape(g, start, [1])
+    numbers = dtypes.numpy_from_onnx(work)
+    step = g.op("Div", g.op("Sub", end, start), g.const(np.array(steps - 1, dtype=numbers)))
     # torch walks from both ends towards the middle, so the last value is exactly ``end``.
     half = steps // 2
-    lower = g.op("Add", start_d, g.op("Mul", g.const(np.arange(half, dtype=np.float64)), step))
-    upper_offsets = np.arange(steps - half - 1, -1, -1, dtype=np.float64)
-    upper = g.op("Sub", end_d, g.op("Mul", g.const(upper_offsets), step))
+    lower = g.op("Add", start, g.op("Mul", g.const(np.arange(half, dtype=numbers)), step))
+    upper_offsets = np.arange(steps - half - 1, -1, -1, dtype=numbers)
+    upper = g.op("Sub", end, g.op("Mul", g.const(upper_offsets), step))
     return g.op("Concat", lower, upper, axis_i=0)
 
 
@@ -271,11 +274,12 @@ def eye(g, n, *args):
 @symbolic("aten::logspace")
 def logspace(g, start, end, steps, base, *options):
     """logspace(start, end, steps, base): base ** linspace(start, end, steps), in float64 like torch's kernel. An
-    integer result takes integer exponents (the bounds truncated), except a single step, which keeps start as given."""
+    result takes its bounds converted to the result type (integer exponents for an integer result), except with a single
+    step, where start stays as given."""
     out_type, steps = _dtype(g, _first(options)), int(constant_value(steps))
     if steps > 1:
-        start, end = (_truncated_to(g, bound, out_type) for bound in (start, end))
-    exponents = _linspace_double(g, start, end, steps)
+        start, end = (_in_result_type(g, bound, out_type) for bound in (start, end))
+    exponents = _linspace_in(g, start, end, steps, DOUBLE)
     powers = g.op("Pow", g.const(float(constant_value(base)), torch.float64), exponents)
     return cast(g, powers, out_type)
 

@@ -270,3 +270,14 @@ CASES += [
     OpCase("pow", lambda k: (torch.tensor([[0, 2, -1, 1, 0, 3]] * (2 + k)), torch.tensor([-5, -2, -3, -4, 0, 2])),
            sample="int64_zero_base_negative_exponent", fn=lambda b, e: torch.pow(b, e)),
 ]
+
+# float16 addcmul/addcdiv compute in float32 and round once, as PyTorch's kernels do (rounding value=3.14 and each
+# step to float16 was 23 float16 ulps off after cancellation: OpInfo addcmul float16 sample 3).
+CASES += [
+    OpCase("addcmul", lambda k: (torch.randn(5 + k, 5).half() * 9, torch.randn(5 + k, 1).half() * 9,
+                                 torch.randn(1, 5).half() * 9), sample="float16",
+           fn=lambda s, a, b: torch.addcmul(s, a, b, value=3.14)),
+    OpCase("addcdiv", lambda k: (torch.randn(1).half() * 9, torch.randn(5 + k, 5, 1).half() * 9,
+                                 torch.randn(1, 5).half() + 3), sample="float16",
+           fn=lambda s, a, b: torch.addcdiv(s, a, b, value=3.14)),
+]

@@ -97,3 +97,14 @@ CASES += [
     OpCase("logspace", lambda k: (torch.tensor(4.3 + k), torch.tensor(-1.9)), sample="int64_one_step", dynamic=False,
            fn=lambda s, e: torch.logspace(s, e, 1, base=3.0, dtype=torch.int64)),
 ]
+
+# The bounds are converted to the result type first (a float32 start of 4.3 is 4.3008 as float16), and a float16
+# result is computed in float16 step by step, as torch does: onnx.reference then matches PyTorch exactly, while ONNX
+# Runtime's CPU provider, which runs float16 Sub/Div/Mul/Add through float32 without rounding in between, stays
+# 0.0024 off (a runtime divergence; the OpInfo suite's arbiter rules the same).
+_FLOAT16_STEPS = "ONNX Runtime computes the float16 chain in float32 (onnx.reference agrees with PyTorch exactly)"
+CASES += [
+    OpCase("linspace", lambda k: (torch.tensor(4.3 + k), torch.tensor(-3)), sample="float16_float32_start",
+           dynamic=False, fn=lambda s, e: torch.linspace(s, e, 50, dtype=torch.float16),
+           known_failures={opset: _FLOAT16_STEPS for opset in range(7, 17)}),
+]
