@@ -28,6 +28,7 @@ from exporter import dtypes
 from exporter.lowering.core import (
     DOUBLE,
     FLOAT,
+    cast,
     constant_value,
     is_value,
     require_rank,
@@ -38,6 +39,7 @@ from exporter.lowering.resize import unused_resize_inputs, upsample_by_integer_f
 from exporter.lowering.runtime import RESIZE_DOUBLES, applies
 from exporter.registry import parse_args, symbolic, unsupported
 
+FLOAT16 = dtypes.onnx_from_torch(torch.float16)
 _CUBIC_COEFF_A = -0.75
 
 
@@ -363,8 +365,12 @@ _GRID_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
 @symbolic("aten::grid_sampler", "aten::grid_sampler_2d", "aten::grid_sampler_3d", since=16)
 @parse_args("v", "v", "i", "i", "b")
 def grid_sampler(g, input, grid, interpolation_mode, padding_mode, align_corners):
-    """F.grid_sample as GridSample-16 (4-D input only; volumetric sampling arrived in opset 20)."""
+    """F.grid_sample as GridSample-16 (4-D input only; volumetric sampling arrived in opset 20). float16 samples in
+    float32, as PyTorch's kernel computes positions and weights, and rounds once."""
     if g.rank(input) is not None and g.rank(input) != 4:
         raise unsupported(g.node.kind(), g.opset, "GridSample before opset 20 samples 4-D inputs only")
-    return g.op("GridSample", input, grid, mode_s=_GRID_MODES[interpolation_mode],
-                padding_mode_s=_GRID_PADDING[padding_mode], align_corners_i=int(align_corners))
+    dtype = g.dtype(input)
+    work = FLOAT if dtype == FLOAT16 else dtype
+    sampled = g.op("GridSample", cast(g, input, work), cast(g, grid, work), mode_s=_GRID_MODES[interpolation_mode],
+                   padding_mode_s=_GRID_PADDING[padding_mode], align_corners_i=int(align_corners))
+    return cast(g, sampled, dtype) if dtype is not None else sampled
