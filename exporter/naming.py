@@ -150,6 +150,6 @@ def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int) -> l
     parameters last."""
     user_count = len(names) - param_count
     used = passes.used_values(graph)
-    unused = {id(v) for v in graph.inputs[:user_count] if id(v) not in used}
+    unused = {id(v) for v in graph.inputs[:user_count] if id(v) not in used and not v.read_by_folded_op}
     graph.inputs = [v for v in graph.inputs if id(v) not in unused]
     return [v.name for v in graph.inputs[:user_count - len(unused)]] + names[user_count:]

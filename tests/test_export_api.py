@@ -289,3 +289,20 @@ def test_a_prepared_capture_sees_the_export_flag_and_mode():
 def test_captured_must_be_a_capture():
     with pytest.raises(ExportArgumentError, match="captured must be a Capture"):
         exporter.export(torch.nn.ReLU(), (torch.zeros(2),), io.BytesIO(), captured="not a capture")
+
+
+def test_ops_on_empty_tensors_fold_but_their_inputs_stay():
+    """A static export folds an op on an empty tensor to an empty constant (ONNX rejects many such forms), but the
+    input it read stays a model input, as in PyTorch's exporter, which keeps the op: callers feed every input."""
+
+    class EmptyPlusOne(torch.nn.Module):
+        def forward(self, x, y):
+            return x + y, y * 2
+
+    x, y = torch.randn(0), torch.randn(1)
+    model_bytes, _ = export_bytes(EmptyPlusOne(), (x, y), input_names=["x", "y"], opset_version=14)
+    model = onnx.load_from_string(model_bytes)
+    assert [i.name for i in model.graph.input] == ["x", "y"]
+    empty, doubled = run_onnx(model_bytes, {"x": x.numpy(), "y": y.numpy()})
+    assert empty.shape == (0,) and empty.dtype == np.float32
+    np.testing.assert_allclose(doubled, (y * 2).numpy())
