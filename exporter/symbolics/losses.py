@@ -1,5 +1,6 @@
 """Loss functions: nll_loss (1-d, 2-d and n-d), cross_entropy_loss (class or probability targets, label smoothing),
-binary_cross_entropy (with and without logits) and kl_div, each with PyTorch's ``reduction`` (0 none, 1 mean, 2 sum).
+binary_cross_entropy (with and without logits), kl_div, mse_loss and l1_loss, each with PyTorch's ``reduction`` (0 none,
+1 mean, 2 sum).
 
 They are written from elementary ops rather than ONNX's NegativeLogLikelihoodLoss/SoftmaxCrossEntropyLoss
 (opset 12), so they export from the opset their pieces need: picking each target's log-probability is a Where
@@ -185,3 +186,18 @@ def kl_div(g, self, target, reduction, log_target=False):
         entropy_term = select(g, equal(g, target, zero), zero, g.op("Mul", target, g.op("Log", target)))
         loss = g.op("Sub", entropy_term, g.op("Mul", target, self))
     return _reduced(g, loss, reduction)
+
+
+@symbolic("aten::mse_loss")
+@parse_args("v", "v", "i")
+def mse_loss(g, self, target, reduction):
+    """mse_loss(input, target, reduction): (input - target) ** 2, the two broadcast, then reduced."""
+    difference = g.op("Sub", self, target)
+    return _reduced(g, g.op("Mul", difference, difference), reduction)
+
+
+@symbolic("aten::l1_loss")
+@parse_args("v", "v", "i")
+def l1_loss(g, self, target, reduction):
+    """l1_loss(input, target, reduction): |input - target|, the two broadcast, then reduced."""
+    return _reduced(g, g.op("Abs", g.op("Sub", self, target)), reduction)

@@ -72,3 +72,15 @@ CASES = [
     OpCase("kl_div", _distributions, sample="scripted_mean_warns", min_opset=9,
            module=lambda: torch.jit.script(torch.nn.KLDivLoss(reduction="mean"))),
 ]
+
+# Mean squared and absolute errors, each reduction; the target broadcasts against the input (PyTorch warns).
+CASES += [
+    OpCase("mse_loss", lambda k: (torch.randn(3 + k, 4), torch.randn(3 + k, 4)), fn=lambda x, t: F.mse_loss(x, t)),
+    OpCase("mse_loss", lambda k: (torch.randn(3 + k, 4), torch.randn(4)), sample="broadcast_sum",
+           fn=lambda x, t: F.mse_loss(x, t.expand_as(x), reduction="sum")),
+    OpCase("mse_loss", lambda k: (torch.randn(2, 3 + k), torch.randn(2, 3 + k)), sample="none",
+           module=lambda: torch.nn.MSELoss(reduction="none")),
+    OpCase("l1_loss", lambda k: (torch.randn(3 + k, 4), torch.randn(3 + k, 4)), fn=lambda x, t: F.l1_loss(x, t)),
+    OpCase("l1_loss", lambda k: (torch.randn(3 + k, 4), torch.randn(3 + k, 4)), sample="sum",
+           fn=lambda x, t: F.l1_loss(x, t, reduction="sum")),
+]
