@@ -29,7 +29,7 @@ _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m exporter",
-        description="Export a PyTorch model to ONNX (opsets 7-16) with the TorchScript-era torch.onnx.export semantics.",
+        description="Export a PyTorch model to ONNX (opsets 7-16) with the TorchScript-era exporter semantics of PyTorch.",
         epilog="Example: python -m exporter torchvision.models:resnet18 --input-shape 1,3,224,224 -o resnet18.onnx "
                "--dynamic-axis input:0:batch",
     )
@@ -89,7 +89,7 @@ def load_model(spec: str) -> Any:
 
 
 def dynamic_axes(entries: Sequence[tuple[str, int, str | None]]) -> dict[str, dict[int, str]]:
-    """``--dynamic-axis`` entries as export's ``dynamic_axes``; an unnamed axis gets torch.onnx's generated name."""
+    """``--dynamic-axis`` entries as export's ``dynamic_axes``; an unnamed axis gets PyTorch's exporter's generated name."""
     axes: dict[str, dict[int, str]] = {}
     for name, axis, dim_name in entries:
         named = axes.setdefault(name, {})

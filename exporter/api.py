@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import io
 import logging
 import re
@@ -34,10 +33,10 @@ logger = logging.getLogger("exporter")
 _in_export = False
 
 # torch.onnx.is_in_onnx_export() is True while the module global `_is_onnx_exporting` of this module is (its
-# dynamo exporter's flag; it also reads its TorchScript exporter's GLOBALS, a property-guarded object). Models
-# branch on that function, so during our export we set the plain global and restore it after: importing the
-# module runs no exporter code and no torch.onnx function is called (tests/test_hard_line.py allows exactly this
-# module name and checks the flag is the only thing touched).
+# dynamo exporter's flag). Models branch on that function, so during our export we set the plain global and restore
+# it after, but only where the caller has already loaded that module: the engine never imports PyTorch's exporter, and a
+# caller that never loaded it has no is_in_onnx_export() to ask (tests/test_hard_line.py allows exactly this module
+# name, checks the flag is the only thing touched and that an export loads no PyTorch's exporter module).
 _TORCH_EXPORTING_FLAG_MODULE = "torch.onnx._internal.exporter._flags"
 _TORCH_EXPORTING_FLAG = "_is_onnx_exporting"
 
@@ -50,15 +49,17 @@ def is_in_onnx_export() -> bool:
 @contextlib.contextmanager
 def _exporting():
     global _in_export
-    flags = importlib.import_module(_TORCH_EXPORTING_FLAG_MODULE)
-    previous = _in_export, getattr(flags, _TORCH_EXPORTING_FLAG)
+    flags = sys.modules.get(_TORCH_EXPORTING_FLAG_MODULE)
+    previous = _in_export, getattr(flags, _TORCH_EXPORTING_FLAG, None)
     _in_export = True
-    setattr(flags, _TORCH_EXPORTING_FLAG, True)
+    if flags is not None:
+        setattr(flags, _TORCH_EXPORTING_FLAG, True)
     try:
         yield
     finally:
         _in_export = previous[0]
-        setattr(flags, _TORCH_EXPORTING_FLAG, previous[1])
+        if flags is not None:
+            setattr(flags, _TORCH_EXPORTING_FLAG, previous[1])
 
 
 _CUSTOM_NAME = re.compile(r"^[A-Za-z0-9_.\-]+::[A-Za-z_\-][A-Za-z0-9_.\-]*$")
@@ -166,7 +167,7 @@ def _logging_if(enabled: bool):
 def select_model_mode_for_export(model: Any, mode: TrainingMode):
     """Context manager putting ``model`` in the mode ``mode`` asks for, restoring its original mode after.
 
-    ``mode`` is a :class:`TrainingMode` or torch.onnx's own ``TrainingMode`` (matched by member name).
+    ``mode`` is a :class:`TrainingMode` or PyTorch's own ``TrainingMode`` (matched by member name).
     """
     mode = enum_member(TrainingMode, mode, "mode")
     if not isinstance(model, torch.nn.Module):
@@ -242,13 +243,13 @@ def export(
 
     ``model`` is traced (an ``nn.Module``) or used as scripted (``ScriptModule``/``ScriptFunction``) and
     converted at ``opset_version`` (7 to 16, default 14). ``args`` is a tuple of positional arguments, a single
-    tensor, or a tuple whose last element is a dict of keyword arguments; as in torch.onnx, Python numbers become
+    tensor, or a tuple whose last element is a dict of keyword arguments; as in PyTorch's exporter, Python numbers become
     0-d graph inputs, strings and None are baked in, and arguments the graph never reads are no inputs.
     ``f`` is a file path or a binary file object; nothing is written unless the whole export succeeds and the
     model passes ``onnx.checker.check_model(full_check=True)``.
 
     ``input_names``/``output_names`` name the graph inputs (the flat arguments, then every parameter and buffer
-    in state_dict order, as torch.onnx counts them) and outputs in order; a shorter list names a prefix, a longer
+    in state_dict order, as PyTorch's exporter counts them) and outputs in order; a shorter list names a prefix, a longer
     one is an :class:`ExportArgumentError`. ``dynamic_axes`` maps an input or output name to ``{axis: name}`` or
     to a list of axes (named ``<name>_dynamic_axes_<k>``); a key naming neither an input nor an output warns.
     ``keep_initializers_as_inputs`` also lists parameters as graph inputs (always on below opset 9);
@@ -256,10 +257,10 @@ def export(
     eval, preserve or training mode; ``operator_export_type`` chooses how unconvertible ops are handled;
     ``custom_opsets`` gives versions to custom domains (default 1). Returns an :class:`ExportResult`.
 
-    As in torch 2.x's ``torch.onnx.export``, ``kwargs`` are keyword arguments for the model (the same as a
+    As in torch 2.x's TorchScript-era exporter, ``kwargs`` are keyword arguments for the model (the same as a
     trailing dict in ``args``) and ``dynamo=False`` selects this TorchScript-based export; ``dynamo=True`` (the
     torch.export-based exporter) is an :class:`ExportArgumentError`. ``training`` and ``operator_export_type``
-    also take torch.onnx's own enums, matched by member name.
+    also take PyTorch's own enums, matched by member name.
 
     The result's ``provenance`` maps every ONNX node and value to the TorchScript node and value it came from;
     ``provenance_in_model=True`` also writes each node's origin (op kind, module path, source line) into its
@@ -269,7 +270,7 @@ def export(
     of capturing again; it is left unchanged, so one capture serves many exports (at several opsets, static and
     dynamic), each equal to an export that captures for itself.
 
-    ``runtime_workarounds`` (beyond torch.onnx): where ONNX Runtime lacks a kernel or rejects a valid form, the
+    ``runtime_workarounds`` (beyond PyTorch's exporter): where ONNX Runtime lacks a kernel or rejects a valid form, the
     export emits an equivalent form it runs (each named in ``exporter/lowering/runtime.py``); ``False`` emits the
     plain ONNX form everywhere, a collection of names keeps just those. The result's ``workarounds`` lists the ones
     the model depends on.
@@ -403,7 +404,7 @@ def _check_dynamo(dynamo: Any) -> None:
     if dynamo is not False:
         raise ExportArgumentError(
             f"dynamo={dynamo!r}: this exporter is the TorchScript-based export (dynamo=False); the torch.export-based "
-            "exporter (dynamo=True) is torch.onnx.export itself"
+            "exporter (dynamo=True) is PyTorch's own (its onnx.export with dynamo=True)"
         )
 
 
@@ -459,7 +460,7 @@ def _check_dynamic_axes_shape(dynamic_axes: dict) -> None:
 
 
 def _check_dynamic_axes_names(dynamic_axes: dict, names_in: list[str], names_out: list[str]) -> None:
-    """Warn about (and ignore) a ``dynamic_axes`` key that is neither an input nor an output, as torch.onnx does."""
+    """Warn about (and ignore) a ``dynamic_axes`` key that is neither an input nor an output, as PyTorch's exporter does."""
     known = set(names_in) | set(names_out)
     for key in dynamic_axes:
         if key not in known:

@@ -2,7 +2,7 @@
 
 ``nn.Module``s are traced; ``ScriptModule``s and ``ScriptFunction``s contribute their own graph. Scripted
 functions called inside a traced module stay scripted (their control flow survives inlining). The result
-is one flat graph: inputs are the flattened arguments (Python numbers as 0-d tensors, as torch.onnx makes them)
+is one flat graph: inputs are the flattened arguments (Python numbers as 0-d tensors, as PyTorch's exporter makes them)
 followed by the parameters and buffers it reads (named after their ``state_dict`` keys), outputs are the
 flattened results.
 """
@@ -31,7 +31,7 @@ class Capture:
     params: list[tuple[str, torch.Tensor]]
     example_outputs: list[torch.Tensor] | None
     tracer_warnings: list[str] = field(default_factory=list)
-    # Every parameter and buffer, used or not (one name per distinct tensor, state_dict order): torch.onnx's
+    # Every parameter and buffer, used or not (one name per distinct tensor, state_dict order): PyTorch's exporter's
     # input_names name the model's inputs and then these, so a list naming unused ones is still valid.
     state_names: list[str] = field(default_factory=list)
 
@@ -54,7 +54,7 @@ def split_args(args: Any) -> tuple[tuple, dict]:
 
 
 def number_tensor(value: bool | int | float) -> torch.Tensor:
-    """The 0-d tensor torch.onnx makes of a Python number argument: bool, int64 or float64."""
+    """The 0-d tensor PyTorch's exporter makes of a Python number argument: bool, int64 or float64."""
     dtype = torch.bool if isinstance(value, bool) else torch.int64 if isinstance(value, int) else torch.float64
     return torch.tensor(value, dtype=dtype)
 
@@ -63,7 +63,7 @@ def flatten(obj: Any, numbers_as_tensors: bool = False) -> tuple[list[torch.Tens
     """Tensor leaves of a nested tuple/list/dict and a function rebuilding the structure from new leaves.
 
     With ``numbers_as_tensors``, Python numbers are leaves too, as 0-d tensors (:func:`number_tensor`), and the
-    structure is rebuilt with those tensors in their place: how torch.onnx traces a model, so a number argument
+    structure is rebuilt with those tensors in their place: how PyTorch's exporter traces a model, so a number argument
     becomes a graph input. Other non-tensor leaves (strings, None) are kept as they are, hard-coded.
     """
     leaves: list[torch.Tensor] = []
@@ -262,7 +262,7 @@ def _prune_state_inputs(graph, user_count: int, state: list[tuple[torch.Tensor, 
 
 
 def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) -> Capture:
-    """A scripted model's own graph; a Python number argument stays a graph input (a 0-d tensor), as in torch.onnx."""
+    """A scripted model's own graph; a Python number argument stays a graph input (a 0-d tensor), as in PyTorch's exporter."""
     if kwargs:
         raise ExportArgumentError("keyword arguments are not supported for ScriptModule/ScriptFunction models")
     try:
@@ -281,7 +281,7 @@ def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) ->
 
 def _scripted_example_outputs(result: Any) -> list:
     """The example results, one per output of the scripted graph once its tuples are lowered: a number becomes a
-    0-d tensor output and a list of tensors one output (an ONNX sequence), as torch.onnx exports them."""
+    0-d tensor output and a list of tensors one output (an ONNX sequence), as PyTorch's exporter exports them."""
     if isinstance(result, tuple):
         return [item for part in result for item in _scripted_example_outputs(part)]
     return [number_tensor(result) if isinstance(result, _SCALARS) else result]

@@ -232,7 +232,7 @@ class Converter:
 
 
 def _sequence_output(ctx: GraphContext, items: list) -> ir.Value:
-    """A scripted model's list of tensors returned as an ONNX sequence, as torch.onnx does (opset 11+)."""
+    """A scripted model's list of tensors returned as an ONNX sequence, as PyTorch's exporter does (opset 11+)."""
     from exporter.lowering.sequence import SEQUENCE_OPSET, as_sequence
 
     if ctx.opset < SEQUENCE_OPSET:

@@ -97,3 +97,9 @@ def is_float(elem_type: int | None) -> bool:
 
 def is_integer(elem_type: int | None) -> bool:
     return elem_type in INTEGER_TYPES
+
+
+def opmath_type(elem_type: int | None) -> int | None:
+    """The type PyTorch's CPU kernels compute an op of ``elem_type`` in: float32 for float16 (rounded once, at the
+    end), the type itself otherwise."""
+    return TensorProto.FLOAT if elem_type == TensorProto.FLOAT16 else elem_type

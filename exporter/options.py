@@ -29,8 +29,8 @@ class OperatorExportTypes(enum.IntEnum):
 def enum_member(enum_type: type[enum.IntEnum], value: Any, parameter: str) -> enum.IntEnum:
     """Our member of ``enum_type`` for ``value``: one of ours, its int value, or any enum member of the same name.
 
-    Callers pass torch.onnx's own ``TrainingMode``/``OperatorExportTypes`` (pybind enums, not ints): matching by
-    member name accepts them without any conversion work delegated to torch.onnx.
+    Callers pass PyTorch's own ``TrainingMode``/``OperatorExportTypes`` (pybind enums, not ints): matching by
+    member name accepts them without any conversion work delegated to PyTorch's exporter.
     """
     if isinstance(value, enum_type):
         return value

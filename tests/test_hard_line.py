@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import ast
 import io
+import os
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -140,3 +143,19 @@ def test_torch_is_in_onnx_export_flag_is_the_only_thing_touched(onnx_functions_r
 
     exporter.export(ReadsTheFlag(), (torch.randn(2),), io.BytesIO())
     assert seen == [True] and flags._is_onnx_exporting is False
+
+
+def test_an_export_loads_no_torch_onnx_module():
+    """The engine never imports torch.onnx: a fresh process that exports (traced, dynamic axes, Conv+BatchNorm) ends
+    with no torch.onnx module loaded. (torchvision and torch.jit.script may load it for the caller; not used here.)"""
+    script = (
+        "import io, sys, torch, exporter\n"
+        "model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()).eval()\n"
+        "exporter.export(model, (torch.randn(1, 3, 8, 8),), io.BytesIO(), opset_version=11, input_names=['x'],\n"
+        "                dynamic_axes={'x': [0]})\n"
+        "print(sorted(m for m in sys.modules if m.startswith('torch.onnx')))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ENGINE.parent) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"

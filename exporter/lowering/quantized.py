@@ -210,7 +210,7 @@ def _is_quantized_output(ts_value) -> bool:
 
 # -- the model's boundary ----------------------------------------------------------------------------------------
 def input_qtensor(name: str, tensor: torch.Tensor, shape: tuple) -> QTensor:
-    """A quantized input tensor as three graph inputs, typed as torch.onnx's callers feed them: the integers, the
+    """A quantized input tensor as three graph inputs, typed as PyTorch's exporter's callers feed them: the integers, the
     scale as a float64 scalar and the zero point as an int64 scalar (:func:`typed_input` casts them for QDQ)."""
     if tensor.qscheme() not in (torch.per_tensor_affine, torch.per_tensor_symmetric):
         raise unsupported("a per-channel quantized input", 0, "only per-tensor quantized inputs can be graph inputs")

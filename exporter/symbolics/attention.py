@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from exporter import dtypes
 from exporter.lowering.comparison import equal
@@ -270,9 +269,9 @@ def embedding_renorm_(g, self, indices, max_norm, norm_type):
     and whose norm exceeds max_norm scaled by max_norm / (norm + 1e-7); other rows unchanged (Where: opset 9).
     A float16 weight is scaled in float32, as PyTorch computes its norms and scales."""
     dtype = g.dtype(self)
-    if dtype == dtypes.onnx_from_torch(torch.float16):
-        float32 = dtypes.onnx_from_torch(torch.float32)
-        return cast(g, embedding_renorm_(g, cast(g, self, float32), indices, max_norm, norm_type), dtype)
+    if dtypes.opmath_type(dtype) != dtype:
+        return cast(g, embedding_renorm_(g, cast(g, self, dtypes.opmath_type(dtype)), indices, max_norm, norm_type),
+                    dtype)
     norms = vector_norm(g, self, norm_type, [1], True, None)  # [rows, 1]
     rows = unsqueeze(g, arange_indices(g, dim_size(g, self, 0)), [1])
     named = equal(g, rows, unsqueeze(g, reshape(g, cast(g, indices, INT64), [-1]), [0]))  # [rows, indices]

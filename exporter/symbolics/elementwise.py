@@ -543,7 +543,7 @@ def lerp(g, self, end, weight):
 def addcmul(g, self, tensor1, tensor2, value=1):
     """self + value * tensor1 * tensor2, float16 computed in float32 and rounded once, as PyTorch's kernel does."""
     dtype, operands = promote_all(g, self, tensor1, tensor2)
-    work = _computing_type(dtype)
+    work = dtypes.opmath_type(dtype)
     base, a, b = (cast(g, x, work) for x in operands)
     product = arith(g, "Mul", a, b, work)
     return cast(g, arith(g, "Add", base, _scaled(g, product, value, work), work), dtype)
@@ -553,14 +553,9 @@ def addcmul(g, self, tensor1, tensor2, value=1):
 def addcdiv(g, self, tensor1, tensor2, value=1):
     """self + value * tensor1 / tensor2, float16 computed in float32 and rounded once, as PyTorch's kernel does."""
     dtype, operands = promote_all(g, self, tensor1, tensor2)
-    work = _computing_type(dtype)
+    work = dtypes.opmath_type(dtype)
     base, a, b = (cast(g, x, work) for x in operands)
     return cast(g, g.op("Add", base, _scaled(g, g.op("Div", a, b), value, work)), dtype)
-
-
-def _computing_type(dtype):
-    """The type PyTorch's CPU kernels compute a float16 op in (float32: one rounding at the end)."""
-    return TensorProto.FLOAT if dtype == TensorProto.FLOAT16 else dtype
 
 
 @symbolic("aten::hypot", "aten::hypot_")

@@ -89,7 +89,7 @@ def fake_quantize_per_channel_affine(g, self, scale, zero_point, axis, quant_min
 # A PyTorch quantized tensor (quint8, qint8) is carried through the conversion as a QTensor: its integer values
 # and the scale and zero point that give them meaning. Ops on quantized tensors run in float between a
 # DequantizeLinear and a QuantizeLinear (the QDQ form ONNX Runtime fuses into integer kernels). At the model's
-# boundary a quantized tensor is three values, as torch.onnx lays it out and its callers feed and read it: the
+# boundary a quantized tensor is three values, as PyTorch's exporter lays it out and its callers feed and read it: the
 # integers, the scale and the zero point.
 
 

@@ -39,7 +39,6 @@ from exporter.lowering.resize import unused_resize_inputs, upsample_by_integer_f
 from exporter.lowering.runtime import RESIZE_DOUBLES, applies
 from exporter.registry import parse_args, symbolic, unsupported
 
-FLOAT16 = dtypes.onnx_from_torch(torch.float16)
 _CUBIC_COEFF_A = -0.75
 
 
@@ -370,7 +369,7 @@ def grid_sampler(g, input, grid, interpolation_mode, padding_mode, align_corners
     if g.rank(input) is not None and g.rank(input) != 4:
         raise unsupported(g.node.kind(), g.opset, "GridSample before opset 20 samples 4-D inputs only")
     dtype = g.dtype(input)
-    work = FLOAT if dtype == FLOAT16 else dtype
+    work = dtypes.opmath_type(dtype)
     sampled = g.op("GridSample", cast(g, input, work), cast(g, grid, work), mode_s=_GRID_MODES[interpolation_mode],
                    padding_mode_s=_GRID_PADDING[padding_mode], align_corners_i=int(align_corners))
     return cast(g, sampled, dtype) if dtype is not None else sampled

@@ -234,15 +234,10 @@ def linspace(g, start, end, steps, *options):
     the result type, as torch's kernel does (an integer result spaces them truncated: 4.3 counts as 4)."""
     out_type = _dtype(g, _first(options))
     steps = int(constant_value(steps))
-    start, end = (_in_result_type(g, bound, out_type) for bound in (start, end))
+    start, end = (cast(g, bound, out_type) for bound in (start, end))  # as torch's kernel reads them
     # torch computes a floating result in its own type (float16 steps and products included), integers in double.
     work = out_type if dtypes.is_float(out_type) else DOUBLE
     return cast(g, _linspace_in(g, start, end, steps, work), out_type)
-
-
-def _in_result_type(g, bound, out_type):
-    """A bound as torch's kernels read it: converted to the result type first (4.3 -> 4 for an integer result)."""
-    return cast(g, bound, out_type)
 
 
 def _linspace_in(g, start, end, steps: int, work: int):
@@ -278,7 +273,7 @@ def logspace(g, start, end, steps, base, *options):
     step, where start stays as given."""
     out_type, steps = _dtype(g, _first(options)), int(constant_value(steps))
     if steps > 1:
-        start, end = (_in_result_type(g, bound, out_type) for bound in (start, end))
+        start, end = (cast(g, bound, out_type) for bound in (start, end))
     exponents = _linspace_in(g, start, end, steps, DOUBLE)
     powers = g.op("Pow", g.const(float(constant_value(base)), torch.float64), exponents)
     return cast(g, powers, out_type)
