@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import io
 import logging
 import re
@@ -34,10 +35,12 @@ _in_export = False
 
 # torch.onnx.is_in_onnx_export() is True while the module global `_is_onnx_exporting` of this module is (its
 # dynamo exporter's flag). Models branch on that function, so during our export we set the plain global and restore
-# it after, but only where the caller has already loaded that module: the engine never imports PyTorch's exporter, and a
-# caller that never loaded it has no is_in_onnx_export() to ask (tests/test_hard_line.py allows exactly this module
-# name, checks the flag is the only thing touched and that an export loads no PyTorch's exporter module).
+# it after, but only where the caller has loaded torch.onnx: its flags module is then one of plain globals whose
+# import runs nothing else, while a caller that never loaded torch.onnx has no is_in_onnx_export() to ask and the
+# engine loads no torch.onnx module (tests/test_hard_line.py allows exactly this module name, checks the flag is the
+# only thing touched and that an export loads no torch.onnx module).
 _TORCH_EXPORTING_FLAG_MODULE = "torch.onnx._internal.exporter._flags"
+_TORCH_PACKAGE = _TORCH_EXPORTING_FLAG_MODULE.split("._internal")[0]
 _TORCH_EXPORTING_FLAG = "_is_onnx_exporting"
 
 
@@ -49,7 +52,7 @@ def is_in_onnx_export() -> bool:
 @contextlib.contextmanager
 def _exporting():
     global _in_export
-    flags = sys.modules.get(_TORCH_EXPORTING_FLAG_MODULE)
+    flags = importlib.import_module(_TORCH_EXPORTING_FLAG_MODULE) if _TORCH_PACKAGE in sys.modules else None
     previous = _in_export, getattr(flags, _TORCH_EXPORTING_FLAG, None)
     _in_export = True
     if flags is not None:
