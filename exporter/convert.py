@@ -216,6 +216,7 @@ class Converter:
                 value.origin = ts_value  # a value bound to several TorchScript values holds each of them
             elif isinstance(value, quantized.QTensor):
                 self._annotate(value.value, ts_value)  # its shape; the integers keep their own element type
+                value.value.origin = ts_value  # the integers stand for the quantized tensor
             env[ts_value.unique()] = value
 
     def _annotate(self, value: ir.Value, ts_value) -> None:

@@ -129,3 +129,55 @@ def test_verify_rejects_bad_options():
         verify(model, args, max_local_checks=0)
     with pytest.raises(ExportArgumentError, match="memory"):
         verify(model, args, f="model.onnx")
+
+
+class _SmallQuantized(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant, self.dequant = torch.ao.quantization.QuantStub(), torch.ao.quantization.DeQuantStub()
+        self.conv1, self.relu, self.conv2 = torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3)
+
+    def forward(self, x):
+        return self.dequant(self.conv2(self.relu(self.conv1(self.quant(x)))))
+
+
+def _small_quantized():
+    torch.manual_seed(0)
+    torch.backends.quantized.engine = "fbgemm"
+    model = _SmallQuantized().eval()
+    model.qconfig = torch.ao.quantization.get_default_qconfig("fbgemm")
+    model = torch.ao.quantization.fuse_modules(model, [["conv1", "relu"]])
+    prepared = torch.ao.quantization.prepare(model)
+    prepared(torch.rand(2, 3, 12, 12))
+    return torch.ao.quantization.convert(prepared), (torch.rand(1, 3, 12, 12),)
+
+
+@pytest.fixture
+def planted_quantize():
+    """aten::quantize_per_tensor quantizes 1.05 times its input (the scale it reports stays right)."""
+    builtin = REGISTRY.lookup("aten::quantize_per_tensor", 13)
+
+    def wrong(g, x, *args):
+        return builtin(g, g.op("Mul", x, g.const(torch.tensor(1.05))), *args)
+
+    exporter.register_custom_op_symbolic("aten::quantize_per_tensor", wrong, 13)
+    yield
+    exporter.unregister_custom_op_symbolic("aten::quantize_per_tensor", 13)
+
+
+def test_quantized_values_are_compared_as_integers_one_step_apart_at_most():
+    model, args = _small_quantized()
+    result = verify(model, args, opset_version=13)
+    # The quantized input, both quantized convolutions and the dequantized output are compared.
+    assert result.compared >= 4
+    assert result.divergence is None and result.localized
+
+
+def test_a_wrong_quantize_is_localized_and_judged_by_the_reference_evaluator(planted_quantize):
+    model, args = _small_quantized()
+    result = verify(model, args, opset_version=13)
+    divergence = result.divergence
+    assert divergence is not None and divergence.origin.kind == "aten::quantize_per_tensor"
+    assert divergence.local.max_abs > 1  # more than one integer step
+    # onnx.reference runs QuantizeLinear from opset 19 only: the repro is re-declared there to be judged.
+    assert divergence.repro.culprit == "export"
