@@ -391,6 +391,9 @@ class _Verifier:
         """The ONNX nodes computing ``name`` from paired values, graph inputs and values of other TorchScript
         nodes (its boundary), in graph order, and that boundary."""
         owner = self.pairs[name].node()
+        owners = [owner]
+        if owner.kind() in ("prim::ListUnpack", "prim::TupleUnpack"):  # an element of a multi-output op's list
+            owners.append(owner.input().node())
         nodes: dict[int, onnx.NodeProto] = {}
         boundary: list[str] = []
         pending = [self.producer[name]]
@@ -406,7 +409,7 @@ class _Verifier:
                 if producer is None or read in self.pairs:
                     boundary.append(read)  # a graph input, an outer-scope value, or a compared value
                     continue
-                from_other = self.provenance.nodes.get(producer.name) not in (None, owner)
+                from_other = self.provenance.nodes.get(producer.name) not in (None, *owners)
                 if producer.op_type != "Constant" and (from_other or len(nodes) >= _MAX_SUBGRAPH_NODES) and read in self.onnx:
                     boundary.append(read)
                     continue

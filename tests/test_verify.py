@@ -17,7 +17,7 @@ from onnx.reference import ReferenceEvaluator
 import exporter
 from exporter.errors import ExportArgumentError
 from exporter.registry import REGISTRY
-from exporter.verify import Agreement, _judge
+from exporter.verify import Agreement, _judge, _Verifier
 from exporter import verify
 
 PLANTED_SCOPE = "layer3.1.conv2"
@@ -181,3 +181,27 @@ def test_a_wrong_quantize_is_localized_and_judged_by_the_reference_evaluator(pla
     assert divergence.local.max_abs > 1  # more than one integer step
     # onnx.reference runs QuantizeLinear from opset 19 only: the repro is re-declared there to be judged.
     assert divergence.repro.culprit == "export"
+
+
+class _QuantizedChunk(_SmallQuantized):
+    def forward(self, x):
+        first, _ = self.relu(self.conv1(self.quant(x))).chunk(2, dim=1)
+        return self.dequant(first)
+
+
+def test_the_local_check_of_a_list_element_starts_from_the_op_that_made_the_list():
+    # A quantized chunk is DequantizeLinear -> Split -> QuantizeLinear per element; each element is a ListUnpack
+    # output in TorchScript. Its local check must run the Split on PyTorch's input, not start after it from
+    # ONNX Runtime's own upstream values.
+    torch.backends.quantized.engine = "fbgemm"
+    model = _QuantizedChunk().eval()
+    model.qconfig = torch.ao.quantization.get_default_qconfig("fbgemm")
+    prepared = torch.ao.quantization.prepare(torch.ao.quantization.fuse_modules(model, [["conv1", "relu"]]))
+    prepared(torch.rand(2, 3, 12, 12))
+    model, x = torch.ao.quantization.convert(prepared), torch.rand(1, 3, 12, 12)
+    result = verify(model, (x,), opset_version=13)
+    verifier = _Verifier(result.export, [x] + [t for _, t in result.export.capture.params], None, None, 1)
+    verifier.run(model(x))
+    element = next(name for name, ts in verifier.pairs.items() if ts.node().kind() == "prim::ListUnpack")
+    subgraph, _ = verifier._subgraph(element)
+    assert "Split" in [node.op_type for node in subgraph]
