@@ -510,10 +510,10 @@ def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, o
             with times.stage("check+write (external data)"):
                 stage.commit(model_proto, validate_path=validate.check)
             return model_proto
-        with times.stage("serialize"):
-            payload = model_proto.SerializeToString()  # once: the checker and the file share these bytes
         with times.stage("check"):
-            validate.check(payload)
+            validate.check_model(model_proto)  # the weights are not serialized for it
+        with times.stage("serialize"):
+            payload = model_proto.SerializeToString()  # once
         with times.stage("write"):
             serialize.write(payload, f)
     return model_proto
