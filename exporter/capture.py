@@ -186,6 +186,7 @@ def _state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def _capture_traced(model: torch.nn.Module, positional: tuple, kwargs: dict) -> Capture:
     flat, rebuild = flatten((positional, kwargs), numbers_as_tensors=True)
+    given = _as_given(flat)
     wrapper = _FlatCall(model, rebuild)
     tracer_warnings: list[str] = []
     try:
@@ -197,7 +198,7 @@ def _capture_traced(model: torch.nn.Module, positional: tuple, kwargs: dict) -> 
     except Exception as error:
         raise CaptureError(f"tracing {type(model).__name__} failed: {type(error).__name__}: {error}") from error
     graph = traced.graph.copy()
-    captured = _finish(graph, traced._c, flat, _WRAPPER_PREFIX, _state_dict(model))
+    captured = _finish(graph, traced._c, given, _WRAPPER_PREFIX, _state_dict(model))
     captured.example_outputs = outputs
     captured.tracer_warnings = tracer_warnings
     return captured
@@ -210,6 +211,7 @@ def _capture_traced_graph(model: torch.nn.Module, positional: tuple, kwargs: dic
     that mirror is only needed when the model holds scripted submodules (the tracer calls them as methods).
     """
     flat, rebuild = flatten((positional, kwargs), numbers_as_tensors=True)
+    given = _as_given(flat)
     wrapper = _FlatCall(model, rebuild)
     state: dict[torch.Tensor, str] = {}
     for name, tensor in model.state_dict(keep_vars=True).items():
@@ -225,7 +227,7 @@ def _capture_traced_graph(model: torch.nn.Module, positional: tuple, kwargs: dic
     except Exception as error:
         raise CaptureError(f"tracing {type(model).__name__} failed: {type(error).__name__}: {error}") from error
     params = _prune_state_inputs(graph, len(flat), list(state.items()))
-    captured = _finish(graph, None, flat, "", {})
+    captured = _finish(graph, None, given, "", {})
     captured.params = params
     captured.state_names = list(state.values())
     captured.example_outputs = [t.detach() for t in wrapper.last_outputs]
@@ -265,12 +267,12 @@ def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) ->
     """A scripted model's own graph; a Python number argument stays a graph input (a 0-d tensor), as in PyTorch's exporter."""
     if kwargs:
         raise ExportArgumentError("keyword arguments are not supported for ScriptModule/ScriptFunction models")
+    flat = _as_given(flatten(positional, numbers_as_tensors=True)[0])
     try:
         with quiet_torchscript(), torch.no_grad():
             outputs = _scripted_example_outputs(model(*positional))
     except Exception as error:
         raise CaptureError(f"running the scripted model failed: {type(error).__name__}: {error}") from error
-    flat, _ = flatten(positional, numbers_as_tensors=True)
     graph = graph.copy()
     user_inputs = list(graph.inputs())[1:] if module_c is not None else list(graph.inputs())
     for value, tensor in zip(user_inputs, flat):
@@ -285,6 +287,12 @@ def _scripted_example_outputs(result: Any) -> list:
     if isinstance(result, tuple):
         return [item for part in result for item in _scripted_example_outputs(part)]
     return [number_tensor(result) if isinstance(result, _SCALARS) else result]
+
+
+def _as_given(flat: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Copies of the flat arguments as the caller gave them: the model's run may change them in place (``set_``,
+    ``resize_``), and the graph's inputs must have the shapes and types the caller passes."""
+    return [tensor.detach().clone() for tensor in flat]
 
 
 def _finish(graph, module_c, flat, prefix, state_dict, outputs=None) -> Capture:
