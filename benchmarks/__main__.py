@@ -166,7 +166,8 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
 
 def stage_report(runs: list[dict[str, float]], export_s: float) -> dict:
     """Median seconds per stage over the timed runs, and the overhead above the floor: export time divided by
-    capture plus one serialization (what any exporter must spend)."""
+    capture plus one serialization (the ``serialize`` stage writes the model's bytes into the destination once:
+    what any exporter must spend)."""
     names = list(dict.fromkeys(name for run in runs for name in run))
     medians = {name: statistics.median(run.get(name, 0.0) for run in runs) for name in names}
     floor = medians.get("capture", 0.0) + medians.get("serialize", 0.0)
@@ -174,9 +175,9 @@ def stage_report(runs: list[dict[str, float]], export_s: float) -> dict:
 
 
 def stage_table(rows: list[dict]) -> str:
-    """Where our export's time goes, per model: capture, convert, the passes together, assemble, serialize, check,
-    write, and the overhead above the floor (export / (capture + serialize))."""
-    columns = ("capture", "convert", "passes", "assemble", "serialize", "check", "write")
+    """Where our export's time goes, per model: capture, convert, the passes together, assemble, check, serialize
+    (into the destination), and the overhead above the floor (export / (capture + serialize))."""
+    columns = ("capture", "convert", "passes", "assemble", "check", "serialize")
     lines = ["| model | opset | " + " | ".join(f"{c} s" for c in columns) + " | overhead above floor |",
              "|---|---|" + "---|" * (len(columns) + 1)]
     for row in rows:
