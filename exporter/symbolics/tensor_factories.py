@@ -143,25 +143,19 @@ def _bound_count(g) -> int:
     return len(inputs) - 4 if len(inputs) >= 5 else len(inputs)
 
 
-def _compute_type(out: int) -> int:
-    return out if out in (INT64, FLOAT, DOUBLE, dtypes.onnx_from_torch(torch.int32)) else (
-        DOUBLE if dtypes.is_float(out) else INT64)
+def _accumulate_type(out: int) -> int:
+    """The type torch's CPU range kernels convert the bounds to and compute in: int64 for an integer result (the
+    bounds truncated towards zero), double for a floating one."""
+    return DOUBLE if dtypes.is_float(out) else INT64
 
 
-def _range_by_range_op(g, start, end, step, out_type: int, inclusive: bool):
-    work = _compute_type(out_type)
-    start, step = cast(g, start, work), cast(g, step, work)
-    limit = cast(g, end, work)
-    if inclusive:  # torch.range includes ``end``: extend the limit by half a step
-        limit = g.op("Add", cast(g, limit, DOUBLE), g.op("Div", cast(g, step, DOUBLE), g.const(2.0, torch.float64)))
-        limit = cast(g, limit, work)
-    return cast(g, g.op("Range", start, limit, step), out_type)
-
-
-def _range_by_positions(g, start, end, step, out_type: int, inclusive: bool):
-    """start + step * (0, 1, ..., count - 1), the positions coming from NonZero over a ConstantOfShape of ones."""
-    require_opset(g, 9, "a range with run-time bounds needs ConstantOfShape/NonZero")
-    work = _compute_type(out_type)
+def _range_count(g, start, end, step, out_type: int, inclusive: bool):
+    """The element count of torch's range kernels, as an int64 scalar. arange: ceil((end - start) / step), from the
+    bounds truncated to integers for an int64 result, from the bounds as given for every other type (torch's kernel
+    reads them as doubles there: arange(8.5, dtype=int32) has 9 elements, arange(8.5, dtype=int64) 8). range:
+    (end - start) / step + 1 truncated, always from the bounds converted to the accumulate type."""
+    if inclusive or out_type == INT64:
+        start, end, step = (cast(g, v, _accumulate_type(out_type)) for v in (start, end, step))
     start_d, end_d, step_d = (cast(g, v, DOUBLE) for v in (start, end, step))
     span = g.op("Div", g.op("Sub", end_d, start_d), step_d)
     count = g.op("Floor", span) if inclusive else g.op("Ceil", span)
@@ -169,9 +163,29 @@ def _range_by_positions(g, start, end, step, out_type: int, inclusive: bool):
     if inclusive:
         count = g.op("Add", count, g.const(1, torch.int64))
     count.shape = ()
+    return count
+
+
+def _range_by_positions(g, start, end, step, out_type: int, inclusive: bool):
+    """start + step * (0, 1, ..., count - 1), computed in the accumulate type as torch does; the positions come from
+    Range from opset 11 and from NonZero over a ConstantOfShape of ones at 9-10."""
+    require_opset(g, 9, "a range with run-time bounds needs ConstantOfShape/NonZero")
+    count = _range_count(g, start, end, step, out_type, inclusive)
+    work = _accumulate_type(out_type)
     positions = cast(g, arange_indices(g, count), work)
     values = g.op("Add", cast(g, start, work), g.op("Mul", positions, cast(g, step, work)))
     return cast(g, values, out_type)
+
+
+def _range_by_range_op(g, start, end, step, out_type: int, inclusive: bool):
+    """Range over the bounds converted to the accumulate type, where its count is torch's: arange with an int64 or
+    floating result. The other integer results (whose count comes from the bounds as given) and torch.range (whose
+    count includes ``end``) take the positions form."""
+    if inclusive or not (out_type == INT64 or dtypes.is_float(out_type)):
+        return _range_by_positions(g, start, end, step, out_type, inclusive)
+    work = _accumulate_type(out_type)
+    start, end, step = (cast(g, v, work) for v in (start, end, step))
+    return cast(g, g.op("Range", start, end, step), out_type)
 
 
 def _arange_arguments(g, args) -> tuple:

@@ -108,3 +108,25 @@ CASES += [
            dynamic=False, fn=lambda s, e: torch.linspace(s, e, 50, dtype=torch.float16),
            known_failures={opset: _FLOAT16_STEPS for opset in range(7, 17)}),
 ]
+
+# Run-time float bounds with an integer result, as torch's CPU kernels read them: an int64 arange truncates every
+# bound first (arange(8.5) has 8 elements, a step of 1.5 counts as 1), any other integer arange counts from the bounds
+# as given and steps by the truncated ones (arange(8.5, dtype=int32) has 9 elements), torch.range truncates all.
+class _RangeInt64(torch.nn.Module):
+    def forward(self, a, b, c):
+        return torch.range(a, b, c, dtype=torch.int64)
+
+
+_BOUNDS = lambda k: (torch.tensor(0.5 - k), torch.tensor(8.5 + k), torch.tensor(1.5))
+CASES += [
+    OpCase("arange", lambda k: (torch.tensor(8.5 + k),), sample="float_end_int64", min_opset=9,
+           fn=lambda e: torch.arange(e, dtype=torch.int64)),
+    OpCase("arange", _BOUNDS, sample="float_bounds_int64", min_opset=9,
+           fn=lambda a, b, c: torch.arange(a, b, c, dtype=torch.int64)),
+    OpCase("arange", _BOUNDS, sample="float_bounds_int32", min_opset=9,
+           fn=lambda a, b, c: torch.arange(a, b, c, dtype=torch.int32)),
+    OpCase("arange", _BOUNDS, sample="float_bounds_float64", min_opset=9,
+           fn=lambda a, b, c: torch.arange(a, b, c, dtype=torch.float64)),
+    OpCase("range", lambda k: (torch.tensor(0.2), torch.tensor(2.5 + k), torch.tensor(1.5)), sample="float_bounds_int64",
+           min_opset=9, module=lambda: torch.jit.script(_RangeInt64())),
+]
