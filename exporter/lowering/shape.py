@@ -21,9 +21,11 @@ from exporter.lowering.core import (
     dim_size,
     is_constant,
     is_value,
+    normalize_dim,
     require_opset,
     require_rank,
     reshape,
+    shape_of,
     slice_op,
     squeeze,
     to_int64_list_value,
@@ -264,4 +266,55 @@ def circular_pad(g, x, pad: list, rank: int):
         if end > 0:
             parts.append(slice_op(g, core, [axis], [0], [end]))
         out = parts[0] if len(parts) == 1 else g.op("Concat", *parts, axis_i=axis)
+    return out
+
+
+# -- squeeze/unsqueeze along dims known only at run time -----------------------------------------------------------
+def squeeze_where_one(g, x, dims: list):
+    """torch.squeeze(x, dims): drop each listed dim whose size is 1, keep the others (torch leaves a dim of another size
+    alone, where ONNX Squeeze fails). ``dims`` holds ints or 0-d int64 values (a dim chosen at run time), negative
+    counting from the end. Where every listed size is known at export time this is a Squeeze of the ones; where a
+    size or a dim is known only at run time, the result's rank is too, and from opset 9 the result is a Reshape to
+    the Shape with the squeezed entries dropped (Compress, opset 9). Below 9 a dim chosen at run time raises; a
+    listed dim of run-time size takes Squeeze, right where that size is 1 at run time, as shapes are before
+    Compress."""
+    rank = require_rank(g, x)
+    sizes = known_dims(g, x)
+    static = [normalize_dim(int(constant_value(d)), rank) for d in dims if is_constant(d)]
+    run_time = [d for d in dims if not is_constant(d)]
+    if not run_time and (all(sizes[d] is not None for d in static) or g.opset < 9):
+        axes = sorted({d for d in static if sizes[d] in (1, None)})
+        return squeeze(g, x, axes) if axes else x
+    require_opset(g, 9, "squeeze of a dim chosen at run time needs Compress")
+    positions = g.const(np.arange(rank, dtype=np.int64))
+    listed = g.const(np.isin(np.arange(rank), static))
+    for d in run_time:
+        d = cast(g, reshape(g, d, []), INT64)
+        # a dim d in [-rank, rank) names position d or d + rank
+        here = g.op("Or", g.op("Equal", positions, d), g.op("Equal", positions, g.op("Add", d, g.const(rank, torch.int64))))
+        listed = g.op("Or", listed, here)
+    shape = to_int64_list_value(g, shape_of(g, x))
+    drop = g.op("And", listed, g.op("Equal", shape, g.const(np.ones(rank, dtype=np.int64))))
+    out = g.op("Reshape", x, g.op("Compress", shape, g.op("Not", drop), axis_i=0))
+    out.shape = None  # the rank is known only at run time
+    return out
+
+
+def unsqueeze_at(g, x, dim):
+    """torch.unsqueeze(x, dim) for a ``dim`` chosen at run time (a 0-d int64 value, negative counting from the end of
+    the result): a Reshape to the Shape with a 1 inserted, whose entries are gathered from Shape ++ [1] by position
+    (Greater/Equal on int64: opset 9)."""
+    rank = require_rank(g, x)
+    require_opset(g, 9, "unsqueeze at a dim chosen at run time needs Greater on integers")
+    d = cast(g, reshape(g, dim, []), INT64)
+    out_rank = g.const(rank + 1, torch.int64)
+    d = g.op("Add", d, g.op("Mul", out_rank, cast(g, g.op("Less", d, g.const(0, torch.int64)), INT64)))
+    positions = g.const(np.arange(rank + 1, dtype=np.int64))
+    after = cast(g, g.op("Greater", positions, d), INT64)
+    at = cast(g, g.op("Equal", positions, d), INT64)
+    # before d: position j; at d: the appended 1 (index rank); after d: j - 1
+    index = g.op("Add", g.op("Sub", positions, after), g.op("Mul", at, g.op("Sub", g.const(rank, torch.int64), positions)))
+    padded = g.op("Concat", to_int64_list_value(g, shape_of(g, x)), g.const(np.ones(1, dtype=np.int64)), axis_i=0)
+    out = g.op("Reshape", x, g.op("Gather", padded, index, axis_i=0))
+    out.shape = (None,) * (rank + 1)
     return out

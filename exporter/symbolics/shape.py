@@ -53,7 +53,9 @@ from exporter.lowering.shape import (
     reshape_to,
     size_arith,
     split_sizes,
+    squeeze_where_one,
     transpose_perm,
+    unsqueeze_at,
     zero_outside,
 )
 from exporter.registry import parse_args, symbolic, unsupported
@@ -227,9 +229,12 @@ def repeat_interleave(g, self, repeats, dim=None, output_size=None):
 
 # -- squeeze / unsqueeze ----------------------------------------------------------------------------------------
 @symbolic("aten::unsqueeze", "aten::unsqueeze_")
-@parse_args("v", "i")
 def unsqueeze_(g, self, dim):
-    """unsqueeze(dim): Unsqueeze (axes attribute before 13, input from 13)."""
+    """unsqueeze(dim): Unsqueeze (axes attribute before 13, input from 13); a dim chosen at run time, a Reshape to
+    the shape with a 1 inserted (opset 9)."""
+    if not is_constant(dim):
+        return unsqueeze_at(g, self, dim)
+    dim = int(constant_value(dim))
     rank = g.rank(self)
     if dim < 0:
         dim = normalize_dim(dim, None if rank is None else rank + 1)
@@ -238,7 +243,8 @@ def unsqueeze_(g, self, dim):
 
 @symbolic("aten::squeeze", "aten::squeeze_")
 def squeeze_(g, self, dim=None):
-    """squeeze() / squeeze(dim) / squeeze(dims): Squeeze of the dims that are 1."""
+    """squeeze() / squeeze(dim) / squeeze(dims): Squeeze of the dims that are 1; a dim whose size or index is known
+    only at run time is decided at run time (see ``squeeze_where_one``)."""
     rank = require_rank(g, self)
     dims_known = known_dims(g, self)
     if dim is None:
@@ -248,12 +254,9 @@ def squeeze_(g, self, dim=None):
         return squeeze(g, self)
     if rank == 0:
         return self  # dim 0 (or -1) of a 0-d tensor: nothing to squeeze
-    wanted = constant_value(dim)
-    wanted = wanted if isinstance(wanted, list) else [wanted]
-    wanted = sorted({normalize_dim(int(d), rank) for d in wanted})
-    # torch leaves a dim alone unless its size is 1; ONNX Squeeze fails on such a dim, so drop known non-ones.
-    axes = [d for d in wanted if dims_known is None or dims_known[d] in (1, None)]
-    return squeeze(g, self, axes) if axes else self
+    wanted = constant_value(dim) if is_constant(dim) else dim
+    wanted = list(wanted) if isinstance(wanted, (list, tuple)) else [wanted]
+    return squeeze_where_one(g, self, wanted)
 
 
 @symbolic("aten::transpose", "aten::transpose_", "aten::swapaxes", "aten::swapdims")

@@ -272,3 +272,36 @@ CASES += [
     OpCase("tensor_split", lambda k: (_r(7 + k, 2), torch.tensor(3)), sample="tensor_sections", min_opset=10,
            fn=lambda x, s: torch.tensor_split(x, s)),
 ]
+
+# squeeze/unsqueeze decided at run time: a listed dim whose size is known only at run time (torch leaves it alone when
+# it is not 1, so the result's rank follows the input: a Reshape to the Compressed shape from opset 9), and a dim that
+# is itself a graph input (a scripted int argument).
+_SQUEEZE_RUNTIME_SIZE = ("dynamic export: squeezing a dim whose size is known only at run time needs Compress (opset "
+                         "9); below it Squeeze is emitted, which fails at run time on a size other than 1; the static "
+                         "export passes at this opset")
+
+
+class _SqueezeDim(torch.nn.Module):
+    def forward(self, x, dim: int):
+        return torch.squeeze(x, dim)
+
+
+class _UnsqueezeDim(torch.nn.Module):
+    def forward(self, x, dim: int):
+        return torch.unsqueeze(x, dim)
+
+
+CASES += [
+    OpCase("squeeze", lambda k: (_r(2, 1 + k, 3),), sample="run_time_size", fn=lambda x: x.squeeze(1),
+           known_failures={o: _SQUEEZE_RUNTIME_SIZE for o in (7, 8)}),
+    OpCase("squeeze", lambda k: (_r(2 + k, 1 + k, 1),), sample="run_time_size_negative_dims",
+           fn=lambda x: x.squeeze((-2, 0)), known_failures={o: _SQUEEZE_RUNTIME_SIZE for o in (7, 8)}),
+    OpCase("squeeze", lambda k: (_r(2 + k, 1, 4), 1 - 3 * k), sample="run_time_dim", min_opset=9,
+           module=lambda: torch.jit.script(_SqueezeDim())),
+    OpCase("squeeze", lambda k: (_r(2 + k, 1, 4), -1 + k), sample="run_time_dim_not_one", min_opset=9,
+           module=lambda: torch.jit.script(_SqueezeDim())),
+    OpCase("unsqueeze", lambda k: (_r(2 + k, 3), 1 - 3 * k), sample="run_time_dim", min_opset=9,
+           module=lambda: torch.jit.script(_UnsqueezeDim())),
+    OpCase("unsqueeze", lambda k: (_r(2 + k, 3), -1 + 3 * k), sample="run_time_dim_ends", min_opset=9,
+           module=lambda: torch.jit.script(_UnsqueezeDim())),
+]
