@@ -109,7 +109,7 @@ def expand_to(g, x, target: list):
     result_shape = [o if k == -1 else k for k, o in zip(known, own_dims)]
     if g.opset >= 8:
         # Expand broadcasts both ways, so a 1 keeps the input's dim, just like torch's -1.
-        wanted = [1 if k == -1 else t for k, t in zip(known, target)]
+        wanted = [1 if k == -1 else t if k is not None else _minus_one_as_one(g, t) for k, t in zip(known, target)]
         return typed(g.op("Expand", x, to_int64_list_value(g, wanted)), result_shape)
     if lead > 0:
         x = unsqueeze(g, x, list(range(lead)))
@@ -118,13 +118,33 @@ def expand_to(g, x, target: list):
     for want, have in zip(target, own):
         if not is_value(want) and int(constant_value(want)) == -1:
             repeats.append(1)
-        elif not is_value(have) and have == 1:
+        elif not is_value(have) and have == 1 and not is_value(want):
             repeats.append(want)
         elif not is_value(have) and not is_value(want) and int(constant_value(want)) == have:
             repeats.append(1)  # also an empty axis kept empty (0 // 0)
+        elif is_value(want):  # a run-time -1 keeps the dim: repeat once
+            keep = _is_minus_one(g, want)
+            ratio = size_arith(g, "Div", want, have)
+            repeats.append(g.op("Add", g.op("Mul", ratio, g.op("Sub", g.const(1, torch.int64), keep)), keep))
         else:
             repeats.append(size_arith(g, "Div", want, have))
     return typed(g.op("Tile", x, to_int64_list_value(g, repeats)), result_shape)
+
+
+def _is_minus_one(g, size):
+    """1 where the run-time size ``size`` (0-d) is -1 (torch's "keep this dim"), else 0, as int64."""
+    size = cast(g, size, INT64)
+    out = cast(g, g.op("Equal", size, g.const(-1, torch.int64)), INT64)
+    out.shape = size.shape
+    return out
+
+
+def _minus_one_as_one(g, size):
+    """A run-time expand size with torch's -1 ("keep") turned into Expand's 1 (which keeps a dim): size + 2 * (size ==
+    -1)."""
+    out = g.op("Add", cast(g, size, INT64), g.op("Mul", _is_minus_one(g, size), g.const(2, torch.int64)))
+    out.shape = g.value(size).shape
+    return out
 
 
 def broadcast_pair(g, a, b) -> tuple:

@@ -47,11 +47,26 @@ def _static(x) -> bool:
 def copy_(g, self, src, non_blocking=None):
     """``self.copy_(src)``: ``src`` cast to ``self``'s type and broadcast to its shape."""
 
-    value = cast(g, g.value(src), g.dtype(self))
     target = g.static_dims(self)
+    src = g.value(src)
+    if target is None and is_constant(src):
+        # A trace records the broadcast of a constant to the view's traced shape (``x[:, n:] = torch.tensor([1, 2,
+        # 3])`` expands the row to the traced size of ``x[:, n:]``), and the converter folds it. Where the view's
+        # shape is known only at run time, broadcast the constant's distinct content instead: the same result at the
+        # traced shape, and the assignment's meaning at the others.
+        src = g.const(_distinct_content(src.const), src.dtype)
+    value = cast(g, src, g.dtype(self))
     if target is not None and g.static_dims(value) == target:
         return value
     return expand_to_shape_value(g, value, shape_of(g, self))
+
+
+def _distinct_content(array: np.ndarray) -> np.ndarray:
+    """``array`` with every axis along which it repeats one slice reduced to size 1 (it broadcasts back to itself)."""
+    for axis in range(array.ndim):
+        if array.shape[axis] > 1 and np.array_equal(array, np.broadcast_to(array.take([0], axis=axis), array.shape)):
+            array = array.take([0], axis=axis)
+    return array
 
 
 @symbolic("aten::set_")

@@ -129,3 +129,16 @@ CASES = [
     OpCase("mul_", lambda k: (torch.randn(3 + k, 2),), sample="after_add_in_loop",
            module=lambda: torch.jit.script(_TwoInPlaceOpsPerIteration())),
 ]
+
+
+def _assign_constant_row_from_size(x):
+    """``x[:, n:] = row`` with ``n = x.size(0)``: a trace records the row expanded to the traced size of the view."""
+    x = x.clone()
+    x[:, x.size(0):] = torch.tensor([1.0, 2.0, 3.0])
+    return x
+
+
+CASES += [
+    OpCase("copy_", lambda k: (torch.randn(2 + k, 5 - k, 3),), sample="broadcast_constant_run_time_view",
+           fn=_assign_constant_row_from_size, dynamic_min_opset=10),
+]

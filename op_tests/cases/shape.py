@@ -305,3 +305,10 @@ CASES += [
     OpCase("unsqueeze", lambda k: (_r(2 + k, 3), -1 + 3 * k), sample="run_time_dim_ends", min_opset=9,
            module=lambda: torch.jit.script(_UnsqueezeDim())),
 ]
+
+# expand sizes that are graph inputs, -1 (keep the dim) included: Expand takes 1 for that (Tile repeats once).
+CASES += [
+    OpCase("expand", lambda k: (_r(3), torch.tensor(-1)), sample="run_time_minus_one", fn=lambda x, s: x.expand(s)),
+    OpCase("expand", lambda k: (_r(2, 1, 3), torch.tensor(-1 if k == 0 else 4)), sample="run_time_sizes",
+           fn=lambda x, s: x.expand(2, s, 3)),
+]
