@@ -54,7 +54,25 @@ def assemble(
     graph_to_proto(graph, params_as_inputs, shapes, tensor_writer, into=model.graph)
     if axes:
         refine_output_shapes(model, axes)
+    fill_output_types(model)
     return model
+
+
+def fill_output_types(model: onnx.ModelProto) -> None:
+    """Give a graph output whose element type the converter could not tell (a scripted model's Tensor, computed by
+    an op the converter has no type rule for) the type ONNX type inference finds: ONNX Runtime refuses to load a
+    model with an output of type 0."""
+    if all(o.type.tensor_type.elem_type for o in model.graph.output if o.type.HasField("tensor_type")):
+        return
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except Exception:
+        return
+    by_name = {o.name: o for o in inferred.graph.output}
+    for output in model.graph.output:
+        source = by_name.get(output.name)
+        if output.type.HasField("tensor_type") and not output.type.tensor_type.elem_type and source is not None:
+            output.type.tensor_type.elem_type = source.type.tensor_type.elem_type
 
 
 def uniquify_names(graph: ir.Graph) -> None:
