@@ -20,6 +20,7 @@ from exporter.lowering.core import (
     cast,
     constant_value,
     dim_size,
+    is_constant,
     is_value,
     normalize_dim,
     reduce_op,
@@ -538,9 +539,11 @@ def nonzero_numpy(g, self):
 
 # -- one_hot ----------------------------------------------------------------------------------------------------
 @symbolic("aten::one_hot")
-@parse_args("v", "i")
 def one_hot_by_equal(g, self, num_classes):
     """F.one_hot before OneHot (opset 9): each index compared with 0..num_classes-1 (num_classes given)."""
+    if not is_constant(num_classes):
+        require_opset(g, 9, "one_hot with num_classes computed at run time needs OneHot")
+    num_classes = int(constant_value(num_classes))
     self = cast(g, self, INT64)
     if num_classes < 0:
         require_opset(g, 9, "one_hot with num_classes=-1 needs OneHot")
@@ -549,18 +552,24 @@ def one_hot_by_equal(g, self, num_classes):
 
 
 @symbolic("aten::one_hot", since=9)
-@parse_args("v", "i")
 def one_hot(g, self, num_classes):
     """F.one_hot: OneHot of depth num_classes, or the largest index + 1 for num_classes=-1 (a 0-d index as a
-    1-element one: OneHot's indices need rank >= 1)."""
+    1-element one: OneHot's indices need rank >= 1). A num_classes computed at run time is OneHot's depth input
+    as it is, or the largest index + 1 where it is negative."""
     self = cast(g, self, INT64)
     if require_rank(g, self) == 0:
         return squeeze(g, one_hot(g, _flat(g, self), num_classes), [0])
-    if num_classes < 0:
-        top = g.op("ReduceMax", reshape_to(g, self, [-1]), axes_i=[0], keepdims_i=1)
-        depth = g.op("Add", top, g.const([1], torch.int64))
+    top = lambda: g.op("Add", g.op("ReduceMax", reshape_to(g, self, [-1]), axes_i=[0], keepdims_i=1),
+                       g.const([1], torch.int64))
+    if not is_constant(num_classes):
+        given = reshape(g, cast(g, num_classes, INT64), [1])
+        negative = cast(g, g.op("Less", given, g.const([0], torch.int64)), INT64)
+        # depth = given, or top where given < 0: given + negative * (top - given)
+        depth = reshape(g, g.op("Add", given, g.op("Mul", negative, g.op("Sub", top(), given))), [])
+    elif int(constant_value(num_classes)) < 0:
+        depth = top()
     else:
-        depth = g.const([num_classes], torch.int64)
+        depth = g.const([int(constant_value(num_classes))], torch.int64)
     return g.op("OneHot", self, depth, g.const([0, 1], torch.int64), axis_i=-1)
 
 

@@ -20,6 +20,7 @@ from exporter.lowering.core import (
     cast,
     constant_value,
     dim_size,
+    is_constant,
     is_value,
     output_dtype,
     require_opset,
@@ -247,16 +248,36 @@ def linspace(g, start, end, steps, *options):
     """linspace(start, end, steps) with run-time bounds; steps must be a constant. The bounds are first converted to
     the result type, as torch's kernel does (an integer result spaces them truncated: 4.3 counts as 4)."""
     out_type = _dtype(g, _first(options))
-    steps = int(constant_value(steps))
+    steps = int(constant_value(steps)) if is_constant(steps) else steps
     start, end = (cast(g, bound, out_type) for bound in (start, end))  # as torch's kernel reads them
     # torch computes a floating result in its own type (float16 steps and products included), integers in double.
     work = out_type if dtypes.is_float(out_type) else DOUBLE
     return cast(g, _linspace_in(g, start, end, steps, work), out_type)
 
 
-def _linspace_in(g, start, end, steps: int, work: int):
+def _linspace_run_time_steps(g, start, end, steps, work: int):
+    """linspace with a step count computed at run time: positions i = 0..steps-1 (Range from 11, NonZero at 9-10),
+    start + i * step below the halfway point and end - (steps - 1 - i) * step from it, as torch's kernel; the
+    halfway point is steps // 2, but 1 for a single step (whose value is start)."""
+    steps = cast(g, reshape(g, steps, []), INT64)
+    steps.shape = ()
+    positions = arange_indices(g, steps)
+    one = g.const(1, torch.int64)
+    last = g.op("Sub", steps, one)
+    single = cast(g, g.op("Equal", steps, one), INT64)
+    # (a single step divides by 1, not 0: Where computes both branches, and 0 * inf would be NaN)
+    step = g.op("Div", g.op("Sub", end, start), cast(g, g.op("Add", last, single), work))
+    half = g.op("Add", g.op("Div", steps, g.const(2, torch.int64)), single)
+    lower = g.op("Add", start, g.op("Mul", cast(g, positions, work), step))
+    upper = g.op("Sub", end, g.op("Mul", cast(g, g.op("Sub", last, positions), work), step))
+    return g.op("Where", g.op("Less", positions, half), lower, upper)
+
+
+def _linspace_in(g, start, end, steps, work: int):
     """``steps`` evenly spaced values from start to end, computed in ``work`` the way torch does."""
     start, end = cast(g, start, work), cast(g, end, work)
+    if is_value(steps):
+        return _linspace_run_time_steps(g, start, end, steps, work)
     if steps == 1:
         return reshape(g, start, [1])
     numbers = dtypes.numpy_from_onnx(work)

@@ -275,3 +275,9 @@ CASES += [
     OpCase("one_hot", lambda k: (torch.tensor(3),), sample="0d_infer_classes", **_0D, min_opset=9,
            fn=lambda x: F.one_hot(x)),
 ]
+
+# one_hot with num_classes computed at run time (OneHot's depth input, opset 9); -1 at run time: the largest index + 1.
+CASES += [
+    OpCase("one_hot", lambda k: (torch.arange(10 + k) % (5 + k), torch.tensor([15.0, -1.0][k:k + 1])),
+           sample="run_time_classes", min_opset=9, fn=lambda x, n: torch.nn.functional.one_hot(x, n.to(torch.int32)[0])),
+]
