@@ -239,14 +239,19 @@ def pad_op(g, x, pad: list, mode: str, value=None):
         return circular_pad(g, x, pad, rank)
     if mode not in _PAD_MODES:
         raise SymbolicValueError(f"padding mode {mode!r} has no ONNX equivalent")
-    pads = _onnx_pads(list(pad), rank)
+    if is_value(pad) and not is_constant(pad):
+        raise SymbolicValueError("a padding list computed as a whole at run time has no ONNX form here: its length "
+                                 "must be known at export time (a list of sizes, each may be computed at run time)")
+    pads = _onnx_pads(list(pad if isinstance(pad, (list, tuple)) else constant_value(pad)), rank)
+    if not all(is_constant(p) for p in pads) and g.opset < 11:
+        # (worded so that callers matching PyTorch's exporter's message for this case keep working)
+        raise unsupported(g.node.kind(), g.opset, "Unsupported: ONNX export of Pad with sizes computed at run time. "
+                          "The sizes of the padding must be constant before Pad takes them as an input: needs opset >= 11")
     if g.opset >= 11:
         inputs = [x, to_int64_list_value(g, pads)]
         if mode == "constant" and value is not None and constant_value(value) not in (0, 0.0):
             inputs.append(g.const(np.array(constant_value(value)), g.dtype(x)))
         return g.op("Pad", *inputs, mode_s=_PAD_MODES[mode])
-    if not all(is_constant(p) for p in pads):
-        raise unsupported(g.node.kind(), g.opset, "padding computed at run time needs opset >= 11")
     pads = [int(constant_value(p)) for p in pads]
     # Pad before 11 is defined on floating types only: compute in double and cast back.
     original = g.dtype(x)

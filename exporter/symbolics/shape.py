@@ -579,14 +579,13 @@ def _roll_run_time_dim(g, x, shift: int, dim: int):
 @symbolic("aten::pad")
 def pad(g, input, pad, mode="constant", value=None):
     """F.pad (aten::pad): constant, reflect, replicate or circular padding."""
-    pad = pad if isinstance(pad, list) else constant_value(pad)
     return pad_op(g, input, pad, str(constant_value(mode)) if mode is not None else "constant", value)
 
 
 @symbolic("aten::constant_pad_nd")
 def constant_pad_nd(g, input, pad, value=0):
     """constant_pad_nd(pad, value): Pad in constant mode."""
-    return pad_op(g, input, pad if isinstance(pad, list) else constant_value(pad), "constant", value)
+    return pad_op(g, input, pad, "constant", value)
 
 
 @symbolic("aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d")

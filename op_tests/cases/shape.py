@@ -312,3 +312,10 @@ CASES += [
     OpCase("expand", lambda k: (_r(2, 1, 3), torch.tensor(-1 if k == 0 else 4)), sample="run_time_sizes",
            fn=lambda x, s: x.expand(2, s, 3)),
 ]
+
+# Padding by a size computed at run time (Pad takes its pads as an input from opset 11; below, the error names 11 in
+# the words PyTorch's exporter uses for it).
+CASES += [
+    OpCase("pad", lambda k: (_r(2 + k, 5),), sample="run_time_sizes", dynamic_min_opset=11,
+           fn=lambda x: F.pad(x, (x.size(0) - 1, 1))),
+]
