@@ -759,31 +759,45 @@ def meshgrid(g, tensors, indexing=None):
     return outputs
 
 
-def _triangle_mask(g, x, diagonal: int, upper: bool):
-    """Boolean mask over the last two dims of ``x`` that keeps the lower (or upper) triangle."""
+def _triangle_mask(g, x, diagonal, upper: bool):
+    """Boolean mask over the last two dims of ``x`` that keeps the lower (or upper) triangle: column - row compared
+    with ``diagonal`` (an int, or a 0-d value computed at run time)."""
     dims = known_dims(g, x)
     rows, cols = dims[-2], dims[-1]
     if rows is not None and cols is not None:
         offset = np.arange(cols)[None, :] - np.arange(rows)[:, None]
-        return g.const(offset >= diagonal if upper else offset <= diagonal)
-    row_index = unsqueeze(g, arange_indices(g, dim_size(g, x, -2)), [1])
-    col_index = unsqueeze(g, arange_indices(g, dim_size(g, x, -1)), [0])
-    offset = g.op("Sub", col_index, row_index)
-    if upper:
-        return g.op("Greater", offset, g.const(diagonal - 1, torch.int64))
-    return g.op("Less", offset, g.const(diagonal + 1, torch.int64))
+        if not is_value(diagonal):
+            return g.const(offset >= diagonal if upper else offset <= diagonal)
+        offset = g.const(offset.astype(np.int64))
+    else:
+        row_index = unsqueeze(g, arange_indices(g, dim_size(g, x, -2)), [1])
+        col_index = unsqueeze(g, arange_indices(g, dim_size(g, x, -1)), [0])
+        offset = g.op("Sub", col_index, row_index)
+    if not is_value(diagonal):
+        diagonal = g.const(diagonal, torch.int64)
+    # upper: offset >= diagonal, i.e. not (offset < diagonal); lower: offset <= diagonal, i.e. not (diagonal < offset)
+    below = less(g, offset, diagonal) if upper else less(g, diagonal, offset)
+    return g.op("Not", below)
 
 
 def _triangle_by_mask(g, self, diagonal, upper: bool):
-    return zero_outside(g, self, _triangle_mask(g, self, _diagonal_offset(diagonal), upper))
+    return zero_outside(g, self, _triangle_mask(g, self, _diagonal_offset(g, diagonal), upper))
 
 
 def _trilu(g, self, diagonal, upper: bool):
-    return g.op("Trilu", self, g.const(_diagonal_offset(diagonal), torch.int64), upper_i=int(upper))
+    """Trilu (opset 14) takes its diagonal as an input: a run-time one too."""
+    diagonal = _diagonal_offset(g, diagonal)
+    diagonal = diagonal if is_value(diagonal) else g.const(diagonal, torch.int64)
+    return g.op("Trilu", self, diagonal, upper_i=int(upper))
 
 
-def _diagonal_offset(diagonal) -> int:
-    return int(constant_value(diagonal)) if diagonal is not None else 0
+def _diagonal_offset(g, diagonal):
+    """tril/triu's diagonal: an int, or a 0-d int64 value where it is computed at run time."""
+    if diagonal is None:
+        return 0
+    if is_constant(diagonal):
+        return int(constant_value(diagonal))
+    return cast(g, reshape(g, diagonal, []), INT64)
 
 
 @symbolic("aten::tril", "aten::tril_")

@@ -319,3 +319,21 @@ CASES += [
     OpCase("pad", lambda k: (_r(2 + k, 5),), sample="run_time_sizes", dynamic_min_opset=11,
            fn=lambda x: F.pad(x, (x.size(0) - 1, 1))),
 ]
+
+# tril/triu with a diagonal that is a graph input (a scripted int): Trilu takes it as an input (opset 14); before, the
+# mask compares column - row with it at run time.
+class _Triangle(torch.nn.Module):
+    def __init__(self, upper: bool):
+        super().__init__()
+        self.upper = upper
+
+    def forward(self, x, diagonal: int):
+        return torch.triu(x, diagonal=diagonal) if self.upper else torch.tril(x, diagonal=diagonal)
+
+
+CASES += [
+    OpCase("tril", lambda k: (_r(2, 3 + k, 4), [5, -1][k]), sample="run_time_diagonal",
+           module=lambda: torch.jit.script(_Triangle(False)), dynamic_min_opset=9),
+    OpCase("triu", lambda k: (_r(2, 3 + k, 4), [1, -2][k]), sample="run_time_diagonal",
+           module=lambda: torch.jit.script(_Triangle(True)), dynamic_min_opset=9),
+]
