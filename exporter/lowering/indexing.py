@@ -55,9 +55,13 @@ def scalar_of(g, value, like):
 
 
 # -- slicing ----------------------------------------------------------------------------------------------------
-def strided_slice(g, x, dim: int, start, end, step: int):
-    """``x[start:end:step]`` along ``dim``: Slice, whose steps arrive in opset 10; below it a strided slice with
-    bounds and dim size known at export time is a Gather of the selected positions."""
+def strided_slice(g, x, dim: int, start, end, step):
+    """``x[start:end:step]`` along ``dim``: Slice, whose steps arrive in opset 10 (a step computed at run time, a 0-d
+    value, too); below it a strided slice with bounds and dim size known at export time is a Gather of the selected
+    positions."""
+    if is_value(step):
+        require_opset(g, 10, "a slice step computed at run time needs Slice with input steps")
+        return slice_op(g, x, [dim], [start], [end], [step])
     if step == 1 or g.opset >= 10:
         return slice_op(g, x, [dim], [start], [end], None if step == 1 else [step])
     size = known_dims(g, x)[dim]

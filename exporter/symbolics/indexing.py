@@ -92,12 +92,12 @@ def slice_(g, self, dim=0, start=None, end=None, step=1):
                              1 if step is None else int(constant_value(step)))
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
-    step = 1 if step is None else int(constant_value(step))
+    step = 1 if step is None else int(constant_value(step)) if is_constant(step) else step
     start = 0 if start is None else start
     end = INT64_MAX if end is None else end
     n = known_dims(g, self)[dim]
     start_c, end_c = int_or_none(start), int_or_none(end)
-    if step == 1 and start_c == 0 and end_c is not None and (end_c >= INT64_MAX or (n is not None and end_c >= n)):
+    if not is_value(step) and step == 1 and start_c == 0 and end_c is not None and (end_c >= INT64_MAX or (n is not None and end_c >= n)):
         return self
     return strided_slice(g, self, dim, start, end, step)
 
