@@ -12,8 +12,12 @@ from __future__ import annotations
 import string
 
 from exporter import dtypes
+from exporter.lowering.comparison import equal, select
 from exporter.lowering.core import (
+    cast,
     constant_value,
+    is_constant,
+    is_value,
     normalize_dim,
     promote_all,
     reduce_op,
@@ -59,26 +63,41 @@ def addmm(g, self, mat1, mat2, beta, alpha):
 @symbolic("aten::addmv", "aten::baddbmm")
 @parse_args("v", "v", "v", "v", "v")
 def addmv(g, self, mat, vec, beta, alpha):
-    return _scaled_sum(g, self, matmul(g, mat, vec), constant_value(beta), constant_value(alpha))
+    return _scaled_sum(g, self, matmul(g, mat, vec), _scalar(beta), _scalar(alpha))
 
 
 @symbolic("aten::addbmm")
 @parse_args("v", "v", "v", "v", "v")
 def addbmm(g, self, batch1, batch2, beta, alpha):
     product = reduce_op(g, "ReduceSum", matmul(g, batch1, batch2), [0], False)
-    return _scaled_sum(g, self, product, constant_value(beta), constant_value(alpha))
+    return _scaled_sum(g, self, product, _scalar(beta), _scalar(alpha))
 
 
 @symbolic("aten::addr")
 @parse_args("v", "v", "v", "v", "v")
 def addr(g, self, vec1, vec2, beta, alpha):
-    return _scaled_sum(g, self, outer(g, vec1, vec2), constant_value(beta), constant_value(alpha))
+    return _scaled_sum(g, self, outer(g, vec1, vec2), _scalar(beta), _scalar(alpha))
+
+
+def _scalar(x):
+    """A Scalar argument: its Python value when known at export time, else the (0-d) value computed at run time."""
+    return constant_value(x) if is_constant(x) else x
 
 
 def _scaled_sum(g, self, product, beta, alpha):
-    """beta * self + alpha * product; with beta == 0 ``self`` is ignored (its NaNs too), as in PyTorch."""
-    if alpha != 1:
+    """beta * self + alpha * product; with beta == 0 ``self`` is ignored (its NaNs too), as in PyTorch. ``alpha`` and
+    ``beta`` may be computed at run time (0-d values, converted to the operand's type as torch does); a run-time beta
+    keeps that rule with a select on beta == 0 (Where, opset 9, for floating operands)."""
+    if is_value(alpha):
+        product = g.op("Mul", product, cast(g, alpha, g.dtype(product)))
+    elif alpha != 1:
         product = g.op("Mul", product, scalar_like(g, alpha, product))
+    if is_value(beta):
+        scaled = g.op("Mul", self, cast(g, beta, g.dtype(self)))
+        if dtypes.is_float(g.dtype(self)):  # 0 * NaN is NaN: where beta is 0, take 0 instead
+            ignored = equal(g, cast(g, beta, g.dtype(self)), scalar_like(g, 0, self))
+            scaled = select(g, ignored, scalar_like(g, 0, self), scaled)
+        return g.op("Add", scaled, product)
     if beta == 0:
         return product
     if beta != 1:

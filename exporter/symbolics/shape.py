@@ -338,35 +338,38 @@ def split(g, self, split_size, dim=0):
 
 
 @symbolic("aten::chunk", "aten::unsafe_chunk")
-@parse_args("v", "i", "i")
 def chunk_by_traced_size(g, self, chunks, dim):
     """chunk(chunks, dim) before opset 10, where Slice takes constant bounds only: a dim that shape inference could
     not prove static is split by the size the trace recorded, so a different size at run time fails loudly in
-    Split."""
+    Split. A piece count computed at run time needs Slice's input bounds (opset 10)."""
+    if not is_constant(chunks):
+        require_opset(g, 10, "chunk into a number of pieces computed at run time needs Slice with input bounds")
+    chunks, dim = int(constant_value(chunks)), int(constant_value(dim))
     dim = normalize_dim(dim, require_rank(g, self))
     n = known_dims(g, self)[dim]
     return _chunk(g, self, chunks, dim, traced_dim(g, dim) if n is None else n)
 
 
 @symbolic("aten::chunk", "aten::unsafe_chunk", since=10)
-@parse_args("v", "i", "i")
 def chunk(g, self, chunks, dim):
-    """chunk(chunks, dim) from opset 10: a dim of run-time size is cut at run-time bounds (Slice inputs)."""
-    dim = normalize_dim(dim, require_rank(g, self))
+    """chunk(chunks, dim) from opset 10: a dim of run-time size, or a piece count computed at run time, is cut at
+    run-time bounds (Slice inputs)."""
+    chunks = int(constant_value(chunks)) if is_constant(chunks) else cast(g, reshape(g, chunks, []), INT64)
+    dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     return _chunk(g, self, chunks, dim, known_dims(g, self)[dim])
 
 
-def _chunk(g, self, chunks: int, dim: int, n: int | None):
-    """Pieces of ceil(n / chunks), like torch: Split when the dim's size ``n`` is known, Slices (or a sequence
-    when the piece count is only known at run time) otherwise."""
-    if n is not None:
+def _chunk(g, self, chunks, dim: int, n: int | None):
+    """Pieces of ceil(n / chunks), like torch: Split when the dim's size ``n`` and ``chunks`` are known, Slices (or
+    a sequence when the piece count is only known at run time) otherwise."""
+    if n is not None and not is_value(chunks):
         step = -(-n // chunks)
         return split_sizes(g, self, dim, [min(step, n - i) for i in range(0, n, step)] or [0])
     # ceil(n / chunks) computed in the graph: (n + chunks - 1) // chunks.
-    step = size_arith(g, "Div", size_arith(g, "Add", dim_size(g, self, dim), chunks - 1), chunks)
+    size = dim_size(g, self, dim) if n is None else n
+    step = size_arith(g, "Div", size_arith(g, "Sub", size_arith(g, "Add", size, chunks), 1), chunks)
     count = list_output_count(g)
     if count is None:
-
         return split_to_sequence(g, self, step, dim)
     return split_at(g, self, dim, [size_arith(g, "Mul", step, i) for i in range(count)])
 

@@ -337,3 +337,12 @@ CASES += [
     OpCase("triu", lambda k: (_r(2, 3 + k, 4), [1, -2][k]), sample="run_time_diagonal",
            module=lambda: torch.jit.script(_Triangle(True)), dynamic_min_opset=9),
 ]
+
+# chunk into a number of pieces computed at run time (a size of a dynamic dim): Slices at computed bounds (opset 10).
+# (3 and 4 chunks of 5 columns are both three pieces, 2 + 2 + 1: a trace fixes the number of outputs.)
+CASES += [
+    OpCase("chunk", lambda k: (_r(3 + k, 5),), sample="run_time_count", dynamic_min_opset=10,
+           fn=lambda x: torch.chunk(x, x.size(0), dim=1)),
+    OpCase("chunk", lambda k: (_r(3 + k, 5),), sample="run_time_count_negative_dim", dynamic_min_opset=10,
+           fn=lambda x: torch.chunk(x, x.size(0), dim=-1)),
+]
