@@ -14,6 +14,8 @@ import string
 from exporter import dtypes
 from exporter.lowering.comparison import equal, select
 from exporter.lowering.core import (
+    BOOL,
+    INT64,
     cast,
     constant_value,
     is_constant,
@@ -134,7 +136,23 @@ def det(g, self):
 
 
 # -- einsum -------------------------------------------------------------------------------------------------------
+def _on_bools_as_integers(form):
+    """An einsum form applied to bool operands through int64 (ONNX's Einsum, Mul and ReduceSum take no bools), the
+    result back to bool: what torch computes for the bool einsums it runs (diagonals, transposes, products without a
+    sum; its bool bmm is not implemented)."""
+
+    def einsum_form(g, equation, tensors, path=None):
+        tensors = list(tensors)
+        if not any(g.dtype(t) == BOOL for t in tensors):
+            return form(g, equation, tensors, path)
+        return cast(g, form(g, equation, [cast(g, t, INT64) for t in tensors], path), BOOL)
+
+    einsum_form.__doc__, einsum_form.__name__ = form.__doc__, form.__name__
+    return einsum_form
+
+
 @symbolic("aten::einsum")
+@_on_bools_as_integers
 def lowered_einsum(g, equation, tensors, path=None):
     """Einsum before ONNX had it: Transpose/MatMul/Mul/ReduceSum, contracting operands left to right."""
     operands = list(tensors)
@@ -151,6 +169,7 @@ def lowered_einsum(g, equation, tensors, path=None):
 
 
 @symbolic("aten::einsum", since=12)
+@_on_bools_as_integers
 def einsum(g, equation, tensors, path=None):
     """ONNX Einsum. Every '...' must span as many dims there, while PyTorch broadcasts them: an operand whose '...'
     spans fewer gets size-1 dims where it starts. An explicit output without '...' sums the ellipsis dims out, which

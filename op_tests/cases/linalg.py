@@ -94,3 +94,12 @@ CASES += [
            sample="run_time_alpha_beta", min_opset=9,
            fn=lambda z, x, a, b, alpha, beta: torch.baddbmm(x, a, b, alpha=alpha, beta=beta) + 0 * z.size(0)),
 ]
+
+# einsum of bools (diagonal, transpose, elementwise product): computed on int64, the result back to bool.
+CASES += [
+    OpCase("einsum", lambda k: (torch.randn(3 + k, 5, 5) > 0,), sample="bool_diagonal", min_opset=12,
+           fn=lambda x: torch.einsum("bii->bi", x)),
+    OpCase("einsum", lambda k: (torch.randn(3 + k, 4) > 0,), sample="bool_transpose", fn=lambda x: torch.einsum("ij->ji", x)),
+    OpCase("einsum", lambda k: (torch.randn(3 + k, 4) > 0, torch.randn(3 + k, 4) > 0), sample="bool_product",
+           fn=lambda x, y: torch.einsum("ij,ij->ij", x, y)),
+]
