@@ -290,6 +290,29 @@ def _linspace_in(g, start, end, steps, work: int):
     return g.op("Concat", lower, upper, axis_i=0)
 
 
+@symbolic("aten::hann_window")
+def hann_window(g, window_length, *args):
+    """hann_window(length[, periodic]) of a length computed at run time (a constant one is folded): as torch computes
+    it, 0.5 - 0.5 * cos(n * (2 pi / d)) for n = 0..length-1, the factor rounded to the result type, d = length when
+    periodic (the default) and length - 1 when not; a length of 1 gives [1] (positions from Range/NonZero and a Where:
+    opset 9)."""
+    has_periodic = len(list(g.node.inputs())) == 6
+    periodic = bool(constant_value(args[0])) if has_periodic else True
+    out_type = _dtype(g, _first(args[1:] if has_periodic else args))
+    work = out_type if out_type in (FLOAT, DOUBLE) else FLOAT
+    length = cast(g, reshape(g, window_length, []), INT64)
+    length.shape = ()
+    positions = cast(g, arange_indices(g, length), work)
+    span = length if periodic else g.op("Sub", length, g.const(1, torch.int64))
+    factor = cast(g, g.op("Div", g.const(2 * np.pi, torch.float64), cast(g, span, DOUBLE)), work)
+    numbers = dtypes.numpy_from_onnx(work)
+    window = g.op("Add", g.op("Mul", g.op("Cos", g.op("Mul", positions, factor)), g.const(np.array(-0.5, numbers))),
+                  g.const(np.array(0.5, numbers)))
+    single = g.op("Equal", length, g.const(1, torch.int64))
+    window = g.op("Where", single, g.const(np.array(1.0, numbers)), window)
+    return cast(g, window, out_type)
+
+
 @symbolic("aten::eye")
 def eye(g, n, *args):
     """eye(n[, m]) of run-time size: EyeLike over a ConstantOfShape."""

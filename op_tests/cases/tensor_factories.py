@@ -147,3 +147,12 @@ CASES += [
                                            lambda s, e, n: torch.linspace(s, e, n, dtype=torch.int64)),
            sample="run_time_steps_int64", min_opset=9),
 ]
+
+# hann_window of a length that is a graph input (an int argument): 0.5 - 0.5 * cos(2 pi n / d), positions from
+# Range/NonZero (opset 9); periodic (d = length) and symmetric (d = length - 1).
+CASES += [
+    OpCase("hann_window", lambda k: (torch.randn(100 + k), 100 + k), min_opset=9,
+           fn=lambda x, n: x + torch.nn.functional.relu(torch.hann_window(n))),
+    OpCase("hann_window", lambda k: (torch.randn(7 + k, dtype=torch.float64), 7 + k), sample="symmetric_float64",
+           min_opset=9, fn=lambda x, n: x + torch.hann_window(n, False, dtype=torch.float64)),
+]
