@@ -195,8 +195,40 @@ def scatter_add_elements(g, x, dim: int, index, updates):
     return g.op("Add", x, _zero_extend(g, contribution, x, skip=dim))
 
 
-def _zero_extend(g, x, like, skip: int):
-    """``x`` extended with zeros at the end of every dim (but ``skip``) to ``like``'s size there."""
+def require_extreme_scatter(g, elem: int) -> None:
+    """The opsets ``scatter_extreme_elements`` needs for element type ``elem``."""
+    if not dtypes.is_float(elem):
+        require_opset(g, 12, "scatter_reduce 'amax'/'amin' of integers needs Max/Min on integers")
+    require_opset(g, 9, "scatter_reduce 'amax'/'amin' needs Where")
+
+
+def scatter_extreme_elements(g, x, dim: int, index, updates, largest: bool):
+    """scatter_reduce 'amax' (``largest``) / 'amin' with include_self: ``x`` where no update lands, else the largest
+    (smallest) of ``x`` and the updates whose index is there. ScatterElements reduces by max/min only from opset 18;
+    here, as in ``scatter_add_elements``, ``hits = (index[..., None] == 0..n-1)``, the updates spread where they hit and
+    the type's extreme (-inf/+inf, or the integer limit) elsewhere, reduced over ``dim`` (ReduceMax/ReduceMin), then
+    Max/Min with ``x`` (Where: opset 9; Max/Min take integers from opset 12). Exact: no arithmetic on the values."""
+    elem = g.dtype(x)
+    require_extreme_scatter(g, elem)
+    numbers = dtypes.numpy_from_onnx(elem)
+    if dtypes.is_float(elem):
+        extreme = -np.inf if largest else np.inf
+    else:
+        extreme = np.iinfo(numbers).min if largest else np.iinfo(numbers).max
+    extreme = np.array(extreme, dtype=numbers)
+    rank = require_rank(g, x)
+    targets = reshape_to(g, arange_indices(g, dim_size(g, x, dim)), [1] * rank + [-1])
+    hits = g.op("Equal", unsqueeze(g, index, [rank]), targets)
+    spread = g.op("Where", hits, unsqueeze(g, updates, [rank]), g.const(extreme))
+    index_dims = known_dims(g, index) or [None] * rank
+    reduced_shape = [d for a, d in enumerate(index_dims) if a != dim] + [known_dims(g, x)[dim]]
+    reduced = typed(reduce_op(g, "ReduceMax" if largest else "ReduceMin", spread, [dim], keepdims=False), reduced_shape)
+    contribution = transpose_perm(g, reduced, list(range(dim)) + [rank - 1] + list(range(dim, rank - 1)))
+    return g.op("Max" if largest else "Min", x, _zero_extend(g, contribution, x, skip=dim, fill=extreme))
+
+
+def _zero_extend(g, x, like, skip: int, fill=0):
+    """``x`` extended with zeros (or ``fill``) at the end of every dim (but ``skip``) to ``like``'s size there."""
 
     rank = require_rank(g, like)
     x_dims, like_dims = known_dims(g, x), known_dims(g, like)
@@ -205,7 +237,7 @@ def _zero_extend(g, x, like, skip: int):
             continue
         sizes = dims_or_sizes(g, x)
         sizes[axis] = size_arith(g, "Sub", dim_size(g, like, axis), dim_size(g, x, axis))
-        zeros = filled(g, sizes, 0, g.dtype(x))
+        zeros = filled(g, sizes, fill, g.dtype(x))
         x = typed(g.op("Concat", x, zeros, axis_i=axis), [None] * rank)
     return x
 

@@ -40,9 +40,11 @@ from exporter.lowering.indexing import (
     int_or_none,
     nonzero_input,
     nonzero_vectors,
+    require_extreme_scatter,
     scalar_of,
     scatter_add_elements,
     scatter_elements,
+    scatter_extreme_elements,
     strided_slice,
     wrap_negative,
 )
@@ -416,7 +418,7 @@ def scatter_add(g, self, dim, index, src):
 
 @symbolic("aten::scatter_reduce", "aten::scatter_reduce_")
 def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
-    """scatter_reduce 'sum' / 'prod' (include_self either way); 'amax'/'amin'/'mean' need ONNX 18."""
+    """scatter_reduce 'sum' / 'prod' / 'amax' / 'amin' (include_self either way); 'mean' needs ONNX 18."""
     reduce = str(constant_value(reduce))
     include_self = True if include_self is None else bool(constant_value(include_self))
     if require_rank(g, self) == 0:
@@ -426,9 +428,15 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
     updates = cast(g, _crop_to(g, src, index), g.dtype(self))
+    if reduce in ("amax", "amin"):
+        require_extreme_scatter(g, g.dtype(self))
+        if not include_self:  # the hit positions start from the other extreme, so only the updates count there
+            self = _fill_hits(g, self, dim, index, reduce)
+        return scatter_extreme_elements(g, self, dim, index, updates, largest=reduce == "amax")
     if reduce not in ("sum", "prod"):
         raise unsupported(g.node.kind(), g.opset,
-                          f"scatter_reduce '{reduce}' has no ONNX form up to opset 16 (max/min come at 18)")
+                          f"scatter_reduce '{reduce}' has no ONNX form up to opset 16 (ScatterElements reduces by "
+                          "max/min from 18; a mean divides by counts that no scatter before 18 gives)")
     if reduce == "prod":
         require_opset(g, 16, "scatter_reduce 'prod' needs ScatterElements reduction")
     if not include_self:
@@ -438,6 +446,18 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
     if reduce == "prod":
         return scatter_elements(g, self, dim, index, updates, "mul")
     return scatter_add_elements(g, self, dim, index, updates)
+
+
+def _fill_hits(g, self, dim: int, index, reduce: str):
+    """``self`` with every position an index hits set to the extreme that loses to any update (-inf for amax)."""
+    require_opset(g, 9, "scatter_reduce with include_self=False needs Scatter")
+    numbers = dtypes.numpy_from_onnx(g.dtype(self))
+    if dtypes.is_float(g.dtype(self)):
+        extreme = -np.inf if reduce == "amax" else np.inf
+    else:
+        extreme = np.iinfo(numbers).min if reduce == "amax" else np.iinfo(numbers).max
+    fill = g.const(np.array(extreme, dtype=numbers))
+    return scatter_elements(g, self, dim, index, expand_to_shape_value(g, fill, shape_of(g, index)))
 
 
 # -- index_add / index_copy / index_fill --------------------------------------------------------------------------

@@ -281,3 +281,18 @@ CASES += [
     OpCase("one_hot", lambda k: (torch.arange(10 + k) % (5 + k), torch.tensor([15.0, -1.0][k:k + 1])),
            sample="run_time_classes", min_opset=9, fn=lambda x, n: torch.nn.functional.one_hot(x, n.to(torch.int32)[0])),
 ]
+
+# scatter_reduce 'amax'/'amin' (ScatterElements reduces by max/min from 18 only): the updates spread over an
+# index == j comparison, the type's extreme elsewhere, ReduceMax/ReduceMin, then Max/Min with self (Where: opset 9;
+# integers: opset 12). Index smaller than self along the other dim too; include_self either way.
+_SCATTER_EXTREMES = lambda k: (torch.randn(4 + k, 6), torch.tensor([[0, 5, 2], [5, 5, 1]]), torch.randn(3, 5))
+CASES += [
+    OpCase("scatter_reduce", _SCATTER_EXTREMES, sample="amax", min_opset=9,
+           fn=lambda x, i, s: x.scatter_reduce(1, i, s, reduce="amax")),
+    OpCase("scatter_reduce", _SCATTER_EXTREMES, sample="amin_exclude_self", min_opset=9,
+           fn=lambda x, i, s: x.scatter_reduce(1, i, s, reduce="amin", include_self=False)),
+    OpCase("scatter_reduce", lambda k: (torch.randint(-9, 9, (4, 6 + k)), torch.tensor([[0, 3, 2], [3, 3, 1]]),
+                                        torch.randint(-9, 9, (3, 5))),
+           sample="amax_int64_dim0_exclude_self", min_opset=12,
+           fn=lambda x, i, s: x.scatter_reduce(0, i, s, reduce="amax", include_self=False)),
+]
