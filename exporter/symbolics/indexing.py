@@ -372,11 +372,12 @@ def _accumulate_front(g, front, tensors: list, updates):
 def _crop_to(g, src, index):
     """``src`` cut to ``index``'s shape (torch reads only that corner of ``src``; ONNX wants equal shapes)."""
     src_dims, index_dims = known_dims(g, src), known_dims(g, index)
-    if src_dims is not None and src_dims == index_dims:
+    # (a size known only at run time proves nothing: two such sizes may differ)
+    if src_dims is not None and None not in src_dims and src_dims == index_dims:
         return src
     axes = list(range(require_rank(g, index)))
     ends = [d if d is not None else dim_size(g, index, i) for i, d in enumerate(index_dims)]
-    if src_dims is not None and all(s == e for s, e in zip(src_dims, ends) if s is not None):
+    if src_dims is not None and all(s is not None and s == e for s, e in zip(src_dims, ends)):
         return src
     return slice_op(g, src, axes, [0] * len(axes), ends)
 

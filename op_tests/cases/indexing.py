@@ -296,3 +296,12 @@ CASES += [
            sample="amax_int64_dim0_exclude_self", min_opset=12,
            fn=lambda x, i, s: x.scatter_reduce(0, i, s, reduce="amax", include_self=False)),
 ]
+
+# scatter_add with an index smaller than src, both of run-time shape: torch reads only src's corner of index's shape
+# (a Slice to index's run-time shape, opset 10); unknown sizes once counted as equal and the whole src was summed in.
+CASES += [
+    OpCase("scatter_add", lambda k: (torch.zeros(3, 5), torch.tensor([[0, 1, 2, 0, 0], [1, 0, 2, 1, 2]])[:1 + k],
+                                     torch.arange(15.0 + 5 * k).reshape(3 + k, 5)),
+           sample="index_smaller_than_src_run_time_shapes", dynamic_min_opset=10,
+           fn=lambda x, i, s: x.scatter_add(0, i, s)),
+]
