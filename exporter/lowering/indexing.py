@@ -7,6 +7,9 @@
 * ``scatter_elements``: Scatter at opsets 9-10, ScatterElements from 11, with a reduction from 16.
 * ``scatter_add_elements``: ScatterElements reduction 'add' from opset 16; below, the ``index == j`` summation
   (Where from opset 9, a 0/1 product before).
+* ``scatter_extreme_elements``: scatter_reduce amax/amin before ScatterElements' max/min (opset 18): the ``index == j``
+  spread with the type's extreme, ReduceMax/ReduceMin, Max/Min (Where: opset 9; integers: opset 12).
+* ``crop_to``: a scatter's src cut to its index's shape (run-time sizes: Slice from 10, a Gather at 9).
 * ``add_rows``: rows added at row indices, duplicates summed: ScatterND reduction 'add' from opset 16; below, a
   one-hot MatMul (integers from opset 9, as MatMul takes them).
 * ``nonzero_vectors`` / ``nonzero_input``: NonZero (opset 9) on every input type.
@@ -193,6 +196,24 @@ def scatter_add_elements(g, x, dim: int, index, updates):
     summed = typed(reduce_op(g, "ReduceSum", spread, [dim], keepdims=False), summed_shape)
     contribution = transpose_perm(g, summed, list(range(dim)) + [rank - 1] + list(range(dim, rank - 1)))
     return g.op("Add", x, _zero_extend(g, contribution, x, skip=dim))
+
+
+def crop_to(g, src, index):
+    """``src`` cut to ``index``'s shape (torch's scatters read only that corner of ``src``; ONNX wants equal shapes).
+    Where a size is known only at run time (two such sizes may differ), the cut is a Slice to index's run-time shape
+    from opset 10, a Gather of positions 0..m-1 at opset 9 (NonZero), and needs opset 9 below."""
+    src_dims, index_dims = known_dims(g, src), known_dims(g, index)
+    rank = require_rank(g, index)
+    if src_dims is not None and all(s is not None and s == i for s, i in zip(src_dims, index_dims)):
+        return src
+    ends = [d if d is not None else dim_size(g, index, axis) for axis, d in enumerate(index_dims)]
+    if g.opset >= 10 or not any(is_value(end) for end in ends):
+        return slice_op(g, src, list(range(rank)), [0] * rank, ends)
+    require_opset(g, 9, "cutting a scatter's src to an index shape known only at run time needs NonZero positions")
+    for axis, end in enumerate(ends):
+        if not (src_dims is not None and src_dims[axis] is not None and src_dims[axis] == end):
+            src = g.op("Gather", src, arange_indices(g, end), axis_i=axis)
+    return src
 
 
 def require_extreme_scatter(g, elem: int) -> None:

@@ -35,6 +35,7 @@ from exporter.lowering.core import (
 )
 from exporter.lowering.indexing import (
     add_rows,
+    crop_to,
     gather_at,
     gather_elements,
     int_or_none,
@@ -369,19 +370,6 @@ def _accumulate_front(g, front, tensors: list, updates):
 
 
 # -- scatters ---------------------------------------------------------------------------------------------------
-def _crop_to(g, src, index):
-    """``src`` cut to ``index``'s shape (torch reads only that corner of ``src``; ONNX wants equal shapes)."""
-    src_dims, index_dims = known_dims(g, src), known_dims(g, index)
-    # (a size known only at run time proves nothing: two such sizes may differ)
-    if src_dims is not None and None not in src_dims and src_dims == index_dims:
-        return src
-    axes = list(range(require_rank(g, index)))
-    ends = [d if d is not None else dim_size(g, index, i) for i, d in enumerate(index_dims)]
-    if src_dims is not None and all(s is not None and s == e for s, e in zip(src_dims, ends)):
-        return src
-    return slice_op(g, src, axes, [0] * len(axes), ends)
-
-
 @symbolic("aten::scatter", "aten::scatter_")
 def scatter(g, self, dim, index, src, reduce=None):
     """scatter(dim, index, src | value, reduce=None): Scatter (9-10) / ScatterElements (11+), reductions at 16."""
@@ -392,7 +380,7 @@ def scatter(g, self, dim, index, src, reduce=None):
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
     if is_value(src) and g.rank(src) != 0:
-        updates = cast(g, _crop_to(g, src, index), g.dtype(self))
+        updates = cast(g, crop_to(g, src, index), g.dtype(self))
     else:
         updates = expand_to_shape_value(g, g.value(src, None) if is_value(src) else scalar_of(g, src, self),
                                         shape_of(g, index))
@@ -414,7 +402,7 @@ def scatter_add(g, self, dim, index, src):
         return _as_0d(g, scatter_add(g, _flat(g, self), 0, _flat(g, index), _flat(g, src)))
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
-    return scatter_add_elements(g, self, dim, index, cast(g, _crop_to(g, src, index), g.dtype(self)))
+    return scatter_add_elements(g, self, dim, index, cast(g, crop_to(g, src, index), g.dtype(self)))
 
 
 @symbolic("aten::scatter_reduce", "aten::scatter_reduce_")
@@ -428,7 +416,7 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
         return _as_0d(g, scatter_reduce(g, self, 0, index, src, reduce, include_self))
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
-    updates = cast(g, _crop_to(g, src, index), g.dtype(self))
+    updates = cast(g, crop_to(g, src, index), g.dtype(self))
     if reduce in ("amax", "amin"):
         require_extreme_scatter(g, g.dtype(self))
         if not include_self:  # the hit positions start from the other extreme, so only the updates count there
