@@ -274,11 +274,43 @@ def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) ->
     except Exception as error:
         raise CaptureError(f"running the scripted model failed: {type(error).__name__}: {error}") from error
     graph = graph.copy()
+    _split_list_inputs(graph, 1 if module_c is not None else 0, positional)
     user_inputs = list(graph.inputs())[1:] if module_c is not None else list(graph.inputs())
     for value, tensor in zip(user_inputs, flat):
         if value.type().kind() == "TensorType":
             value.setType(torch._C.TensorType.create_from_tensor(tensor))
     return _finish(graph, module_c, flat, "", state_dict, outputs)
+
+
+def _split_list_inputs(graph, first: int, positional) -> None:
+    """Give a scripted list argument (``pad: list[int]``, ``xs: list[Tensor]``) one graph input per element, as the
+    arguments are flattened into inputs (and as a trace records them), gathered by a ``prim::ListConstruct`` where
+    the list was used: each element is then a graph input of its own, with the list's length fixed by the example."""
+    inputs = list(graph.inputs())
+    order, replaced = list(range(first)), []
+    for index, (value, argument) in enumerate(zip(inputs[first:], positional), start=first):
+        if value.type().kind() != "ListType" or not isinstance(argument, (list, tuple)) or \
+                any(isinstance(item, (list, tuple, dict)) for item in argument):
+            order.append(index)
+            continue
+        element_type = value.type().getElementType()
+        items = []
+        for position in range(len(argument)):
+            item = graph.addInput(f"{value.debugName().split('.')[0]}_{position}")
+            item.setType(element_type)
+            items.append(item)
+        node = graph.create("prim::ListConstruct", items, 1)
+        node.output().setType(value.type())
+        graph.prependNode(node)
+        value.replaceAllUsesWith(node.output())
+        order.extend(len(inputs) + sum(len(r[1]) for r in replaced) + i for i in range(len(items)))
+        replaced.append((index, items))
+    if not replaced:
+        return
+    old = [index for index, _ in replaced]
+    graph.permuteInputs(order + old)  # the emptied list inputs last, then removed
+    for position in reversed(range(len(order), len(order) + len(old))):
+        graph.eraseInput(position)
 
 
 def _scripted_example_outputs(result: Any) -> list:

@@ -58,9 +58,30 @@ def assemble(
     model = make_model(onnx.GraphProto(), session.opset, session.custom_opsets, session.used_domains)
     graph_to_proto(graph, params_as_inputs, shapes, apart.keep_apart if apart is not None else tensor_writer,
                    into=model.graph)
-    if axes:
-        refine_output_shapes(model, axes, apart.declared(model) if apart is not None else model)
+    untyped = any(not o.type.tensor_type.elem_type for o in model.graph.output if o.type.HasField("tensor_type"))
+    if axes or untyped:
+        inferable = apart.declared(model) if apart is not None else model
+        if axes:
+            refine_output_shapes(model, axes, inferable)
+        if untyped:
+            fill_output_types(model, inferable)
     return model
+
+
+def fill_output_types(model: onnx.ModelProto, inferred_from: onnx.ModelProto) -> None:
+    """Give a graph output whose element type the converter could not tell (a scripted model's Tensor, computed by
+    an op the converter has no type rule for) the type ONNX type inference finds on ``inferred_from`` (``model``
+    or its skeleton with the weights kept apart declared): ONNX Runtime refuses to load a model with an output of
+    type 0."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(inferred_from, strict_mode=False)
+    except Exception:
+        return
+    by_name = {o.name: o for o in inferred.graph.output}
+    for output in model.graph.output:
+        source = by_name.get(output.name)
+        if output.type.HasField("tensor_type") and not output.type.tensor_type.elem_type and source is not None:
+            output.type.tensor_type.elem_type = source.type.tensor_type.elem_type
 
 
 def uniquify_names(graph: ir.Graph) -> None:
