@@ -255,6 +255,24 @@ def _linspace_in(g, start, end, steps: int, work: int):
     return g.op("Concat", lower, upper, axis_i=0)
 
 
+@symbolic("aten::hann_window")
+def hann_window(g, window_length, *args):
+    """hann_window(L[, periodic]) of run-time length, as torch computes it: 0.5 - 0.5 * cos(n * (2 pi / N)) for
+    n < L in the result type, the factor computed in double, N = L when periodic else L - 1; [1] when L is 1.
+    The positions come from Range (opset 11) or NonZero (9)."""
+    periodic, options = (bool(constant_value(args[0])), args[1:]) if len(args) == 5 else (True, args)
+    out_type = _dtype(g, _first(options))
+    length = cast(g, window_length, INT64)
+    period = length if periodic else g.op("Sub", length, g.const(1, torch.int64))
+    factor = cast(g, g.op("Div", g.const(2 * np.pi, torch.float64), cast(g, period, DOUBLE)), out_type)
+    positions = cast(g, arange_indices(g, length), out_type)
+    numbers = dtypes.numpy_from_onnx(out_type)
+    cosine = g.op("Cos", g.op("Mul", positions, factor))
+    window = g.op("Add", g.op("Mul", cosine, g.const(np.array(-0.5, dtype=numbers))), g.const(np.array(0.5, dtype=numbers)))
+    single = g.op("Equal", length, g.const(1, torch.int64))
+    return g.op("Where", single, g.const(np.ones(1, dtype=numbers)), window)
+
+
 @symbolic("aten::eye")
 def eye(g, n, *args):
     """eye(n[, m]) of run-time size: EyeLike over a ConstantOfShape."""
