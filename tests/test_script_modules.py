@@ -1,0 +1,163 @@
+"""Scripted modules as PyTorch's exporter takes them: attributes assigned in forward, library modules (nn.LSTM,
+nn.GRU) whose scripted code guards its inputs and holds its weights in a list, window functions of run-time length.
+Each export runs in ONNX Runtime and is compared with PyTorch."""
+
+from __future__ import annotations
+
+import copy
+import io
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+
+import exporter
+
+
+def _export(model, args, opset, **kwargs) -> onnx.ModelProto:
+    buffer = io.BytesIO()
+    exporter.export(model, args, buffer, opset_version=opset, **kwargs)
+    proto = onnx.load_from_string(buffer.getvalue())
+    onnx.checker.check_model(proto, full_check=True)
+    return proto
+
+
+def _run(proto: onnx.ModelProto, feeds: list) -> list[np.ndarray]:
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {i.name: np.asarray(v) for i, v in zip(session.get_inputs(), feeds)})
+
+
+def _flat(result) -> list[np.ndarray]:
+    if isinstance(result, (tuple, list)):
+        return [array for item in result for array in _flat(item)]
+    return [result.detach().numpy()]
+
+
+def _expect(actual: list, expected: list, rtol=1e-5, atol=1e-6) -> None:
+    assert len(actual) == len(expected)
+    for got, want in zip(actual, expected):
+        assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+# -- attributes assigned in forward ---------------------------------------------------------------------------
+class AssignsInLoops(torch.nn.Module):
+    """Reads an attribute before assigning it (its export-time value counts), assigns in a loop, a branch inside
+    the loop, a submodule's parameter and an int attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+        self.offset = torch.full((4,), 0.5)
+        self.steps = 0
+
+    def forward(self, x):
+        total = x + self.offset
+        self.steps = 2
+        for i in range(3):
+            self.offset = self.offset * 2.0
+            if i == 1:
+                self.linear.bias = self.linear.bias + self.offset
+        for _ in range(self.steps):
+            total = self.linear(total)
+        return total, self.offset
+
+
+@pytest.mark.parametrize("opset", [9, 11, 14, 16])
+def test_attributes_assigned_in_forward_start_from_their_values_at_export_time(opset):
+    model = torch.jit.script(AssignsInLoops())
+    x = torch.randn(2, 4)
+    reference = copy.deepcopy(model)
+    with torch.no_grad():
+        expected = _flat(reference(x))
+    proto = _export(model, (x,), opset)
+    _expect(_run(proto, [x.numpy()]), expected)
+
+
+class AssignsInput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.window_length = 0
+
+    def forward(self, x, window_length: int):
+        self.window_length = window_length
+        return x + torch.hann_window(self.window_length, periodic=False, dtype=torch.float)
+
+
+@pytest.mark.parametrize("opset", [9, 11, 16])
+def test_hann_window_of_run_time_length(opset):
+    """The length is a graph input: the window follows it, length 1 included (torch gives [1.])."""
+    model = torch.jit.script(AssignsInput())
+    proto = _export(model, (torch.randn(6), 6), opset, input_names=["x", "n"], dynamic_axes={"x": [0]})
+    for length in (6, 9, 1):
+        x = torch.randn(length)
+        with torch.no_grad():
+            expected = _flat(model(x, length))
+        _expect(_run(proto, [x.numpy(), np.array(length, dtype=np.int64)]), expected)
+
+
+class Periodic(torch.nn.Module):
+    def forward(self, x, n: int):
+        return x * torch.hann_window(n, dtype=torch.float64)
+
+
+def test_periodic_hann_window_in_double():
+    model = torch.jit.script(Periodic())
+    proto = _export(model, (torch.randn(7, dtype=torch.float64), 7), 11, input_names=["x", "n"],
+                    dynamic_axes={"x": [0]})
+    x = torch.randn(12, dtype=torch.float64)
+    _expect(_run(proto, [x.numpy(), np.array(12, dtype=np.int64)]), _flat(model(x, 12)), rtol=1e-12, atol=1e-12)
+
+
+# -- scripted recurrent library modules ----------------------------------------------------------------------
+class Recurrent(torch.nn.Module):
+    def __init__(self, kind, with_state):
+        super().__init__()
+        self.with_state = with_state
+        self.rnn = getattr(torch.nn, kind)(3, 5, num_layers=2, bidirectional=True)
+
+    def forward(self, x, h0, c0):
+        if self.with_state:
+            state = (h0, c0) if isinstance(self.rnn, torch.nn.LSTM) else h0
+            return self.rnn(x, state)
+        return self.rnn(x)
+
+
+@pytest.mark.parametrize("opset", [9, 14])
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+@pytest.mark.parametrize("with_state", [True, False])
+def test_scripted_recurrent_modules(kind, with_state, opset):
+    """nn.LSTM's scripted forward checks its inputs with raises, keeps an optional state tuple and reads its
+    weights from a list attribute; the export keeps the computation and names the weights after the state_dict."""
+    torch.manual_seed(0)
+    model = torch.jit.script(Recurrent(kind, with_state).eval())
+    x, h0, c0 = torch.randn(7, 2, 3), torch.randn(4, 2, 5), torch.randn(4, 2, 5)
+    with torch.no_grad():
+        expected = _flat(model(x, h0, c0))
+    proto = _export(model, (x, h0, c0), opset)
+    names = {init.name for init in proto.graph.initializer}
+    assert "rnn.weight_ih_l0" in names or any(n.startswith("onnx::") for n in names) or not names
+    feeds = [x.numpy()] + ([h0.numpy()] + ([c0.numpy()] if kind == "LSTM" else []) if with_state else [])
+    _expect(_run(proto, feeds), expected, rtol=1e-4, atol=1e-5)
+
+
+# -- exception branches ---------------------------------------------------------------------------------------
+@torch.jit.script
+def guarded(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    if "rank " + str(x.dim()) != "rank 2":  # a check ONNX cannot compute (strings), guarding a raise
+        raise ValueError("expected a matrix")
+    if x.size() == y.size():
+        z = x + y
+    else:
+        raise RuntimeError("sizes differ")
+    return z * 2
+
+
+@pytest.mark.parametrize("opset", [7, 11, 16])
+def test_branches_that_raise_are_dropped(opset):
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    proto = _export(guarded, (x, y), opset)
+    assert {node.op_type for node in proto.graph.node} <= {"Add", "Mul", "Constant"}
+    _expect(_run(proto, [x.numpy(), y.numpy()]), _flat(guarded(x, y)))
