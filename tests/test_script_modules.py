@@ -161,3 +161,47 @@ def test_branches_that_raise_are_dropped(opset):
     proto = _export(guarded, (x, y), opset)
     assert {node.op_type for node in proto.graph.node} <= {"Add", "Mul", "Constant"}
     _expect(_run(proto, [x.numpy(), y.numpy()]), _flat(guarded(x, y)))
+
+
+# -- lists of ints and norm layers at low opsets --------------------------------------------------------------
+class IntListAtRunTimePosition(torch.nn.Module):
+    def forward(self, x, i: int):
+        size = x.size()
+        sizes = [size[0], 7, size[1]]
+        return x * sizes[i] + sizes[i - 1]
+
+
+@pytest.mark.parametrize("opset", [9, 11, 14])
+def test_int_list_at_a_run_time_position_is_a_gather(opset):
+    """Below opset 11 there are no sequences: a list of ints is a 1-d tensor, read with Gather (negative positions
+    count from the end)."""
+    model = torch.jit.script(IntListAtRunTimePosition())
+    proto = _export(model, (torch.randn(2, 3), 1), opset, input_names=["x", "i"], dynamic_axes={"x": [0, 1]})
+    for i in (0, 1, 2, -1):
+        x = torch.randn(4, 5)
+        _expect(_run(proto, [x.numpy(), np.array(i, dtype=np.int64)]), _flat(model(x, i)))
+
+
+@pytest.mark.parametrize("opset", [9, 14])
+@pytest.mark.parametrize("layer", ["InstanceNorm1d", "BatchNorm1d", "GroupNorm"])
+def test_scripted_norm_layers_at_low_opsets(layer, opset):
+    """Their scripted code checks the batch size in a loop over the size list, then raises: the check goes away
+    with its raise (opset 9 has no sequences to run that loop)."""
+    module = torch.nn.GroupNorm(1, 3) if layer == "GroupNorm" else getattr(torch.nn, layer)(3, track_running_stats=False)
+    model = torch.jit.script(module.eval())
+    x = torch.randn(2, 3, 5)
+    proto = _export(model, (x,), opset)
+    _expect(_run(proto, [x.numpy()]), _flat(model(x)), rtol=1e-4, atol=1e-5)
+
+
+def test_scripted_batch_norm_in_training_mode_has_typed_outputs():
+    """BatchNormalization-14 in training mode has three outputs; the model's output is typed from its input."""
+    torch.manual_seed(0)
+    model = torch.jit.script(torch.nn.Sequential(torch.nn.BatchNorm2d(3), torch.nn.Conv2d(3, 2, 3)))
+    x = torch.randn(4, 3, 6, 6)
+    reference = copy.deepcopy(model).train()
+    proto = _export(model, (x,), 14, training=exporter.TrainingMode.TRAINING)
+    assert proto.graph.output[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    with torch.no_grad():
+        expected = _flat(reference(x))
+    _expect(_run(proto, [x.numpy()]), expected, rtol=1e-4, atol=1e-5)

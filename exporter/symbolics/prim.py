@@ -42,6 +42,9 @@ def getitem(g, items, index):
         return items[int(constant_value(index))]
     if is_list_tensor(g, items):  # ``x.shape[i]`` with dynamic dims: the int list is a 1-d tensor
         return _item_of_list_tensor(g, items, index)
+    if isinstance(items, (list, tuple)) and g.node.inputsAt(0).type().str() == "int[]":
+        # A list of ints at a run-time position (``size[i + 2]`` in a loop): a 1-d tensor and Gather, at any opset.
+        return _item_of_list_tensor(g, to_int64_list_value(g, items), index)
     return sequence_at(g, items, index)
 
 
