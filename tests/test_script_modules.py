@@ -205,3 +205,35 @@ def test_scripted_batch_norm_in_training_mode_has_typed_outputs():
     with torch.no_grad():
         expected = _flat(reference(x))
     _expect(_run(proto, [x.numpy()]), expected, rtol=1e-4, atol=1e-5)
+
+
+# -- lists carried through loops before Loop-13 -----------------------------------------------------------------
+class GrowsAList(torch.nn.Module):
+    def forward(self, x, y):
+        res = []
+        for i in range(x.size(0)):
+            res.append(torch.matmul(x[i], y))
+            if i == 1:
+                res[0] = res[0] * 2
+        del res[1]
+        return res
+
+
+@pytest.mark.parametrize("opset", [11, 12, 14])
+def test_loop_carrying_a_list_with_a_static_trip_count(opset):
+    """Loop-11 carries tensors only: a loop of a trip count known at export time that carries a list is unrolled
+    (from opset 13 the Loop carries the sequence; at 13 itself an If returning an unchanged list needs an Identity of a
+    sequence, which ONNX has from 14 only)."""
+    model = torch.jit.script(GrowsAList())
+    x, y = torch.randn(4, 3, 4), torch.randn(4, 5)
+    proto = _export(model, (x, y), opset)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    (got,) = session.run(None, {i.name: v.numpy() for i, v in zip(session.get_inputs(), (x, y))})
+    _expect(got, _flat(model(x, y)))
+
+
+def test_loop_carrying_a_list_with_a_run_time_trip_count_needs_opset_13():
+    model = torch.jit.script(GrowsAList())
+    with pytest.raises(exporter.errors.UnsupportedOperatorError, match="needs opset >= 13"):
+        _export(model, (torch.randn(4, 3, 4), torch.randn(4, 5)), 11, input_names=["x", "y"],
+                dynamic_axes={"x": [0]})

@@ -131,14 +131,15 @@ def loop_1(g, max_trip_count, condition, *carried):
     """ONNX Loop-1, which carries tensors only: a list the loop grows becomes a scan output where
     :func:`_scanned_lists` allows, unless that leaves no carried value, which Loop-1 needs (the list error stands)."""
     scanned = _scanned_lists(g.node, carried)
-    return _loop(g, max_trip_count, condition, carried, [] if len(scanned) == len(carried) else scanned)
+    return _loop(g, max_trip_count, condition, carried, [] if len(scanned) == len(carried) else scanned,
+                 unroll_lists=True)
 
 
 @symbolic("prim::Loop", since=11)
 def loop_11(g, max_trip_count, condition, *carried):
     """ONNX Loop-11, which carries tensors only: a list the loop grows becomes a scan output where
-    :func:`_scanned_lists` allows."""
-    return _loop(g, max_trip_count, condition, carried, _scanned_lists(g.node, carried))
+    :func:`_scanned_lists` allows; a loop carrying other lists is unrolled where :func:`_unrolled` can."""
+    return _loop(g, max_trip_count, condition, carried, _scanned_lists(g.node, carried), unroll_lists=True)
 
 
 @symbolic("prim::Loop", since=SEQUENCE_LOOP_OPSET)
@@ -147,10 +148,11 @@ def loop_13(g, max_trip_count, condition, *carried):
     return _loop(g, max_trip_count, condition, carried, [])
 
 
-def _loop(g, max_trip_count, condition, carried, scanned: list[int]):
+def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_lists: bool = False):
     """ONNX Loop: ``for`` loops give a trip count, ``while`` loops a condition, both carry values; the carried
     lists at positions ``scanned`` become scan outputs. A loop that only computes Python values runs at export
-    time (:func:`_run_at_export_time`)."""
+    time (:func:`_run_at_export_time`). With ``unroll_lists`` (a Loop that cannot carry sequences), a loop that
+    carries other lists is unrolled where :func:`_unrolled` can."""
     node = g.node
     ran = _run_at_export_time(g, max_trip_count, condition, carried)
     g.node = node
@@ -159,6 +161,11 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int]):
     body_block = next(iter(node.blocks()))
     ts_outputs = list(node.outputs())
     kept = [k for k in range(len(carried)) if k not in scanned]
+    if unroll_lists and any(_is_list_type(ts_outputs[k]) for k in kept):
+        unrolled = _unrolled(g, max_trip_count, condition, carried)
+        g.node = node
+        if unrolled is not None:
+            return _results(node, unrolled)
     initial = [_carried_initial(g, carried[k], ts_outputs[k]) for k in kept]
     trip = None if _is_static(max_trip_count) and int(constant_value(max_trip_count)) == _INT64_MAX else (
         _as_number(g, max_trip_count, INT64)
@@ -187,6 +194,27 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int]):
 
 
 _EXPORT_TIME_ITERATIONS = 10_000
+_UNROLLED_ITERATIONS = 1_024
+
+
+def _unrolled(g, max_trip_count, condition, carried) -> list | None:
+    """The carried results of a loop whose trip count is known at export time (a static size, say) and whose
+    condition stays known, with the body converted once per iteration (the iteration number a constant). For a
+    Loop that carries tensors only, this is how a list the loop grows (``res.append(f(x[i]))``) can still be
+    exported. None where the trip count or a condition is computed at run time, or above 1,024 iterations."""
+    if not (_is_static(max_trip_count) and _is_static(condition)):
+        return None
+    trips, running = int(constant_value(max_trip_count)), bool(constant_value(condition))
+    if trips > _UNROLLED_ITERATIONS:
+        return None
+    body = next(iter(g.node.blocks()))
+    values, iteration = list(carried), 0
+    while running and iteration < trips:
+        running, *values = g.inline_block(body, [iteration, *values])
+        if not _is_static(running):
+            return None  # a ``break`` decided at run time; what was converted so far is left dead
+        running, iteration = bool(constant_value(running)), iteration + 1
+    return values
 
 
 def _run_at_export_time(g, max_trip_count, condition, carried) -> list | None:
