@@ -10,7 +10,7 @@ def erase_exception_branches(graph: torch._C.Graph) -> None:
 
     Scripted library code guards its inputs (``if input.dim() != 3: raise ...``): the raise has no ONNX
     equivalent, and the checks (on lists, strings) often have none either. The export assumes the model does not
-    raise, so the guard and its condition go away.
+    raise, so the guard and its condition go away. ``print`` goes too: a side effect only.
     """
     _erase_in_block(graph.block())
     torch._C._jit_pass_dce(graph)
@@ -22,6 +22,9 @@ def _erase_in_block(block) -> None:
     for node in list(block.nodes()):
         for sub in node.blocks():
             _erase_in_block(sub)
+        if node.kind() == "prim::Print":  # a side effect only; what it prints (aten::format) goes with it
+            node.destroy()
+            continue
         if node.kind() != "prim::If":
             continue
         then_block, else_block = node.blocks()

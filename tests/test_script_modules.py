@@ -237,3 +237,37 @@ def test_loop_carrying_a_list_with_a_run_time_trip_count_needs_opset_13():
     with pytest.raises(exporter.errors.UnsupportedOperatorError, match="needs opset >= 13"):
         _export(model, (torch.randn(4, 3, 4), torch.randn(4, 5)), 11, input_names=["x", "y"],
                 dynamic_axes={"x": [0]})
+
+
+# -- scripted Python-level operations -------------------------------------------------------------------------
+class ItemAndPrint(torch.nn.Module):
+    def forward(self, x, y, i: int):
+        first = x[:, 0]
+        print(f"first column: {first}")  # dropped: a side effect only
+        _unused: list[float] = first.tolist()
+        position = int(y[i].item())
+        if x.device != torch.device("cpu"):  # an ONNX model has no device: all devices are equal
+            return first
+        return first * position + x.data.sum()
+
+
+@pytest.mark.parametrize("opset", [9, 14])
+def test_item_print_device_and_data(opset):
+    model = torch.jit.script(ItemAndPrint())
+    x, y = torch.randn(3, 4), torch.tensor([0, 5, 2, 7])
+    proto = _export(model, (x, y, 1), opset, input_names=["x", "y", "i"])
+    for i in (1, 3):
+        _expect(_run(proto, [x.numpy(), y.numpy(), np.array(i, dtype=np.int64)]), _flat(model(x, y, i)))
+
+
+class ToList(torch.nn.Module):
+    def forward(self, x):
+        values: list[int] = (x * 2).tolist()
+        return values
+
+
+def test_tolist_of_a_1d_tensor_is_the_tensor():
+    model = torch.jit.script(ToList())
+    x = torch.tensor([3, 1, 4])
+    (got,) = _run(_export(model, (x,), 14), [x.numpy()])
+    np.testing.assert_array_equal(got, np.array(model(x)))

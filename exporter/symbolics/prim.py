@@ -12,6 +12,7 @@ from exporter.lowering.core import (
     constant_value,
     is_value,
     output_dtype,
+    reshape,
     to_int64_list_value,
     torch_dtype_arg,
 )
@@ -63,7 +64,30 @@ def num_to_tensor(g, x):
     return torch.tensor(constant_value(x))
 
 
-@symbolic("aten::detach", "aten::clone", "aten::contiguous", "prim::unchecked_cast",
+@symbolic("aten::item")
+def item(g, x):
+    """The number a one-element tensor holds, in the tensor's own type, as a 0-d value."""
+    if not is_value(x):
+        return constant_value(x)
+    out = x if x.rank == 0 else reshape(g, x, [])
+    if out is x:
+        out = g.op("Identity", x)
+    out.dtype, out.shape, out.is_number = x.dtype, (), True
+    return out
+
+
+@symbolic("prim::tolist")
+def tolist(g, x, dim, elem_type):
+    """``Tensor.tolist()`` of a 1-d tensor: the list held as the tensor itself, as PyTorch's exporter exports it
+    (other ranks would be nested lists, which have no such form)."""
+    if int(constant_value(dim)) != 1:
+        raise SymbolicValueError("tolist is exportable for 1-d tensors only (a nested list has no ONNX form)")
+    if x.dtype in (dtypes.onnx_from_torch(torch.complex64), dtypes.onnx_from_torch(torch.complex128)):
+        raise SymbolicValueError("tolist of a complex tensor: ONNX has no complex numbers to list")
+    return x
+
+
+@symbolic("aten::detach", "aten::clone", "aten::contiguous", "prim::unchecked_cast", "prim::data",
           "aten::alias", "aten::lift_fresh", "aten::lift", "aten::dequantize", "aten::resolve_conj",
           "aten::resolve_neg")
 def passthrough(g, x, *unused):
