@@ -6,11 +6,12 @@ import torch
 
 
 def erase_exception_branches(graph: torch._C.Graph) -> None:
-    """Replace each ``if`` with a branch that always raises by its other branch, as PyTorch's exporter does.
+    """Replace each ``if`` without results that has a branch that always raises by its other branch.
 
     Scripted library code guards its inputs (``if input.dim() != 3: raise ...``): the raise has no ONNX
     equivalent, and the checks (on lists, strings) often have none either. The export assumes the model does not
-    raise, so the guard and its condition go away. ``print`` goes too: a side effect only.
+    raise, so the guard and its condition go away. An ``if`` with results stays (its condition may be the only
+    use of an input, which PyTorch's exporter keeps). ``print`` goes too: a side effect only.
     """
     _erase_in_block(graph.block())
     torch._C._jit_pass_dce(graph)
@@ -25,8 +26,8 @@ def _erase_in_block(block) -> None:
         if node.kind() == "prim::Print":  # a side effect only; what it prints (aten::format) goes with it
             node.destroy()
             continue
-        if node.kind() != "prim::If":
-            continue
+        if node.kind() != "prim::If" or list(node.outputs()):
+            continue  # an ``if`` with results keeps its condition (the converter fills a raising branch's results)
         then_block, else_block = node.blocks()
         raises = [_always_raises(then_block), _always_raises(else_block)]
         if raises == [True, False]:

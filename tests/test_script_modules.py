@@ -271,3 +271,66 @@ def test_tolist_of_a_1d_tensor_is_the_tensor():
     x = torch.tensor([3, 1, 4])
     (got,) = _run(_export(model, (x,), 14), [x.numpy()])
     np.testing.assert_array_equal(got, np.array(model(x)))
+
+
+# -- results a raising or returning branch never sets (prim::Uninitialized) ----------------------------------------
+class TupleOrRaise(torch.nn.Module):
+    def forward(self, t):
+        if float(t.sum()) < -100:
+            raise Exception("too negative")
+        else:
+            return t * 2, torch.zeros(5)
+
+
+@pytest.mark.parametrize("opset", [9, 11, 16])
+def test_if_with_a_raising_branch_returning_a_tuple(opset):
+    """The raising branch's two placeholders take the other branch's types and shapes (If-1 needs the same
+    shapes); the condition keeps the input."""
+    model = torch.jit.script(TupleOrRaise())
+    x = torch.randn(3)
+    proto = _export(model, (x,), opset)
+    assert len(proto.graph.input) == 1
+    _expect(_run(proto, [x.numpy()]), _flat(model(x)))
+
+
+class EarlyReturnInt(torch.nn.Module):
+    def forward(self, y):
+        if y.shape[1] < 5:
+            if y.size(0) == 1:
+                y = y + 4
+            else:
+                return y
+        return y
+
+
+class EarlyReturnList(torch.nn.Module):
+    def forward(self, x):
+        y = [x[i] * 2 for i in range(x.size(0))]
+        if x.size(1) < 5:
+            if x.size(0) == 3:
+                y.append(x[0])
+            else:
+                return y
+        return y
+
+
+@pytest.mark.parametrize("opset", [11, 14, 16])
+def test_early_return_keeps_the_int32_type(opset):
+    """Scripted graphs record no dtypes: the placeholder of the early return takes the int32 of the other branch
+    (it was float32, and the output with it)."""
+    model = torch.jit.script(EarlyReturnInt())
+    proto = _export(model, (torch.ones(3, 4, dtype=torch.int32),), opset, input_names=["y"],
+                    dynamic_axes={"y": [0, 1]})
+    for shape in ((3, 4), (1, 4), (6, 7)):
+        y = torch.ones(shape, dtype=torch.int32)
+        _expect(_run(proto, [y.numpy()]), _flat(model(y)))
+
+
+@pytest.mark.parametrize("opset", [14, 16])
+def test_early_return_of_a_list(opset):
+    model = torch.jit.script(EarlyReturnList())
+    proto = _export(model, (torch.randn(3, 4),), opset, input_names=["x"], dynamic_axes={"x": [0, 1]})
+    for shape in ((3, 4), (2, 4), (3, 6)):
+        x = torch.randn(shape)
+        (got,) = _run(proto, [x.numpy()])
+        _expect(list(got), _flat(model(x)))

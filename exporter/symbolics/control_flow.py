@@ -17,7 +17,7 @@ import contextlib
 import torch
 from onnx import TensorProto
 
-from exporter import ir
+from exporter import dtypes, ir
 from exporter.errors import OnnxExporterError, SymbolicValueError
 from exporter.lowering.core import (
     BOOL,
@@ -97,8 +97,13 @@ def if_(g, condition):
 
 
 def _unify_branch_types(g, then_graph: ir.Graph, else_graph: ir.Graph, ts_outputs) -> None:
-    """Cast branch outputs so both branches give each output the same element type, as ONNX If requires."""
+    """Cast branch outputs so both branches give each output the same element type, as ONNX If requires; a
+    placeholder for a result that a raising branch never sets takes the other branch's static shape."""
+    then_block, else_block = g.node.blocks()
     for index, ts_value in enumerate(ts_outputs):
+        for block, graph, other in ((then_block, then_graph, else_graph), (else_block, else_graph, then_graph)):
+            if list(block.outputs())[index].node().kind() == "prim::Uninitialized":
+                _shape_placeholder(g, graph, index, other.outputs[index])
         first, second = then_graph.outputs[index], else_graph.outputs[index]
         if first.kind != second.kind:
             raise SymbolicValueError("the branches of an if return a list on one side and a tensor on the other")
@@ -109,6 +114,23 @@ def _unify_branch_types(g, then_graph: ir.Graph, else_graph: ir.Graph, ts_output
             target = second.dtype if _is_constant_output(first) else first.dtype
         for graph in (then_graph, else_graph):
             _cast_output(g, graph, index, target)
+
+
+def _shape_placeholder(g, graph: ir.Graph, index: int, other: ir.Value) -> None:
+    """The result of a branch that raises instead of setting it: zeros of the other branch's type, of its shape
+    where static, else of its rank (sizes 1), so that both branches agree (If before opset 11 needs that); an
+    empty list where the other branch gives a list."""
+    value = graph.outputs[index]
+    if other.dtype is None or ir.SCANNED in (value.kind, other.kind):
+        return
+    if other.kind == ir.SEQUENCE:  # a list: an empty one of the same element type
+        empty = g.subcontext(graph).op("SequenceEmpty", dtype_i=other.dtype)
+        empty.dtype, empty.kind = other.dtype, ir.SEQUENCE
+        graph.outputs[index] = empty
+        return
+    shape = () if other.shape is None else tuple(d if isinstance(d, int) else 1 for d in other.shape)
+    graph.outputs[index] = g.subcontext(graph).const(torch.zeros(shape, dtype=dtypes.torch_from_onnx(other.dtype)))
+    graph.outputs[index].is_number = other.is_number
 
 
 def _is_constant_output(value: ir.Value) -> bool:
@@ -437,9 +459,10 @@ def is_(g, self, other):
 
 @symbolic("prim::Uninitialized")
 def uninitialized(g):
-    """A placeholder for a variable that a branch never sets (the branch exits); any value of its type will do."""
-    dtype = _declared_dtype(g.node.output()) or TensorProto.FLOAT
-    return g.const(torch.zeros((), dtype=torch.float64), dtype)
+    """A placeholder for a variable that a branch never sets (the branch exits); any value of its type will do.
+    One per output: an uninitialized tuple has one output per item once tuples are lowered."""
+    return _results(g.node, [g.const(torch.zeros((), dtype=torch.float64), _declared_dtype(out) or TensorProto.FLOAT)
+                             for out in g.node.outputs()])
 
 
 @symbolic("aten::len")
