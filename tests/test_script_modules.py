@@ -334,3 +334,36 @@ def test_early_return_of_a_list(opset):
         x = torch.randn(shape)
         (got,) = _run(proto, [x.numpy()])
         _expect(list(got), _flat(model(x)))
+
+
+# -- element types of scripted arithmetic ----------------------------------------------------------------------
+class TensorOfNumbers(torch.nn.Module):
+    def forward(self, x):
+        return torch.tensor([float(x[0]), x.size(0) * 0.5]), torch.tensor(x.size(0)), torch.tensor([x.size(0), 2])
+
+
+@pytest.mark.parametrize("opset", [9, 14])
+def test_torch_tensor_of_scripted_numbers_infers_the_type_torch_does(opset):
+    """Floats give the default float type (they went through int64 and were truncated: [0.7] became [0]); ints
+    int64."""
+    model = torch.jit.script(TensorOfNumbers())
+    x = torch.tensor([0.7, 2.0, 3.0])
+    proto = _export(model, (x,), opset, input_names=["x"], dynamic_axes={"x": [0]})
+    _expect(_run(proto, [x.numpy()]), _flat(model(x)))
+
+
+class InPlaceHalf(torch.nn.Module):
+    def forward(self, x, y):
+        return x.add_(y), x.mul_(y)
+
+
+@pytest.mark.parametrize("scripted", [False, True])
+def test_in_place_arithmetic_keeps_the_type_of_self(scripted):
+    """half.add_(float) is half (the functional add promotes to float)."""
+    model = torch.jit.script(InPlaceHalf()) if scripted else InPlaceHalf()
+    x, y = torch.randn(2, 3, dtype=torch.half), torch.randn(2, 3)
+    proto = _export(model, (x.clone(), y), 14)
+    assert [o.type.tensor_type.elem_type for o in proto.graph.output] == [onnx.TensorProto.FLOAT16] * 2
+    got = _run(proto, [x.numpy(), y.numpy()])
+    expected = _flat(model(x.clone(), y))
+    _expect(got, expected, rtol=1e-2, atol=1e-2)

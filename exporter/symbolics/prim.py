@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from onnx import TensorProto
 
 from exporter import dtypes, ir
 from exporter.errors import SymbolicValueError
@@ -154,12 +155,30 @@ def tensor_from_data(g, data, dtype=None, device=None, *unused):
         target = torch.get_default_dtype()  # scalar_tensor makes the default float type, whatever its value's
     if not is_value(data) and not (isinstance(data, list) and any(is_value(d) for d in data)):
         return torch.tensor(constant_value(data), dtype=target)
-    if isinstance(data, list):
-        value = to_int64_list_value(g, data)
-    else:
-        value = data
     explicit = dtypes.onnx_from_torch(target) if target is not None else None
-    return cast(g, value, explicit or output_dtype(g) or value.dtype)
+    dtype = explicit or output_dtype(g) or _data_type(g)
+    if isinstance(data, list):
+        if dtype is None or dtype == INT64:
+            return cast(g, to_int64_list_value(g, data), dtype or INT64)
+        # Each item in the result's type: a float item must not go through int64 (it would be truncated).
+        parts = [reshape(g, cast(g, g.value(item), dtype), [1]) for item in data]  # numbers may be 0-d or [1]
+        out = g.op("Concat", *parts, axis_i=0)
+        out.shape = (len(data),)
+        return out
+    return cast(g, data, dtype or data.dtype)
+
+
+_NUMBER_TYPES = {"IntType": INT64, "BoolType": TensorProto.BOOL}
+
+
+def _data_type(g) -> int | None:
+    """The element type torch.tensor infers from its (scripted) data: int64 for ints, bool for bools, the default
+    float type for floats (a list of mixed numbers: float if any is), the tensor's own for a tensor."""
+    data_type = g.node.inputsAt(0).type()
+    kinds = [data_type.getElementType().kind()] if data_type.kind() == "ListType" else [data_type.kind()]
+    if "FloatType" in kinds:
+        return dtypes.onnx_from_torch(torch.get_default_dtype())
+    return _NUMBER_TYPES.get(kinds[0])
 
 
 @symbolic("aten::is_floating_point")
