@@ -367,3 +367,23 @@ def test_in_place_arithmetic_keeps_the_type_of_self(scripted):
     got = _run(proto, [x.numpy(), y.numpy()])
     expected = _flat(model(x.clone(), y))
     _expect(got, expected, rtol=1e-2, atol=1e-2)
+
+
+class ConcatenatedInLoop(torch.nn.Module):
+    def forward(self, x):
+        outputs = []
+        for i in range(x.size(0)):
+            outputs += [x[i] * i]
+        return torch.stack(outputs).transpose(0, 1)
+
+
+@pytest.mark.parametrize("opset", [11, 12])
+def test_list_grown_by_plus_equals_then_stacked_is_a_scan_output(opset):
+    """``lst += [x]`` grows a list like ``lst.append(x)``: at opsets 11-12 the stacked list is the Loop's scan
+    output, also when the trip count is only known at run time (Loop-1 needs a carried value besides)."""
+    model = torch.jit.script(ConcatenatedInLoop())
+    proto = _export(model, (torch.randn(3, 4),), opset, input_names=["x"], dynamic_axes={"x": [0]})
+    assert "Loop" in {node.op_type for node in proto.graph.node}
+    for rows in (3, 5):
+        x = torch.randn(rows, 4)
+        _expect(_run(proto, [x.numpy()]), _flat(model(x)))

@@ -295,11 +295,24 @@ def _scanned_lists(node, carried) -> list[int]:
         if not (isinstance(start, list) and not start and _is_list_type(result) and len(uses) == 1):
             continue
         append_node = uses[0].user
-        if (append_node.kind() == "aten::append" and uses[0].offset == 0 and append_node.owningBlock() == body_block
+        if (_appended_item(append_node) is not None and uses[0].offset == 0
+                and append_node.owningBlock() == body_block
                 and append_node.output() == list_out and len(list_out.uses()) == 1
                 and result.uses() and all(use.user.kind() == "aten::stack" for use in result.uses())):
             scanned.append(k)
     return scanned
+
+
+def _appended_item(node):
+    """The tensor that ``node`` appends to its list: ``lst.append(x)``, or ``lst += [x]`` (``aten::add_`` or
+    ``aten::add`` of a one-item list built right there); else None."""
+    if node.kind() == "aten::append":
+        return node.inputsAt(1)
+    if node.kind() in ("aten::add_", "aten::add") and node.inputsAt(0).type().kind() == "ListType":
+        items = node.inputsAt(1).node()
+        if items.kind() == "prim::ListConstruct" and len(list(items.inputs())) == 1 and len(items.output().uses()) == 1:
+            return items.inputsAt(0)
+    return None
 
 
 def _carried_result_shape(start: ir.Value, end: ir.Value) -> tuple | None:
@@ -348,7 +361,7 @@ def _returning_appended_elements(body_block, scanned: list[int]):
     ret = body_block.returnNode()
     originals = {k: list(ret.inputs())[k + 1] for k in scanned}
     for k, list_out in originals.items():
-        ret.replaceInput(k + 1, list_out.node().inputsAt(1))
+        ret.replaceInput(k + 1, _appended_item(list_out.node()))
     try:
         yield
     finally:
