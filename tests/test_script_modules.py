@@ -387,3 +387,19 @@ def test_list_grown_by_plus_equals_then_stacked_is_a_scan_output(opset):
     for rows in (3, 5):
         x = torch.randn(rows, 4)
         _expect(_run(proto, [x.numpy()]), _flat(model(x)))
+
+
+class ZerosOfASliceOfTheShape(torch.nn.Module):
+    def forward(self, x):
+        return x.new_zeros(x.shape[1 : x.size(2)])
+
+
+@pytest.mark.parametrize("opset", [11, 14])
+def test_new_zeros_of_a_shape_slice_of_run_time_length(opset):
+    """The size list is a slice of the shape whose end is computed at run time: its length, the result's rank, is
+    unknown (it failed with a TypeError)."""
+    model = torch.jit.script(ZerosOfASliceOfTheShape())
+    proto = _export(model, (torch.rand(1, 2, 3, 4),), opset, input_names=["x"], dynamic_axes={"x": [0, 1, 2, 3]})
+    for shape in ((1, 2, 3, 4), (2, 3, 4, 5)):
+        x = torch.rand(shape)
+        _expect(_run(proto, [x.numpy()]), _flat(model(x)))
