@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import torch
 
-from exporter import mutation
+from exporter import module_state, mutation, script_passes
 from exporter.errors import CaptureError, ExportArgumentError
 
 _WRAPPER_PREFIX = "model."
@@ -268,18 +268,21 @@ def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) ->
     if kwargs:
         raise ExportArgumentError("keyword arguments are not supported for ScriptModule/ScriptFunction models")
     flat = _as_given(flatten(positional, numbers_as_tensors=True)[0])
-    try:
-        with quiet_torchscript(), torch.no_grad():
-            outputs = _scripted_example_outputs(model(*positional))
-    except Exception as error:
-        raise CaptureError(f"running the scripted model failed: {type(error).__name__}: {error}") from error
     graph = graph.copy()
     _split_list_inputs(graph, 1 if module_c is not None else 0, positional)
     user_inputs = list(graph.inputs())[1:] if module_c is not None else list(graph.inputs())
     for value, tensor in zip(user_inputs, flat):
         if value.type().kind() == "TensorType":
             value.setType(torch._C.TensorType.create_from_tensor(tensor))
-    return _finish(graph, module_c, flat, "", state_dict, outputs)
+    # Captured before the example run: a forward that assigns module attributes changes them, and the export
+    # starts from their values at the time of the call, as PyTorch's exporter does.
+    captured = _finish(graph, module_c, flat, "", state_dict)
+    try:
+        with quiet_torchscript(), torch.no_grad():
+            captured.example_outputs = _scripted_example_outputs(model(*positional))
+    except Exception as error:
+        raise CaptureError(f"running the scripted model failed: {type(error).__name__}: {error}") from error
+    return captured
 
 
 def _split_list_inputs(graph, first: int, positional) -> None:
@@ -329,7 +332,15 @@ def _as_given(flat: list[torch.Tensor]) -> list[torch.Tensor]:
 
 def _finish(graph, module_c, flat, prefix, state_dict, outputs=None) -> Capture:
     torch._C._jit_pass_inline(graph)
+    if module_c is not None:
+        module_state.thread_assigned_attributes(graph)
     params = _lift_attributes(graph, module_c, prefix, state_dict) if module_c is not None else []
+    # ``x is None`` on a value whose type cannot be None is False, and a cast to a type the value already has is
+    # the value: scripted library modules (nn.LSTM's optional state tuple) need both before tuples can be lowered.
+    # Shape peepholes stay off: they would freeze sizes that dynamic axes leave free.
+    script_passes.erase_exception_branches(graph)
+    torch._C._jit_pass_peephole(graph, True)
+    torch._C._jit_pass_constant_propagation(graph)
     torch._C._jit_pass_lower_all_tuples(graph)
     mutation.functionalize(graph)
     torch._C._jit_pass_dce(graph)
@@ -344,6 +355,21 @@ def _lift_attributes(graph, module_c, prefix: str, state_dict: dict[str, torch.T
     objects: dict[Any, tuple[Any, str]] = {self_value.unique(): (module_c, "")}
     lifted: dict[int, Any] = {}  # TensorImpl address -> graph input
     lifted_params: list[tuple[str, torch.Tensor, Any]] = []
+    state_names = {}
+    for state_name, tensor in reversed(state_dict.items()):
+        state_names[tensor._cdata] = prefix + state_name
+
+    def lift(attr: torch.Tensor, attr_path: str):
+        """The graph input holding ``attr`` (one per distinct tensor), named after ``attr_path``."""
+        key = attr._cdata
+        if key not in lifted:
+            param_name = attr_path[len(prefix):] if attr_path.startswith(prefix) else attr_path
+            graph_input = graph.addInput(param_name.replace(".", "_"))
+            graph_input.setType(torch._C.TensorType.create_from_tensor(attr))
+            lifted[key] = graph_input
+            lifted_params.append((param_name, attr.detach(), graph_input))
+        return lifted[key]
+
     for node in graph.findAllNodes("prim::GetAttr", True):
         owner = node.input()
         if owner.unique() not in objects:
@@ -354,14 +380,16 @@ def _lift_attributes(graph, module_c, prefix: str, state_dict: dict[str, torch.T
         attr_path = f"{path}.{name}" if path else name
         output = node.output()
         if isinstance(attr, torch.Tensor):
-            key = attr._cdata
-            if key not in lifted:
-                param_name = attr_path[len(prefix):] if attr_path.startswith(prefix) else attr_path
-                graph_input = graph.addInput(param_name.replace(".", "_"))
-                graph_input.setType(torch._C.TensorType.create_from_tensor(attr))
-                lifted[key] = graph_input
-                lifted_params.append((param_name, attr.detach(), graph_input))
-            output.replaceAllUsesWith(lifted[key])
+            output.replaceAllUsesWith(lift(attr, attr_path))
+        elif _is_tensor_list(attr):
+            # A list of tensors (nn.LSTM's ``_flat_weights``): a list of the lifted tensors, each named after its
+            # state_dict key where it has one.
+            graph.setInsertPoint(node)
+            items = [lift(item, state_names.get(item._cdata, f"{attr_path}.{index}"))
+                     for index, item in enumerate(attr)]
+            items_node = graph.insertNode(graph.create("prim::ListConstruct", items, 1))
+            items_node.output().setType(torch._C.ListType.ofTensors())
+            output.replaceAllUsesWith(items_node.output())
         elif _is_constant_like(attr):
             graph.setInsertPoint(node)
             output.replaceAllUsesWith(graph.insertConstant(attr))
@@ -395,6 +423,10 @@ def _reorder_inputs(graph, param_inputs) -> None:
         replacements.append(fresh)
     for index in reversed(range(len(list(graph.inputs())) - 2 * count, len(list(graph.inputs())) - count)):
         graph.eraseInput(index)
+
+
+def _is_tensor_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, torch.Tensor) for v in value)
 
 
 def _is_constant_like(value: Any) -> bool:

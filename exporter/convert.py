@@ -163,7 +163,7 @@ class Converter:
         if result is None and any(o.type().kind() == "TensorType" for o in node.outputs()):
             # As documented, a symbolic returns None when it cannot convert this use of the op.
             raise UnsupportedOperatorError(kind, self.session.opset, reason="its symbolic returned None")
-        return result
+        return _keep_in_place_type(ctx, kind, args, result)
 
     def _lookup(self, node):
         return REGISTRY.lookup(node.kind(), self.session.opset)
@@ -351,6 +351,20 @@ def _is_constant(arg: Any) -> bool:
     if isinstance(arg, (list, tuple)):
         return all(_is_constant(a) for a in arg)
     return True
+
+
+def _keep_in_place_type(ctx: GraphContext, kind: str, args: list[Any], result: Any) -> Any:
+    """An in-place op writes into ``self``, so its result keeps ``self``'s type: ``half.add_(float)`` is half, where
+    the functional form the symbolics share promotes to float."""
+    if not (_is_in_place(kind) and args and isinstance(args[0], ir.Value) and isinstance(result, ir.Value)):
+        return result
+    self_type = args[0].dtype
+    if (self_type is None or result.dtype is None or result.dtype == self_type
+            or ir.TENSOR != args[0].kind or result.kind != ir.TENSOR):
+        return result
+    out = ctx.op("Cast", result, to_i=self_type)
+    out.dtype, out.shape, out.is_number = self_type, result.shape, result.is_number
+    return out
 
 
 def _is_in_place(kind: str) -> bool:

@@ -275,8 +275,15 @@ class AppendedListAlsoMeasured(torch.nn.Module):
 
 
 def test_a_list_read_other_than_by_stack_still_needs_opset_13():
+    """... when the trip count is computed at run time; a static one unrolls the loop (tests/test_script_modules.py)."""
     with pytest.raises(UnsupportedOperatorError, match="needs opset >= 13"):
-        _export(torch.jit.script(AppendedListAlsoMeasured()), (torch.randn(4, 3),), 11)
+        _export(torch.jit.script(AppendedListAlsoMeasured()), (torch.randn(4, 3),), 11, input_names=["x"],
+                dynamic_axes={"x": [0]})
+    x = torch.randn(4, 3)
+    model = torch.jit.script(AppendedListAlsoMeasured())
+    stacked, count = _run(_export(model, (x,), 11), (x,))
+    np.testing.assert_array_equal(stacked, x.numpy())
+    assert count == 4
 
 
 # -- control flow beyond the docs ------------------------------------------------------------------------------

@@ -24,7 +24,9 @@ def filled(g, shape, fill, dtype: int):
     if isinstance(shape, list):
         known = [None if is_value(s) else int(constant_value(s)) for s in shape]
     else:
-        known = [None] * shape_value.shape[0] if shape_value.shape else None
+        # The rank is the shape value's length where that is known (a slice of a shape may have a run-time length).
+        length = shape_value.shape[0] if shape_value.shape else None
+        known = [None] * length if isinstance(length, int) else None
     if not is_value(fill):
         scalar = np.array(constant_value(fill), dtype=dtypes.numpy_from_onnx(dtype))
         if g.opset >= 9:

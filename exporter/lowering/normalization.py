@@ -77,7 +77,11 @@ def _batch_norm_training(g, input, weight, bias, running_mean, running_var, mome
     if g.opset < 9:
         raise unsupported(g.node.kind(), g.opset, "batch norm in training mode needs opset >= 9")
     if g.opset >= 14:
-        out, _, _ = g.op("BatchNormalization", input, weight, bias, running_mean, running_var,
-                         epsilon_f=eps, momentum_f=1 - momentum, training_mode_i=1, outputs=3)
+        out, mean, var = g.op("BatchNormalization", input, weight, bias, running_mean, running_var,
+                              epsilon_f=eps, momentum_f=1 - momentum, training_mode_i=1, outputs=3)
+        # A node of several outputs gets no inferred types: the normalized tensor is the input's, the running
+        # statistics keep theirs (a scripted graph records none of these).
+        out.dtype, out.shape = input.dtype, input.shape
+        mean.dtype, var.dtype = running_mean.dtype, running_var.dtype
         return out
     return _batch_norm_from_batch_statistics(g, input, weight, bias, eps)

@@ -26,13 +26,21 @@ def _operands(g, self, other):
     return a, b
 
 
+def _compares_devices(g) -> bool:
+    return all(value.type().kind() == "DeviceObjType" for value in g.node.inputs())
+
+
 @symbolic("aten::eq", "aten::eq_")
 def eq(g, self, other):
+    if _compares_devices(g):
+        return True  # an ONNX model has no devices: every device is the same one, as PyTorch's exporter has it
     return equal(g, *_operands(g, self, other))
 
 
 @symbolic("aten::ne", "aten::ne_")
 def ne(g, self, other):
+    if _compares_devices(g):
+        return False
     return g.op("Not", equal(g, *_operands(g, self, other)))
 
 

@@ -17,7 +17,7 @@ import contextlib
 import torch
 from onnx import TensorProto
 
-from exporter import ir
+from exporter import dtypes, ir
 from exporter.errors import OnnxExporterError, SymbolicValueError
 from exporter.lowering.core import (
     BOOL,
@@ -97,8 +97,13 @@ def if_(g, condition):
 
 
 def _unify_branch_types(g, then_graph: ir.Graph, else_graph: ir.Graph, ts_outputs) -> None:
-    """Cast branch outputs so both branches give each output the same element type, as ONNX If requires."""
+    """Cast branch outputs so both branches give each output the same element type, as ONNX If requires; a
+    placeholder for a result that a raising branch never sets takes the other branch's static shape."""
+    then_block, else_block = g.node.blocks()
     for index, ts_value in enumerate(ts_outputs):
+        for block, graph, other in ((then_block, then_graph, else_graph), (else_block, else_graph, then_graph)):
+            if list(block.outputs())[index].node().kind() == "prim::Uninitialized":
+                _shape_placeholder(g, graph, index, other.outputs[index])
         first, second = then_graph.outputs[index], else_graph.outputs[index]
         if first.kind != second.kind:
             raise SymbolicValueError("the branches of an if return a list on one side and a tensor on the other")
@@ -109,6 +114,23 @@ def _unify_branch_types(g, then_graph: ir.Graph, else_graph: ir.Graph, ts_output
             target = second.dtype if _is_constant_output(first) else first.dtype
         for graph in (then_graph, else_graph):
             _cast_output(g, graph, index, target)
+
+
+def _shape_placeholder(g, graph: ir.Graph, index: int, other: ir.Value) -> None:
+    """The result of a branch that raises instead of setting it: zeros of the other branch's type, of its shape
+    where static, else of its rank (sizes 1), so that both branches agree (If before opset 11 needs that); an
+    empty list where the other branch gives a list."""
+    value = graph.outputs[index]
+    if other.dtype is None or ir.SCANNED in (value.kind, other.kind):
+        return
+    if other.kind == ir.SEQUENCE:  # a list: an empty one of the same element type
+        empty = g.subcontext(graph).op("SequenceEmpty", dtype_i=other.dtype)
+        empty.dtype, empty.kind = other.dtype, ir.SEQUENCE
+        graph.outputs[index] = empty
+        return
+    shape = () if other.shape is None else tuple(d if isinstance(d, int) else 1 for d in other.shape)
+    graph.outputs[index] = g.subcontext(graph).const(torch.zeros(shape, dtype=dtypes.torch_from_onnx(other.dtype)))
+    graph.outputs[index].is_number = other.is_number
 
 
 def _is_constant_output(value: ir.Value) -> bool:
@@ -131,14 +153,15 @@ def loop_1(g, max_trip_count, condition, *carried):
     """ONNX Loop-1, which carries tensors only: a list the loop grows becomes a scan output where
     :func:`_scanned_lists` allows, unless that leaves no carried value, which Loop-1 needs (the list error stands)."""
     scanned = _scanned_lists(g.node, carried)
-    return _loop(g, max_trip_count, condition, carried, [] if len(scanned) == len(carried) else scanned)
+    return _loop(g, max_trip_count, condition, carried, [] if len(scanned) == len(carried) else scanned,
+                 unroll_lists=True)
 
 
 @symbolic("prim::Loop", since=11)
 def loop_11(g, max_trip_count, condition, *carried):
     """ONNX Loop-11, which carries tensors only: a list the loop grows becomes a scan output where
-    :func:`_scanned_lists` allows."""
-    return _loop(g, max_trip_count, condition, carried, _scanned_lists(g.node, carried))
+    :func:`_scanned_lists` allows; a loop carrying other lists is unrolled where :func:`_unrolled` can."""
+    return _loop(g, max_trip_count, condition, carried, _scanned_lists(g.node, carried), unroll_lists=True)
 
 
 @symbolic("prim::Loop", since=SEQUENCE_LOOP_OPSET)
@@ -147,10 +170,11 @@ def loop_13(g, max_trip_count, condition, *carried):
     return _loop(g, max_trip_count, condition, carried, [])
 
 
-def _loop(g, max_trip_count, condition, carried, scanned: list[int]):
+def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_lists: bool = False):
     """ONNX Loop: ``for`` loops give a trip count, ``while`` loops a condition, both carry values; the carried
     lists at positions ``scanned`` become scan outputs. A loop that only computes Python values runs at export
-    time (:func:`_run_at_export_time`)."""
+    time (:func:`_run_at_export_time`). With ``unroll_lists`` (a Loop that cannot carry sequences), a loop that
+    carries other lists is unrolled where :func:`_unrolled` can."""
     node = g.node
     ran = _run_at_export_time(g, max_trip_count, condition, carried)
     g.node = node
@@ -159,6 +183,11 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int]):
     body_block = next(iter(node.blocks()))
     ts_outputs = list(node.outputs())
     kept = [k for k in range(len(carried)) if k not in scanned]
+    if unroll_lists and any(_is_list_type(ts_outputs[k]) for k in kept):
+        unrolled = _unrolled(g, max_trip_count, condition, carried)
+        g.node = node
+        if unrolled is not None:
+            return _results(node, unrolled)
     initial = [_carried_initial(g, carried[k], ts_outputs[k]) for k in kept]
     trip = None if _is_static(max_trip_count) and int(constant_value(max_trip_count)) == _INT64_MAX else (
         _as_number(g, max_trip_count, INT64)
@@ -187,6 +216,27 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int]):
 
 
 _EXPORT_TIME_ITERATIONS = 10_000
+_UNROLLED_ITERATIONS = 1_024
+
+
+def _unrolled(g, max_trip_count, condition, carried) -> list | None:
+    """The carried results of a loop whose trip count is known at export time (a static size, say) and whose
+    condition stays known, with the body converted once per iteration (the iteration number a constant). For a
+    Loop that carries tensors only, this is how a list the loop grows (``res.append(f(x[i]))``) can still be
+    exported. None where the trip count or a condition is computed at run time, or above 1,024 iterations."""
+    if not (_is_static(max_trip_count) and _is_static(condition)):
+        return None
+    trips, running = int(constant_value(max_trip_count)), bool(constant_value(condition))
+    if trips > _UNROLLED_ITERATIONS:
+        return None
+    body = next(iter(g.node.blocks()))
+    values, iteration = list(carried), 0
+    while running and iteration < trips:
+        running, *values = g.inline_block(body, [iteration, *values])
+        if not _is_static(running):
+            return None  # a ``break`` decided at run time; what was converted so far is left dead
+        running, iteration = bool(constant_value(running)), iteration + 1
+    return values
 
 
 def _run_at_export_time(g, max_trip_count, condition, carried) -> list | None:
@@ -245,11 +295,24 @@ def _scanned_lists(node, carried) -> list[int]:
         if not (isinstance(start, list) and not start and _is_list_type(result) and len(uses) == 1):
             continue
         append_node = uses[0].user
-        if (append_node.kind() == "aten::append" and uses[0].offset == 0 and append_node.owningBlock() == body_block
+        if (_appended_item(append_node) is not None and uses[0].offset == 0
+                and append_node.owningBlock() == body_block
                 and append_node.output() == list_out and len(list_out.uses()) == 1
                 and result.uses() and all(use.user.kind() == "aten::stack" for use in result.uses())):
             scanned.append(k)
     return scanned
+
+
+def _appended_item(node):
+    """The tensor that ``node`` appends to its list: ``lst.append(x)``, or ``lst += [x]`` (``aten::add_`` or
+    ``aten::add`` of a one-item list built right there); else None."""
+    if node.kind() == "aten::append":
+        return node.inputsAt(1)
+    if node.kind() in ("aten::add_", "aten::add") and node.inputsAt(0).type().kind() == "ListType":
+        items = node.inputsAt(1).node()
+        if items.kind() == "prim::ListConstruct" and len(list(items.inputs())) == 1 and len(items.output().uses()) == 1:
+            return items.inputsAt(0)
+    return None
 
 
 def _carried_result_shape(start: ir.Value, end: ir.Value) -> tuple | None:
@@ -298,7 +361,7 @@ def _returning_appended_elements(body_block, scanned: list[int]):
     ret = body_block.returnNode()
     originals = {k: list(ret.inputs())[k + 1] for k in scanned}
     for k, list_out in originals.items():
-        ret.replaceInput(k + 1, list_out.node().inputsAt(1))
+        ret.replaceInput(k + 1, _appended_item(list_out.node()))
     try:
         yield
     finally:
@@ -409,9 +472,10 @@ def is_(g, self, other):
 
 @symbolic("prim::Uninitialized")
 def uninitialized(g):
-    """A placeholder for a variable that a branch never sets (the branch exits); any value of its type will do."""
-    dtype = _declared_dtype(g.node.output()) or TensorProto.FLOAT
-    return g.const(torch.zeros((), dtype=torch.float64), dtype)
+    """A placeholder for a variable that a branch never sets (the branch exits); any value of its type will do.
+    One per output: an uninitialized tuple has one output per item once tuples are lowered."""
+    return _results(g.node, [g.const(torch.zeros((), dtype=torch.float64), _declared_dtype(out) or TensorProto.FLOAT)
+                             for out in g.node.outputs()])
 
 
 @symbolic("aten::len")

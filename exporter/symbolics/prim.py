@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from onnx import TensorProto
 
 from exporter import dtypes, ir
 from exporter.errors import SymbolicValueError
@@ -12,6 +13,7 @@ from exporter.lowering.core import (
     constant_value,
     is_value,
     output_dtype,
+    reshape,
     to_int64_list_value,
     torch_dtype_arg,
 )
@@ -42,6 +44,9 @@ def getitem(g, items, index):
         return items[int(constant_value(index))]
     if is_list_tensor(g, items):  # ``x.shape[i]`` with dynamic dims: the int list is a 1-d tensor
         return _item_of_list_tensor(g, items, index)
+    if isinstance(items, (list, tuple)) and g.node.inputsAt(0).type().str() == "int[]":
+        # A list of ints at a run-time position (``size[i + 2]`` in a loop): a 1-d tensor and Gather, at any opset.
+        return _item_of_list_tensor(g, to_int64_list_value(g, items), index)
     return sequence_at(g, items, index)
 
 
@@ -60,7 +65,30 @@ def num_to_tensor(g, x):
     return torch.tensor(constant_value(x))
 
 
-@symbolic("aten::detach", "aten::clone", "aten::contiguous", "prim::unchecked_cast",
+@symbolic("aten::item")
+def item(g, x):
+    """The number a one-element tensor holds, in the tensor's own type, as a 0-d value."""
+    if not is_value(x):
+        return constant_value(x)
+    out = x if x.rank == 0 else reshape(g, x, [])
+    if out is x:
+        out = g.op("Identity", x)
+    out.dtype, out.shape, out.is_number = x.dtype, (), True
+    return out
+
+
+@symbolic("prim::tolist")
+def tolist(g, x, dim, elem_type):
+    """``Tensor.tolist()`` of a 1-d tensor: the list held as the tensor itself, as PyTorch's exporter exports it
+    (other ranks would be nested lists, which have no such form)."""
+    if int(constant_value(dim)) != 1:
+        raise SymbolicValueError("tolist is exportable for 1-d tensors only (a nested list has no ONNX form)")
+    if x.dtype in (dtypes.onnx_from_torch(torch.complex64), dtypes.onnx_from_torch(torch.complex128)):
+        raise SymbolicValueError("tolist of a complex tensor: ONNX has no complex numbers to list")
+    return x
+
+
+@symbolic("aten::detach", "aten::clone", "aten::contiguous", "prim::unchecked_cast", "prim::data",
           "aten::alias", "aten::lift_fresh", "aten::lift", "aten::dequantize", "aten::resolve_conj",
           "aten::resolve_neg")
 def passthrough(g, x, *unused):
@@ -143,12 +171,30 @@ def tensor_from_data(g, data, dtype=None, device=None, *unused):
         target = torch.get_default_dtype()  # scalar_tensor makes the default float type, whatever its value's
     if not is_value(data) and not (isinstance(data, list) and any(is_value(d) for d in data)):
         return torch.tensor(constant_value(data), dtype=target)
-    if isinstance(data, list):
-        value = to_int64_list_value(g, data)
-    else:
-        value = data
     explicit = dtypes.onnx_from_torch(target) if target is not None else None
-    return cast(g, value, explicit or output_dtype(g) or value.dtype)
+    dtype = explicit or output_dtype(g) or _data_type(g)
+    if isinstance(data, list):
+        if dtype is None or dtype == INT64:
+            return cast(g, to_int64_list_value(g, data), dtype or INT64)
+        # Each item in the result's type: a float item must not go through int64 (it would be truncated).
+        parts = [reshape(g, cast(g, g.value(item), dtype), [1]) for item in data]  # numbers may be 0-d or [1]
+        out = g.op("Concat", *parts, axis_i=0)
+        out.shape = (len(data),)
+        return out
+    return cast(g, data, dtype or data.dtype)
+
+
+_NUMBER_TYPES = {"IntType": INT64, "BoolType": TensorProto.BOOL}
+
+
+def _data_type(g) -> int | None:
+    """The element type torch.tensor infers from its (scripted) data: int64 for ints, bool for bools, the default
+    float type for floats (a list of mixed numbers: float if any is), the tensor's own for a tensor."""
+    data_type = g.node.inputsAt(0).type()
+    kinds = [data_type.getElementType().kind()] if data_type.kind() == "ListType" else [data_type.kind()]
+    if "FloatType" in kinds:
+        return dtypes.onnx_from_torch(torch.get_default_dtype())
+    return _NUMBER_TYPES.get(kinds[0])
 
 
 @symbolic("aten::is_floating_point")

@@ -1,0 +1,86 @@
+"""TorchScript graph clean-ups that capture runs on scripted graphs before conversion."""
+
+from __future__ import annotations
+
+import torch
+
+
+def erase_exception_branches(graph: torch._C.Graph) -> None:
+    """Replace each ``if`` without results that has a branch that always raises by its other branch.
+
+    Scripted library code guards its inputs (``if input.dim() != 3: raise ...``): the raise has no ONNX
+    equivalent, and the checks (on lists, strings) often have none either. The export assumes the model does not
+    raise, so the guard and its condition go away. An ``if`` with results stays (its condition may be the only
+    use of an input, which PyTorch's exporter keeps). ``print`` goes too: a side effect only.
+    """
+    _erase_in_block(graph.block())
+    torch._C._jit_pass_dce(graph)
+    _erase_dead_loops(graph.block())
+    torch._C._jit_pass_dce(graph)
+
+
+def _erase_in_block(block) -> None:
+    for node in list(block.nodes()):
+        for sub in node.blocks():
+            _erase_in_block(sub)
+        if node.kind() == "prim::Print":  # a side effect only; what it prints (aten::format) goes with it
+            node.destroy()
+            continue
+        if node.kind() != "prim::If" or list(node.outputs()):
+            continue  # an ``if`` with results keeps its condition (the converter fills a raising branch's results)
+        then_block, else_block = node.blocks()
+        raises = [_always_raises(then_block), _always_raises(else_block)]
+        if raises == [True, False]:
+            _inline_branch(node, else_block)
+        elif raises == [False, True]:
+            _inline_branch(node, then_block)
+
+
+def _always_raises(block) -> bool:
+    return any(node.kind() == "prim::RaiseException" for node in block.nodes())
+
+
+def _inline_branch(if_node, block) -> None:
+    for node in list(block.nodes()):
+        node.moveBefore(if_node)
+    for output, value in zip(list(if_node.outputs()), list(block.outputs())):
+        output.replaceAllUsesWith(value)
+    if_node.destroy()
+
+
+# Nodes without a schema that compute and nothing else.
+_PURE_PRIMS = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", "prim::ListUnpack",
+               "prim::TupleUnpack", "prim::TupleIndex", "prim::If", "prim::Loop", "prim::unchecked_cast",
+               "prim::dtype", "prim::device", "prim::NumToTensor", "prim::min", "prim::max"}
+
+
+def _erase_dead_loops(block) -> None:
+    """Remove loops whose results nothing reads and whose bodies only compute: what is left of a check once its
+    raise is gone (``_verify_batch_size`` multiplies the sizes in a loop). TorchScript's dead code elimination
+    keeps such loops."""
+    for node in list(block.nodes()):
+        for sub in node.blocks():
+            _erase_dead_loops(sub)
+        if node.kind() == "prim::Loop" and not any(o.uses() for o in node.outputs()) and _only_computes(node):
+            node.destroy()
+
+
+def _only_computes(node) -> bool:
+    for sub in node.blocks():
+        for inner in sub.nodes():
+            if not _is_pure(inner) or not _only_computes(inner):
+                return False
+    return True
+
+
+def _is_pure(node) -> bool:
+    kind = node.kind()
+    if kind in _PURE_PRIMS:
+        return True
+    if not kind.startswith("aten::") or kind in ("aten::warn", "aten::_assert_async"):
+        return False
+    try:
+        schema = node.schema()
+    except RuntimeError:
+        return False
+    return schema != "(no schema)" and "!" not in schema
