@@ -398,6 +398,7 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
     names = [i.name for i in session.get_inputs()]
     verdict: Verdict | None = None
     failing_label = ""
+    tied: list[str] = []  # checks whose final detections all sit on near-ties
     for label in labels:
         inputs, expected = artifacts["checks"][label]
         feeds = {name: t.detach().cpu().numpy() for name, t in zip(names, inputs)}
@@ -415,6 +416,8 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         if not current.ok and entry.comparison != "detection":
             current = _arbitrate(state, prepared, device, label, current, expected, actual)
         failing_label = failing_label or ("" if current.ok else label)
+        if current.compared_nothing:
+            tied.append(label)
         current.message = f"{label}: {current.message}" if current.message else ""
         verdict = current if verdict is None else verdict.merge(current)
     row.update(max_abs_error=verdict.max_abs, max_rel_error=verdict.max_rel, rtol=verdict.rtol, atol=verdict.atol,
@@ -423,13 +426,15 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         row.update(status="mismatch", error=verdict.message)
     elif prepared.problem:
         row.update(status="inconclusive", reason=prepared.problem, error=verdict.message)
+    elif verdict.compared_nothing and case.get("exporter") != "peer":
+        _judge_before_selection(prepared, row, artifacts, opset, dynamic_axes, tied, workdir)
     elif verdict.compared_nothing:
         row.update(status="inconclusive", reason="a check had nothing to compare", error=verdict.message)
     else:
         row.update(status="pass", error=verdict.message)
     if opset < entry.min_opset and row["status"] == "pass":
         row["reason"] = f"exports below the zoo's expected minimum opset {entry.min_opset}"
-    if row["status"] in LOCALIZED and case.get("exporter") != "peer":
+    if row["status"] in LOCALIZED and case.get("exporter") != "peer" and not row.get("selection"):
         _localize(prepared, row, artifacts, opset, dynamic_axes, failing_label or "input 0", workdir)
 
 
@@ -458,6 +463,66 @@ def _localize(prepared: Prepared, row: dict, artifacts: dict, opset: int, dynami
     row["localization"] = localization_facts(result, label)
     if result.divergence is not None:
         artifacts["localization_dir"] = repro_dir
+
+
+def _judge_before_selection(prepared: Prepared, row: dict, artifacts: dict, opset: int, dynamic_axes,
+                            labels: list[str], workdir: str) -> None:
+    """Decide a case whose final detections all sit on near-ties (for the checks ``labels``) before the selection:
+    ``exporter.verify(..., judge_selection=True)`` compares the values entering the data-dependent selections and
+    checks every node after them on PyTorch's own inputs (see ``exporter.verify.SelectionCheck``). ``pass`` when
+    every check's judgment passes, ``mismatch`` with the failing value localized otherwise; the row's
+    ``comparison`` and ``selection`` say how."""
+    import exporter
+
+    entry = prepared.entry
+    judged = []
+    for label in labels:
+        repro_dir = os.path.join(workdir, "localization")
+        try:
+            result = exporter.verify(prepared.model, prepared.export_args, opset, check_args=prepared.checks[label],
+                                     output_tolerance=entry.tolerance, repro_dir=repro_dir,
+                                     max_local_checks=LOCAL_CHECKS, judge_selection=True,
+                                     input_names=entry.input_names, output_names=entry.output_names,
+                                     dynamic_axes=dynamic_axes,
+                                     captured=prepared_capture(prepared.captures, prepared.model, prepared.export_args))
+        except Exception as error:
+            row.update(status="inconclusive", reason="every final detection on a near-tie, and judging before the "
+                       f"selection failed ({label}): {type(error).__name__}: {str(error)[:500]}")
+            row["localization"] = {"error": _truncate(f"{type(error).__name__}: {error}"), "check": label}
+            return
+        check = result.selection
+        judged.append({"check": label, "ok": check.ok, "stage": check.stage, "summary": check.summary(),
+                       "decisions": check.decisions, "pre_selection": check.pre_selection, "frontier": check.frontier,
+                       "frontier_max_abs": check.frontier_max_abs, "post_selection": check.post_selection,
+                       "local_checks": check.local_checks, "tie_broken": check.tie_broken})
+        row["comparison"] += f"; {label}: every final detection on a near-tie, so {check.summary()}"
+        if not check.ok:
+            failure = check.failure
+            row.update(status="mismatch", error=f"{label}: {check.summary()}")
+            facts = localization_facts(result, label)
+            facts.update(finding=f"fails before/in the selection ({check.stage})", value=failure.value,
+                         node=_producer_name(result.export.model, failure.value),
+                         kind=failure.origin.kind if failure.origin else "",
+                         scope=failure.origin.scope if failure.origin else "",
+                         source=failure.origin.source if failure.origin else "", local_max_abs=failure.max_abs)
+            row["localization"] = facts
+            if check.divergence is not None:
+                d = check.divergence
+                facts.update(node=d.node, op_types=[op for _, op, _ in d.nodes],
+                             inputs_agree=all(a.ok for a in d.inputs), culprit=d.repro.culprit,
+                             explanation=d.repro.explanation,
+                             growth=[[s.value, s.max_abs / s.scale if s.scale else s.max_abs] for s in d.growth])
+                artifacts["localization_dir"] = repro_dir
+            row["selection"] = judged
+            return
+    row["selection"] = judged
+    row.update(status="pass", reason="final detections all on near-ties: judged before the data-dependent selection "
+               "(values entering it within the model's tolerance, every node after it equal to PyTorch's on "
+               "PyTorch's inputs)")
+
+
+def _producer_name(model, value: str) -> str:
+    return next((node.name for node in model.graph.node if value in node.output), "")
 
 
 def localization_facts(result, label: str) -> dict:

@@ -95,6 +95,56 @@ class Divergence:
 
 
 @dataclass
+class SelectionCheck:
+    """The verdict on a model whose outputs come out of data-dependent selections (top-k, NMS, thresholds).
+
+    Where the final outputs sit on near-ties, a last-bit difference upstream may legitimately keep other elements,
+    so the outputs cannot tell a right export from a wrong one. The values *before* the selection and the
+    selection's own computation can: a *decision* is a TorchScript node turning float data into integers or bools
+    (``aten::topk``, ``torchvision::nms``, comparisons, ``aten::argmax``; shape queries are not decisions), and
+    every compared value downstream of one is *post-selection*. The check passes when
+
+    - every pre-selection value agrees with PyTorch in the full run or, where rounding grew out of the per-operator
+      tolerance, on PyTorch's own inputs (its local check: no node diverges on its inputs);
+    - the *frontier*, the pre-selection values a decision or a post-selection node reads (head outputs, decoded
+      boxes, scores before NMS / top-k), agree with PyTorch in the full run within the model's output tolerance;
+    - every post-selection value (the decisions included) computed by the exported nodes from PyTorch's own inputs
+      equals PyTorch's result: integers and bools exactly, floats within the per-operator tolerance; a top-k or
+      sort may order exactly equal elements differently (``tie_broken``: its indices pick the same values).
+
+    Then the exported graph computes PyTorch's function node by node and the values entering the selections agree
+    within tolerance: the outputs differ only where a selection is discontinuous. ``failure`` is the first value
+    failing, ``stage`` which of the three (``pre-selection``, ``frontier``, ``selection``).
+    """
+
+    ok: bool
+    decisions: dict[str, int]  # TorchScript op kind -> decision nodes of that kind
+    pre_selection: int
+    frontier: int
+    frontier_max_abs: float
+    frontier_max_rel: float
+    post_selection: int
+    local_checks: int
+    tie_broken: int
+    unpaired_frontier: int
+    failure: Agreement | None = None
+    stage: str = ""
+    divergence: Divergence | None = None  # the failing value's node, inputs and repro (local failures only)
+
+    def summary(self) -> str:
+        decisions = ", ".join(f"{n} {k}" for k, n in sorted(self.decisions.items()))
+        text = (f"judged before the data-dependent selection ({decisions}): {self.pre_selection} pre-selection values "
+                f"agree (in the model or on PyTorch's inputs), {self.frontier} values entering the selection agree "
+                f"within the model's tolerance (max abs {self.frontier_max_abs:.3g}, max rel {self.frontier_max_rel:.3g}), "
+                f"{self.post_selection} post-selection values computed from PyTorch's inputs equal PyTorch's "
+                f"({self.local_checks} local checks; {self.tie_broken} top-k/sort broke exact ties differently)")
+        if self.failure is not None:
+            f = self.failure
+            text += (f"; FAILS at {self.stage} value {f.value} ({f.origin}): {f.message or 'differs'}")
+        return text
+
+
+@dataclass
 class VerifyResult:
     """What :func:`verify` found.
 
@@ -117,6 +167,7 @@ class VerifyResult:
     local_checks: int
     localized: bool
     export: ExportResult = field(repr=False)
+    selection: SelectionCheck | None = None  # with judge_selection=True: the verdict before the selections
 
     def summary(self) -> str:
         """A few lines saying what diverged, where in the model, and whose result is right."""
@@ -149,7 +200,7 @@ class VerifyResult:
                 return [plain(v) for v in obj]
             return obj
 
-        facts = {k: v for k, v in self.__dict__.items() if k not in ("export", "outputs", "capture")}
+        facts = {k: v for k, v in self.__dict__.items() if k not in ("export", "outputs", "capture", "selection")}
         facts = {k: plain(asdict(v) if hasattr(v, "__dataclass_fields__") and not isinstance(v, Origin) else v)
                  for k, v in facts.items()}
         for key in ("outputs", "capture"):
@@ -168,6 +219,7 @@ def verify(
     output_tolerance: Callable[[float], tuple[float, float]] | None = None,
     repro_dir: str | None = None,
     max_local_checks: int = DEFAULT_MAX_LOCAL_CHECKS,
+    judge_selection: bool = False,
     **export_options: Any,
 ) -> VerifyResult:
     """Export ``model`` and find the first ONNX node whose result disagrees with PyTorch, with its provenance.
@@ -178,7 +230,9 @@ def verify(
     Intermediate values are judged by the harness's per-operator tolerance (``conformance.tolerances``) of the
     TorchScript op that computes them; the model's outputs by ``output_tolerance`` (scale -> (rtol, atol)), or by
     the same per-operator tolerance when None. Values inside control flow (If/Loop bodies) are not compared.
-    ``repro_dir`` receives the diverging subgraph as an ONNX backend test. Returns a :class:`VerifyResult`.
+    ``repro_dir`` receives the diverging subgraph as an ONNX backend test. ``judge_selection`` also judges the
+    model before its data-dependent selections (``VerifyResult.selection``, a :class:`SelectionCheck`): for
+    detectors whose final outputs sit on near-ties. Returns a :class:`VerifyResult`.
     """
     if max_local_checks < 1:
         raise ExportArgumentError(f"max_local_checks must be at least 1, got {max_local_checks!r}")
@@ -190,7 +244,8 @@ def verify(
     ts_inputs = list(flat_inputs) + [tensor for _, tensor in result.capture.params]
     with torch.no_grad():
         eager = model(*split_args(check_args)[0], **split_args(check_args)[1])
-    return _Verifier(result, ts_inputs, output_tolerance, repro_dir, max_local_checks).run(eager)
+    verifier = _Verifier(result, ts_inputs, output_tolerance, repro_dir, max_local_checks)
+    return verifier.run(eager, judge_selection=judge_selection)
 
 
 _QUANTIZED_SCALAR_TYPES = frozenset({"QUInt8", "QInt8", "QInt32"})
@@ -337,12 +392,15 @@ class _Verifier:
                     pairs[name] = ts_value
         return pairs
 
-    def run(self, eager: Any) -> VerifyResult:
+    def run(self, eager: Any, judge_selection: bool = False) -> VerifyResult:
         from conformance.compare import compare_arrays
         from exporter.capture import flatten_outputs
 
         pairs = self._pairs()
-        self.torch, captured_outputs = _torch_values(self.ts_graph, self.ts_inputs, list(pairs.values()))
+        # The data a top-k or sort ranks, to tell an exact tie broken otherwise from a wrong selection.
+        ranked = [node.inputsAt(0) for node in self.ts_graph.nodes() if node.kind() in _RANKING]
+        wanted = list(pairs.values()) + [v for v in ranked if v.type().kind() == "TensorType"]
+        self.torch, captured_outputs = _torch_values(self.ts_graph, self.ts_inputs, wanted)
         types = {name: self.provenance.values[name][1] for name in pairs}
         types.update(self._other_types(pairs))
         self.onnx = _run_onnx(self.model, self.feeds, types)
@@ -364,14 +422,91 @@ class _Verifier:
             if checks == self.max_local:
                 break
             checks += 1
-            subgraph, boundary = self._subgraph(name)
-            local, _, _ = self._run_local(name, subgraph, boundary)
-            if not local.ok:
+            local = self._local_check(name)
+            if local is not None and not local.ok:
+                subgraph, boundary = self._subgraph(name)
                 divergence = self._divergence(name, subgraph, boundary, in_model)
                 break
         localized = divergence is not None or checks < self.max_local or all(a.ok for a in in_model.values())
+        selection = self._judge_selection(in_model) if judge_selection else None
         return VerifyResult(outputs.ok and divergence is None, outputs, capture, len(in_model), first, divergence,
-                            checks, localized, self.result)
+                            checks, localized, self.result, selection)
+
+    # judging before the selections
+    def _judge_selection(self, in_model: dict[str, Agreement]) -> SelectionCheck:
+        """See :class:`SelectionCheck`. Values are visited in graph order; the first failing one is recorded."""
+        decisions, post = _selections(self.ts_graph)
+        block = self.ts_graph.block()
+        frontier_ts = set()
+        for node in self.ts_graph.nodes():
+            if any(v.unique() in post for v in node.outputs()):  # a decision or a node after one
+                frontier_ts.update(v.unique() for v in _node_reads(node) if v.unique() not in post
+                                   and v.type().kind() == "TensorType" and v.node().owningBlock() == block
+                                   and v.node().kind() != "prim::Constant")
+        paired = {ts.unique(): name for name, ts in self.pairs.items()}
+        model_tolerance = self.output_tolerance or _model_tolerance
+        kinds = collections.Counter(node.kind() for node in decisions)
+        check = SelectionCheck(True, dict(kinds), 0, 0, 0.0, 0.0, 0, 0, 0,
+                               sum(1 for u in frontier_ts if u not in paired and u not in self.torch))
+
+        def fail(agreement: Agreement, stage: str) -> SelectionCheck:
+            check.ok, check.failure, check.stage = False, agreement, stage
+            if stage != "frontier":
+                subgraph, boundary = self._subgraph(agreement.value, closed=stage == "selection")
+                check.divergence = self._divergence(agreement.value, subgraph, boundary, in_model)
+            return check
+
+        for name, agreement in in_model.items():
+            ts = self.pairs[name]
+            if ts.unique() in post:
+                check.post_selection += 1
+                if agreement.ok:
+                    continue
+                check.local_checks += 1
+                local = self._local_check(name, closed=True)
+                if local is None:
+                    check.tie_broken += 1
+                elif not local.ok:
+                    return fail(local, "selection")
+                continue
+            check.pre_selection += 1
+            if not agreement.ok:
+                check.local_checks += 1
+                local = self._local_check(name)
+                if local is not None and not local.ok:
+                    return fail(local, "pre-selection")
+            if ts.unique() in frontier_ts:
+                check.frontier += 1
+                judged = _agreement(name, self.provenance.value(name), self.expected[name], self.onnx[name],
+                                    model_tolerance)
+                check.frontier_max_abs = max(check.frontier_max_abs, judged.max_abs)
+                check.frontier_max_rel = max(check.frontier_max_rel, judged.max_rel)
+                if not judged.ok:
+                    return fail(judged, "frontier")
+        return check
+
+    def _local_check(self, name: str, closed: bool = False) -> Agreement | None:
+        """The local check of ``name`` (see :meth:`_subgraph` for ``closed``, used after a selection, where the
+        full run's other values follow ONNX Runtime's own selections). None for top-k/sort indices that order
+        exactly equal elements otherwise than PyTorch: the same values picked, an equally right answer."""
+        subgraph, boundary = self._subgraph(name, closed=closed)
+        local, _, actual = self._run_local(name, subgraph, boundary)
+        if local.ok or actual is None:
+            return local
+        ts = self.pairs[name]
+        node = ts.node()
+        ranked = node.inputsAt(0).unique() if node.kind() in _RANKING else None
+        if ranked in self.torch and ts.type().scalarType() == "Long" and actual.shape == self.expected[name].shape:
+            data, dim = self.torch[ranked], _constant(node, "dim")
+            if dim is not None and data.ndim == actual.ndim:
+                try:
+                    same = np.array_equal(np.take_along_axis(data, actual, dim),
+                                          np.take_along_axis(data, self.expected[name], dim))
+                except (IndexError, ValueError):
+                    same = False
+                if same:
+                    return None
+        return local
 
     def _other_types(self, pairs: dict) -> dict[str, int]:
         """Element types of unpaired values ONNX Runtime should also expose (a local subgraph may read them)."""
@@ -387,9 +522,10 @@ class _Verifier:
         return _agreement(name, self.provenance.value(name), expected, self.onnx[name], self._tolerance(name))
 
     # local subgraphs
-    def _subgraph(self, name: str) -> tuple[list[onnx.NodeProto], list[str]]:
+    def _subgraph(self, name: str, closed: bool = False) -> tuple[list[onnx.NodeProto], list[str]]:
         """The ONNX nodes computing ``name`` from paired values, graph inputs and values of other TorchScript
-        nodes (its boundary), in graph order, and that boundary."""
+        nodes (its boundary), in graph order, and that boundary. ``closed``: only paired values and graph inputs
+        bound it (values no PyTorch tensor stands for are recomputed, not taken from the full run)."""
         owner = self.pairs[name].node()
         owners = [owner]
         if owner.kind() in ("prim::ListUnpack", "prim::TupleUnpack"):  # an element of a multi-output op's list
@@ -410,7 +546,8 @@ class _Verifier:
                     boundary.append(read)  # a graph input, an outer-scope value, or a compared value
                     continue
                 from_other = self.provenance.nodes.get(producer.name) not in (None, *owners)
-                if producer.op_type != "Constant" and (from_other or len(nodes) >= _MAX_SUBGRAPH_NODES) and read in self.onnx:
+                if (not closed and producer.op_type != "Constant" and (from_other or len(nodes) >= _MAX_SUBGRAPH_NODES)
+                        and read in self.onnx):
                     boundary.append(read)
                     continue
                 pending.append(producer)
@@ -533,6 +670,62 @@ def _for_reference(model: onnx.ModelProto) -> onnx.ModelProto:
     redeclared.CopyFrom(model)
     next(o for o in redeclared.opset_import if o.domain in ("", "ai.onnx")).version = _REFERENCE_QDQ_OPSET
     return redeclared
+
+
+# TorchScript ops ranking their first input along ``dim``: exactly equal elements may come in either order.
+_RANKING = ("aten::topk", "aten::sort", "aten::argsort")
+# Ops whose integer result depends on a float tensor's shape only: not decisions.
+_SHAPE_QUERIES = ("aten::size", "aten::_shape_as_tensor", "aten::numel", "aten::dim", "aten::len", "prim::shape",
+                  "onnx::Shape", "aten::sym_size")
+_INTEGRAL = ("Long", "Int", "Short", "Char", "Byte", "Bool")
+
+
+def _is_tensor_of(value: torch._C.Value, kinds: tuple[str, ...] | None) -> bool:
+    if value.type().kind() != "TensorType":
+        return False
+    scalar = value.type().scalarType()
+    return scalar in kinds if kinds is not None else scalar is not None and scalar not in _INTEGRAL
+
+
+def _node_reads(node: torch._C.Node) -> list[torch._C.Value]:
+    """A TorchScript node's inputs and the outer values its blocks read."""
+    reads = list(node.inputs())
+    for block in node.blocks():
+        for inner in block.nodes():
+            reads.extend(_node_reads(inner))
+        reads.extend(block.returnNode().inputs())
+    return reads
+
+
+def _selections(graph: torch._C.Graph) -> tuple[list[torch._C.Node], set[int]]:
+    """The top-level decision nodes (a float tensor computed from the inputs' data in, an integer or bool tensor
+    out) and the unique ids of every value computed from one of their results (theirs included). Values computed
+    from shapes only (an image's size turned into a resize's output size) carry no data: no decision there."""
+    decisions, post = [], set()
+    data = {v.unique() for v in graph.inputs()}
+    for node in graph.nodes():
+        reads = _node_reads(node)
+        if node.kind() not in _SHAPE_QUERIES and any(v.unique() in data for v in reads):
+            data.update(v.unique() for v in node.outputs())
+        if any(v.unique() in post for v in reads):
+            post.update(v.unique() for v in node.outputs())
+            continue
+        if (node.kind() not in _SHAPE_QUERIES and any(_is_tensor_of(v, None) and v.unique() in data for v in reads)
+                and any(_is_tensor_of(v, _INTEGRAL) for v in node.outputs())):
+            decisions.append(node)
+            post.update(v.unique() for v in node.outputs())
+    return decisions, post
+
+
+def _constant(node: torch._C.Node, argument: str) -> Any:
+    """The constant value of ``node``'s argument named ``argument`` (by its schema), or None."""
+    try:
+        schema = node.schema()
+        names = [a.name for a in (torch._C.parse_schema(schema) if isinstance(schema, str) else schema).arguments]
+        value = node.inputsAt(names.index(argument))
+    except (ValueError, RuntimeError):
+        return None
+    return value.toIValue() if value.node().kind() == "prim::Constant" else None
 
 
 def _reads(node: onnx.NodeProto) -> list[str]:
