@@ -80,7 +80,17 @@ def export_peer(model, args, opset, kwargs) -> tuple[bytes, dict[str, float]]:
     return buffer.getvalue(), {}
 
 
+def export_ours_without_provenance(model, args, opset, kwargs) -> tuple[bytes, dict[str, float]]:
+    """Ours with provenance recording off (an internal switch, not an export option): its cost is the difference."""
+    from exporter.provenance import recording
+
+    with recording(False):
+        return export_ours(model, args, opset, kwargs)
+
+
 EXPORTERS = {"ours": export_ours, "peer": export_peer}
+# Timed alternately with the exporters above, export time only: ours without provenance recording.
+BASELINES = {"ours_without_provenance": export_ours_without_provenance}
 
 
 def graph_stats(data: bytes) -> dict:
@@ -126,7 +136,7 @@ def _flat_tensors(obj):
 def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
     model, args, kwargs = MODELS[name]()
     row: dict = {"model": name, "opset": opset}
-    times: dict[str, list[float]] = {"ours": [], "peer": []}
+    times: dict[str, list[float]] = {"ours": [], "peer": [], **{side: [] for side in BASELINES}}
     peaks: dict[str, list[float]] = {"ours": [], "peer": []}
     outputs: dict[str, bytes] = {}
     stages: dict[str, list[dict[str, float]]] = {"ours": [], "peer": []}
@@ -135,9 +145,16 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
             outputs[side] = export(model, args, opset, kwargs)[0]
         except Exception as error:
             row[f"{side}_error"] = f"{type(error).__name__}: {str(error)[:300]}"
-    for _ in range(runs):  # alternate ours and the peer so drift affects both alike
-        for side, export in EXPORTERS.items():
-            if side in outputs:
+    if "ours" in outputs:
+        for export in BASELINES.values():  # their warm-up
+            export(model, args, opset, kwargs)
+    for _ in range(runs):  # alternate ours, the peer and ours without provenance so drift affects all alike
+        for side, export in {**EXPORTERS, **BASELINES}.items():
+            if side in BASELINES and "ours" in outputs:
+                start = time.perf_counter()
+                export(model, args, opset, kwargs)
+                times[side].append(time.perf_counter() - start)
+            elif side in outputs:
                 with PeakRss() as rss:
                     start = time.perf_counter()
                     stages[side].append(export(model, args, opset, kwargs)[1])
@@ -153,6 +170,8 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
         }
     if "ours" in row:
         row["ours"].update(stage_report(stages["ours"], row["ours"]["export_s"]))
+        off = statistics.median(times["ours_without_provenance"])
+        row["provenance"] = {"on_s": row["ours"]["export_s"], "off_s": off, "ratio": row["ours"]["export_s"] / off}
     for side, latency in ort_latencies_ms(outputs, args, latency_repeats).items():
         row[side]["ort_ms" if isinstance(latency, float) else "ort_error"] = latency
     if "ours" in row and "peer" in row:
@@ -191,6 +210,16 @@ def stage_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def provenance_table(rows: list[dict]) -> str:
+    """What recording provenance costs: our export time with it (the default) and without, and their ratio."""
+    lines = ["| model | opset | export s, provenance on | off | on/off |", "|---|---|---|---|---|"]
+    for row in rows:
+        if "provenance" in row:
+            p = row["provenance"]
+            lines.append(f"| {row['model']} | {row['opset']} | {p['on_s']:.3f} | {p['off_s']:.3f} | {p['ratio']:.3f} |")
+    return "\n".join(lines)
+
+
 def histogram_diff(row: dict) -> str:
     ours, peer = row["ours"]["op_histogram"], row["peer"]["op_histogram"]
     diffs = [f"{op} {ours.get(op, 0)}/{peer.get(op, 0)}" for op in sorted(set(ours) | set(peer))
@@ -222,7 +251,7 @@ def markdown_table(rows: list[dict]) -> str:
             f"{pair('node_count', '{}')} | {ratio('node_count')} | {pair('ort_ms', '{:.2f}')} | {ratio('ort_ms')} | "
             f"{pair('peak_rss_growth_mb', '{:.0f}')} |"
         )
-    lines += ["", stage_table(rows)]
+    lines += ["", stage_table(rows), "", provenance_table(rows)]
     lines.append("\nOp counts that differ (ours/peer), per model at its highest benchmarked opset:")
     for row in rows:
         if row is _last_opset_row(rows, row["model"]) and "ours" in row and "peer" in row:
