@@ -292,3 +292,55 @@ def test_a_local_disagreement_that_is_pytorchs_own_rounding_is_arbitrated_by_flo
     assert result.divergence is None and result.local_checks == 1  # ... and float64 says neither diverges
     assert result.float64_arbitrated == [result.first_out_of_tolerance.value]
     assert "float64 arbitration" in result.summary()
+
+
+# -- the harness's node-by-node verdict on a float mismatch (conformance.worker) -------------------------------------
+def _strict_mismatch(opset):
+    """ResNet-18 from the zoo, exported, run in ONNX Runtime and compared with PyTorch at zero tolerance: a float
+    mismatch of the kind float64 arbitration may leave (EfficientNet-B7's, at its scale), with a real model."""
+    from conformance.compare import compare_arrays
+    from conformance.session import make_session
+    from conformance.worker import WorkerState, flat_outputs
+
+    state = WorkerState("/tmp")
+    prepared = state.prepare("resnet18")
+    expected = flat_outputs(state.reference(prepared, "cpu", "input 0"))
+    buffer = io.BytesIO()
+    exporter.export(prepared.model, prepared.export_args, buffer, opset_version=opset)
+    session = make_session(buffer.getvalue(), "cpu")
+    actual = session.run(None, {session.get_inputs()[0].name: prepared.checks["input 0"][0].numpy()})
+    verdict = compare_arrays(expected, actual, lambda scale: (0.0, 0.0))
+    assert not verdict.ok and "max abs error" in verdict.message
+    row = {"status": "mismatch", "error": f"input 0: {verdict.message}", "comparison": verdict.comparison}
+    return prepared, row, [("input 0", verdict, expected)]
+
+
+def test_a_float_mismatch_with_no_node_diverging_passes_as_rounding_growth():
+    from conformance.worker import _judge_rounding_growth, _rounding_only
+
+    prepared, row, failing = _strict_mismatch(OPSET)
+    assert _rounding_only(prepared.entry, failing)  # the error is far below 1e-3 of the logits' scale
+    _judge_rounding_growth(prepared, row, OPSET, None, failing, None)
+    assert row["status"] == "pass" and row["error"] == ""
+    assert "rounding grown along the graph" in row["reason"]
+    assert "re-judged node by node: input 0:" in row["comparison"] and "intermediate values compared" in row["comparison"]
+
+
+def test_a_float_mismatch_with_a_diverging_node_stays_a_mismatch(planted_conv):
+    from conformance.worker import _judge_rounding_growth
+
+    prepared, row, failing = _strict_mismatch(OPSET)
+    _judge_rounding_growth(prepared, row, OPSET, None, failing, None)
+    assert row["status"] == "mismatch" and "re-judged" not in row["comparison"]
+
+
+def test_a_mismatch_beyond_what_rounding_can_explain_is_not_re_judged():
+    from conformance.compare import Verdict
+    from conformance.worker import _rounding_only
+
+    prepared, _, failing = _strict_mismatch(OPSET)
+    (label, verdict, expected), = failing
+    scale = float(np.abs(expected[0]).max())
+    far = Verdict(False, "output 0: max abs error ...", max_abs=2e-3 * scale)
+    assert not _rounding_only(prepared.entry, [(label, far, expected)])
+    assert not _rounding_only(prepared.entry, [(label, Verdict(False, "output 0: shape (2,) != torch (1,)"), expected)])
