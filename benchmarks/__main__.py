@@ -137,6 +137,7 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
     model, args, kwargs = MODELS[name]()
     row: dict = {"model": name, "opset": opset}
     times: dict[str, list[float]] = {"ours": [], "peer": [], **{side: [] for side in BASELINES}}
+    cpu: dict[str, list[float]] = {side: [] for side in times}  # process CPU seconds: steadier on a shared machine
     peaks: dict[str, list[float]] = {"ours": [], "peer": []}
     outputs: dict[str, bytes] = {}
     stages: dict[str, list[dict[str, float]]] = {"ours": [], "peer": []}
@@ -151,14 +152,16 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
     for _ in range(runs):  # alternate ours, the peer and ours without provenance so drift affects all alike
         for side, export in {**EXPORTERS, **BASELINES}.items():
             if side in BASELINES and "ours" in outputs:
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 export(model, args, opset, kwargs)
                 times[side].append(time.perf_counter() - start)
+                cpu[side].append(time.process_time() - cpu_start)
             elif side in outputs:
                 with PeakRss() as rss:
-                    start = time.perf_counter()
+                    start, cpu_start = time.perf_counter(), time.process_time()
                     stages[side].append(export(model, args, opset, kwargs)[1])
                     times[side].append(time.perf_counter() - start)
+                    cpu[side].append(time.process_time() - cpu_start)
                 peaks[side].append(rss.growth_mb)
     for side in EXPORTERS:
         if side not in outputs:
@@ -171,7 +174,9 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
     if "ours" in row:
         row["ours"].update(stage_report(stages["ours"], row["ours"]["export_s"]))
         off = statistics.median(times["ours_without_provenance"])
-        row["provenance"] = {"on_s": row["ours"]["export_s"], "off_s": off, "ratio": row["ours"]["export_s"] / off}
+        on_cpu, off_cpu = statistics.median(cpu["ours"]), statistics.median(cpu["ours_without_provenance"])
+        row["provenance"] = {"on_s": row["ours"]["export_s"], "off_s": off, "ratio": row["ours"]["export_s"] / off,
+                             "on_cpu_s": on_cpu, "off_cpu_s": off_cpu, "cpu_ratio": on_cpu / off_cpu if off_cpu else None}
     for side, latency in ort_latencies_ms(outputs, args, latency_repeats).items():
         row[side]["ort_ms" if isinstance(latency, float) else "ort_error"] = latency
     if "ours" in row and "peer" in row:
@@ -212,11 +217,14 @@ def stage_table(rows: list[dict]) -> str:
 
 def provenance_table(rows: list[dict]) -> str:
     """What recording provenance costs: our export time with it (the default) and without, and their ratio."""
-    lines = ["| model | opset | export s, provenance on | off | on/off |", "|---|---|---|---|---|"]
+    lines = ["| model | opset | export s, provenance on | off | on/off | CPU s on | off | on/off |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in rows:
         if "provenance" in row:
             p = row["provenance"]
-            lines.append(f"| {row['model']} | {row['opset']} | {p['on_s']:.3f} | {p['off_s']:.3f} | {p['ratio']:.3f} |")
+            cpu = (f"{p['on_cpu_s']:.3f} | {p['off_cpu_s']:.3f} | {p['cpu_ratio']:.3f}" if p.get("cpu_ratio")
+                   else "- | - | -")
+            lines.append(f"| {row['model']} | {row['opset']} | {p['on_s']:.3f} | {p['off_s']:.3f} | {p['ratio']:.3f} | {cpu} |")
     return "\n".join(lines)
 
 

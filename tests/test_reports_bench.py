@@ -51,6 +51,7 @@ def test_provenance_cost_is_measured_against_an_export_without_it(bench_rows):
     cost = bench_rows[0]["provenance"]
     assert cost["on_s"] == bench_rows[0]["ours"]["export_s"] and cost["off_s"] > 0
     assert cost["ratio"] == cost["on_s"] / cost["off_s"]
+    assert cost["cpu_ratio"] == cost["on_cpu_s"] / cost["off_cpu_s"]
     assert f"| scripted_loop | 16 | {cost['on_s']:.3f} | {cost['off_s']:.3f} | {cost['ratio']:.3f} |" in markdown_table(bench_rows)
     model, args, kwargs = MODELS["scripted_loop"]()
     with recording(False):
