@@ -23,6 +23,7 @@ from exporter.errors import ExportArgumentError
 from exporter.graph_context import ExportSession
 from exporter.lowering import runtime
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
+from exporter import provenance
 from exporter.provenance import Provenance, write_doc_strings
 from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY
 from exporter.timing import StageTimes
@@ -348,8 +349,9 @@ def export(
             outline, verbose, times,
         )
     logger.info("%s", times.summary())
-    return ExportResult(model_proto, captured, names_in, names_out, Provenance.of(graph),
-                        sorted(session.used_workarounds), times.seconds)
+    recorded = Provenance.of(graph) if provenance.RECORD else None
+    return ExportResult(model_proto, captured, names_in, names_out, recorded, sorted(session.used_workarounds),
+                        times.seconds)
 
 
 def prepare_capture(

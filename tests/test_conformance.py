@@ -99,6 +99,18 @@ def test_output_independent_of_input_is_inconclusive(tmp_path):
     assert "does not depend on the input" in row["reason"]
 
 
+def test_detections_all_on_near_ties_are_judged_before_the_selection(tmp_path):
+    """The tied detector's final detections all sit on near-ties (once inconclusive); the values entering its
+    threshold, top-k and NMS agree and every node after them computes PyTorch's result from PyTorch's inputs."""
+    (case,) = _cases(["test_tied_detector"], opsets=(11,))
+    row = _run_in_process(case, tmp_path)
+    assert row["status"] == "pass", (row["error"], row["reason"])
+    assert "near-ties" in row["reason"] and "judged before the data-dependent selection" in row["comparison"]
+    (judged,) = row["selection"]
+    assert judged["ok"] and judged["check"] == "input 0" and judged["decisions"] == {"aten::gt": 1}
+    assert judged["frontier"] >= 2 and judged["post_selection"] >= 5
+
+
 def test_cuda_case_skips_with_reason_without_a_gpu(tmp_path):
     import torch
 
