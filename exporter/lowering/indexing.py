@@ -136,7 +136,7 @@ def _gather_by_hits(g, x, dim: int, index):
         x = slice_op(g, x, axes, [0] * len(axes), [dim_size(g, index, a) for a in axes])
     original = g.dtype(x)
     work = original if original != BOOL else dtypes.onnx_from_torch(torch.int32)
-    targets = reshape_to(g, arange_indices(g, dim_size(g, x, dim)), [1] * rank + [-1])
+    targets = unsqueeze(g, arange_indices(g, dim_size(g, x, dim)), list(range(rank)))  # (a Reshape to [1, 0] would copy)
     hits = g.op("Equal", unsqueeze(g, index, [rank]), targets)
     values = unsqueeze(g, transpose_perm(g, cast(g, x, work), [a for a in range(rank) if a != dim] + [dim]), [dim])
     zero = g.const(np.zeros((), dtype=dtypes.numpy_from_onnx(work)))
@@ -183,7 +183,7 @@ def scatter_add_elements(g, x, dim: int, index, updates):
     if g.opset >= 16:
         return scatter_elements(g, x, dim, index, updates, "add")
     rank = require_rank(g, x)
-    targets = reshape_to(g, arange_indices(g, dim_size(g, x, dim)), [1] * rank + [-1])
+    targets = unsqueeze(g, arange_indices(g, dim_size(g, x, dim)), list(range(rank)))  # (a Reshape to [1, 0] would copy)
     hits = g.op("Equal", unsqueeze(g, index, [rank]), targets)
     values = unsqueeze(g, updates, [rank])
     if g.opset >= 9:
@@ -238,7 +238,7 @@ def scatter_extreme_elements(g, x, dim: int, index, updates, largest: bool):
         extreme = np.iinfo(numbers).min if largest else np.iinfo(numbers).max
     extreme = np.array(extreme, dtype=numbers)
     rank = require_rank(g, x)
-    targets = reshape_to(g, arange_indices(g, dim_size(g, x, dim)), [1] * rank + [-1])
+    targets = unsqueeze(g, arange_indices(g, dim_size(g, x, dim)), list(range(rank)))  # (a Reshape to [1, 0] would copy)
     hits = g.op("Equal", unsqueeze(g, index, [rank]), targets)
     spread = g.op("Where", hits, unsqueeze(g, updates, [rank]), g.const(extreme))
     index_dims = known_dims(g, index) or [None] * rank

@@ -8,9 +8,11 @@ from exporter.lowering.core import (
     require_rank,
     scalar_like,
     slice_op,
+    unsqueeze,
 )
 from exporter.lowering.normalization import normalize_batch
 from exporter.lowering.reductions import vector_norm
+from exporter.lowering.shape import pad_op
 from exporter.registry import parse_args, symbolic, unsupported
 
 
@@ -29,10 +31,43 @@ def _conv(g, input, weight, bias, stride, padding, dilation, transposed, output_
     )
     inputs = [input, weight] + ([bias] if bias is not None else [])
     if transposed:
+        output_padding = _expand(output_padding, spatial)
+        if any(o >= max(s, d) for o, s, d in zip(output_padding, attrs["strides_i"], attrs["dilations_i"])):
+            return _conv_transpose_large_output_padding(g, input, weight, bias, attrs, output_padding)
         if any(output_padding):
-            attrs["output_padding_i"] = _expand(output_padding, spatial)
+            attrs["output_padding_i"] = output_padding
         return g.op("ConvTranspose", *inputs, **attrs)
     return g.op("Conv", *inputs, **attrs)
+
+
+def _conv_transpose_large_output_padding(g, input, weight, bias, attrs, output_padding):
+    """A transposed convolution whose output padding is not below its stride or dilation (PyTorch's quantized
+    ConvTranspose accepts it; ONNX's ConvTranspose requires it below both). Output padding only appends positions at
+    the end, and past the full transposed convolution no input contributes: so the end pad shrinks by it first, the
+    rest is appended as zeros (Pad), and the bias is added after."""
+    spatial = len(output_padding)
+    pads = list(attrs["pads_i"])
+    kept, appended = [], []
+    for axis, (extra, stride, dilation) in enumerate(zip(output_padding, attrs["strides_i"], attrs["dilations_i"])):
+        if extra < max(stride, dilation):
+            kept.append(extra)
+            appended.append(0)
+            continue
+        end = pads[spatial + axis]
+        pads[spatial + axis] = max(end - extra, 0)
+        kept.append(0)
+        appended.append(max(extra - end, 0))
+    attrs = dict(attrs, pads_i=pads)
+    if any(kept):
+        attrs["output_padding_i"] = kept
+    out = g.op("ConvTranspose", input, weight, **attrs)
+    out.shape = (None,) * (spatial + 2)
+    if any(appended):
+        torch_pads = [p for axis in reversed(range(spatial)) for p in (0, appended[axis])]
+        out = pad_op(g, out, torch_pads, "constant")
+    if bias is not None:
+        out = g.op("Add", out, unsqueeze(g, bias, list(range(1, spatial + 1))))
+    return out
 
 
 def _same_pads(g, weight, dilation):

@@ -306,3 +306,17 @@ CASES += [
            sample="index_smaller_than_src_run_time_shapes", dynamic_min_opset=9,
            fn=lambda x, i, s: x.scatter_add(0, i, s)),
 ]
+
+
+class _ScatterExtremesOfEmpty(torch.nn.Module):
+    """Scripted (a trace folds ops on empty tensors): amax/amin of an empty scatter, whose index range is empty."""
+
+    def forward(self, x, index, input):
+        return input.scatter_reduce(0, index, x, reduce="amax"), input.scatter_reduce(0, index, x, reduce="amin")
+
+
+CASES += [
+    OpCase("scatter_reduce", lambda k: (torch.tensor([]), torch.tensor([], dtype=torch.int64), torch.tensor([])),
+           sample="extremes_of_empty", min_opset=9, dynamic=False,
+           module=lambda: torch.jit.script(_ScatterExtremesOfEmpty())),
+]

@@ -95,7 +95,8 @@ class _OnFbgemm(torch.nn.Module):
             return self.inner(*xs)
 
 
-_TRANSPOSED = (torch.ao.nn.quantized.ConvTranspose1d, torch.ao.nn.quantized.ConvTranspose2d)
+_TRANSPOSED = (torch.ao.nn.quantized.ConvTranspose1d, torch.ao.nn.quantized.ConvTranspose2d,
+               torch.ao.nn.quantized.ConvTranspose3d)
 _qnn = torch.ao.nn.quantized
 _image = lambda k: (_grid(1 + k, 4, 6, 6),)  # noqa: E731
 _functional = lambda fn: (lambda: _Quantized(fn))  # noqa: E731
@@ -134,4 +135,16 @@ CASES += [
     OpCase("quantized_sigmoid", _image, min_opset=10, atol=1 / 256, rtol=0.0,
            tolerance_reason="the output grid's step is 1/256 (PyTorch's fixed sigmoid quantization)",
            module=_functional(torch.sigmoid)),
+]
+
+# A quantized ConvTranspose3d whose output padding is not below its stride (PyTorch's quantized module accepts it, ONNX's
+# ConvTranspose does not): the end pads shrink by it, the rest is appended as zeros and the bias added after.
+_volume = lambda k: (_grid(1 + k, 4, 3, 3, 3),)  # noqa: E731
+CASES += [
+    OpCase("quantized_conv_transpose3d", _volume, sample="output_padding_not_below_stride", min_opset=10, **_ONE_STEP,
+           module=lambda: _OnFbgemm(lambda: _with_weights(
+               _qnn.ConvTranspose3d(4, 3, [2, 3, 4], output_padding=(0, 1, 2), stride=[3, 1, 2]), (4, 3, 2, 3, 4)))),
+    OpCase("quantized_conv_transpose3d", _volume, sample="output_padding_and_end_pads", min_opset=10, **_ONE_STEP,
+           module=lambda: _OnFbgemm(lambda: _with_weights(_qnn.ConvTranspose3d(
+               4, 3, [2, 3, 4], output_padding=(0, 1, 2), stride=[3, 1, 2], padding=(0, 1, 1)), (4, 3, 2, 3, 4)))),
 ]
