@@ -5,6 +5,7 @@ Each export runs in ONNX Runtime and is compared with PyTorch."""
 from __future__ import annotations
 
 import copy
+from typing import Optional
 import io
 
 import numpy as np
@@ -403,3 +404,26 @@ def test_new_zeros_of_a_shape_slice_of_run_time_length(opset):
     for shape in ((1, 2, 3, 4), (2, 3, 4, 5)):
         x = torch.rand(shape)
         _expect(_run(proto, [x.numpy()]), _flat(model(x)))
+
+
+# -- keyword arguments and defaults of scripted models ----------------------------------------------------------
+class WithDefaults(torch.nn.Module):
+    def forward(self, x, scale: Optional[torch.Tensor] = None, shift: torch.Tensor = torch.ones(2, 3)):
+        if scale is not None:
+            x = x * scale
+        return x + shift
+
+
+def test_keyword_arguments_and_defaults_of_a_script_module():
+    """Bound as PyTorch's exporter binds them: after the positional arguments, each parameter takes its keyword
+    argument, else its default; a None argument is a constant of the graph."""
+    model = torch.jit.script(WithDefaults())
+    x, scale, shift = torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3)
+    proto = _export(model, (x, {"shift": shift}), 14)
+    assert len(proto.graph.input) == 2  # x, shift (scale is None)
+    _expect(_run(proto, [x.numpy(), shift.numpy()]), _flat(model(x, shift=shift)))
+    proto = _export(model, (x, {"scale": scale}), 14)
+    assert len(proto.graph.input) == 3  # x, scale, the default shift
+    _expect(_run(proto, [x.numpy(), scale.numpy(), torch.ones(2, 3).numpy()]), _flat(model(x, scale)))
+    with pytest.raises(exporter.errors.ExportArgumentError, match="name no parameter"):
+        _export(model, (x, {"offset": shift}), 14)
