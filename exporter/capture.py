@@ -343,7 +343,8 @@ def _lift_attributes(graph, module_c, prefix: str, state_dict: dict[str, torch.T
     lifted_params: list[tuple[str, torch.Tensor, Any]] = []
     state_names = {}
     for state_name, tensor in reversed(state_dict.items()):
-        state_names[tensor._cdata] = prefix + state_name
+        if isinstance(tensor, torch.Tensor):  # a quantized module's state holds packed (tuple) entries too
+            state_names[tensor._cdata] = prefix + state_name
 
     def lift(attr: torch.Tensor, attr_path: str):
         """The graph input holding ``attr`` (one per distinct tensor), named after ``attr_path``."""

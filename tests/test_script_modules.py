@@ -427,3 +427,14 @@ def test_keyword_arguments_and_defaults_of_a_script_module():
     _expect(_run(proto, [x.numpy(), scale.numpy(), torch.ones(2, 3).numpy()]), _flat(model(x, scale)))
     with pytest.raises(exporter.errors.ExportArgumentError, match="name no parameter"):
         _export(model, (x, {"offset": shift}), 14)
+
+
+def test_module_whose_state_holds_packed_parameters():
+    """A quantized Linear's state_dict holds a (weight, bias) tuple next to tensors: lifting attributes names
+    tensors from the state_dict and must pass over such entries (it raised AttributeError)."""
+    model = torch.ao.nn.quantized.Linear(4, 8)
+    weight = torch.quantize_per_tensor(torch.arange(32, dtype=torch.float).view(8, 4), 0.5, 0, torch.qint8)
+    model.set_weight_bias(weight, torch.arange(8, dtype=torch.float))
+    x = torch.quantize_per_tensor(torch.linspace(-2, 2, 12).view(3, 4), 0.25, 128, torch.quint8)
+    proto = _export(model, (x,), 13)
+    assert any(node.op_type in ("QLinearMatMul", "MatMul", "Gemm") for node in proto.graph.node)
