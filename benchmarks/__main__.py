@@ -80,7 +80,17 @@ def export_peer(model, args, opset, kwargs) -> tuple[bytes, dict[str, float]]:
     return buffer.getvalue(), {}
 
 
+def export_ours_without_provenance(model, args, opset, kwargs) -> tuple[bytes, dict[str, float]]:
+    """Ours with provenance recording off (an internal switch, not an export option): its cost is the difference."""
+    from exporter.provenance import recording
+
+    with recording(False):
+        return export_ours(model, args, opset, kwargs)
+
+
 EXPORTERS = {"ours": export_ours, "peer": export_peer}
+# Timed alternately with the exporters above, export time only: ours without provenance recording.
+BASELINES = {"ours_without_provenance": export_ours_without_provenance}
 
 
 def graph_stats(data: bytes) -> dict:
@@ -126,7 +136,8 @@ def _flat_tensors(obj):
 def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
     model, args, kwargs = MODELS[name]()
     row: dict = {"model": name, "opset": opset}
-    times: dict[str, list[float]] = {"ours": [], "peer": []}
+    times: dict[str, list[float]] = {"ours": [], "peer": [], **{side: [] for side in BASELINES}}
+    cpu: dict[str, list[float]] = {side: [] for side in times}  # process CPU seconds: steadier on a shared machine
     peaks: dict[str, list[float]] = {"ours": [], "peer": []}
     outputs: dict[str, bytes] = {}
     stages: dict[str, list[dict[str, float]]] = {"ours": [], "peer": []}
@@ -135,13 +146,22 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
             outputs[side] = export(model, args, opset, kwargs)[0]
         except Exception as error:
             row[f"{side}_error"] = f"{type(error).__name__}: {str(error)[:300]}"
-    for _ in range(runs):  # alternate ours and the peer so drift affects both alike
-        for side, export in EXPORTERS.items():
-            if side in outputs:
+    if "ours" in outputs:
+        for export in BASELINES.values():  # their warm-up
+            export(model, args, opset, kwargs)
+    for _ in range(runs):  # alternate ours, the peer and ours without provenance so drift affects all alike
+        for side, export in {**EXPORTERS, **BASELINES}.items():
+            if side in BASELINES and "ours" in outputs:
+                start, cpu_start = time.perf_counter(), time.process_time()
+                export(model, args, opset, kwargs)
+                times[side].append(time.perf_counter() - start)
+                cpu[side].append(time.process_time() - cpu_start)
+            elif side in outputs:
                 with PeakRss() as rss:
-                    start = time.perf_counter()
+                    start, cpu_start = time.perf_counter(), time.process_time()
                     stages[side].append(export(model, args, opset, kwargs)[1])
                     times[side].append(time.perf_counter() - start)
+                    cpu[side].append(time.process_time() - cpu_start)
                 peaks[side].append(rss.growth_mb)
     for side in EXPORTERS:
         if side not in outputs:
@@ -153,6 +173,10 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
         }
     if "ours" in row:
         row["ours"].update(stage_report(stages["ours"], row["ours"]["export_s"]))
+        off = statistics.median(times["ours_without_provenance"])
+        on_cpu, off_cpu = statistics.median(cpu["ours"]), statistics.median(cpu["ours_without_provenance"])
+        row["provenance"] = {"on_s": row["ours"]["export_s"], "off_s": off, "ratio": row["ours"]["export_s"] / off,
+                             "on_cpu_s": on_cpu, "off_cpu_s": off_cpu, "cpu_ratio": on_cpu / off_cpu if off_cpu else None}
     for side, latency in ort_latencies_ms(outputs, args, latency_repeats).items():
         row[side]["ort_ms" if isinstance(latency, float) else "ort_error"] = latency
     if "ours" in row and "peer" in row:
@@ -166,7 +190,8 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
 
 def stage_report(runs: list[dict[str, float]], export_s: float) -> dict:
     """Median seconds per stage over the timed runs, and the overhead above the floor: export time divided by
-    capture plus one serialization (what any exporter must spend)."""
+    capture plus one serialization (the ``serialize`` stage writes the model's bytes into the destination once:
+    what any exporter must spend)."""
     names = list(dict.fromkeys(name for run in runs for name in run))
     medians = {name: statistics.median(run.get(name, 0.0) for run in runs) for name in names}
     floor = medians.get("capture", 0.0) + medians.get("serialize", 0.0)
@@ -174,9 +199,9 @@ def stage_report(runs: list[dict[str, float]], export_s: float) -> dict:
 
 
 def stage_table(rows: list[dict]) -> str:
-    """Where our export's time goes, per model: capture, convert, the passes together, assemble, serialize, check,
-    write, and the overhead above the floor (export / (capture + serialize))."""
-    columns = ("capture", "convert", "passes", "assemble", "serialize", "check", "write")
+    """Where our export's time goes, per model: capture, convert, the passes together, assemble, check, serialize
+    (into the destination), and the overhead above the floor (export / (capture + serialize))."""
+    columns = ("capture", "convert", "passes", "assemble", "check", "serialize")
     lines = ["| model | opset | " + " | ".join(f"{c} s" for c in columns) + " | overhead above floor |",
              "|---|---|" + "---|" * (len(columns) + 1)]
     for row in rows:
@@ -188,6 +213,19 @@ def stage_table(rows: list[dict]) -> str:
         overhead = ours.get("overhead_above_floor")
         cells = " | ".join(f"{stage.get(c, 0.0):.3f}" for c in columns)
         lines.append(f"| {row['model']} | {row['opset']} | {cells} | {f'{overhead:.2f}' if overhead else '-'} |")
+    return "\n".join(lines)
+
+
+def provenance_table(rows: list[dict]) -> str:
+    """What recording provenance costs: our export time with it (the default) and without, and their ratio."""
+    lines = ["| model | opset | export s, provenance on | off | on/off | CPU s on | off | on/off |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        if "provenance" in row:
+            p = row["provenance"]
+            cpu = (f"{p['on_cpu_s']:.3f} | {p['off_cpu_s']:.3f} | {p['cpu_ratio']:.3f}" if p.get("cpu_ratio")
+                   else "- | - | -")
+            lines.append(f"| {row['model']} | {row['opset']} | {p['on_s']:.3f} | {p['off_s']:.3f} | {p['ratio']:.3f} | {cpu} |")
     return "\n".join(lines)
 
 
@@ -222,7 +260,7 @@ def markdown_table(rows: list[dict]) -> str:
             f"{pair('node_count', '{}')} | {ratio('node_count')} | {pair('ort_ms', '{:.2f}')} | {ratio('ort_ms')} | "
             f"{pair('peak_rss_growth_mb', '{:.0f}')} |"
         )
-    lines += ["", stage_table(rows)]
+    lines += ["", stage_table(rows), "", provenance_table(rows)]
     lines.append("\nOp counts that differ (ours/peer), per model at its highest benchmarked opset:")
     for row in rows:
         if row is _last_opset_row(rows, row["model"]) and "ours" in row and "peer" in row:

@@ -74,6 +74,10 @@ FIELDS = {
                     "op_types, kind, scope, source, inputs_agree, local_max_abs, culprit ('export' | 'onnxruntime' | "
                     "'undecided'), explanation, growth ([value, error / scale] to an output), repro (folder); "
                     "{error, check} when localizing failed",
+    "selection": "detection rows whose final detections all sit on near-ties: per such check, exporter.verify's "
+                 "judgment before the data-dependent selection (check, ok, stage, summary, decisions, pre_selection, "
+                 "frontier, frontier_max_abs, post_selection, local_checks, tie_broken); see "
+                 "exporter.verify.SelectionCheck",
     "expectation": "the reason of the expectations.toml entry the row matches (null when none)",
     "workarounds": "names of the runtime workarounds (exporter/lowering/runtime.py) the exported model depends on",
 }

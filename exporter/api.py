@@ -23,6 +23,7 @@ from exporter.errors import ExportArgumentError
 from exporter.graph_context import ExportSession
 from exporter.lowering import runtime
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
+from exporter import provenance
 from exporter.provenance import Provenance, write_doc_strings
 from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY
 from exporter.timing import StageTimes
@@ -196,13 +197,20 @@ class ExportResult:
     Its repr is a one-line summary (opset, input and output names, node and initializer counts), not the model.
     """
 
-    model: onnx.ModelProto
+    model_or_builder: onnx.ModelProto | Callable[[], onnx.ModelProto] = dataclasses.field(repr=False)
     capture: Capture
     input_names: list[str]
     output_names: list[str]
     provenance: Provenance | None = None
     workarounds: list[str] = dataclasses.field(default_factory=list)
     stage_seconds: dict[str, float] = dataclasses.field(default_factory=dict)  # wall time per stage, in order
+
+    @property
+    def model(self) -> onnx.ModelProto:
+        """The exported ModelProto, as written (built on first use when its weights were streamed to the file)."""
+        if callable(self.model_or_builder):
+            self.model_or_builder = self.model_or_builder()
+        return self.model_or_builder
 
     def __repr__(self) -> str:
         graph = self.model.graph
@@ -341,8 +349,9 @@ def export(
             outline, verbose, times,
         )
     logger.info("%s", times.summary())
-    return ExportResult(model_proto, captured, names_in, names_out, Provenance.of(graph),
-                        sorted(session.used_workarounds), times.seconds)
+    recorded = Provenance.of(graph) if provenance.RECORD else None
+    return ExportResult(model_proto, captured, names_in, names_out, recorded, sorted(session.used_workarounds),
+                        times.seconds)
 
 
 def prepare_capture(
@@ -493,27 +502,29 @@ def _is_training(model: Any, mode: TrainingMode) -> bool:
 
 
 def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, outline, verbose,
-                          times: StageTimes) -> onnx.ModelProto:
-    """Assemble the ModelProto (streaming weights to an external data file when > 2 GiB), check it, write it."""
+                          times: StageTimes) -> onnx.ModelProto | Callable[[], onnx.ModelProto]:
+    """Assemble the ModelProto, check it, write it. Large weights are streamed: into an external data file when
+    they pass 2 GiB, else into the model file after the ModelProto's own bytes (then the ModelProto the file
+    holds is built only when asked for: the returned callable)."""
     with serialize.external_data_stage(graph, f) as stage:
+        apart = None if stage else serialize.StreamedWeights()
         logger.info("assembling the ModelProto (%d nodes, external data: %s)", len(graph.nodes), stage is not None)
         with times.stage("assemble"):
             model_proto = serialize.assemble(
-                graph, session, params_as_inputs, axes, examples, tensor_writer=stage.tensor if stage else None
+                graph, session, params_as_inputs, axes, examples, tensor_writer=stage.tensor if stage else None,
+                apart=apart,
             )
             if outline is not None:
                 outline(model_proto)
         if verbose:
-            print(pretty_text(model_proto), file=sys.stdout)
+            print(pretty_text(model_proto if stage else apart.full_model(model_proto)), file=sys.stdout)
         logger.info("checking and writing the model")
         if stage:
             with times.stage("check+write (external data)"):
                 stage.commit(model_proto, validate_path=validate.check)
             return model_proto
-        with times.stage("serialize"):
-            payload = model_proto.SerializeToString()  # once: the checker and the file share these bytes
         with times.stage("check"):
-            validate.check(payload)
-        with times.stage("write"):
-            serialize.write(payload, f)
-    return model_proto
+            validate.check(apart.declared(model_proto).SerializeToString())
+        with times.stage("serialize"):
+            serialize.write(model_proto, f, apart)  # the one serialization of the weights, straight into f
+    return lambda: apart.full_model(model_proto)

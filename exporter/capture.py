@@ -186,6 +186,7 @@ def _state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def _capture_traced(model: torch.nn.Module, positional: tuple, kwargs: dict) -> Capture:
     flat, rebuild = flatten((positional, kwargs), numbers_as_tensors=True)
+    given = _as_given(flat)
     wrapper = _FlatCall(model, rebuild)
     tracer_warnings: list[str] = []
     try:
@@ -197,7 +198,7 @@ def _capture_traced(model: torch.nn.Module, positional: tuple, kwargs: dict) -> 
     except Exception as error:
         raise CaptureError(f"tracing {type(model).__name__} failed: {type(error).__name__}: {error}") from error
     graph = traced.graph.copy()
-    captured = _finish(graph, traced._c, flat, _WRAPPER_PREFIX, _state_dict(model))
+    captured = _finish(graph, traced._c, given, _WRAPPER_PREFIX, _state_dict(model))
     captured.example_outputs = outputs
     captured.tracer_warnings = tracer_warnings
     return captured
@@ -210,6 +211,7 @@ def _capture_traced_graph(model: torch.nn.Module, positional: tuple, kwargs: dic
     that mirror is only needed when the model holds scripted submodules (the tracer calls them as methods).
     """
     flat, rebuild = flatten((positional, kwargs), numbers_as_tensors=True)
+    given = _as_given(flat)
     wrapper = _FlatCall(model, rebuild)
     state: dict[torch.Tensor, str] = {}
     for name, tensor in model.state_dict(keep_vars=True).items():
@@ -225,7 +227,7 @@ def _capture_traced_graph(model: torch.nn.Module, positional: tuple, kwargs: dic
     except Exception as error:
         raise CaptureError(f"tracing {type(model).__name__} failed: {type(error).__name__}: {error}") from error
     params = _prune_state_inputs(graph, len(flat), list(state.items()))
-    captured = _finish(graph, None, flat, "", {})
+    captured = _finish(graph, None, given, "", {})
     captured.params = params
     captured.state_names = list(state.values())
     captured.example_outputs = [t.detach() for t in wrapper.last_outputs]
@@ -264,16 +266,17 @@ def _prune_state_inputs(graph, user_count: int, state: list[tuple[torch.Tensor, 
 def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) -> Capture:
     """A scripted model's own graph; a Python number argument stays a graph input (a 0-d tensor), as in PyTorch's exporter."""
     positional = _script_arguments(model, positional, kwargs)
-    flat, _ = flatten(positional, numbers_as_tensors=True)
+    flat = _as_given(flatten(positional, numbers_as_tensors=True)[0])
     graph = graph.copy()
-    user_inputs = list(graph.inputs())[1:] if module_c is not None else list(graph.inputs())
-    for index in reversed(range(min(len(positional), len(user_inputs)))):
+    first = 1 if module_c is not None else 0
+    for index in reversed(range(min(len(positional), len(list(graph.inputs())) - first))):
         if positional[index] is None:  # a None argument is a constant of the graph, not an input
             graph.setInsertPoint(next(iter(graph.nodes()), graph.return_node()))
-            user_inputs[index].replaceAllUsesWith(graph.insertConstant(None))
-            graph.eraseInput(index + (1 if module_c is not None else 0))
-            del user_inputs[index]
+            list(graph.inputs())[first + index].replaceAllUsesWith(graph.insertConstant(None))
+            graph.eraseInput(first + index)
     graph.setInsertPoint(graph.return_node())
+    _split_list_inputs(graph, first, [argument for argument in positional if argument is not None])
+    user_inputs = list(graph.inputs())[first:]
     for value, tensor in zip(user_inputs, flat):
         if value.type().kind() == "TensorType":
             value.setType(torch._C.TensorType.create_from_tensor(tensor))
@@ -308,12 +311,49 @@ def _script_arguments(model, positional: tuple, kwargs: dict) -> tuple:
     return tuple(args)
 
 
+def _split_list_inputs(graph, first: int, positional) -> None:
+    """Give a scripted list argument (``pad: list[int]``, ``xs: list[Tensor]``) one graph input per element, as the
+    arguments are flattened into inputs (and as a trace records them), gathered by a ``prim::ListConstruct`` where
+    the list was used: each element is then a graph input of its own, with the list's length fixed by the example."""
+    inputs = list(graph.inputs())
+    order, replaced = list(range(first)), []
+    for index, (value, argument) in enumerate(zip(inputs[first:], positional), start=first):
+        if value.type().kind() != "ListType" or not isinstance(argument, (list, tuple)) or \
+                any(isinstance(item, (list, tuple, dict)) for item in argument):
+            order.append(index)
+            continue
+        element_type = value.type().getElementType()
+        items = []
+        for position in range(len(argument)):
+            item = graph.addInput(f"{value.debugName().split('.')[0]}_{position}")
+            item.setType(element_type)
+            items.append(item)
+        node = graph.create("prim::ListConstruct", items, 1)
+        node.output().setType(value.type())
+        graph.prependNode(node)
+        value.replaceAllUsesWith(node.output())
+        order.extend(len(inputs) + sum(len(r[1]) for r in replaced) + i for i in range(len(items)))
+        replaced.append((index, items))
+    if not replaced:
+        return
+    old = [index for index, _ in replaced]
+    graph.permuteInputs(order + old)  # the emptied list inputs last, then removed
+    for position in reversed(range(len(order), len(order) + len(old))):
+        graph.eraseInput(position)
+
+
 def _scripted_example_outputs(result: Any) -> list:
     """The example results, one per output of the scripted graph once its tuples are lowered: a number becomes a
     0-d tensor output and a list of tensors one output (an ONNX sequence), as PyTorch's exporter exports them."""
     if isinstance(result, tuple):
         return [item for part in result for item in _scripted_example_outputs(part)]
     return [number_tensor(result) if isinstance(result, _SCALARS) else result]
+
+
+def _as_given(flat: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Copies of the flat arguments as the caller gave them: the model's run may change them in place (``set_``,
+    ``resize_``), and the graph's inputs must have the shapes and types the caller passes."""
+    return [tensor.detach().clone() for tensor in flat]
 
 
 def _finish(graph, module_c, flat, prefix, state_dict, outputs=None) -> Capture:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from exporter import ir
+from exporter import ir, provenance
 from exporter.errors import OnnxExporterError, UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import quantized
@@ -36,6 +36,7 @@ class Converter:
         session.inline_block = self._inline_block
         # ONNX node name -> TorchScript scope of the node it came from (export_modules_as_functions groups by it).
         self.node_scopes: dict[str, str] = {}
+        self.record = provenance.RECORD  # stamp ONNX nodes and values with their TorchScript origin
 
     # -- graphs and blocks ------------------------------------------------------------------------------
     def convert_graph(self, ts_graph, input_values: list[ir.Value]) -> ir.Graph:
@@ -48,7 +49,8 @@ class Converter:
                 value = quantized.typed_input(ctx, value)
             else:
                 self._annotate(value, ts_input)
-                value.origin = ts_input
+                if self.record:
+                    value.origin = ts_input
             env[ts_input.unique()] = value
         self._convert_nodes(ctx, ts_graph.nodes(), env)
         graph.outputs = [self._as_output(ctx, v) for ts_output in ts_graph.return_node().inputs()
@@ -110,9 +112,6 @@ class Converter:
         if self.session.static_shapes:
             empty = _empty_results(node, args)
             if empty is not None:
-                for arg in args:
-                    if isinstance(arg, ir.Value) and arg.producer is None and arg.const is None:
-                        arg.read_by_folded_op = True
                 self._bind(node, empty[0] if len(empty) == 1 else empty, env)
                 return
         ctx.node = node
@@ -122,7 +121,7 @@ class Converter:
         ctx.node = node
         scope = node.scopeName()
         for onnx_node in ctx.graph.nodes[first_new:]:
-            if onnx_node.origin is None:  # nodes of an inlined block already name their own (inner) node
+            if self.record and onnx_node.origin is None:  # an inlined block's nodes already name their own
                 onnx_node.origin = node
             if scope:
                 self.node_scopes.setdefault(onnx_node.name, scope)
@@ -216,9 +215,11 @@ class Converter:
         for ts_value, value in zip(outputs, results):
             if isinstance(value, ir.Value):
                 self._annotate(value, ts_value)
-                value.origin = ts_value  # a value bound to several TorchScript values holds each of them
+                if self.record:
+                    value.origin = ts_value  # a value bound to several TorchScript values holds each of them
             elif isinstance(value, quantized.QTensor):
                 self._annotate(value.value, ts_value)  # its shape; the integers keep their own element type
+                value.value.origin = ts_value  # the integers stand for the quantized tensor
             env[ts_value.unique()] = value
 
     def _annotate(self, value: ir.Value, ts_value) -> None:

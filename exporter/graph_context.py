@@ -102,6 +102,9 @@ class GraphContext:
             value.producer = node
         if outputs == 1:
             out_values[0].dtype = _infer_dtype(op_type, domain, in_values, attrs)
+        elif not domain:
+            for value, dtype in zip(out_values, _infer_dtypes(op_type, in_values)):
+                value.dtype = dtype
         self.graph.nodes.append(node)
         return out_values[0] if outputs == 1 else tuple(out_values)
 
@@ -293,6 +296,29 @@ def _coerce_attribute(raw: Any, attr_type: int) -> Any:
     if attr_type == AttributeProto.TENSOR:
         return _to_array(raw, None)
     return raw
+
+
+# Multi-output ONNX ops: the element type of each output, "in" for the first input's.
+_MULTI_OUTPUT_TYPES = {
+    "Split": None,  # every output: the input's
+    "TopK": ("in", TensorProto.INT64),
+    "Unique": ("in", TensorProto.INT64, TensorProto.INT64, TensorProto.INT64),
+    "MaxPool": ("in", TensorProto.INT64),
+    "LSTM": None,
+    "GRU": None,
+    "RNN": None,
+}
+
+
+def _infer_dtypes(op_type: str, inputs: list[ir.Value | None]):
+    """The element types of a multi-output ONNX op's outputs, as far as the op alone tells them."""
+    if op_type not in _MULTI_OUTPUT_TYPES:
+        return ()
+    first = inputs[0].dtype if inputs and inputs[0] is not None else None
+    kinds = _MULTI_OUTPUT_TYPES[op_type]
+    if kinds is None:
+        return itertools.repeat(first)
+    return tuple(first if kind == "in" else kind for kind in kinds)
 
 
 def _infer_dtype(op_type: str, domain: str, inputs: list[ir.Value | None], attrs: dict[str, Any]) -> int | None:

@@ -145,11 +145,49 @@ def name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> N
 
 
 def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int) -> list[str]:
-    """Remove the model's own inputs that nothing reads (as PyTorch's exporter does: an unused argument, or one whose
-    only use, such as its static shape, was folded away); the names of the inputs left, the ``param_count``
-    parameters last."""
+    """Remove the model's own inputs that no node reads, except those an operation of the model reads (its values,
+    or its shape through ``view_as``, ``expand_as``, ``*_like``...) in a way that was folded at export time: as in
+    PyTorch's exporter, such an input stays so that callers feed what they passed. An input read only through shape
+    queries (``x.shape``, ``x.size(i)``, ``x.dim()``, ``x.new_zeros``) that were folded goes, as there, unless it
+    has dynamic axes: then its shape is a run-time value the model reads.
+    The names of the inputs left, the ``param_count`` parameters last."""
     user_count = len(names) - param_count
     used = passes.used_values(graph)
-    unused = {id(v) for v in graph.inputs[:user_count] if id(v) not in used and not v.read_by_folded_op}
+    unused = {id(v) for v in graph.inputs[:user_count]
+              if id(v) not in used and v.origin is not None and _has_static_shape(v)
+              and not _read_beyond_shape_queries(v.origin)}
     graph.inputs = [v for v in graph.inputs if id(v) not in unused]
     return [v.name for v in graph.inputs[:user_count - len(unused)]] + names[user_count:]
+
+
+# Uses of a tensor that read only what is known of it at export time (shape, rank, dtype, device).
+_SHAPE_QUERIES = frozenset({
+    "aten::size", "aten::sym_size", "aten::dim", "aten::numel", "aten::len", "aten::_dim_arange", "prim::shape",
+    "prim::dtype", "prim::device", "prim::layout", "aten::new_zeros", "aten::new_ones", "aten::new_full",
+    "aten::new_empty", "aten::new_tensor",
+})
+_PACKING = frozenset({"prim::ListConstruct", "prim::TupleConstruct"})
+_UNPACKING = frozenset({"prim::ListUnpack", "prim::TupleUnpack"})
+
+
+def _has_static_shape(value: ir.Value) -> bool:
+    return value.shape is not None and all(isinstance(dim, int) for dim in value.shape)
+
+
+def _read_beyond_shape_queries(ts_value) -> bool:
+    """Whether an operation of the TorchScript graph reads ``ts_value`` for more than a shape query; packing it into
+    a list or tuple counts only where the element unpacked back is read."""
+    for use in ts_value.uses():
+        kind = use.user.kind()
+        if kind in _SHAPE_QUERIES:
+            continue
+        if kind not in _PACKING or _element_read(use.user.output(), use.offset):
+            return True
+    return False
+
+
+def _element_read(packed, index: int) -> bool:
+    for use in packed.uses():
+        if use.user.kind() not in _UNPACKING or _read_beyond_shape_queries(use.user.outputsAt(index)):
+            return True
+    return False

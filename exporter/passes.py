@@ -151,7 +151,6 @@ def fuse_conv_batchnorm(graph: ir.Graph) -> None:
     """Fold an inference BatchNormalization into the Conv that feeds it (new weight and bias initializers)."""
     users = ir.consumers(graph)
     outputs = {id(v) for v in graph.outputs}
-    replacements: dict[int, ir.Value] = {}
     kept = []
     for node in graph.nodes:
         conv = _fusable_conv(node, users, outputs)
@@ -166,12 +165,11 @@ def fuse_conv_batchnorm(graph: ir.Graph) -> None:
         fused_bias = ((bias - mean) * factor + shift).astype(weight.dtype)
         conv.inputs = [conv.inputs[0], _initializer(graph, conv.inputs[1], fused_weight, "fused_weight"),
                        _initializer(graph, conv.inputs[1], fused_bias, "fused_bias")]
-        replacements[id(node.outputs[0])] = conv.outputs[0]
-        conv.outputs[0].origin = node.outputs[0].origin  # the Conv's output now holds the normalized values
-        conv.outputs[0].dtype, conv.outputs[0].shape = node.outputs[0].dtype, node.outputs[0].shape
+        # The Conv now computes the normalized values: it takes over the BatchNormalization's output (its name, its
+        # readers, its place among the graph outputs, its provenance).
+        conv.outputs = [node.outputs[0]]
+        node.outputs[0].producer = conv
     graph.nodes = kept
-    if replacements:
-        _rewire(graph, replacements)
 
 
 def _fusable_conv(node: ir.Node, users: dict[int, list[ir.Node]], outputs: set[int]) -> ir.Node | None:

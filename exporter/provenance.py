@@ -9,6 +9,7 @@ store per node; nothing reaches the written model unless ``export(..., provenanc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -21,6 +22,22 @@ from exporter.local_functions import instance_paths
 
 # Frames in these directories are PyTorch's or this exporter's machinery, not the model's code: the source line
 # reported is the innermost frame outside them.
+# Internal switch, not an export option: ``python -m benchmarks`` turns recording off (``recording(False)``) to
+# measure what it costs. With it off, nodes and values get no stamps and ``ExportResult.provenance`` is None.
+RECORD = True
+
+
+@contextlib.contextmanager
+def recording(enabled: bool):
+    """Record provenance (the default) or not, within the block."""
+    global RECORD
+    saved, RECORD = RECORD, enabled
+    try:
+        yield
+    finally:
+        RECORD = saved
+
+
 _LIBRARY_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,)) + (os.path.dirname(__file__) + os.sep,)
 _TRACED_FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
 _SCRIPTED_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+)')

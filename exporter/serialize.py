@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import stat
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +33,8 @@ TWO_GIB = 2**31
 EXTERNAL_DATA_THRESHOLD = TWO_GIB - (64 << 20)
 # Tensors at least this large go to the external data file; smaller ones stay inline.
 EXTERNAL_TENSOR_MIN_BYTES = 1024
+# Inline tensors at least this large are streamed into the file from their arrays (see StreamedWeights).
+STREAMED_TENSOR_MIN_BYTES = 1024
 _EXTERNAL_ALIGNMENT = 4096
 
 # The IR version that introduced each opset: a model stamped with it loads in every runtime of that era.
@@ -43,18 +47,41 @@ def ir_version_for(opset: int) -> int:
 
 def assemble(
     graph: ir.Graph, session: ExportSession, params_as_inputs: bool, axes: dict, example_outputs: list[Any],
-    tensor_writer=None,
+    tensor_writer=None, apart: StreamedWeights | None = None,
 ) -> onnx.ModelProto:
     """The ModelProto of ``graph``, its outputs shaped by ``example_outputs`` (one per output) and the dynamic
-    ``axes``; ``tensor_writer`` makes the initializers (see :func:`graph_to_proto`)."""
+    ``axes``; ``tensor_writer`` makes the initializers (see :func:`graph_to_proto`); ``apart`` keeps the large
+    ones out of the ModelProto, to be streamed into the file after it (see :class:`StreamedWeights`)."""
     uniquify_names(graph)
     shapes = output_shapes(graph, axes, example_outputs)
     # The graph is built inside the model: make_model(graph_proto) would copy every initializer's bytes once more.
     model = make_model(onnx.GraphProto(), session.opset, session.custom_opsets, session.used_domains)
-    graph_to_proto(graph, params_as_inputs, shapes, tensor_writer, into=model.graph)
-    if axes:
-        refine_output_shapes(model, axes)
+    graph_to_proto(graph, params_as_inputs, shapes, apart.keep_apart if apart is not None else tensor_writer,
+                   into=model.graph)
+    untyped = any(not o.type.tensor_type.elem_type for o in model.graph.output if o.type.HasField("tensor_type"))
+    if axes or untyped:
+        inferable = apart.declared(model) if apart is not None else model
+        if axes:
+            refine_output_shapes(model, axes, inferable)
+        if untyped:
+            fill_output_types(model, inferable)
     return model
+
+
+def fill_output_types(model: onnx.ModelProto, inferred_from: onnx.ModelProto) -> None:
+    """Give a graph output whose element type the converter could not tell (a scripted model's Tensor, computed by
+    an op the converter has no type rule for) the type ONNX type inference finds on ``inferred_from`` (``model``
+    or its skeleton with the weights kept apart declared): ONNX Runtime refuses to load a model with an output of
+    type 0."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(inferred_from, strict_mode=False)
+    except Exception:
+        return
+    by_name = {o.name: o for o in inferred.graph.output}
+    for output in model.graph.output:
+        source = by_name.get(output.name)
+        if output.type.HasField("tensor_type") and not output.type.tensor_type.elem_type and source is not None:
+            output.type.tensor_type.elem_type = source.type.tensor_type.elem_type
 
 
 def uniquify_names(graph: ir.Graph) -> None:
@@ -110,10 +137,11 @@ def output_shapes(graph: ir.Graph, axes: dict, example_outputs: list[Any]) -> di
     return shapes
 
 
-def refine_output_shapes(model: onnx.ModelProto, axes: dict) -> None:
-    """Use ONNX shape inference for output dims, with the declared dynamic axes named."""
+def refine_output_shapes(model: onnx.ModelProto, axes: dict, inferred_from: onnx.ModelProto) -> None:
+    """Use ONNX shape inference (on ``inferred_from``: ``model``, or its skeleton with the weights kept apart
+    declared) for output dims, with the declared dynamic axes named."""
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+        inferred = onnx.shape_inference.infer_shapes(inferred_from, strict_mode=False)
     except Exception:
         return
     by_name = {o.name: o for o in inferred.graph.output}
@@ -144,9 +172,9 @@ def graph_to_proto(
     """Serialize ``graph`` (and its subgraphs) into ``into`` (default: a new GraphProto). Initializers are listed
     as inputs too when asked.
 
-    ``tensor_writer(array, name) -> TensorProto`` makes the initializers (default: inline data, written straight
-    into the graph's own initializer entries: a TensorProto made apart would be copied once more on insertion,
-    which for a model of 1 GB of weights is a second of work).
+    ``tensor_writer(array, name) -> TensorProto | None`` makes the initializers, None for one it keeps out of the
+    graph (default: inline data, written straight into the graph's own initializer entries: a TensorProto made
+    apart would be copied once more on insertion, which for a model of 1 GB of weights is a second of work).
     """
     nodes = [node_to_proto(node) for node in graph.nodes]
     inputs = [value_info(v) for v in graph.inputs]
@@ -162,7 +190,9 @@ def graph_to_proto(
     for value in graph.initializers:
         array = np.asarray(value.const)
         if tensor_writer is not None:
-            proto.initializer.append(tensor_writer(array, value.name))
+            tensor = tensor_writer(array, value.name)
+            if tensor is not None:
+                proto.initializer.append(tensor)
         else:
             fill_tensor(proto.initializer.add(), array, value.name)
     return proto
@@ -266,16 +296,20 @@ def _create_file(directory: Path, prefix: str) -> Path:
     raise FileExistsError(f"no free temporary name in {directory}")
 
 
-def write(model: onnx.ModelProto | bytes, f: Any) -> None:
-    """Write ``model`` (its data inline, or already serialized) to ``f``; paths are written atomically."""
-    payload = model if isinstance(model, bytes) else model.SerializeToString()
+def write(model: onnx.ModelProto | bytes, f: Any, apart: StreamedWeights | None = None) -> None:
+    """Write ``model`` (its data inline, or already serialized), then the weights kept ``apart``, to ``f``; paths
+    are written atomically."""
+    parts = [model if isinstance(model, bytes) else model.SerializeToString()]
+    if apart is not None:
+        parts = itertools.chain(parts, apart.records())
     if not is_path(f):
-        f.write(payload)
+        for part in parts:
+            f.write(part)
         return
-    _atomic_write_bytes(Path(f).expanduser().resolve(), payload)
+    _atomic_write(Path(f).expanduser().resolve(), parts)
 
 
-def _atomic_write_bytes(target: Path, payload: bytes) -> None:
+def _atomic_write(target: Path, parts: Iterable[bytes | memoryview]) -> None:
     """Write a temporary file beside ``target`` and rename it into place. The file gets the permissions a direct
     ``open(target, "wb")`` would give: an existing file's own mode, else 0666 less the umask."""
     tmp = _create_file(target.parent, f".{target.name}.")
@@ -283,11 +317,88 @@ def _atomic_write_bytes(target: Path, payload: bytes) -> None:
         if target.exists():
             os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
         with open(tmp, "wb") as handle:
-            handle.write(payload)
+            for part in parts:
+                handle.write(part)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _tag(message: type, field: str) -> bytes:
+    """The wire tag of a length-delimited field of an ONNX message."""
+    return _varint(message.DESCRIPTOR.fields_by_name[field].number << 3 | 2)
+
+
+def _varint(number: int) -> bytes:
+    encoded = bytearray()
+    while number > 0x7F:
+        encoded.append(number & 0x7F | 0x80)
+        number >>= 7
+    encoded.append(number)
+    return bytes(encoded)
+
+
+class StreamedWeights:
+    """The large initializers of a model written inline, kept out of its ModelProto and written into the file
+    straight from their arrays, after the ModelProto's own bytes.
+
+    Each is appended as a ``graph`` field holding one ``initializer``: protobuf parsers merge repeated occurrences
+    of a message field into one message and append its repeated entries, so the file parses to the ModelProto
+    with these initializers after its own. The weights are thereby serialized once, into the file, instead of
+    being copied into the ModelProto, then into its serialized bytes, then into the file. :meth:`full_model`
+    builds the ModelProto the file holds, for callers that ask for it.
+    """
+
+    _GRAPH, _INITIALIZER, _RAW_DATA = _tag(onnx.ModelProto, "graph"), _tag(onnx.GraphProto, "initializer"), _tag(
+        onnx.TensorProto, "raw_data")
+
+    def __init__(self) -> None:
+        self.tensors: list[tuple[str, np.ndarray]] = []
+
+    def keep_apart(self, array: np.ndarray, name: str) -> onnx.TensorProto | None:
+        """A ``tensor_writer``: None (kept apart) for a large plain tensor, else the inline TensorProto."""
+        if array.nbytes < STREAMED_TENSOR_MIN_BYTES or array.dtype.kind not in "biuf":
+            return numpy_helper.from_array(array, name)
+        array = np.ascontiguousarray(array)
+        if array.dtype.byteorder == ">" or (array.dtype.byteorder == "=" and sys.byteorder == "big"):
+            array = array.astype(array.dtype.newbyteorder("<"))
+        self.tensors.append((name, array))
+        return None
+
+    def declared(self, model: onnx.ModelProto) -> onnx.ModelProto:
+        """A copy of the skeleton ``model`` in which each weight kept apart is a graph input of its element type and
+        shape, which is all that shape inference and the checker's graph rules read of it."""
+        skeleton = onnx.ModelProto()
+        skeleton.CopyFrom(model)
+        declared = {value.name for value in skeleton.graph.input}
+        skeleton.graph.input.extend(self._value_info(name, array) for name, array in self.tensors
+                                    if name not in declared)
+        return skeleton
+
+    def records(self) -> Iterator[bytes | memoryview]:
+        """The file's bytes after the ModelProto's: for each weight, its record header then its array's memory."""
+        for name, array in self.tensors:
+            header = onnx.TensorProto(name=name, dims=list(array.shape),
+                                      data_type=helper.np_dtype_to_tensor_dtype(array.dtype)).SerializeToString()
+            data = array.reshape(-1).view(np.uint8).data
+            tensor = header + self._RAW_DATA + _varint(len(data))
+            tensor_size = len(tensor) + len(data)
+            initializer = self._INITIALIZER + _varint(tensor_size)
+            yield self._GRAPH + _varint(len(initializer) + tensor_size) + initializer + tensor
+            yield data
+
+    def full_model(self, model: onnx.ModelProto) -> onnx.ModelProto:
+        """The ModelProto the file holds: the skeleton ``model`` with the weights kept apart appended, in order."""
+        full = onnx.ModelProto()
+        full.CopyFrom(model)
+        for name, array in self.tensors:
+            fill_tensor(full.graph.initializer.add(), array, name)
+        return full
+
+    @staticmethod
+    def _value_info(name: str, array: np.ndarray) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape))
 
 
 def external_data_location(target: Path) -> str:

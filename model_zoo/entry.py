@@ -54,7 +54,9 @@ class ZooEntry:
     atol: float = DEFAULT_ATOL
     atol_scale: float = 0.0  # atol also grows by atol_scale * max|reference| (see tolerance_reason)
     tolerance_reason: str = ""
-    comparison: str = "outputs"  # "outputs" (every tensor, allclose) | "detection" (matched boxes, see compare)
+    # "outputs" (every tensor, allclose) | "detection" (matched boxes, see compare) | "quantized" (allclose; a
+    # mismatch is judged node by node, each quantized value within one step of PyTorch's: see conformance.worker)
+    comparison: str = "outputs"
     quick_opsets: tuple[int, ...] = ()  # opsets of the quick tier (empty: not in it)
     cost: float = 1.0  # rough relative cost; scales the per-case timeout
     notes: str = ""

@@ -1,5 +1,6 @@
 """Command line: ``python -m reports build RESULTS... --out DIR``, ``python -m reports registry --out FILE`` and
-``python -m reports supported-ops --readme README.md`` (the README's supported-operator table).
+``python -m reports supported-ops --readme README.md`` (the README's supported-operator table) and
+``python -m reports torch-suite JUNIT... --readme README.md`` (the README's section on PyTorch's exporter suite).
 
 ``build`` prints the path of the HTML it wrote as its last line, so wrappers (nox, the conformance runner)
 can show or pick it up.
@@ -36,6 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     ops = commands.add_parser("supported-ops", help="the README's supported-operator table, from the registry")
     ops.add_argument("--readme", help="rewrite the table between the markers of this file (default: print it)")
     ops.add_argument("--check", action="store_true", help="exit 1 when the README's table is out of date")
+
+    suite = commands.add_parser("torch-suite", help="the README's section on PyTorch's exporter suite, from its junit")
+    suite.add_argument("junit", nargs="+", help="junit XML files of ../shared/torch_suite/run.sh")
+    suite.add_argument("--readme", help="rewrite the section between the markers of this file (default: print it)")
+    suite.add_argument("--peer", action="append", default=[], metavar="OPSET=PASSED/FAILED",
+                       help="torch.onnx's own counts for an opset (or 'all'), e.g. 14=2930/4; repeatable")
     return parser
 
 
@@ -45,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         return _registry(args.out)
     if args.command == "supported-ops":
         return _supported_ops(args.readme, args.check)
+    if args.command == "torch-suite":
+        return _torch_suite(args.junit, args.readme, args.peer)
     return _build(args)
 
 
@@ -94,6 +103,26 @@ def _supported_ops(readme: str | None, check: bool) -> int:
     with open(readme, "w", encoding="utf-8") as handle:
         handle.write(updated)
     print(f"{readme}: supported-ops table rewritten")
+    return 0
+
+
+def _torch_suite(junit: list[str], readme: str | None, peer_counts: list[str]) -> int:
+    from reports.torch_suite import load_causes, read_junit, rewrite, section
+
+    peer = {}
+    for item in peer_counts:
+        key, _, counts = item.partition("=")
+        passed, _, failed = counts.partition("/")
+        peer[key] = (int(passed), int(failed))
+    text = section(read_junit(junit), load_causes(), peer)
+    if readme is None:
+        print(text)
+        return 0
+    with open(readme, encoding="utf-8") as handle:
+        content = handle.read()
+    with open(readme, "w", encoding="utf-8") as handle:
+        handle.write(rewrite(content, text))
+    print(f"{readme}: torch-suite section rewritten")
     return 0
 
 

@@ -20,6 +20,7 @@ import pytest
 import torch
 from onnx import numpy_helper
 
+import exporter
 from tests.conformance_models import AddOne
 
 EXTRA = "tests.conformance_models:entries"
@@ -97,6 +98,42 @@ def test_output_independent_of_input_is_inconclusive(tmp_path):
     row = _run_in_process(case, tmp_path)
     assert row["status"] == "inconclusive"
     assert "does not depend on the input" in row["reason"]
+
+
+def test_detections_all_on_near_ties_are_judged_before_the_selection(tmp_path):
+    """The tied detector's final detections all sit on near-ties (once inconclusive); the values entering its
+    threshold, top-k and NMS agree and every node after them computes PyTorch's result from PyTorch's inputs."""
+    (case,) = _cases(["test_tied_detector"], opsets=(11,))
+    row = _run_in_process(case, tmp_path)
+    assert row["status"] == "pass", (row["error"], row["reason"])
+    assert "near-ties" in row["reason"] and "judged before the data-dependent selection" in row["comparison"]
+    (judged,) = row["selection"]
+    assert judged["ok"] and judged["check"] == "input 0" and judged["decisions"] == {"aten::gt": 1}
+    assert judged["frontier"] >= 2 and judged["post_selection"] >= 5
+
+
+def test_quantized_model_beyond_tolerance_passes_only_when_every_quantized_value_is_within_a_step(tmp_path):
+    (case,) = _cases(["test_quantized_steps"], opsets=(13,))
+    row = _run_in_process(case, tmp_path)
+    assert row["status"] == "pass", (row["error"], row["reason"])
+    assert "requantization steps" in row["reason"] and "re-judged node by node" in row["comparison"]
+    assert row["max_abs_error"] > 0  # beyond its exact tolerance before the judgment
+
+
+def test_quantized_model_with_a_wrong_quantize_stays_a_localized_mismatch(tmp_path):
+    from exporter.registry import REGISTRY
+
+    builtin = REGISTRY.lookup("aten::quantize_per_tensor", 13)
+    exporter.register_custom_op_symbolic(
+        "aten::quantize_per_tensor", lambda g, x, *args: builtin(g, g.op("Mul", x, g.const(torch.tensor(1.05))), *args),
+        13)
+    try:
+        (case,) = _cases(["test_quantized_steps"], opsets=(13,))
+        row = _run_in_process(case, tmp_path)
+    finally:
+        exporter.unregister_custom_op_symbolic("aten::quantize_per_tensor", 13)
+    assert row["status"] == "mismatch"
+    assert row["localization"]["kind"] == "aten::quantize_per_tensor"
 
 
 def test_cuda_case_skips_with_reason_without_a_gpu(tmp_path):

@@ -120,3 +120,19 @@ def test_folded_weights_become_initializers_small_constants_stay_nodes():
     session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(session.run(None, {session.get_inputs()[0].name: x.numpy()})[0],
                                model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_batchnorm_folded_into_the_conv_that_feeds_it_can_be_the_graph_output():
+    # The BatchNormalization's output is the model's output: the fused Conv must produce it under its name.
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 1, padding=1), torch.nn.BatchNorm2d(4)).eval()
+    torch.nn.init.uniform_(model[1].running_var, 0.5, 2.0)
+    torch.nn.init.normal_(model[1].running_mean)
+    x = torch.randn(2, 3, 5, 5)
+    buffer = io.BytesIO()
+    exporter.export(model, (x,), buffer, opset_version=14, output_names=["normalized"])
+    proto = onnx.load_from_string(buffer.getvalue())
+    assert [node.op_type for node in proto.graph.node] == ["Conv"]
+    assert list(proto.graph.node[0].output) == ["normalized"]
+    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {session.get_inputs()[0].name: x.numpy()})[0],
+                               model(x).detach().numpy(), rtol=1e-5, atol=1e-5)

@@ -546,3 +546,33 @@ def test_the_matrix_shows_the_registry_declared_lowest_opset(tmp_path):
     build_report([write_jsonl(str(tmp_path / "r.jsonl"), rows)], str(tmp_path / "out"), registry=str(registry))
     matrix = json.loads((tmp_path / "out" / "report.json").read_text())["op_matrix"]
     assert {row["op"]: row["declared_lowest"] for row in matrix} == {"gather": 7, "roi_align": 10}
+
+
+_JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest">
+<testcase classname="upstream.test.onnx.test_pytorch_onnx_onnxruntime.TestONNXRuntime_opset_version_14_is_script_True_keep_initializers_as_inputs_True" name="test_ok"/>
+<testcase classname="upstream.test.onnx.test_pytorch_onnx_onnxruntime.TestONNXRuntime_opset_version_14_is_script_False_keep_initializers_as_inputs_True" name="test_grid"><failure message="exporter.errors.UnsupportedOperatorError: aten::grid_sampler is not exportable at opset 14&#10;more"/></testcase>
+<testcase classname="upstream.test.onnx.test_pytorch_onnx_onnxruntime.TestONNXRuntime_opset_version_9_is_script_True_keep_initializers_as_inputs_True" name="test_grid"><failure message="exporter.errors.UnsupportedOperatorError: at 9"/></testcase>
+<testcase classname="upstream.test.onnx.test_pytorch_onnx_onnxruntime.TestONNXRuntime_opset_version_9_is_script_True_keep_initializers_as_inputs_True" name="test_loop_list"><error message="AssertionError: x"/></testcase>
+<testcase classname="upstream.test.onnx.test_pytorch_onnx_onnxruntime.TestONNXRuntime_opset_version_9_is_script_False_keep_initializers_as_inputs_True" name="test_cuda"><skipped message="no GPU"/></testcase>
+</testsuite></testsuites>
+"""
+
+
+def test_torch_suite_section_counts_per_opset_and_lists_each_failing_test_once(tmp_path):
+    from reports.torch_suite import BEGIN, END, read_junit, rewrite, section
+
+    path = tmp_path / "junit.xml"
+    path.write_text(_JUNIT)
+    results = read_junit([str(path)])
+    assert dict(results.counts[14]) == {"passed": 1, "failed": 1}
+    assert dict(results.counts[9]) == {"failed": 2, "skipped": 1}
+    text = section(results, {"test_loop_*": "ONNX Loop-11 carries no sequence"}, {"14": (2930, 4)})
+    assert "| 14 | 1 | 1 | 0 | 2,930 / 4 |" in text
+    assert "| all | 1 | 3 | 1 |  |" in text
+    assert "| `test_grid` | 9s 14t | `exporter.errors.UnsupportedOperatorError: aten::grid_sampler is not exportable at opset 14` |" in text
+    assert "| `test_loop_list` | 9s | ONNX Loop-11 carries no sequence |" in text
+    readme = f"before\n{BEGIN}\nold\n{END}\nafter"
+    assert rewrite(readme, text) == f"before\n{BEGIN}\n{text}\n{END}\nafter"
+    with pytest.raises(ValueError):
+        rewrite("no markers", text)

@@ -425,3 +425,32 @@ def test_scripted_loop_growing_a_tensor_keeps_its_rank(opset):
     proto = _export(PasteMasksLike(), (x,), opset, input_names=["x"], dynamic_axes={"x": {0: "n"}})
     assert "Loop" in _op_types(proto)
     _expect_same(PasteMasksLike(), proto, (torch.rand(5, 2, 2),))
+
+
+# -- list arguments of a scripted model ------------------------------------------------------------------------
+class _ListArguments(torch.nn.Module):
+    def forward(self, a, xs: list[torch.Tensor], k: int, sizes: list[int]):
+        return torch.nn.functional.pad(a + xs[0] * xs[1] + k, sizes)
+
+
+@pytest.mark.parametrize("opset", [11, 16])
+def test_scripted_list_arguments_are_one_input_per_element(opset):
+    """A scripted list argument is flattened into one graph input per element (as a trace records it), each bound to
+    its own element: the list's graph input once took the first element's place and shifted the rest (wrong
+    results for list[Tensor])."""
+    model = torch.jit.script(_ListArguments())
+    args = (torch.randn(2, 3), [torch.randn(2, 3), torch.randn(2, 3)], 4, [1, 2])
+    proto = _export(model, args, opset)
+    assert [i.name for i in proto.graph.input] == ["a", "xs_0", "xs_1", "k", "sizes_0", "sizes_1"]
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = dict(zip([i.name for i in session.get_inputs()],
+                     [args[0].numpy(), args[1][0].numpy(), args[1][1].numpy(), np.array(4), np.array(0), np.array(3)]))
+    expected = model(args[0], args[1], 4, [0, 3]).numpy()
+    np.testing.assert_allclose(session.run(None, feeds)[0], expected, rtol=1e-6)
+
+
+def test_scripted_padding_list_below_opset_11_names_11():
+    model = torch.jit.script(_ListArguments())
+    args = (torch.randn(2, 3), [torch.randn(2, 3), torch.randn(2, 3)], 4, [1, 2])
+    with pytest.raises(UnsupportedOperatorError, match="The sizes of the padding must be constant.*needs opset >= 11"):
+        _export(model, args, 10)

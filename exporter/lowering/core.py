@@ -247,7 +247,7 @@ def slice_op(
             raise UnsupportedOperatorError(g.node.kind() if g.node else "Slice", g.opset, 10)
         if not all(is_constant(v) for v in list(starts) + list(ends)):
             raise UnsupportedOperatorError(
-                g.node.kind() if g.node else "Slice", g.opset, 10, reason="dynamic slice bounds need opset >= 10"
+                g.node.kind() if g.node else "Slice", g.opset, 10, reason="slice bounds computed at run time need Slice with input bounds: needs opset >= 10"
             )
         return g.op(
             "Slice", g.value(x), axes_i=list(axes),

@@ -7,6 +7,9 @@
 * ``scatter_elements``: Scatter at opsets 9-10, ScatterElements from 11, with a reduction from 16.
 * ``scatter_add_elements``: ScatterElements reduction 'add' from opset 16; below, the ``index == j`` summation
   (Where from opset 9, a 0/1 product before).
+* ``scatter_extreme_elements``: scatter_reduce amax/amin before ScatterElements' max/min (opset 18): the ``index == j``
+  spread with the type's extreme, ReduceMax/ReduceMin, Max/Min (Where: opset 9; integers: opset 12).
+* ``crop_to``: a scatter's src cut to its index's shape (run-time sizes: Slice from 10, a Gather at 9).
 * ``add_rows``: rows added at row indices, duplicates summed: ScatterND reduction 'add' from opset 16; below, a
   one-hot MatMul (integers from opset 9, as MatMul takes them).
 * ``nonzero_vectors`` / ``nonzero_input``: NonZero (opset 9) on every input type.
@@ -55,9 +58,13 @@ def scalar_of(g, value, like):
 
 
 # -- slicing ----------------------------------------------------------------------------------------------------
-def strided_slice(g, x, dim: int, start, end, step: int):
-    """``x[start:end:step]`` along ``dim``: Slice, whose steps arrive in opset 10; below it a strided slice with
-    bounds and dim size known at export time is a Gather of the selected positions."""
+def strided_slice(g, x, dim: int, start, end, step):
+    """``x[start:end:step]`` along ``dim``: Slice, whose steps arrive in opset 10 (a step computed at run time, a 0-d
+    value, too); below it a strided slice with bounds and dim size known at export time is a Gather of the selected
+    positions."""
+    if is_value(step):
+        require_opset(g, 10, "a slice step computed at run time needs Slice with input steps")
+        return slice_op(g, x, [dim], [start], [end], [step])
     if step == 1 or g.opset >= 10:
         return slice_op(g, x, [dim], [start], [end], None if step == 1 else [step])
     size = known_dims(g, x)[dim]
@@ -191,8 +198,58 @@ def scatter_add_elements(g, x, dim: int, index, updates):
     return g.op("Add", x, _zero_extend(g, contribution, x, skip=dim))
 
 
-def _zero_extend(g, x, like, skip: int):
-    """``x`` extended with zeros at the end of every dim (but ``skip``) to ``like``'s size there."""
+def crop_to(g, src, index):
+    """``src`` cut to ``index``'s shape (torch's scatters read only that corner of ``src``; ONNX wants equal shapes).
+    Where a size is known only at run time (two such sizes may differ), the cut is a Slice to index's run-time shape
+    from opset 10, a Gather of positions 0..m-1 at opset 9 (NonZero), and needs opset 9 below."""
+    src_dims, index_dims = known_dims(g, src), known_dims(g, index)
+    rank = require_rank(g, index)
+    if src_dims is not None and all(s is not None and s == i for s, i in zip(src_dims, index_dims)):
+        return src
+    ends = [d if d is not None else dim_size(g, index, axis) for axis, d in enumerate(index_dims)]
+    if g.opset >= 10 or not any(is_value(end) for end in ends):
+        return slice_op(g, src, list(range(rank)), [0] * rank, ends)
+    require_opset(g, 9, "cutting a scatter's src to an index shape known only at run time needs NonZero positions")
+    for axis, end in enumerate(ends):
+        if not (src_dims is not None and src_dims[axis] is not None and src_dims[axis] == end):
+            src = g.op("Gather", src, arange_indices(g, end), axis_i=axis)
+    return src
+
+
+def require_extreme_scatter(g, elem: int) -> None:
+    """The opsets ``scatter_extreme_elements`` needs for element type ``elem``."""
+    if not dtypes.is_float(elem):
+        require_opset(g, 12, "scatter_reduce 'amax'/'amin' of integers needs Max/Min on integers")
+    require_opset(g, 9, "scatter_reduce 'amax'/'amin' needs Where")
+
+
+def scatter_extreme_elements(g, x, dim: int, index, updates, largest: bool):
+    """scatter_reduce 'amax' (``largest``) / 'amin' with include_self: ``x`` where no update lands, else the largest
+    (smallest) of ``x`` and the updates whose index is there. ScatterElements reduces by max/min only from opset 18;
+    here, as in ``scatter_add_elements``, ``hits = (index[..., None] == 0..n-1)``, the updates spread where they hit and
+    the type's extreme (-inf/+inf, or the integer limit) elsewhere, reduced over ``dim`` (ReduceMax/ReduceMin), then
+    Max/Min with ``x`` (Where: opset 9; Max/Min take integers from opset 12). Exact: no arithmetic on the values."""
+    elem = g.dtype(x)
+    require_extreme_scatter(g, elem)
+    numbers = dtypes.numpy_from_onnx(elem)
+    if dtypes.is_float(elem):
+        extreme = -np.inf if largest else np.inf
+    else:
+        extreme = np.iinfo(numbers).min if largest else np.iinfo(numbers).max
+    extreme = np.array(extreme, dtype=numbers)
+    rank = require_rank(g, x)
+    targets = reshape_to(g, arange_indices(g, dim_size(g, x, dim)), [1] * rank + [-1])
+    hits = g.op("Equal", unsqueeze(g, index, [rank]), targets)
+    spread = g.op("Where", hits, unsqueeze(g, updates, [rank]), g.const(extreme))
+    index_dims = known_dims(g, index) or [None] * rank
+    reduced_shape = [d for a, d in enumerate(index_dims) if a != dim] + [known_dims(g, x)[dim]]
+    reduced = typed(reduce_op(g, "ReduceMax" if largest else "ReduceMin", spread, [dim], keepdims=False), reduced_shape)
+    contribution = transpose_perm(g, reduced, list(range(dim)) + [rank - 1] + list(range(dim, rank - 1)))
+    return g.op("Max" if largest else "Min", x, _zero_extend(g, contribution, x, skip=dim, fill=extreme))
+
+
+def _zero_extend(g, x, like, skip: int, fill=0):
+    """``x`` extended with zeros (or ``fill``) at the end of every dim (but ``skip``) to ``like``'s size there."""
 
     rank = require_rank(g, like)
     x_dims, like_dims = known_dims(g, x), known_dims(g, like)
@@ -201,7 +258,7 @@ def _zero_extend(g, x, like, skip: int):
             continue
         sizes = dims_or_sizes(g, x)
         sizes[axis] = size_arith(g, "Sub", dim_size(g, like, axis), dim_size(g, x, axis))
-        zeros = filled(g, sizes, 0, g.dtype(x))
+        zeros = filled(g, sizes, fill, g.dtype(x))
         x = typed(g.op("Concat", x, zeros, axis_i=axis), [None] * rank)
     return x
 

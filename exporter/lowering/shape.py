@@ -21,9 +21,11 @@ from exporter.lowering.core import (
     dim_size,
     is_constant,
     is_value,
+    normalize_dim,
     require_opset,
     require_rank,
     reshape,
+    shape_of,
     slice_op,
     squeeze,
     to_int64_list_value,
@@ -107,7 +109,7 @@ def expand_to(g, x, target: list):
     result_shape = [o if k == -1 else k for k, o in zip(known, own_dims)]
     if g.opset >= 8:
         # Expand broadcasts both ways, so a 1 keeps the input's dim, just like torch's -1.
-        wanted = [1 if k == -1 else t for k, t in zip(known, target)]
+        wanted = [1 if k == -1 else t if k is not None else _minus_one_as_one(g, t) for k, t in zip(known, target)]
         return typed(g.op("Expand", x, to_int64_list_value(g, wanted)), result_shape)
     if lead > 0:
         x = unsqueeze(g, x, list(range(lead)))
@@ -116,13 +118,33 @@ def expand_to(g, x, target: list):
     for want, have in zip(target, own):
         if not is_value(want) and int(constant_value(want)) == -1:
             repeats.append(1)
-        elif not is_value(have) and have == 1:
+        elif not is_value(have) and have == 1 and not is_value(want):
             repeats.append(want)
         elif not is_value(have) and not is_value(want) and int(constant_value(want)) == have:
             repeats.append(1)  # also an empty axis kept empty (0 // 0)
+        elif is_value(want):  # a run-time -1 keeps the dim: repeat once
+            keep = _is_minus_one(g, want)
+            ratio = size_arith(g, "Div", want, have)
+            repeats.append(g.op("Add", g.op("Mul", ratio, g.op("Sub", g.const(1, torch.int64), keep)), keep))
         else:
             repeats.append(size_arith(g, "Div", want, have))
     return typed(g.op("Tile", x, to_int64_list_value(g, repeats)), result_shape)
+
+
+def _is_minus_one(g, size):
+    """1 where the run-time size ``size`` (0-d) is -1 (torch's "keep this dim"), else 0, as int64."""
+    size = cast(g, size, INT64)
+    out = cast(g, g.op("Equal", size, g.const(-1, torch.int64)), INT64)
+    out.shape = size.shape
+    return out
+
+
+def _minus_one_as_one(g, size):
+    """A run-time expand size with torch's -1 ("keep") turned into Expand's 1 (which keeps a dim): size + 2 * (size ==
+    -1)."""
+    out = g.op("Add", cast(g, size, INT64), g.op("Mul", _is_minus_one(g, size), g.const(2, torch.int64)))
+    out.shape = g.value(size).shape
+    return out
 
 
 def broadcast_pair(g, a, b) -> tuple:
@@ -217,14 +239,19 @@ def pad_op(g, x, pad: list, mode: str, value=None):
         return circular_pad(g, x, pad, rank)
     if mode not in _PAD_MODES:
         raise SymbolicValueError(f"padding mode {mode!r} has no ONNX equivalent")
-    pads = _onnx_pads(list(pad), rank)
+    if is_value(pad) and not is_constant(pad):
+        raise SymbolicValueError("a padding list computed as a whole at run time has no ONNX form here: its length "
+                                 "must be known at export time (a list of sizes, each may be computed at run time)")
+    pads = _onnx_pads(list(pad if isinstance(pad, (list, tuple)) else constant_value(pad)), rank)
+    if not all(is_constant(p) for p in pads) and g.opset < 11:
+        # (worded so that callers matching PyTorch's exporter's message for this case keep working)
+        raise unsupported(g.node.kind(), g.opset, "Unsupported: ONNX export of Pad with sizes computed at run time. "
+                          "The sizes of the padding must be constant before Pad takes them as an input: needs opset >= 11")
     if g.opset >= 11:
         inputs = [x, to_int64_list_value(g, pads)]
         if mode == "constant" and value is not None and constant_value(value) not in (0, 0.0):
             inputs.append(g.const(np.array(constant_value(value)), g.dtype(x)))
         return g.op("Pad", *inputs, mode_s=_PAD_MODES[mode])
-    if not all(is_constant(p) for p in pads):
-        raise unsupported(g.node.kind(), g.opset, "padding computed at run time needs opset >= 11")
     pads = [int(constant_value(p)) for p in pads]
     # Pad before 11 is defined on floating types only: compute in double and cast back.
     original = g.dtype(x)
@@ -264,4 +291,55 @@ def circular_pad(g, x, pad: list, rank: int):
         if end > 0:
             parts.append(slice_op(g, core, [axis], [0], [end]))
         out = parts[0] if len(parts) == 1 else g.op("Concat", *parts, axis_i=axis)
+    return out
+
+
+# -- squeeze/unsqueeze along dims known only at run time -----------------------------------------------------------
+def squeeze_where_one(g, x, dims: list):
+    """torch.squeeze(x, dims): drop each listed dim whose size is 1, keep the others (torch leaves a dim of another size
+    alone, where ONNX Squeeze fails). ``dims`` holds ints or 0-d int64 values (a dim chosen at run time), negative
+    counting from the end. Where every listed size is known at export time this is a Squeeze of the ones; where a
+    size or a dim is known only at run time, the result's rank is too, and from opset 9 the result is a Reshape to
+    the Shape with the squeezed entries dropped (Compress, opset 9). Below 9 a dim chosen at run time raises; a
+    listed dim of run-time size takes Squeeze, right where that size is 1 at run time, as shapes are before
+    Compress."""
+    rank = require_rank(g, x)
+    sizes = known_dims(g, x)
+    static = [normalize_dim(int(constant_value(d)), rank) for d in dims if is_constant(d)]
+    run_time = [d for d in dims if not is_constant(d)]
+    if not run_time and (all(sizes[d] is not None for d in static) or g.opset < 9):
+        axes = sorted({d for d in static if sizes[d] in (1, None)})
+        return squeeze(g, x, axes) if axes else x
+    require_opset(g, 9, "squeeze of a dim chosen at run time needs Compress")
+    positions = g.const(np.arange(rank, dtype=np.int64))
+    listed = g.const(np.isin(np.arange(rank), static))
+    for d in run_time:
+        d = cast(g, reshape(g, d, []), INT64)
+        # a dim d in [-rank, rank) names position d or d + rank
+        here = g.op("Or", g.op("Equal", positions, d), g.op("Equal", positions, g.op("Add", d, g.const(rank, torch.int64))))
+        listed = g.op("Or", listed, here)
+    shape = to_int64_list_value(g, shape_of(g, x))
+    drop = g.op("And", listed, g.op("Equal", shape, g.const(np.ones(rank, dtype=np.int64))))
+    out = g.op("Reshape", x, g.op("Compress", shape, g.op("Not", drop), axis_i=0))
+    out.shape = None  # the rank is known only at run time
+    return out
+
+
+def unsqueeze_at(g, x, dim):
+    """torch.unsqueeze(x, dim) for a ``dim`` chosen at run time (a 0-d int64 value, negative counting from the end of
+    the result): a Reshape to the Shape with a 1 inserted, whose entries are gathered from Shape ++ [1] by position
+    (Greater/Equal on int64: opset 9)."""
+    rank = require_rank(g, x)
+    require_opset(g, 9, "unsqueeze at a dim chosen at run time needs Greater on integers")
+    d = cast(g, reshape(g, dim, []), INT64)
+    out_rank = g.const(rank + 1, torch.int64)
+    d = g.op("Add", d, g.op("Mul", out_rank, cast(g, g.op("Less", d, g.const(0, torch.int64)), INT64)))
+    positions = g.const(np.arange(rank + 1, dtype=np.int64))
+    after = cast(g, g.op("Greater", positions, d), INT64)
+    at = cast(g, g.op("Equal", positions, d), INT64)
+    # before d: position j; at d: the appended 1 (index rank); after d: j - 1
+    index = g.op("Add", g.op("Sub", positions, after), g.op("Mul", at, g.op("Sub", g.const(rank, torch.int64), positions)))
+    padded = g.op("Concat", to_int64_list_value(g, shape_of(g, x)), g.const(np.ones(1, dtype=np.int64)), axis_i=0)
+    out = g.op("Reshape", x, g.op("Gather", padded, index, axis_i=0))
+    out.shape = (None,) * (rank + 1)
     return out

@@ -20,6 +20,7 @@ from exporter.lowering.core import (
     cast,
     constant_value,
     dim_size,
+    is_constant,
     is_value,
     normalize_dim,
     reduce_op,
@@ -34,14 +35,17 @@ from exporter.lowering.core import (
 )
 from exporter.lowering.indexing import (
     add_rows,
+    crop_to,
     gather_at,
     gather_elements,
     int_or_none,
     nonzero_input,
     nonzero_vectors,
+    require_extreme_scatter,
     scalar_of,
     scatter_add_elements,
     scatter_elements,
+    scatter_extreme_elements,
     strided_slice,
     wrap_negative,
 )
@@ -91,12 +95,12 @@ def slice_(g, self, dim=0, start=None, end=None, step=1):
                              1 if step is None else int(constant_value(step)))
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
-    step = 1 if step is None else int(constant_value(step))
+    step = 1 if step is None else int(constant_value(step)) if is_constant(step) else step
     start = 0 if start is None else start
     end = INT64_MAX if end is None else end
     n = known_dims(g, self)[dim]
     start_c, end_c = int_or_none(start), int_or_none(end)
-    if step == 1 and start_c == 0 and end_c is not None and (end_c >= INT64_MAX or (n is not None and end_c >= n)):
+    if not is_value(step) and step == 1 and start_c == 0 and end_c is not None and (end_c >= INT64_MAX or (n is not None and end_c >= n)):
         return self
     return strided_slice(g, self, dim, start, end, step)
 
@@ -366,18 +370,6 @@ def _accumulate_front(g, front, tensors: list, updates):
 
 
 # -- scatters ---------------------------------------------------------------------------------------------------
-def _crop_to(g, src, index):
-    """``src`` cut to ``index``'s shape (torch reads only that corner of ``src``; ONNX wants equal shapes)."""
-    src_dims, index_dims = known_dims(g, src), known_dims(g, index)
-    if src_dims is not None and src_dims == index_dims:
-        return src
-    axes = list(range(require_rank(g, index)))
-    ends = [d if d is not None else dim_size(g, index, i) for i, d in enumerate(index_dims)]
-    if src_dims is not None and all(s == e for s, e in zip(src_dims, ends) if s is not None):
-        return src
-    return slice_op(g, src, axes, [0] * len(axes), ends)
-
-
 @symbolic("aten::scatter", "aten::scatter_")
 def scatter(g, self, dim, index, src, reduce=None):
     """scatter(dim, index, src | value, reduce=None): Scatter (9-10) / ScatterElements (11+), reductions at 16."""
@@ -388,7 +380,7 @@ def scatter(g, self, dim, index, src, reduce=None):
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
     if is_value(src) and g.rank(src) != 0:
-        updates = cast(g, _crop_to(g, src, index), g.dtype(self))
+        updates = cast(g, crop_to(g, src, index), g.dtype(self))
     else:
         updates = expand_to_shape_value(g, g.value(src, None) if is_value(src) else scalar_of(g, src, self),
                                         shape_of(g, index))
@@ -410,12 +402,12 @@ def scatter_add(g, self, dim, index, src):
         return _as_0d(g, scatter_add(g, _flat(g, self), 0, _flat(g, index), _flat(g, src)))
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
-    return scatter_add_elements(g, self, dim, index, cast(g, _crop_to(g, src, index), g.dtype(self)))
+    return scatter_add_elements(g, self, dim, index, cast(g, crop_to(g, src, index), g.dtype(self)))
 
 
 @symbolic("aten::scatter_reduce", "aten::scatter_reduce_")
 def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
-    """scatter_reduce 'sum' / 'prod' (include_self either way); 'amax'/'amin'/'mean' need ONNX 18."""
+    """scatter_reduce 'sum' / 'prod' / 'amax' / 'amin' (include_self either way); 'mean' needs ONNX 18."""
     reduce = str(constant_value(reduce))
     include_self = True if include_self is None else bool(constant_value(include_self))
     if require_rank(g, self) == 0:
@@ -424,10 +416,16 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
         return _as_0d(g, scatter_reduce(g, self, 0, index, src, reduce, include_self))
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
-    updates = cast(g, _crop_to(g, src, index), g.dtype(self))
+    updates = cast(g, crop_to(g, src, index), g.dtype(self))
+    if reduce in ("amax", "amin"):
+        require_extreme_scatter(g, g.dtype(self))
+        if not include_self:  # the hit positions start from the other extreme, so only the updates count there
+            self = _fill_hits(g, self, dim, index, reduce)
+        return scatter_extreme_elements(g, self, dim, index, updates, largest=reduce == "amax")
     if reduce not in ("sum", "prod"):
         raise unsupported(g.node.kind(), g.opset,
-                          f"scatter_reduce '{reduce}' has no ONNX form up to opset 16 (max/min come at 18)")
+                          f"scatter_reduce '{reduce}' has no ONNX form up to opset 16 (ScatterElements reduces by "
+                          "max/min from 18; a mean divides by counts that no scatter before 18 gives)")
     if reduce == "prod":
         require_opset(g, 16, "scatter_reduce 'prod' needs ScatterElements reduction")
     if not include_self:
@@ -437,6 +435,18 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
     if reduce == "prod":
         return scatter_elements(g, self, dim, index, updates, "mul")
     return scatter_add_elements(g, self, dim, index, updates)
+
+
+def _fill_hits(g, self, dim: int, index, reduce: str):
+    """``self`` with every position an index hits set to the extreme that loses to any update (-inf for amax)."""
+    require_opset(g, 9, "scatter_reduce with include_self=False needs Scatter")
+    numbers = dtypes.numpy_from_onnx(g.dtype(self))
+    if dtypes.is_float(g.dtype(self)):
+        extreme = -np.inf if reduce == "amax" else np.inf
+    else:
+        extreme = np.iinfo(numbers).min if reduce == "amax" else np.iinfo(numbers).max
+    fill = g.const(np.array(extreme, dtype=numbers))
+    return scatter_elements(g, self, dim, index, expand_to_shape_value(g, fill, shape_of(g, index)))
 
 
 # -- index_add / index_copy / index_fill --------------------------------------------------------------------------
@@ -538,9 +548,11 @@ def nonzero_numpy(g, self):
 
 # -- one_hot ----------------------------------------------------------------------------------------------------
 @symbolic("aten::one_hot")
-@parse_args("v", "i")
 def one_hot_by_equal(g, self, num_classes):
     """F.one_hot before OneHot (opset 9): each index compared with 0..num_classes-1 (num_classes given)."""
+    if not is_constant(num_classes):
+        require_opset(g, 9, "one_hot with num_classes computed at run time needs OneHot")
+    num_classes = int(constant_value(num_classes))
     self = cast(g, self, INT64)
     if num_classes < 0:
         require_opset(g, 9, "one_hot with num_classes=-1 needs OneHot")
@@ -549,18 +561,24 @@ def one_hot_by_equal(g, self, num_classes):
 
 
 @symbolic("aten::one_hot", since=9)
-@parse_args("v", "i")
 def one_hot(g, self, num_classes):
     """F.one_hot: OneHot of depth num_classes, or the largest index + 1 for num_classes=-1 (a 0-d index as a
-    1-element one: OneHot's indices need rank >= 1)."""
+    1-element one: OneHot's indices need rank >= 1). A num_classes computed at run time is OneHot's depth input
+    as it is, or the largest index + 1 where it is negative."""
     self = cast(g, self, INT64)
     if require_rank(g, self) == 0:
         return squeeze(g, one_hot(g, _flat(g, self), num_classes), [0])
-    if num_classes < 0:
-        top = g.op("ReduceMax", reshape_to(g, self, [-1]), axes_i=[0], keepdims_i=1)
-        depth = g.op("Add", top, g.const([1], torch.int64))
+    top = lambda: g.op("Add", g.op("ReduceMax", reshape_to(g, self, [-1]), axes_i=[0], keepdims_i=1),
+                       g.const([1], torch.int64))
+    if not is_constant(num_classes):
+        given = reshape(g, cast(g, num_classes, INT64), [1])
+        negative = cast(g, g.op("Less", given, g.const([0], torch.int64)), INT64)
+        # depth = given, or top where given < 0: given + negative * (top - given)
+        depth = reshape(g, g.op("Add", given, g.op("Mul", negative, g.op("Sub", top(), given))), [])
+    elif int(constant_value(num_classes)) < 0:
+        depth = top()
     else:
-        depth = g.const([num_classes], torch.int64)
+        depth = g.const([int(constant_value(num_classes))], torch.int64)
     return g.op("OneHot", self, depth, g.const([0, 1], torch.int64), axis_i=-1)
 
 

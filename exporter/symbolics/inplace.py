@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from exporter.lowering.comparison import less
 from exporter.lowering.core import (
     INT64,
     cast,
@@ -29,11 +30,12 @@ from exporter.lowering.core import (
     normalize_dim,
     require_opset,
     require_rank,
+    reshape,
     shape_of,
     slice_op,
     unsqueeze,
 )
-from exporter.lowering.shape import expand_to_shape_value
+from exporter.lowering.shape import arange_indices, expand_to_shape_value
 from exporter.registry import symbolic, unsupported
 
 _INT64_MAX = 2**63 - 1
@@ -47,11 +49,26 @@ def _static(x) -> bool:
 def copy_(g, self, src, non_blocking=None):
     """``self.copy_(src)``: ``src`` cast to ``self``'s type and broadcast to its shape."""
 
-    value = cast(g, g.value(src), g.dtype(self))
     target = g.static_dims(self)
+    src = g.value(src)
+    if target is None and is_constant(src):
+        # A trace records the broadcast of a constant to the view's traced shape (``x[:, n:] = torch.tensor([1, 2,
+        # 3])`` expands the row to the traced size of ``x[:, n:]``), and the converter folds it. Where the view's
+        # shape is known only at run time, broadcast the constant's distinct content instead: the same result at the
+        # traced shape, and the assignment's meaning at the others.
+        src = g.const(_distinct_content(src.const), src.dtype)
+    value = cast(g, src, g.dtype(self))
     if target is not None and g.static_dims(value) == target:
         return value
     return expand_to_shape_value(g, value, shape_of(g, self))
+
+
+def _distinct_content(array: np.ndarray) -> np.ndarray:
+    """``array`` with every axis along which it repeats one slice reduced to size 1 (it broadcasts back to itself)."""
+    for axis in range(array.ndim):
+        if array.shape[axis] > 1 and np.array_equal(array, np.broadcast_to(array.take([0], axis=axis), array.shape)):
+            array = array.take([0], axis=axis)
+    return array
 
 
 @symbolic("aten::set_")
@@ -95,19 +112,49 @@ def slice_scatter(g, self, src, dim=0, start=None, end=None, step=1):
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
     src = cast(g, g.value(src), g.dtype(self))
-    step = int(constant_value(step)) if step is not None else 1
+    step = 1 if step is None else int(constant_value(step)) if _static(step) else step
     size = g.dims(self)[dim]
-    if size is not None and _static(start) and _static(end):
+    if size is not None and _static(start) and _static(end) and not is_value(step):
         bounds = slice(_optional_int(start), _optional_int(end), step)
         return _gather_scatter(g, self, src, dim, size, list(range(size))[bounds])
-    if step != 1:
-        raise unsupported(g.node.kind(), g.opset, "strided assignment over a dim of run-time size is not supported")
+    if is_value(step) or step != 1:
+        return _strided_scatter_at_run_time(g, self, src, dim, start, end, step)
     start = 0 if start is None else start
     end = _INT64_MAX if end is None else end
     pieces = [slice_op(g, self, [dim], [0], [start]), src]
     if not (_static(end) and int(constant_value(end)) >= _INT64_MAX):
         pieces.append(slice_op(g, self, [dim], [end], [_INT64_MAX]))
     return g.op("Concat", *pieces, axis_i=dim)
+
+
+def _strided_scatter_at_run_time(g, self, src, dim: int, start, end, step):
+    """``self[start:end:step] = src`` along ``dim`` where the positions are known only at run time (a run-time step,
+    bounds or dim size): Gather over Concat(self, src) with, per position p, ``p`` or, where p is one of the slice's
+    positions, ``n + (p - start) // step`` (n the dim size). The bounds are wrapped and clamped as torch does (a
+    negative one counts from the end); integer math throughout, exact at every opset where the dim size is known,
+    from opset 9 where it is not (a run-time index range)."""
+    n = dim_size(g, self, dim)
+    positions = arange_indices(g, n)
+    n = cast(g, g.value(n), INT64)
+    zero = g.const(0, torch.int64)
+
+    def bound(value, default):
+        value = g.const(default, torch.int64) if value is None else cast(g, g.value(value), INT64)
+        value = reshape(g, value, [])
+        wrapped = g.op("Add", value, g.op("Mul", n, cast(g, less(g, value, zero), INT64)))  # negative: from the end
+        return g.op("Mul", wrapped, cast(g, g.op("Not", less(g, wrapped, zero)), INT64))  # still negative: 0
+
+    first, stop = bound(start, 0), bound(end, _INT64_MAX)
+    step = reshape(g, cast(g, g.value(step), INT64), [])
+    offset = g.op("Sub", positions, first)
+    quotient = g.op("Div", offset, step)
+    on_step = g.op("Equal", g.op("Sub", offset, g.op("Mul", quotient, step)), zero)
+    inside = g.op("And", g.op("Not", less(g, positions, first)), less(g, positions, stop))
+    hit = cast(g, g.op("And", inside, on_step), INT64)
+    order = g.op("Add", positions, g.op("Mul", hit, g.op("Sub", g.op("Add", n, quotient), positions)))
+    out = g.op("Gather", g.op("Concat", g.value(self), src, axis_i=dim), order, axis_i=dim)
+    out.shape = g.shape(self)
+    return out
 
 
 def _optional_int(x):

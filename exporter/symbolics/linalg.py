@@ -12,8 +12,14 @@ from __future__ import annotations
 import string
 
 from exporter import dtypes
+from exporter.lowering.comparison import equal, select
 from exporter.lowering.core import (
+    BOOL,
+    INT64,
+    cast,
     constant_value,
+    is_constant,
+    is_value,
     normalize_dim,
     promote_all,
     reduce_op,
@@ -59,26 +65,41 @@ def addmm(g, self, mat1, mat2, beta, alpha):
 @symbolic("aten::addmv", "aten::baddbmm")
 @parse_args("v", "v", "v", "v", "v")
 def addmv(g, self, mat, vec, beta, alpha):
-    return _scaled_sum(g, self, matmul(g, mat, vec), constant_value(beta), constant_value(alpha))
+    return _scaled_sum(g, self, matmul(g, mat, vec), _scalar(beta), _scalar(alpha))
 
 
 @symbolic("aten::addbmm")
 @parse_args("v", "v", "v", "v", "v")
 def addbmm(g, self, batch1, batch2, beta, alpha):
     product = reduce_op(g, "ReduceSum", matmul(g, batch1, batch2), [0], False)
-    return _scaled_sum(g, self, product, constant_value(beta), constant_value(alpha))
+    return _scaled_sum(g, self, product, _scalar(beta), _scalar(alpha))
 
 
 @symbolic("aten::addr")
 @parse_args("v", "v", "v", "v", "v")
 def addr(g, self, vec1, vec2, beta, alpha):
-    return _scaled_sum(g, self, outer(g, vec1, vec2), constant_value(beta), constant_value(alpha))
+    return _scaled_sum(g, self, outer(g, vec1, vec2), _scalar(beta), _scalar(alpha))
+
+
+def _scalar(x):
+    """A Scalar argument: its Python value when known at export time, else the (0-d) value computed at run time."""
+    return constant_value(x) if is_constant(x) else x
 
 
 def _scaled_sum(g, self, product, beta, alpha):
-    """beta * self + alpha * product; with beta == 0 ``self`` is ignored (its NaNs too), as in PyTorch."""
-    if alpha != 1:
+    """beta * self + alpha * product; with beta == 0 ``self`` is ignored (its NaNs too), as in PyTorch. ``alpha`` and
+    ``beta`` may be computed at run time (0-d values, converted to the operand's type as torch does); a run-time beta
+    keeps that rule with a select on beta == 0 (Where, opset 9, for floating operands)."""
+    if is_value(alpha):
+        product = g.op("Mul", product, cast(g, alpha, g.dtype(product)))
+    elif alpha != 1:
         product = g.op("Mul", product, scalar_like(g, alpha, product))
+    if is_value(beta):
+        scaled = g.op("Mul", self, cast(g, beta, g.dtype(self)))
+        if dtypes.is_float(g.dtype(self)):  # 0 * NaN is NaN: where beta is 0, take 0 instead
+            ignored = equal(g, cast(g, beta, g.dtype(self)), scalar_like(g, 0, self))
+            scaled = select(g, ignored, scalar_like(g, 0, self), scaled)
+        return g.op("Add", scaled, product)
     if beta == 0:
         return product
     if beta != 1:
@@ -115,7 +136,23 @@ def det(g, self):
 
 
 # -- einsum -------------------------------------------------------------------------------------------------------
+def _on_bools_as_integers(form):
+    """An einsum form applied to bool operands through int64 (ONNX's Einsum, Mul and ReduceSum take no bools), the
+    result back to bool: what torch computes for the bool einsums it runs (diagonals, transposes, products without a
+    sum; its bool bmm is not implemented)."""
+
+    def einsum_form(g, equation, tensors, path=None):
+        tensors = list(tensors)
+        if not any(g.dtype(t) == BOOL for t in tensors):
+            return form(g, equation, tensors, path)
+        return cast(g, form(g, equation, [cast(g, t, INT64) for t in tensors], path), BOOL)
+
+    einsum_form.__doc__, einsum_form.__name__ = form.__doc__, form.__name__
+    return einsum_form
+
+
 @symbolic("aten::einsum")
+@_on_bools_as_integers
 def lowered_einsum(g, equation, tensors, path=None):
     """Einsum before ONNX had it: Transpose/MatMul/Mul/ReduceSum, contracting operands left to right."""
     operands = list(tensors)
@@ -132,6 +169,7 @@ def lowered_einsum(g, equation, tensors, path=None):
 
 
 @symbolic("aten::einsum", since=12)
+@_on_bools_as_integers
 def einsum(g, equation, tensors, path=None):
     """ONNX Einsum. Every '...' must span as many dims there, while PyTorch broadcasts them: an operand whose '...'
     spans fewer gets size-1 dims where it starts. An explicit output without '...' sums the ellipsis dims out, which

@@ -137,9 +137,25 @@ def dtype_of(g, x):
     return dtypes.code_from_torch_dtype(dtypes.torch_from_onnx(x.dtype))
 
 
-@symbolic("prim::device", "prim::layout")
-def device_or_layout(g, x):
-    return None
+@symbolic("prim::layout")
+def layout(g, x):
+    """A tensor's layout: strided (code 0), the only layout an exported tensor has."""
+    return 0
+
+
+@symbolic("prim::device")
+def device(g, x):
+    """A tensor's device: the exported graph runs wherever its runtime puts it, so code asking (e.g. torch.norm's
+    ``x.device.type in ("cpu", "cuda", ...)``) takes the path it takes for a CPU tensor."""
+    return torch.device("cpu")
+
+
+@symbolic("prim::type")
+def device_type(g, device):
+    """``device.type``: the type string of a device known at export time."""
+    if isinstance(device, torch.device):
+        return device.type
+    raise SymbolicValueError("prim::type of a value other than a device known at export time")
 
 
 @symbolic("aten::warn", "prim::RaiseException", "aten::_assert_async")

@@ -53,7 +53,9 @@ from exporter.lowering.shape import (
     reshape_to,
     size_arith,
     split_sizes,
+    squeeze_where_one,
     transpose_perm,
+    unsqueeze_at,
     zero_outside,
 )
 from exporter.registry import parse_args, symbolic, unsupported
@@ -227,9 +229,12 @@ def repeat_interleave(g, self, repeats, dim=None, output_size=None):
 
 # -- squeeze / unsqueeze ----------------------------------------------------------------------------------------
 @symbolic("aten::unsqueeze", "aten::unsqueeze_")
-@parse_args("v", "i")
 def unsqueeze_(g, self, dim):
-    """unsqueeze(dim): Unsqueeze (axes attribute before 13, input from 13)."""
+    """unsqueeze(dim): Unsqueeze (axes attribute before 13, input from 13); a dim chosen at run time, a Reshape to
+    the shape with a 1 inserted (opset 9)."""
+    if not is_constant(dim):
+        return unsqueeze_at(g, self, dim)
+    dim = int(constant_value(dim))
     rank = g.rank(self)
     if dim < 0:
         dim = normalize_dim(dim, None if rank is None else rank + 1)
@@ -238,7 +243,8 @@ def unsqueeze_(g, self, dim):
 
 @symbolic("aten::squeeze", "aten::squeeze_")
 def squeeze_(g, self, dim=None):
-    """squeeze() / squeeze(dim) / squeeze(dims): Squeeze of the dims that are 1."""
+    """squeeze() / squeeze(dim) / squeeze(dims): Squeeze of the dims that are 1; a dim whose size or index is known
+    only at run time is decided at run time (see ``squeeze_where_one``)."""
     rank = require_rank(g, self)
     dims_known = known_dims(g, self)
     if dim is None:
@@ -248,12 +254,9 @@ def squeeze_(g, self, dim=None):
         return squeeze(g, self)
     if rank == 0:
         return self  # dim 0 (or -1) of a 0-d tensor: nothing to squeeze
-    wanted = constant_value(dim)
-    wanted = wanted if isinstance(wanted, list) else [wanted]
-    wanted = sorted({normalize_dim(int(d), rank) for d in wanted})
-    # torch leaves a dim alone unless its size is 1; ONNX Squeeze fails on such a dim, so drop known non-ones.
-    axes = [d for d in wanted if dims_known is None or dims_known[d] in (1, None)]
-    return squeeze(g, self, axes) if axes else self
+    wanted = constant_value(dim) if is_constant(dim) else dim
+    wanted = list(wanted) if isinstance(wanted, (list, tuple)) else [wanted]
+    return squeeze_where_one(g, self, wanted)
 
 
 @symbolic("aten::transpose", "aten::transpose_", "aten::swapaxes", "aten::swapdims")
@@ -335,35 +338,38 @@ def split(g, self, split_size, dim=0):
 
 
 @symbolic("aten::chunk", "aten::unsafe_chunk")
-@parse_args("v", "i", "i")
 def chunk_by_traced_size(g, self, chunks, dim):
     """chunk(chunks, dim) before opset 10, where Slice takes constant bounds only: a dim that shape inference could
     not prove static is split by the size the trace recorded, so a different size at run time fails loudly in
-    Split."""
+    Split. A piece count computed at run time needs Slice's input bounds (opset 10)."""
+    if not is_constant(chunks):
+        require_opset(g, 10, "chunk into a number of pieces computed at run time needs Slice with input bounds")
+    chunks, dim = int(constant_value(chunks)), int(constant_value(dim))
     dim = normalize_dim(dim, require_rank(g, self))
     n = known_dims(g, self)[dim]
     return _chunk(g, self, chunks, dim, traced_dim(g, dim) if n is None else n)
 
 
 @symbolic("aten::chunk", "aten::unsafe_chunk", since=10)
-@parse_args("v", "i", "i")
 def chunk(g, self, chunks, dim):
-    """chunk(chunks, dim) from opset 10: a dim of run-time size is cut at run-time bounds (Slice inputs)."""
-    dim = normalize_dim(dim, require_rank(g, self))
+    """chunk(chunks, dim) from opset 10: a dim of run-time size, or a piece count computed at run time, is cut at
+    run-time bounds (Slice inputs)."""
+    chunks = int(constant_value(chunks)) if is_constant(chunks) else cast(g, reshape(g, chunks, []), INT64)
+    dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     return _chunk(g, self, chunks, dim, known_dims(g, self)[dim])
 
 
-def _chunk(g, self, chunks: int, dim: int, n: int | None):
-    """Pieces of ceil(n / chunks), like torch: Split when the dim's size ``n`` is known, Slices (or a sequence
-    when the piece count is only known at run time) otherwise."""
-    if n is not None:
+def _chunk(g, self, chunks, dim: int, n: int | None):
+    """Pieces of ceil(n / chunks), like torch: Split when the dim's size ``n`` and ``chunks`` are known, Slices (or
+    a sequence when the piece count is only known at run time) otherwise."""
+    if n is not None and not is_value(chunks):
         step = -(-n // chunks)
         return split_sizes(g, self, dim, [min(step, n - i) for i in range(0, n, step)] or [0])
     # ceil(n / chunks) computed in the graph: (n + chunks - 1) // chunks.
-    step = size_arith(g, "Div", size_arith(g, "Add", dim_size(g, self, dim), chunks - 1), chunks)
+    size = dim_size(g, self, dim) if n is None else n
+    step = size_arith(g, "Div", size_arith(g, "Sub", size_arith(g, "Add", size, chunks), 1), chunks)
     count = list_output_count(g)
     if count is None:
-
         return split_to_sequence(g, self, step, dim)
     return split_at(g, self, dim, [size_arith(g, "Mul", step, i) for i in range(count)])
 
@@ -576,14 +582,13 @@ def _roll_run_time_dim(g, x, shift: int, dim: int):
 @symbolic("aten::pad")
 def pad(g, input, pad, mode="constant", value=None):
     """F.pad (aten::pad): constant, reflect, replicate or circular padding."""
-    pad = pad if isinstance(pad, list) else constant_value(pad)
     return pad_op(g, input, pad, str(constant_value(mode)) if mode is not None else "constant", value)
 
 
 @symbolic("aten::constant_pad_nd")
 def constant_pad_nd(g, input, pad, value=0):
     """constant_pad_nd(pad, value): Pad in constant mode."""
-    return pad_op(g, input, pad if isinstance(pad, list) else constant_value(pad), "constant", value)
+    return pad_op(g, input, pad, "constant", value)
 
 
 @symbolic("aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d")
@@ -757,31 +762,45 @@ def meshgrid(g, tensors, indexing=None):
     return outputs
 
 
-def _triangle_mask(g, x, diagonal: int, upper: bool):
-    """Boolean mask over the last two dims of ``x`` that keeps the lower (or upper) triangle."""
+def _triangle_mask(g, x, diagonal, upper: bool):
+    """Boolean mask over the last two dims of ``x`` that keeps the lower (or upper) triangle: column - row compared
+    with ``diagonal`` (an int, or a 0-d value computed at run time)."""
     dims = known_dims(g, x)
     rows, cols = dims[-2], dims[-1]
     if rows is not None and cols is not None:
         offset = np.arange(cols)[None, :] - np.arange(rows)[:, None]
-        return g.const(offset >= diagonal if upper else offset <= diagonal)
-    row_index = unsqueeze(g, arange_indices(g, dim_size(g, x, -2)), [1])
-    col_index = unsqueeze(g, arange_indices(g, dim_size(g, x, -1)), [0])
-    offset = g.op("Sub", col_index, row_index)
-    if upper:
-        return g.op("Greater", offset, g.const(diagonal - 1, torch.int64))
-    return g.op("Less", offset, g.const(diagonal + 1, torch.int64))
+        if not is_value(diagonal):
+            return g.const(offset >= diagonal if upper else offset <= diagonal)
+        offset = g.const(offset.astype(np.int64))
+    else:
+        row_index = unsqueeze(g, arange_indices(g, dim_size(g, x, -2)), [1])
+        col_index = unsqueeze(g, arange_indices(g, dim_size(g, x, -1)), [0])
+        offset = g.op("Sub", col_index, row_index)
+    if not is_value(diagonal):
+        diagonal = g.const(diagonal, torch.int64)
+    # upper: offset >= diagonal, i.e. not (offset < diagonal); lower: offset <= diagonal, i.e. not (diagonal < offset)
+    below = less(g, offset, diagonal) if upper else less(g, diagonal, offset)
+    return g.op("Not", below)
 
 
 def _triangle_by_mask(g, self, diagonal, upper: bool):
-    return zero_outside(g, self, _triangle_mask(g, self, _diagonal_offset(diagonal), upper))
+    return zero_outside(g, self, _triangle_mask(g, self, _diagonal_offset(g, diagonal), upper))
 
 
 def _trilu(g, self, diagonal, upper: bool):
-    return g.op("Trilu", self, g.const(_diagonal_offset(diagonal), torch.int64), upper_i=int(upper))
+    """Trilu (opset 14) takes its diagonal as an input: a run-time one too."""
+    diagonal = _diagonal_offset(g, diagonal)
+    diagonal = diagonal if is_value(diagonal) else g.const(diagonal, torch.int64)
+    return g.op("Trilu", self, diagonal, upper_i=int(upper))
 
 
-def _diagonal_offset(diagonal) -> int:
-    return int(constant_value(diagonal)) if diagonal is not None else 0
+def _diagonal_offset(g, diagonal):
+    """tril/triu's diagonal: an int, or a 0-d int64 value where it is computed at run time."""
+    if diagonal is None:
+        return 0
+    if is_constant(diagonal):
+        return int(constant_value(diagonal))
+    return cast(g, reshape(g, diagonal, []), INT64)
 
 
 @symbolic("aten::tril", "aten::tril_")

@@ -20,6 +20,7 @@ from exporter.lowering.core import (
     cast,
     constant_value,
     dim_size,
+    is_constant,
     is_value,
     output_dtype,
     require_opset,
@@ -143,25 +144,19 @@ def _bound_count(g) -> int:
     return len(inputs) - 4 if len(inputs) >= 5 else len(inputs)
 
 
-def _compute_type(out: int) -> int:
-    return out if out in (INT64, FLOAT, DOUBLE, dtypes.onnx_from_torch(torch.int32)) else (
-        DOUBLE if dtypes.is_float(out) else INT64)
+def _accumulate_type(out: int) -> int:
+    """The type torch's CPU range kernels convert the bounds to and compute in: int64 for an integer result (the
+    bounds truncated towards zero), double for a floating one."""
+    return DOUBLE if dtypes.is_float(out) else INT64
 
 
-def _range_by_range_op(g, start, end, step, out_type: int, inclusive: bool):
-    work = _compute_type(out_type)
-    start, step = cast(g, start, work), cast(g, step, work)
-    limit = cast(g, end, work)
-    if inclusive:  # torch.range includes ``end``: extend the limit by half a step
-        limit = g.op("Add", cast(g, limit, DOUBLE), g.op("Div", cast(g, step, DOUBLE), g.const(2.0, torch.float64)))
-        limit = cast(g, limit, work)
-    return cast(g, g.op("Range", start, limit, step), out_type)
-
-
-def _range_by_positions(g, start, end, step, out_type: int, inclusive: bool):
-    """start + step * (0, 1, ..., count - 1), the positions coming from NonZero over a ConstantOfShape of ones."""
-    require_opset(g, 9, "a range with run-time bounds needs ConstantOfShape/NonZero")
-    work = _compute_type(out_type)
+def _range_count(g, start, end, step, out_type: int, inclusive: bool):
+    """The element count of torch's range kernels, as an int64 scalar. arange: ceil((end - start) / step), from the
+    bounds truncated to integers for an int64 result, from the bounds as given for every other type (torch's kernel
+    reads them as doubles there: arange(8.5, dtype=int32) has 9 elements, arange(8.5, dtype=int64) 8). range:
+    (end - start) / step + 1 truncated, always from the bounds converted to the accumulate type."""
+    if inclusive or out_type == INT64:
+        start, end, step = (cast(g, v, _accumulate_type(out_type)) for v in (start, end, step))
     start_d, end_d, step_d = (cast(g, v, DOUBLE) for v in (start, end, step))
     span = g.op("Div", g.op("Sub", end_d, start_d), step_d)
     count = g.op("Floor", span) if inclusive else g.op("Ceil", span)
@@ -169,9 +164,29 @@ def _range_by_positions(g, start, end, step, out_type: int, inclusive: bool):
     if inclusive:
         count = g.op("Add", count, g.const(1, torch.int64))
     count.shape = ()
+    return count
+
+
+def _range_by_positions(g, start, end, step, out_type: int, inclusive: bool):
+    """start + step * (0, 1, ..., count - 1), computed in the accumulate type as torch does; the positions come from
+    Range from opset 11 and from NonZero over a ConstantOfShape of ones at 9-10."""
+    require_opset(g, 9, "a range with run-time bounds needs ConstantOfShape/NonZero")
+    count = _range_count(g, start, end, step, out_type, inclusive)
+    work = _accumulate_type(out_type)
     positions = cast(g, arange_indices(g, count), work)
     values = g.op("Add", cast(g, start, work), g.op("Mul", positions, cast(g, step, work)))
     return cast(g, values, out_type)
+
+
+def _range_by_range_op(g, start, end, step, out_type: int, inclusive: bool):
+    """Range over the bounds converted to the accumulate type, where its count is torch's: arange with an int64 or
+    floating result. The other integer results (whose count comes from the bounds as given) and torch.range (whose
+    count includes ``end``) take the positions form."""
+    if inclusive or not (out_type == INT64 or dtypes.is_float(out_type)):
+        return _range_by_positions(g, start, end, step, out_type, inclusive)
+    work = _accumulate_type(out_type)
+    start, end, step = (cast(g, v, work) for v in (start, end, step))
+    return cast(g, g.op("Range", start, end, step), out_type)
 
 
 def _arange_arguments(g, args) -> tuple:
@@ -233,16 +248,36 @@ def linspace(g, start, end, steps, *options):
     """linspace(start, end, steps) with run-time bounds; steps must be a constant. The bounds are first converted to
     the result type, as torch's kernel does (an integer result spaces them truncated: 4.3 counts as 4)."""
     out_type = _dtype(g, _first(options))
-    steps = int(constant_value(steps))
+    steps = int(constant_value(steps)) if is_constant(steps) else steps
     start, end = (cast(g, bound, out_type) for bound in (start, end))  # as torch's kernel reads them
     # torch computes a floating result in its own type (float16 steps and products included), integers in double.
     work = out_type if dtypes.is_float(out_type) else DOUBLE
     return cast(g, _linspace_in(g, start, end, steps, work), out_type)
 
 
-def _linspace_in(g, start, end, steps: int, work: int):
+def _linspace_run_time_steps(g, start, end, steps, work: int):
+    """linspace with a step count computed at run time: positions i = 0..steps-1 (Range from 11, NonZero at 9-10),
+    start + i * step below the halfway point and end - (steps - 1 - i) * step from it, as torch's kernel; the
+    halfway point is steps // 2, but 1 for a single step (whose value is start)."""
+    steps = cast(g, reshape(g, steps, []), INT64)
+    steps.shape = ()
+    positions = arange_indices(g, steps)
+    one = g.const(1, torch.int64)
+    last = g.op("Sub", steps, one)
+    single = cast(g, g.op("Equal", steps, one), INT64)
+    # (a single step divides by 1, not 0: Where computes both branches, and 0 * inf would be NaN)
+    step = g.op("Div", g.op("Sub", end, start), cast(g, g.op("Add", last, single), work))
+    half = g.op("Add", g.op("Div", steps, g.const(2, torch.int64)), single)
+    lower = g.op("Add", start, g.op("Mul", cast(g, positions, work), step))
+    upper = g.op("Sub", end, g.op("Mul", cast(g, g.op("Sub", last, positions), work), step))
+    return g.op("Where", g.op("Less", positions, half), lower, upper)
+
+
+def _linspace_in(g, start, end, steps, work: int):
     """``steps`` evenly spaced values from start to end, computed in ``work`` the way torch does."""
     start, end = cast(g, start, work), cast(g, end, work)
+    if is_value(steps):
+        return _linspace_run_time_steps(g, start, end, steps, work)
     if steps == 1:
         return reshape(g, start, [1])
     numbers = dtypes.numpy_from_onnx(work)
@@ -257,20 +292,25 @@ def _linspace_in(g, start, end, steps: int, work: int):
 
 @symbolic("aten::hann_window")
 def hann_window(g, window_length, *args):
-    """hann_window(L[, periodic]) of run-time length, as torch computes it: 0.5 - 0.5 * cos(n * (2 pi / N)) for
-    n < L in the result type, the factor computed in double, N = L when periodic else L - 1; [1] when L is 1.
-    The positions come from Range (opset 11) or NonZero (9)."""
-    periodic, options = (bool(constant_value(args[0])), args[1:]) if len(args) == 5 else (True, args)
-    out_type = _dtype(g, _first(options))
-    length = cast(g, window_length, INT64)
-    period = length if periodic else g.op("Sub", length, g.const(1, torch.int64))
-    factor = cast(g, g.op("Div", g.const(2 * np.pi, torch.float64), cast(g, period, DOUBLE)), out_type)
-    positions = cast(g, arange_indices(g, length), out_type)
-    numbers = dtypes.numpy_from_onnx(out_type)
-    cosine = g.op("Cos", g.op("Mul", positions, factor))
-    window = g.op("Add", g.op("Mul", cosine, g.const(np.array(-0.5, dtype=numbers))), g.const(np.array(0.5, dtype=numbers)))
+    """hann_window(length[, periodic]) of a length computed at run time (a constant one is folded): as torch computes
+    it, 0.5 - 0.5 * cos(n * (2 pi / d)) for n = 0..length-1, the factor rounded to the result type, d = length when
+    periodic (the default) and length - 1 when not; a length of 1 gives [1] (positions from Range/NonZero and a Where:
+    opset 9)."""
+    has_periodic = len(list(g.node.inputs())) == 6
+    periodic = bool(constant_value(args[0])) if has_periodic else True
+    out_type = _dtype(g, _first(args[1:] if has_periodic else args))
+    work = out_type if out_type in (FLOAT, DOUBLE) else FLOAT
+    length = cast(g, reshape(g, window_length, []), INT64)
+    length.shape = ()
+    positions = cast(g, arange_indices(g, length), work)
+    span = length if periodic else g.op("Sub", length, g.const(1, torch.int64))
+    factor = cast(g, g.op("Div", g.const(2 * np.pi, torch.float64), cast(g, span, DOUBLE)), work)
+    numbers = dtypes.numpy_from_onnx(work)
+    window = g.op("Add", g.op("Mul", g.op("Cos", g.op("Mul", positions, factor)), g.const(np.array(-0.5, numbers))),
+                  g.const(np.array(0.5, numbers)))
     single = g.op("Equal", length, g.const(1, torch.int64))
-    return g.op("Where", single, g.const(np.ones(1, dtype=numbers)), window)
+    window = g.op("Where", single, g.const(np.array(1.0, numbers)), window)
+    return cast(g, window, out_type)
 
 
 @symbolic("aten::eye")

@@ -82,3 +82,14 @@ CASES += [
     OpCase("log_softmax", lambda k: (torch.tensor(0.3 + k),), sample="0d_float64", dynamic=False,
            fn=lambda x: torch.log_softmax(x, -1, dtype=torch.float64)),
 ]
+
+# Scripted: TorchScript records no element type for a scripted Tensor, so the result's type comes from the converter
+# (glu splits its input; the Split outputs must carry the input's type, or the model's output is of type 0).
+class _Glu(torch.nn.Module):
+    def forward(self, x):
+        return F.glu(x)
+
+
+CASES += [
+    OpCase("glu", randn(2, 4, 6), sample="scripted", module=lambda: torch.jit.script(_Glu())),
+]

@@ -129,3 +129,40 @@ CASES = [
     OpCase("mul_", lambda k: (torch.randn(3 + k, 2),), sample="after_add_in_loop",
            module=lambda: torch.jit.script(_TwoInPlaceOpsPerIteration())),
 ]
+
+
+def _assign_constant_row_from_size(x):
+    """``x[:, n:] = row`` with ``n = x.size(0)``: a trace records the row expanded to the traced size of the view."""
+    x = x.clone()
+    x[:, x.size(0):] = torch.tensor([1.0, 2.0, 3.0])
+    return x
+
+
+CASES += [
+    OpCase("copy_", lambda k: (torch.randn(2 + k, 5 - k, 3),), sample="broadcast_constant_run_time_view",
+           fn=_assign_constant_row_from_size, dynamic_min_opset=10),
+]
+
+
+def _assign_run_time_slice(x, start, stop, step):
+    """``x[start:stop:step] = ...`` with all three computed at run time (graph inputs): Slice with input steps reads
+    the view (opset 10); the write-back gathers from Concat(x, new) at computed positions."""
+    x = x.clone()
+    x[start:stop:step] = x[start:stop:step] * 10 + 1
+    return x
+
+
+def _assign_strided_rows(x):
+    x = x.clone()
+    x[1::2] = 0.5
+    return x
+
+
+_RUN_TIME_SLICE = lambda k: (torch.randn(9 + 4 * k, 3), torch.tensor([1, -7][k]), torch.tensor([8, 100][k]),
+                             torch.tensor([2, 3][k]))
+CASES += [
+    OpCase("slice", _RUN_TIME_SLICE, sample="run_time_step", min_opset=10, fn=lambda x, a, b, c: x[a:b:c] * 2),
+    OpCase("slice_scatter", _RUN_TIME_SLICE, sample="run_time_step", min_opset=10, fn=_assign_run_time_slice),
+    OpCase("slice_scatter", lambda k: (torch.randn(5 + 2 * k, 3),), sample="strided_run_time_size",
+           fn=_assign_strided_rows, dynamic_min_opset=10),
+]

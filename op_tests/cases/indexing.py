@@ -170,7 +170,7 @@ CASES = [
     OpCase("scatter_add", lambda k: (_r(4, 5, 3), _idx(4, 6, 2, 2), _r(6, 3, 3)), sample="smaller_index",
            fn=lambda x, i, s: x.scatter_add(0, i, s)),
     OpCase("scatter_add", lambda k: (_r(3 + k, 5, dtype=torch.int64), _idx(5, 3 + k, 4), _r(3 + k, 4, dtype=torch.int64)),
-           sample="int64_dynamic_rows", fn=lambda x, i, s: x.scatter_add(-1, i, s)),
+           sample="int64_dynamic_rows", fn=lambda x, i, s: x.scatter_add(-1, i, s), dynamic_min_opset=9),
     OpCase("scatter_add", lambda k: (_r(4, 3), _idx(4, 6, 3), _r(6, 3)), sample="static_dim0",
            fn=lambda x, i, s: x.scatter_add(0, i, s)),
     OpCase("scatter_reduce", lambda k: (_r(3, 5), _idx(5, 3, 4), _r(3, 4)), sample="sum",
@@ -274,4 +274,35 @@ CASES += [
     OpCase("one_hot", lambda k: (torch.tensor(3),), sample="0d", **_0D, fn=lambda x: F.one_hot(x, 5)),
     OpCase("one_hot", lambda k: (torch.tensor(3),), sample="0d_infer_classes", **_0D, min_opset=9,
            fn=lambda x: F.one_hot(x)),
+]
+
+# one_hot with num_classes computed at run time (OneHot's depth input, opset 9); -1 at run time: the largest index + 1.
+CASES += [
+    OpCase("one_hot", lambda k: (torch.arange(10 + k) % (5 + k), torch.tensor([15.0, -1.0][k:k + 1])),
+           sample="run_time_classes", min_opset=9, fn=lambda x, n: torch.nn.functional.one_hot(x, n.to(torch.int32)[0])),
+]
+
+# scatter_reduce 'amax'/'amin' (ScatterElements reduces by max/min from 18 only): the updates spread over an
+# index == j comparison, the type's extreme elsewhere, ReduceMax/ReduceMin, then Max/Min with self (Where: opset 9;
+# integers: opset 12). Index smaller than self along the other dim too; include_self either way.
+_SCATTER_EXTREMES = lambda k: (torch.randn(4 + k, 6), torch.tensor([[0, 5, 2], [5, 5, 1]]), torch.randn(3, 5))
+CASES += [
+    OpCase("scatter_reduce", _SCATTER_EXTREMES, sample="amax", min_opset=9,
+           fn=lambda x, i, s: x.scatter_reduce(1, i, s, reduce="amax")),
+    OpCase("scatter_reduce", _SCATTER_EXTREMES, sample="amin_exclude_self", min_opset=9,
+           fn=lambda x, i, s: x.scatter_reduce(1, i, s, reduce="amin", include_self=False)),
+    OpCase("scatter_reduce", lambda k: (torch.randint(-9, 9, (4, 6 + k)), torch.tensor([[0, 3, 2], [3, 3, 1]]),
+                                        torch.randint(-9, 9, (3, 5))),
+           sample="amax_int64_dim0_exclude_self", min_opset=12,
+           fn=lambda x, i, s: x.scatter_reduce(0, i, s, reduce="amax", include_self=False)),
+]
+
+# scatter_add with an index smaller than src, both of run-time shape: torch reads only src's corner of index's shape
+# (a Slice to index's run-time shape from opset 10, a Gather of 0..m-1 at 9); unknown sizes once counted as equal and
+# the whole src was summed in. (The same cut makes int64_dynamic_rows's dynamic export need opset 9.)
+CASES += [
+    OpCase("scatter_add", lambda k: (torch.zeros(3, 5), torch.tensor([[0, 1, 2, 0, 0], [1, 0, 2, 1, 2]])[:1 + k],
+                                     torch.arange(15.0 + 5 * k).reshape(3 + k, 5)),
+           sample="index_smaller_than_src_run_time_shapes", dynamic_min_opset=9,
+           fn=lambda x, i, s: x.scatter_add(0, i, s)),
 ]

@@ -85,3 +85,21 @@ CASES += [
     OpCase("einsum", lambda k: (_r(1 + k, 2, 3), _r(3)), sample="uneven_ellipses_summed", dynamic=False,
            fn=lambda a, b: torch.einsum("...ik,...j->ij", a, b)),
 ]
+
+# alpha and beta computed at run time (graph inputs): converted to the operands' type; a run-time beta of 0 still
+# ignores the input's NaNs (Where, opset 9). Fed to both size variants through a leading tensor of varying length.
+CASES += [
+    OpCase("baddbmm", lambda k: (torch.zeros(1 + k), torch.tensor([[[float("nan"), 1.0]]]).expand(2, 3, 2).clone(),
+                                 torch.randn(2, 3, 4), torch.randn(2, 4, 2), torch.tensor(5), torch.tensor([3.5, 0.0][k])),
+           sample="run_time_alpha_beta", min_opset=9,
+           fn=lambda z, x, a, b, alpha, beta: torch.baddbmm(x, a, b, alpha=alpha, beta=beta) + 0 * z.size(0)),
+]
+
+# einsum of bools (diagonal, transpose, elementwise product): computed on int64, the result back to bool.
+CASES += [
+    OpCase("einsum", lambda k: (torch.randn(3 + k, 5, 5) > 0,), sample="bool_diagonal", min_opset=12,
+           fn=lambda x: torch.einsum("bii->bi", x)),
+    OpCase("einsum", lambda k: (torch.randn(3 + k, 4) > 0,), sample="bool_transpose", fn=lambda x: torch.einsum("ij->ji", x)),
+    OpCase("einsum", lambda k: (torch.randn(3 + k, 4) > 0, torch.randn(3 + k, 4) > 0), sample="bool_product",
+           fn=lambda x, y: torch.einsum("ij,ij->ij", x, y)),
+]

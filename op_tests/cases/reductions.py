@@ -131,3 +131,22 @@ CASES += [
     OpCase("min", lambda k: (torch.tensor(-0.5 - k),), sample="dim_of_0d_keepdim", dynamic=False,
            fn=lambda x: torch.min(x, -1, keepdim=True)),
 ]
+
+
+# Scripted torch.norm: its Python code asks the input's layout and device type (prim::layout, prim::device, prim::type)
+# before choosing linalg_vector_norm; the export answers strided and CPU, known at export time.
+class _ScriptedNorm(torch.nn.Module):
+    def __init__(self, p, keepdim=False):
+        super().__init__()
+        self.p, self.keepdim = p, keepdim
+
+    def forward(self, x):
+        return torch.norm(x, p=self.p, dim=-2, keepdim=self.keepdim)
+
+
+CASES += [
+    OpCase("norm", lambda k: (torch.randn(2 + k, 3, 4),), sample="scripted_fro",
+           module=lambda: torch.jit.script(_ScriptedNorm("fro"))),
+    OpCase("norm", lambda k: (torch.randn(2 + k, 3, 4),), sample="scripted_l1_keepdim",
+           module=lambda: torch.jit.script(_ScriptedNorm(1, True))),
+]

@@ -272,3 +272,77 @@ CASES += [
     OpCase("tensor_split", lambda k: (_r(7 + k, 2), torch.tensor(3)), sample="tensor_sections", min_opset=10,
            fn=lambda x, s: torch.tensor_split(x, s)),
 ]
+
+# squeeze/unsqueeze decided at run time: a listed dim whose size is known only at run time (torch leaves it alone when
+# it is not 1, so the result's rank follows the input: a Reshape to the Compressed shape from opset 9), and a dim that
+# is itself a graph input (a scripted int argument).
+_SQUEEZE_RUNTIME_SIZE = ("dynamic export: squeezing a dim whose size is known only at run time needs Compress (opset "
+                         "9); below it Squeeze is emitted, which fails at run time on a size other than 1; the static "
+                         "export passes at this opset")
+
+
+class _SqueezeDim(torch.nn.Module):
+    def forward(self, x, dim: int):
+        return torch.squeeze(x, dim)
+
+
+class _UnsqueezeDim(torch.nn.Module):
+    def forward(self, x, dim: int):
+        return torch.unsqueeze(x, dim)
+
+
+CASES += [
+    OpCase("squeeze", lambda k: (_r(2, 1 + k, 3),), sample="run_time_size", fn=lambda x: x.squeeze(1),
+           known_failures={o: _SQUEEZE_RUNTIME_SIZE for o in (7, 8)}),
+    OpCase("squeeze", lambda k: (_r(2 + k, 1 + k, 1),), sample="run_time_size_negative_dims",
+           fn=lambda x: x.squeeze((-2, 0)), known_failures={o: _SQUEEZE_RUNTIME_SIZE for o in (7, 8)}),
+    OpCase("squeeze", lambda k: (_r(2 + k, 1, 4), 1 - 3 * k), sample="run_time_dim", min_opset=9,
+           module=lambda: torch.jit.script(_SqueezeDim())),
+    OpCase("squeeze", lambda k: (_r(2 + k, 1, 4), -1 + k), sample="run_time_dim_not_one", min_opset=9,
+           module=lambda: torch.jit.script(_SqueezeDim())),
+    OpCase("unsqueeze", lambda k: (_r(2 + k, 3), 1 - 3 * k), sample="run_time_dim", min_opset=9,
+           module=lambda: torch.jit.script(_UnsqueezeDim())),
+    OpCase("unsqueeze", lambda k: (_r(2 + k, 3), -1 + 3 * k), sample="run_time_dim_ends", min_opset=9,
+           module=lambda: torch.jit.script(_UnsqueezeDim())),
+]
+
+# expand sizes that are graph inputs, -1 (keep the dim) included: Expand takes 1 for that (Tile repeats once).
+CASES += [
+    OpCase("expand", lambda k: (_r(3), torch.tensor(-1)), sample="run_time_minus_one", fn=lambda x, s: x.expand(s)),
+    OpCase("expand", lambda k: (_r(2, 1, 3), torch.tensor(-1 if k == 0 else 4)), sample="run_time_sizes",
+           fn=lambda x, s: x.expand(2, s, 3)),
+]
+
+# Padding by a size computed at run time (Pad takes its pads as an input from opset 11; below, the error names 11 in
+# the words PyTorch's exporter uses for it).
+CASES += [
+    OpCase("pad", lambda k: (_r(2 + k, 5),), sample="run_time_sizes", dynamic_min_opset=11,
+           fn=lambda x: F.pad(x, (x.size(0) - 1, 1))),
+]
+
+# tril/triu with a diagonal that is a graph input (a scripted int): Trilu takes it as an input (opset 14); before, the
+# mask compares column - row with it at run time.
+class _Triangle(torch.nn.Module):
+    def __init__(self, upper: bool):
+        super().__init__()
+        self.upper = upper
+
+    def forward(self, x, diagonal: int):
+        return torch.triu(x, diagonal=diagonal) if self.upper else torch.tril(x, diagonal=diagonal)
+
+
+CASES += [
+    OpCase("tril", lambda k: (_r(2, 3 + k, 4), [5, -1][k]), sample="run_time_diagonal",
+           module=lambda: torch.jit.script(_Triangle(False)), dynamic_min_opset=9),
+    OpCase("triu", lambda k: (_r(2, 3 + k, 4), [1, -2][k]), sample="run_time_diagonal",
+           module=lambda: torch.jit.script(_Triangle(True)), dynamic_min_opset=9),
+]
+
+# chunk into a number of pieces computed at run time (a size of a dynamic dim): Slices at computed bounds (opset 10).
+# (3 and 4 chunks of 5 columns are both three pieces, 2 + 2 + 1: a trace fixes the number of outputs.)
+CASES += [
+    OpCase("chunk", lambda k: (_r(3 + k, 5),), sample="run_time_count", dynamic_min_opset=10,
+           fn=lambda x: torch.chunk(x, x.size(0), dim=1)),
+    OpCase("chunk", lambda k: (_r(3 + k, 5),), sample="run_time_count_negative_dim", dynamic_min_opset=10,
+           fn=lambda x: torch.chunk(x, x.size(0), dim=-1)),
+]

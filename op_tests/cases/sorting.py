@@ -65,3 +65,14 @@ CASES += [
     OpCase("sort", lambda k: (torch.randn(2 + k, 0),), sample="empty_axis", fn=lambda x: torch.sort(x)),
     OpCase("argsort", lambda k: (torch.randn(0),), sample="empty", dynamic=False, fn=lambda x: torch.argsort(x)),
 ]
+
+# Scripted (the outputs' element types come from the converter: Unique's counts and inverse indices are int64).
+class _UniqueCounts(torch.nn.Module):
+    def forward(self, x):
+        return torch.unique(x, sorted=True, return_inverse=False, return_counts=True)
+
+
+CASES += [
+    OpCase("unique", lambda k: (torch.tensor([1, 3, 2, 3]),), sample="scripted_counts", min_opset=11, dynamic=False,
+           module=lambda: torch.jit.script(_UniqueCounts())),
+]

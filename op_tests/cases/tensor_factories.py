@@ -108,3 +108,51 @@ CASES += [
            dynamic=False, fn=lambda s, e: torch.linspace(s, e, 50, dtype=torch.float16),
            known_failures={opset: _FLOAT16_STEPS for opset in range(7, 17)}),
 ]
+
+def _fed_both_variants(inputs, fn):
+    """OpCase(inputs=, fn=) with a leading tensor whose length differs between the size variants, so that the dynamic export
+    also runs on variant 1's scalar arguments (they are graph inputs; the harness feeds variant 1 to dynamic exports)."""
+    return dict(inputs=lambda k: (torch.zeros(1 + k), *inputs(k)), fn=lambda x, *args: fn(*args) + 0 * x.size(0))
+
+
+# Run-time float bounds with an integer result, as torch's CPU kernels read them: an int64 arange truncates every
+# bound first (arange(8.5) has 8 elements, a step of 1.5 counts as 1), any other integer arange counts from the bounds
+# as given and steps by the truncated ones (arange(8.5, dtype=int32) has 9 elements), torch.range truncates all.
+class _RangeInt64(torch.nn.Module):
+    def forward(self, a, b, c):
+        return torch.range(a, b, c, dtype=torch.int64)
+
+
+_BOUNDS = lambda k: (torch.tensor(0.5 - k), torch.tensor(8.5 + k), torch.tensor(1.5))
+CASES += [
+    OpCase("arange", **_fed_both_variants(lambda k: (torch.tensor(8.5 + k),), lambda e: torch.arange(e, dtype=torch.int64)),
+           sample="float_end_int64", min_opset=9),
+    OpCase("arange", **_fed_both_variants(_BOUNDS, lambda a, b, c: torch.arange(a, b, c, dtype=torch.int64)),
+           sample="float_bounds_int64", min_opset=9),
+    OpCase("arange", **_fed_both_variants(_BOUNDS, lambda a, b, c: torch.arange(a, b, c, dtype=torch.int32)),
+           sample="float_bounds_int32", min_opset=9),
+    OpCase("arange", **_fed_both_variants(_BOUNDS, lambda a, b, c: torch.arange(a, b, c, dtype=torch.float64)),
+           sample="float_bounds_float64", min_opset=9),
+    OpCase("range", lambda k: (torch.tensor(0.2), torch.tensor(2.5 + k), torch.tensor(1.5)), sample="float_bounds_int64",
+           min_opset=9, module=lambda: torch.jit.script(_RangeInt64())),
+]
+
+# linspace with a step count that is a graph input (a tensor): positions from Range/NonZero (opset 9), halves picked
+# with Where; a single step gives start.
+_LINSPACE_STEPS = lambda k: (torch.tensor(3.0 - 4 * k), torch.tensor(10.0), torch.tensor([5, 1][k], dtype=torch.int32))
+CASES += [
+    OpCase("linspace", **_fed_both_variants(_LINSPACE_STEPS, lambda s, e, n: torch.linspace(s, e, n)),
+           sample="run_time_steps", min_opset=9),
+    OpCase("linspace", **_fed_both_variants(lambda k: (torch.tensor(-1.5 + k), torch.tensor(8.7), torch.tensor(7 + 94 * k)),
+                                           lambda s, e, n: torch.linspace(s, e, n, dtype=torch.int64)),
+           sample="run_time_steps_int64", min_opset=9),
+]
+
+# hann_window of a length that is a graph input (an int argument): 0.5 - 0.5 * cos(2 pi n / d), positions from
+# Range/NonZero (opset 9); periodic (d = length) and symmetric (d = length - 1).
+CASES += [
+    OpCase("hann_window", lambda k: (torch.randn(100 + k), 100 + k), min_opset=9,
+           fn=lambda x, n: x + torch.nn.functional.relu(torch.hann_window(n))),
+    OpCase("hann_window", lambda k: (torch.randn(7 + k, dtype=torch.float64), 7 + k), sample="symmetric_float64",
+           min_opset=9, fn=lambda x, n: x + torch.hann_window(n, False, dtype=torch.float64)),
+]
