@@ -265,12 +265,18 @@ def _prune_state_inputs(graph, user_count: int, state: list[tuple[torch.Tensor, 
 
 def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) -> Capture:
     """A scripted model's own graph; a Python number argument stays a graph input (a 0-d tensor), as in PyTorch's exporter."""
-    if kwargs:
-        raise ExportArgumentError("keyword arguments are not supported for ScriptModule/ScriptFunction models")
+    positional = _script_arguments(model, positional, kwargs)
     flat = _as_given(flatten(positional, numbers_as_tensors=True)[0])
     graph = graph.copy()
-    _split_list_inputs(graph, 1 if module_c is not None else 0, positional)
-    user_inputs = list(graph.inputs())[1:] if module_c is not None else list(graph.inputs())
+    first = 1 if module_c is not None else 0
+    for index in reversed(range(min(len(positional), len(list(graph.inputs())) - first))):
+        if positional[index] is None:  # a None argument is a constant of the graph, not an input
+            graph.setInsertPoint(next(iter(graph.nodes()), graph.return_node()))
+            list(graph.inputs())[first + index].replaceAllUsesWith(graph.insertConstant(None))
+            graph.eraseInput(first + index)
+    graph.setInsertPoint(graph.return_node())
+    _split_list_inputs(graph, first, [argument for argument in positional if argument is not None])
+    user_inputs = list(graph.inputs())[first:]
     for value, tensor in zip(user_inputs, flat):
         if value.type().kind() == "TensorType":
             value.setType(torch._C.TensorType.create_from_tensor(tensor))
@@ -283,6 +289,26 @@ def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) ->
     except Exception as error:
         raise CaptureError(f"running the scripted model failed: {type(error).__name__}: {error}") from error
     return captured
+
+
+def _script_arguments(model, positional: tuple, kwargs: dict) -> tuple:
+    """The arguments of a scripted forward, bound as PyTorch's exporter binds them: after the positional ones, each
+    parameter takes its keyword argument, else its default (None included); a parameter with neither ends the
+    list."""
+    schema = model.schema if isinstance(model, torch.jit.ScriptFunction) else model.forward.schema
+    params = [arg for arg in schema.arguments if arg.name != "self"]
+    unknown = sorted(set(kwargs) - {arg.name for arg in params})
+    if unknown:
+        raise ExportArgumentError(f"keyword arguments {unknown} name no parameter of the scripted model's forward")
+    args = list(positional)
+    for param in params[len(args):]:
+        if param.name in kwargs:
+            args.append(kwargs[param.name])
+        elif param.has_default_value():
+            args.append(param.default_value)
+        else:
+            break
+    return tuple(args)
 
 
 def _split_list_inputs(graph, first: int, positional) -> None:

@@ -5,6 +5,7 @@ Each export runs in ONNX Runtime and is compared with PyTorch."""
 from __future__ import annotations
 
 import copy
+from typing import Optional
 import io
 
 import numpy as np
@@ -403,3 +404,37 @@ def test_new_zeros_of_a_shape_slice_of_run_time_length(opset):
     for shape in ((1, 2, 3, 4), (2, 3, 4, 5)):
         x = torch.rand(shape)
         _expect(_run(proto, [x.numpy()]), _flat(model(x)))
+
+
+# -- keyword arguments and defaults of scripted models ----------------------------------------------------------
+class WithDefaults(torch.nn.Module):
+    def forward(self, x, scale: Optional[torch.Tensor] = None, shift: torch.Tensor = torch.ones(2, 3)):
+        if scale is not None:
+            x = x * scale
+        return x + shift
+
+
+def test_keyword_arguments_and_defaults_of_a_script_module():
+    """Bound as PyTorch's exporter binds them: after the positional arguments, each parameter takes its keyword
+    argument, else its default; a None argument is a constant of the graph."""
+    model = torch.jit.script(WithDefaults())
+    x, scale, shift = torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3)
+    proto = _export(model, (x, {"shift": shift}), 14)
+    assert len(proto.graph.input) == 2  # x, shift (scale is None)
+    _expect(_run(proto, [x.numpy(), shift.numpy()]), _flat(model(x, shift=shift)))
+    proto = _export(model, (x, {"scale": scale}), 14)
+    assert len(proto.graph.input) == 3  # x, scale, the default shift
+    _expect(_run(proto, [x.numpy(), scale.numpy(), torch.ones(2, 3).numpy()]), _flat(model(x, scale)))
+    with pytest.raises(exporter.errors.ExportArgumentError, match="name no parameter"):
+        _export(model, (x, {"offset": shift}), 14)
+
+
+def test_module_whose_state_holds_packed_parameters():
+    """A quantized Linear's state_dict holds a (weight, bias) tuple next to tensors: lifting attributes names
+    tensors from the state_dict and must pass over such entries (it raised AttributeError)."""
+    model = torch.ao.nn.quantized.Linear(4, 8)
+    weight = torch.quantize_per_tensor(torch.arange(32, dtype=torch.float).view(8, 4), 0.5, 0, torch.qint8)
+    model.set_weight_bias(weight, torch.arange(8, dtype=torch.float))
+    x = torch.quantize_per_tensor(torch.linspace(-2, 2, 12).view(3, 4), 0.25, 128, torch.quint8)
+    proto = _export(model, (x,), 13)
+    assert any(node.op_type in ("QLinearMatMul", "MatMul", "Gemm") for node in proto.graph.node)
