@@ -410,6 +410,11 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
     """scatter_reduce 'sum' / 'prod' / 'amax' / 'amin' (include_self either way); 'mean' needs ONNX 18."""
     reduce = str(constant_value(reduce))
     include_self = True if include_self is None else bool(constant_value(include_self))
+    if reduce in ("amax", "amin") and g.dtype(self) == BOOL:
+        # Max/Min take no bools: 'amax' is any and 'amin' all, computed on uint8 and cast back.
+        uint8 = dtypes.onnx_from_torch(torch.uint8)
+        result = scatter_reduce(g, cast(g, self, uint8), dim, index, cast(g, src, uint8), reduce, include_self)
+        return cast(g, result, BOOL)
     if require_rank(g, self) == 0:
         # ONNX's scatters need rank >= 1: a 0-d scatter is the 1-element one.
         self, index, src = (_flat(g, v) for v in (self, index, src))

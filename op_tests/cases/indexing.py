@@ -295,6 +295,14 @@ CASES += [
                                         torch.randint(-9, 9, (3, 5))),
            sample="amax_int64_dim0_exclude_self", min_opset=12,
            fn=lambda x, i, s: x.scatter_reduce(0, i, s, reduce="amax", include_self=False)),
+    # Bools: 'amax' is any, 'amin' all (Max/Min take no bools: computed on uint8, from opset 12).
+    OpCase("scatter_reduce", lambda k: (torch.rand(4, 6 + k) > 0.5, torch.tensor([[0, 3, 2], [3, 3, 1]]),
+                                        torch.rand(3, 5) > 0.5),
+           sample="amax_bool", min_opset=12, fn=lambda x, i, s: x.scatter_reduce(1, i, s, reduce="amax")),
+    OpCase("scatter_reduce", lambda k: (torch.rand(4, 6 + k) > 0.5, torch.tensor([[0, 3, 2], [3, 3, 1]]),
+                                        torch.rand(3, 5) > 0.5),
+           sample="amin_bool_exclude_self", min_opset=12,
+           fn=lambda x, i, s: x.scatter_reduce(1, i, s, reduce="amin", include_self=False)),
 ]
 
 # scatter_add with an index smaller than src, both of run-time shape: torch reads only src's corner of index's shape

@@ -124,23 +124,24 @@ class _BoolsInNestedLoops(torch.nn.Module):
 
 CASES = [
     OpCase("append", lambda k: (torch.randn(2 + k, 3, 4), torch.randn(4)), sample="bools_in_nested_loops",
-           min_opset=13, module=lambda: torch.jit.script(_BoolsInNestedLoops())),
+           dynamic_min_opset=13, module=lambda: torch.jit.script(_BoolsInNestedLoops())),
     OpCase("pop", lambda k: (torch.randn(5, 3 + k),), sample="known_list",
            module=lambda: torch.jit.script(_KnownListMethods())),
     # Static exports fold x.size(0) into the positions; the dynamic one needs SequenceErase/SequenceInsert.
     OpCase("pop", lambda k: (torch.randn(5 + k, 4),), sample="run_time_position", dynamic_min_opset=11,
            module=lambda: torch.jit.script(_RunTimeIndexListMethods())),
-    OpCase("pop", lambda k: (torch.randn(5 + k, 3),), sample="grown_list", min_opset=13,
+    OpCase("pop", lambda k: (torch.randn(5 + k, 3),), sample="grown_list", dynamic_min_opset=13,
            module=lambda: torch.jit.script(_GrownListMethods())),
-    OpCase("Delete", lambda k: (torch.randn(5 + k, 3),), sample="in_loops", min_opset=13,
+    OpCase("Delete", lambda k: (torch.randn(5 + k, 3),), sample="in_loops", dynamic_min_opset=13,
            module=lambda: torch.jit.script(_PopInLoop())),
-    OpCase("append", lambda k: (torch.randn(3 + k, 2),), sample="twice_per_iteration", min_opset=13,
+    OpCase("append", lambda k: (torch.randn(3 + k, 2),), sample="twice_per_iteration", dynamic_min_opset=13,
            module=lambda: torch.jit.script(_TwoAppendsPerIteration())),
 
-    # Loop-carried sequences: Loop's carried type V admits seq(tensor) from Loop-13 (ONNX Runtime enforces it).
-    OpCase("append", lambda k: (torch.randn(3 + k, 4),), sample="list_in_loop", min_opset=13,
+    # Loop-carried sequences: Loop's carried type V admits seq(tensor) from Loop-13 (ONNX Runtime enforces it); a
+    # static export below 13 unrolls a loop whose trip count it knows, so only the dynamic one needs 13.
+    OpCase("append", lambda k: (torch.randn(3 + k, 4),), sample="list_in_loop", dynamic_min_opset=13,
            module=lambda: torch.jit.script(_ListInLoop())),
-    OpCase("append", lambda k: (torch.randn(2 + k, 3),), sample="len_of_growing_list", min_opset=13,
+    OpCase("append", lambda k: (torch.randn(2 + k, 3),), sample="len_of_growing_list", dynamic_min_opset=13,
            module=lambda: torch.jit.script(_LenOfGrowingList())),
     # A list of known length indexed at a run-time position needs no sequence: it is stacked and gathered.
     OpCase("__getitem__", lambda k: (torch.randn(8, 3),), sample="run_time_index",
