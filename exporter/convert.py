@@ -112,6 +112,9 @@ class Converter:
         if self.session.static_shapes:
             empty = _empty_results(node, args)
             if empty is not None:
+                for arg in args:
+                    if isinstance(arg, ir.Value) and arg.producer is None and arg.const is None:
+                        arg.read_by_folded_op = True
                 self._bind(node, empty[0] if len(empty) == 1 else empty, env)
                 return
         ctx.node = node

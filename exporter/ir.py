@@ -31,6 +31,9 @@ class Value:
     inferred_shape: tuple | None = None  # cached result of ONNX shape inference (dynamic-shape exports)
     shape_inferred: bool = False  # ONNX shape inference has seen this value (inferred_shape None: it could not tell)
     is_number: bool = False  # a TorchScript int/float/bool (a "wrapped number" for type promotion)
+    # A graph input that an op on empty tensors read before the op was folded to a constant: it stays an input, as in
+    # PyTorch's exporter, which keeps that op.
+    read_by_folded_op: bool = False
     # Provenance: the TorchScript value this value computes (the last one a symbolic result was bound to; a pass
     # that makes another value compute it, such as Conv+BatchNormalization fusion, hands it over).
     origin: Any = None

@@ -145,49 +145,39 @@ def name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> N
 
 
 def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int) -> list[str]:
-    """Remove the model's own inputs that no node reads, except those an operation of the model reads (its values,
-    or its shape through ``view_as``, ``expand_as``, ``*_like``...) in a way that was folded at export time: as in
-    PyTorch's exporter, such an input stays so that callers feed what they passed. An input read only through shape
-    queries (``x.shape``, ``x.size(i)``, ``x.dim()``, ``x.new_zeros``) that were folded goes, as there, unless it
-    has dynamic axes: then its shape is a run-time value the model reads.
-    The names of the inputs left, the ``param_count`` parameters last."""
+    """Remove the model's own inputs that no node reads, as PyTorch's exporter does, except those it keeps reading at
+    run time even where this converter folded the read (see ``_read_at_run_time_by_torch``), so callers feed the
+    inputs they would feed its model. The names of the inputs left, the ``param_count`` parameters last."""
     user_count = len(names) - param_count
     used = passes.used_values(graph)
     unused = {id(v) for v in graph.inputs[:user_count]
-              if id(v) not in used and v.origin is not None and _has_static_shape(v)
-              and not _read_beyond_shape_queries(v.origin)}
+              if id(v) not in used and not v.read_by_folded_op
+              and not (v.origin is not None and _read_at_run_time_by_torch(v.origin, _has_static_shape(v)))}
     graph.inputs = [v for v in graph.inputs if id(v) not in unused]
     return [v.name for v in graph.inputs[:user_count - len(unused)]] + names[user_count:]
 
 
-# Uses of a tensor that read only what is known of it at export time (shape, rank, dtype, device).
-_SHAPE_QUERIES = frozenset({
-    "aten::size", "aten::sym_size", "aten::dim", "aten::numel", "aten::len", "aten::_dim_arange", "prim::shape",
-    "prim::dtype", "prim::device", "prim::layout", "aten::new_zeros", "aten::new_ones", "aten::new_full",
-    "aten::new_empty", "aten::new_tensor",
-})
-_PACKING = frozenset({"prim::ListConstruct", "prim::TupleConstruct"})
-_UNPACKING = frozenset({"prim::ListUnpack", "prim::TupleUnpack"})
+# TorchScript ops whose argument at this position PyTorch's exporter reads at run time (a Shape node it does not fold)
+# even when the shape is static: the input stays though this converter folds the read.
+_READ_AT_RUN_TIME = {"aten::view_as": 1, "aten::reshape_as": 1, "aten::expand_as": 1, "aten::full_like": 0,
+                     "aten::copy_": 0, "aten::unbind": 0, "aten::Int": 0}
+_SHAPE_QUERIES = frozenset({"aten::size", "aten::sym_size", "aten::dim", "aten::numel", "aten::len", "prim::shape"})
+_FILLS = frozenset({"aten::fill_", "aten::fill"})
 
 
 def _has_static_shape(value: ir.Value) -> bool:
     return value.shape is not None and all(isinstance(dim, int) for dim in value.shape)
 
 
-def _read_beyond_shape_queries(ts_value) -> bool:
-    """Whether an operation of the TorchScript graph reads ``ts_value`` for more than a shape query; packing it into
-    a list or tuple counts only where the element unpacked back is read."""
+def _read_at_run_time_by_torch(ts_value, static: bool) -> bool:
+    """Whether PyTorch's exporter reads the input ``ts_value`` at run time where this converter folded every read:
+    through ``view_as``/``reshape_as``/``expand_as`` (the other tensor's shape), ``full_like``, ``copy_`` into it,
+    ``unbind`` and ``int()`` of it; through ``fill_``
+    with a value computed at run time; through a shape query when its shape has dynamic axes."""
     for use in ts_value.uses():
         kind = use.user.kind()
-        if kind in _SHAPE_QUERIES:
-            continue
-        if kind not in _PACKING or _element_read(use.user.output(), use.offset):
+        if _READ_AT_RUN_TIME.get(kind) == use.offset or (not static and kind in _SHAPE_QUERIES):
             return True
-    return False
-
-
-def _element_read(packed, index: int) -> bool:
-    for use in packed.uses():
-        if use.user.kind() not in _UNPACKING or _read_beyond_shape_queries(use.user.outputsAt(index)):
+        if kind in _FILLS and use.offset == 0 and use.user.inputsAt(1).node().kind() != "prim::Constant":
             return True
     return False

@@ -146,6 +146,16 @@ class NewZerosOfShapes(torch.nn.Module):
         return x.new_zeros(x.shape[1:] + y.shape[1:])
 
 
+class ConstantFill(torch.nn.Module):
+    def forward(self, x):
+        return x.fill_(3)
+
+
+class RunTimeFill(torch.nn.Module):
+    def forward(self, x, value):
+        return x.fill_(value)
+
+
 class PacksAndUnpacks(torch.nn.Module):
     def forward(self, a, b):
         first, _ = [a, b]
@@ -413,14 +423,16 @@ CALLS: list[Call] = [
     Call("args_shape_only_dynamic_kept", AddsLength, lambda: (torch.randn(3), torch.randn(2)),
          {"input_names": ["x", "y"], "dynamic_axes": {"y": [0]}},
          other_args=lambda: (torch.randn(3), torch.randn(6))),
-    # An input read only through a shape op that was folded stays (ONNX Runtime callers feed what they passed), one
-    # read only through shape queries (x.shape, new_zeros) goes, as in torch.onnx.
+    # torch.onnx keeps an input read at run time by view_as/expand_as/full_like/copy_ (its Shape is not folded) and
+    # drops one read only through folded shape queries (x.shape, new_zeros, zeros_like, fill_ with a constant).
     Call("args_shape_of_view_as_kept", ViewsAsSecond, lambda: (torch.randn(2, 3, 4), torch.randn(6, 4))),
     Call("args_full_like_kept", IntFullLike, lambda: (torch.tensor(12.0),)),
     Call("args_shape_queries_and_new_zeros_dropped", NewZerosOfShapes,
          lambda: (torch.randn(2, 3, 4), torch.randn(1, 2)), kept=()),
     Call("script_packed_then_unread_dropped", scripted(PacksAndUnpacks), lambda: (torch.randn(3), torch.randn(3)),
          kept=(0,)),
+    Call("args_constant_fill_dropped", ConstantFill, lambda: (torch.randn(2, 3),), kept=()),
+    Call("args_run_time_fill_kept", RunTimeFill, lambda: (torch.randn(2, 3), torch.tensor(7.0))),
     Call("args_five_inputs", FiveInputs, lambda: tuple(torch.randn(2, 2) for _ in range(5))),
     Call("args_int64_tensor", Embed, lambda: (torch.tensor([[1, 2], [3, 9]]),)),
     Call("args_bool_tensor", Masked, lambda: (torch.randn(4), torch.tensor([True, False, True, False]))),
