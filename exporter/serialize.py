@@ -60,26 +60,29 @@ def assemble(
                    into=model.graph)
     untyped = any(not o.type.tensor_type.elem_type for o in model.graph.output if o.type.HasField("tensor_type"))
     if axes or untyped:
-        inferable = apart.declared(model) if apart is not None else model
+        inferred = _inferred_outputs(apart.declared(model) if apart is not None else model)
         if axes:
-            refine_output_shapes(model, axes, inferable)
+            refine_output_shapes(model, axes, inferred)
         if untyped:
-            fill_output_types(model, inferable)
+            fill_output_types(model, inferred)
     return model
 
 
-def fill_output_types(model: onnx.ModelProto, inferred_from: onnx.ModelProto) -> None:
-    """Give a graph output whose element type the converter could not tell (a scripted model's Tensor, computed by
-    an op the converter has no type rule for) the type ONNX type inference finds on ``inferred_from`` (``model``
-    or its skeleton with the weights kept apart declared): ONNX Runtime refuses to load a model with an output of
-    type 0."""
+def _inferred_outputs(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+    """The graph outputs as ONNX shape inference types them (none when inference fails), by name."""
     try:
-        inferred = onnx.shape_inference.infer_shapes(inferred_from, strict_mode=False)
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
     except Exception:
-        return
-    by_name = {o.name: o for o in inferred.graph.output}
+        return {}
+    return {o.name: o for o in inferred.graph.output}
+
+
+def fill_output_types(model: onnx.ModelProto, inferred: dict[str, onnx.ValueInfoProto]) -> None:
+    """Give a graph output whose element type the converter could not tell (a scripted model's Tensor, computed by
+    an op the converter has no type rule for) the type ONNX type inference found (``inferred``, by output name):
+    ONNX Runtime refuses to load a model with an output of type 0."""
     for output in model.graph.output:
-        source = by_name.get(output.name)
+        source = inferred.get(output.name)
         if output.type.HasField("tensor_type") and not output.type.tensor_type.elem_type and source is not None:
             output.type.tensor_type.elem_type = source.type.tensor_type.elem_type
 
@@ -137,16 +140,10 @@ def output_shapes(graph: ir.Graph, axes: dict, example_outputs: list[Any]) -> di
     return shapes
 
 
-def refine_output_shapes(model: onnx.ModelProto, axes: dict, inferred_from: onnx.ModelProto) -> None:
-    """Use ONNX shape inference (on ``inferred_from``: ``model``, or its skeleton with the weights kept apart
-    declared) for output dims, with the declared dynamic axes named."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(inferred_from, strict_mode=False)
-    except Exception:
-        return
-    by_name = {o.name: o for o in inferred.graph.output}
+def refine_output_shapes(model: onnx.ModelProto, axes: dict, inferred: dict[str, onnx.ValueInfoProto]) -> None:
+    """Take output dims from ONNX shape inference (``inferred``, by output name), with the dynamic axes named."""
     for output in model.graph.output:
-        source = by_name.get(output.name)
+        source = inferred.get(output.name)
         if source is None or not source.type.tensor_type.HasField("shape"):
             continue
         output.type.tensor_type.shape.CopyFrom(source.type.tensor_type.shape)

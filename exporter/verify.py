@@ -332,17 +332,7 @@ def _torch_values(graph: torch._C.Graph, inputs: list[torch.Tensor], wanted: lis
         clone.output().setType(copied.type())
         clone.insertAfter(none.node() if copied.node().kind() == "prim::Param" else copied.node())
         clones.append(clone.output())
-    # A graph function returns one value: the original outputs and the clones, as one tuple.
-    results = list(copy.outputs()) + clones
-    while len(list(copy.outputs())):
-        copy.eraseOutput(0)
-    packed = copy.create("prim::TupleConstruct", results)
-    packed.output().setType(torch._C.TupleType([v.type() for v in results]))
-    copy.appendNode(packed)
-    copy.registerOutput(packed.output())
-    function = torch._C._create_function_from_graph("exporter_verify", copy)
-    with torch.no_grad():
-        outputs = function(*inputs)
+    outputs = _run_returning(copy, list(copy.outputs()) + clones, inputs, "exporter_verify")
     count = len(outputs) - len(wanted)
     return ({value.unique(): _to_numpy(tensor) for value, tensor in zip(wanted, outputs[count:])},
             [_to_numpy(tensor) for tensor in outputs[:count]])
@@ -383,16 +373,22 @@ def _float64_values(graph: torch._C.Graph, inputs: list[torch.Tensor], wanted: l
             if out.type().kind() == "TensorType" and out.type().scalarType() == "Float":
                 out.setType(out.type().with_dtype(torch.float64))
         results.append(clone.outputsAt(list(node.outputs()).index(copied)))
-    while len(list(copy.outputs())):
-        copy.eraseOutput(0)
-    packed = copy.create("prim::TupleConstruct", results)
-    packed.output().setType(torch._C.TupleType([v.type() for v in results]))
-    copy.appendNode(packed)
-    copy.registerOutput(packed.output())
-    function = torch._C._create_function_from_graph("exporter_verify_float64", copy)
-    with torch.no_grad():
-        outputs = function(*inputs)
+    outputs = _run_returning(copy, results, inputs, "exporter_verify_float64")
     return {value.unique(): _to_numpy(tensor) for value, tensor in zip(wanted, outputs)}
+
+
+def _run_returning(graph: torch._C.Graph, results: list, inputs: list[torch.Tensor], name: str) -> tuple:
+    """Run ``graph`` on ``inputs`` with ``results`` (its values) as its outputs, replacing its own: a graph
+    function returns one value, so they are returned as one tuple."""
+    while len(list(graph.outputs())):
+        graph.eraseOutput(0)
+    packed = graph.create("prim::TupleConstruct", results)
+    packed.output().setType(torch._C.TupleType([v.type() for v in results]))
+    graph.appendNode(packed)
+    graph.registerOutput(packed.output())
+    function = torch._C._create_function_from_graph(name, graph)
+    with torch.no_grad():
+        return function(*inputs)
 
 
 def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
