@@ -4,7 +4,7 @@ Their rows are the ones ``op_tests`` writes (``op_tests.harness.result_row``), s
 reads the same thing whichever ran them. The full tier runs every case at every opset 7-16. The quick tier runs a
 deterministic subset that keeps the main job within its 3-minute budget on 2 cores (every case at every opset is
 ~15,000 cases, about 3 minutes of CPU by itself): each case, static and (where it has one) dynamic, at the lowest
-opset it claims (proving the claim, in the oldest operator forms), at 11 (Clip, Pad and Slice take inputs where
+opset it claims, static and dynamic each (proving the claims, in the oldest operator forms), at 11 (Clip, Pad and Slice take inputs where
 they took attributes; Squeeze, Unsqueeze, ReduceSum and Split still take attributes) and at 16 (the highest, where
 those take inputs too): the three eras of operator forms that the symbolics switch between.
 """
@@ -29,8 +29,9 @@ def by_name() -> dict:
 
 def quick_opsets(case) -> tuple[int, ...]:
     """The quick tier's opsets for ``case`` (see the module docstring)."""
-    lowest = min(max(case.min_opset, ALL_OPSETS[0]), ALL_OPSETS[-1])
-    return tuple(sorted({lowest, *QUICK_OPSETS}))
+    lowest = {min(max(case.min_opset_for(dynamic), ALL_OPSETS[0]), ALL_OPSETS[-1])
+              for dynamic in ((False, True) if case.has_dynamic_variant() else (False,))}
+    return tuple(sorted({*lowest, *QUICK_OPSETS}))
 
 
 def modes_at(case, opset: int) -> tuple[str, ...]:
