@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import io
 import logging
 import re
@@ -34,36 +33,20 @@ logger = logging.getLogger("exporter")
 
 _in_export = False
 
-# torch.onnx.is_in_onnx_export() is True while the module global `_is_onnx_exporting` of this module is (its
-# dynamo exporter's flag). Models branch on that function, so during our export we set the plain global and restore
-# it after, but only where the caller has loaded torch.onnx: its flags module is then one of plain globals whose
-# import runs nothing else, while a caller that never loaded torch.onnx has no is_in_onnx_export() to ask and the
-# engine loads no torch.onnx module (tests/test_hard_line.py allows exactly this module name, checks the flag is the
-# only thing touched and that an export loads no torch.onnx module).
-_TORCH_EXPORTING_FLAG_MODULE = "torch.onnx._internal.exporter._flags"
-_TORCH_PACKAGE = _TORCH_EXPORTING_FLAG_MODULE.split("._internal")[0]
-_TORCH_EXPORTING_FLAG = "_is_onnx_exporting"
-
-
 def is_in_onnx_export() -> bool:
-    """True only while :func:`export` of this engine is running (``torch.onnx.is_in_onnx_export()`` too)."""
+    """True only while :func:`export` of this engine is running. (PyTorch's own ``is_in_onnx_export()`` reads its
+    exporter's state, which this engine never touches: models that branch for export ask this function.)"""
     return _in_export
 
 
 @contextlib.contextmanager
 def _exporting():
     global _in_export
-    flags = importlib.import_module(_TORCH_EXPORTING_FLAG_MODULE) if _TORCH_PACKAGE in sys.modules else None
-    previous = _in_export, getattr(flags, _TORCH_EXPORTING_FLAG, None)
-    _in_export = True
-    if flags is not None:
-        setattr(flags, _TORCH_EXPORTING_FLAG, True)
+    previous, _in_export = _in_export, True
     try:
         yield
     finally:
-        _in_export = previous[0]
-        if flags is not None:
-            setattr(flags, _TORCH_EXPORTING_FLAG, previous[1])
+        _in_export = previous
 
 
 _CUSTOM_NAME = re.compile(r"^[A-Za-z0-9_.\-]+::[A-Za-z_\-][A-Za-z0-9_.\-]*$")

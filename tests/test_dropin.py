@@ -84,21 +84,6 @@ def test_kwargs_argument_is_the_models_keyword_arguments():
     np.testing.assert_allclose(run_onnx(data, {"x": x.numpy(), "offset": offset.numpy()})[0], (x + offset).numpy())
 
 
-def test_torch_is_in_onnx_export_is_true_during_our_export_and_false_after():
-    seen = []
-
-    class Branches(torch.nn.Module):
-        def forward(self, x):
-            seen.append(torch.onnx.is_in_onnx_export())
-            return x * 2 if torch.onnx.is_in_onnx_export() else x
-
-    x = torch.randn(3)
-    data, _ = export_bytes(Branches(), (x,))
-    assert seen and all(seen)
-    assert not torch.onnx.is_in_onnx_export()
-    np.testing.assert_allclose(run_onnx(data, {"x": x.numpy()})[0], (x * 2).numpy())
-
-
 # -- names and dynamic axes ------------------------------------------------------------------------------------------
 def test_dynamic_axes_naming_neither_input_nor_output_warns_and_export_goes_on():
     with pytest.warns(UserWarning, match="'nothing'.*neither an input nor an output"):
