@@ -59,6 +59,11 @@ def _violations(tree: ast.AST):
                 yield node.lineno, f"string {node.value!r}"
 
 
+# The one torch.onnx name the engine holds: the module whose error classes it reads from sys.modules, when the caller
+# has loaded it, so that callers' except clauses catch our errors (errors.in_callers_terms). Never imported, never called.
+ALLOWED = {("exporter/errors.py", "torch.onnx.errors")}
+
+
 def _is_docstring_like(text: str) -> bool:
     return " " in text.strip()
 
@@ -66,7 +71,10 @@ def _is_docstring_like(text: str) -> bool:
 def test_engine_source_never_uses_torch_onnx():
     offenders = []
     for path in ENGINE.rglob("*.py"):
+        where = str(path.relative_to(ENGINE.parent))
         for line, what in _violations(ast.parse(path.read_text(), str(path))):
+            if (where, what.removeprefix("string ").strip("'")) in ALLOWED:
+                continue
             offenders.append(f"{path.relative_to(ENGINE.parent)}:{line}: {what}")
     assert not offenders, "\n".join(offenders)
 
@@ -153,3 +161,17 @@ def test_an_export_loads_no_torch_onnx_module():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_export_never_imports_torch_onnx():
+    """A run that never loads PyTorch's exporter exports, fails, and still has not loaded it."""
+    program = (
+        "import io, sys, torch, exporter\n"
+        "exporter.export(torch.nn.ReLU(), (torch.randn(2),), io.BytesIO())\n"
+        "try:\n"
+        "    exporter.export(torch.nn.ReLU(), (torch.randn(2),), io.BytesIO(), opset_version=99)\n"
+        "except exporter.errors.OnnxExporterError as error:\n"
+        "    assert type(error) is exporter.errors.ExportArgumentError, type(error).__mro__\n"
+        "assert not [m for m in sys.modules if m.startswith('torch.onnx')], 'torch.onnx was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", program], check=True, cwd=ENGINE.parent)
