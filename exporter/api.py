@@ -300,6 +300,7 @@ def export(
         names_in = naming.input_names(model, args, captured, input_names)
         names_out = naming.output_names(captured, output_names)
         _check_dynamic_axes_names(dynamic_axes, names_in, names_out)
+        naming.refuse_complex_boundary(captured, names_in, names_out)
         axes = _normalize_dynamic_axes(dynamic_axes)
 
         session = ExportSession(
@@ -322,7 +323,7 @@ def export(
             graph, opset, do_constant_folding=do_constant_folding and not is_training, fold_params=not is_training,
             keep_module_boundaries=bool(export_modules_as_functions), times=times,
         )
-        names_in = naming.drop_unused_inputs(graph, names_in, len(params))
+        names_in = naming.drop_unused_inputs(graph, names_in, len(params), opset)
         if provenance_in_model:
             write_doc_strings(graph)
         outline = None

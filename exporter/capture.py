@@ -64,7 +64,8 @@ def flatten(obj: Any, numbers_as_tensors: bool = False) -> tuple[list[torch.Tens
 
     With ``numbers_as_tensors``, Python numbers are leaves too, as 0-d tensors (:func:`number_tensor`), and the
     structure is rebuilt with those tensors in their place: how PyTorch's exporter traces a model, so a number argument
-    becomes a graph input. Other non-tensor leaves (strings, None) are kept as they are, hard-coded.
+    becomes a graph input. Other non-tensor leaves (strings, None) are kept as they are, hard-coded. A dict's tensor
+    keys are leaves as well, each just before its value, as PyTorch's exporter feeds them.
     """
     leaves: list[torch.Tensor] = []
 
@@ -82,8 +83,10 @@ def flatten(obj: Any, numbers_as_tensors: bool = False) -> tuple[list[torch.Tens
                 return lambda flat: kind(*[p(flat) for p in parts])
             return lambda flat: kind(p(flat) for p in parts)
         if isinstance(node, dict):
-            parts = {key: walk(value) for key, value in node.items()}
-            return lambda flat: {key: p(flat) for key, p in parts.items()}
+            # A tensor key is an input too, before its value: the model may compute with it.
+            parts = [(walk(key) if isinstance(key, torch.Tensor) else (lambda flat, key=key: key), walk(value))
+                     for key, value in node.items()]
+            return lambda flat: {key(flat): value(flat) for key, value in parts}
         return lambda flat: node
 
     rebuild = walk(obj)

@@ -49,6 +49,7 @@ class Converter:
                 value = quantized.typed_input(ctx, value)
             else:
                 self._annotate(value, ts_input)
+                value.argument = ts_input
                 if self.record:
                     value.origin = ts_input
             env[ts_input.unique()] = value

@@ -34,6 +34,8 @@ class Value:
     # A graph input that an op on empty tensors read before the op was folded to a constant: it stays an input, as in
     # PyTorch's exporter, which keeps that op.
     read_by_folded_op: bool = False
+    # A graph input: the TorchScript graph input it is, whose uses decide whether PyTorch's exporter keeps it.
+    argument: Any = None
     # Provenance: the TorchScript value this value computes (the last one a symbolic result was bound to; a pass
     # that makes another value compute it, such as Conv+BatchNormalization fusion, hands it over).
     origin: Any = None

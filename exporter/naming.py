@@ -46,6 +46,20 @@ def output_names(captured: Capture, given: Sequence[str] | None) -> list[str]:
     return names
 
 
+def refuse_complex_boundary(captured: Capture, names_in: list[str], names_out: list[str]) -> None:
+    """ONNX declares complex element types, but its operators do not compute on them and ONNX Runtime loads no model
+    that holds one: a complex input or output is refused rather than written into a model no one runs."""
+    examples = [(f"input {n!r}", t) for n, t in zip(names_in, captured.user_inputs)]
+    examples += [(f"output {n!r}", t) for n, t in zip(names_out, output_examples(captured))]
+    for what, tensor in examples:
+        if isinstance(tensor, torch.Tensor) and tensor.is_complex():
+            raise ExportArgumentError(
+                f"{what} is a {tensor.dtype} tensor: ONNX operators do not compute on complex numbers and ONNX Runtime "
+                "cannot load complex tensors; pass torch.view_as_real() of it (a trailing axis of 2) and rebuild it "
+                "inside the model with torch.view_as_complex()"
+            )
+
+
 def output_examples(captured: Capture) -> list[Any]:
     """The example outputs as the graph outputs they become, one per ONNX output."""
     return [e for example in captured.example_outputs or [] for e in quantized.boundary_examples(example)]
@@ -144,7 +158,7 @@ def name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> N
     graph.outputs = renamed
 
 
-def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int) -> list[str]:
+def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int, opset: int) -> list[str]:
     """Remove the model's own inputs that no node reads, as PyTorch's exporter does, except those it keeps reading at
     run time even where this converter folded the read (see ``_read_at_run_time_by_torch``), so callers feed the
     inputs they would feed its model. The names of the inputs left, the ``param_count`` parameters last."""
@@ -152,7 +166,7 @@ def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int) -> l
     used = passes.used_values(graph)
     unused = {id(v) for v in graph.inputs[:user_count]
               if id(v) not in used and not v.read_by_folded_op
-              and not (v.origin is not None and _read_at_run_time_by_torch(v.origin, _has_static_shape(v)))}
+              and not (v.argument is not None and _read_at_run_time_by_torch(v.argument, _has_static_shape(v), opset))}
     graph.inputs = [v for v in graph.inputs if id(v) not in unused]
     return [v.name for v in graph.inputs[:user_count - len(unused)]] + names[user_count:]
 
@@ -161,6 +175,8 @@ def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int) -> l
 # even when the shape is static: the input stays though this converter folds the read.
 _READ_AT_RUN_TIME = {"aten::view_as": 1, "aten::reshape_as": 1, "aten::expand_as": 1, "aten::full_like": 0,
                      "aten::copy_": 0, "aten::unbind": 0, "aten::Int": 0}
+# ... and those it reads at run time below an opset only: {kind: (position, first opset at which it folds the read)}.
+_READ_AT_RUN_TIME_BELOW = {"aten::_dim_arange": (0, 11)}
 _SHAPE_QUERIES = frozenset({"aten::size", "aten::sym_size", "aten::dim", "aten::numel", "aten::len", "prim::shape"})
 _FILLS = frozenset({"aten::fill_", "aten::fill"})
 
@@ -169,14 +185,17 @@ def _has_static_shape(value: ir.Value) -> bool:
     return value.shape is not None and all(isinstance(dim, int) for dim in value.shape)
 
 
-def _read_at_run_time_by_torch(ts_value, static: bool) -> bool:
+def _read_at_run_time_by_torch(ts_value, static: bool, opset: int) -> bool:
     """Whether PyTorch's exporter reads the input ``ts_value`` at run time where this converter folded every read:
     through ``view_as``/``reshape_as``/``expand_as`` (the other tensor's shape), ``full_like``, ``copy_`` into it,
-    ``unbind`` and ``int()`` of it; through ``fill_``
+    ``unbind`` and ``int()`` of it; through ``_dim_arange`` below opset 11; through ``fill_``
     with a value computed at run time; through a shape query when its shape has dynamic axes."""
     for use in ts_value.uses():
         kind = use.user.kind()
         if _READ_AT_RUN_TIME.get(kind) == use.offset or (not static and kind in _SHAPE_QUERIES):
+            return True
+        position, folded_from = _READ_AT_RUN_TIME_BELOW.get(kind, (None, 0))
+        if position == use.offset and opset < folded_from:
             return True
         if kind in _FILLS and use.offset == 0 and use.user.inputsAt(1).node().kind() != "prim::Constant":
             return True

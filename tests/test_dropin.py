@@ -138,6 +138,47 @@ def test_an_argument_used_only_for_its_static_shape_is_dropped_but_kept_when_tha
     assert out.tolist() == [7.0, 7.0]
 
 
+class AddsItsKey(torch.nn.Module):
+    def forward(self, table):
+        key = next(iter(table))
+        return table[key] + key
+
+
+def test_a_dicts_tensor_key_is_an_input_before_its_value():
+    key, value = torch.tensor(1.0), torch.randn(2, 3)
+    data, result = export_bytes(AddsItsKey(), ({key: value}, {}), input_names=["key", "value"])
+    assert _graph_input_names(data) == ["key", "value"]
+    out = run_onnx(data, {"key": np.array(3.0, np.float32), "value": value.numpy()})[0]
+    assert np.allclose(out, (value + 3).numpy())
+
+
+class SplitsBySizes(torch.nn.Module):
+    def forward(self, x, sizes: list[int]):
+        return torch.cat(x.split(sizes), dim=0)
+
+
+@pytest.mark.parametrize("provenance", [True, False], ids=["provenance", "no_provenance"])
+def test_tensor_sizes_converted_by_int_stay_inputs_whatever_provenance_records(provenance):
+    """PyTorch's exporter reads int(tensor) at run time, so both sizes stay inputs, even the one no node needs."""
+    with exporter.provenance.recording(provenance):
+        data, _ = export_bytes(SplitsBySizes(), (torch.randn(6, 2), [torch.tensor(2), torch.tensor(4)]),
+                               opset_version=14)
+    assert _graph_input_names(data) == ["x", "sizes_0", "sizes_1"]
+
+
+class DimArange(torch.nn.Module):
+    def forward(self, x):
+        return torch._dim_arange(x, 1)
+
+
+@pytest.mark.parametrize("opset, kept", [(9, ["x"]), (11, [])])
+def test_dim_arange_keeps_its_input_where_pytorch_reads_its_shape_at_run_time(opset, kept):
+    data, _ = export_bytes(DimArange(), (torch.ones(5, 6),), opset_version=opset)
+    assert _graph_input_names(data) == kept
+    feeds = {"x": np.ones((5, 6), np.float32)} if kept else {}
+    assert run_onnx(data, feeds)[0].tolist() == list(range(6))
+
+
 # -- graph outputs ---------------------------------------------------------------------------------------------------
 class InputTwice(torch.nn.Module):
     def forward(self, x):

@@ -77,3 +77,16 @@ def test_complex_casts_raise_instead_of_an_invalid_model():
     """Cast has no complex output type: the export names the op instead of writing a model the checker rejects."""
     with pytest.raises(UnsupportedOperatorError, match="complex"):
         _export(lambda model, x: x.cfloat().real, torch.randn(2, 3))
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["traced", "scripted"])
+def test_a_complex_input_or_output_raises_instead_of_a_model_onnx_runtime_cannot_load(script):
+    class FirstColumn(torch.nn.Module):
+        def forward(self, x):
+            return x[:, 0]
+
+    model = torch.jit.script(FirstColumn()) if script else FirstColumn()
+    with pytest.raises(exporter.errors.ExportArgumentError, match="input 'x' is a torch.complex64 tensor.*view_as_real"):
+        exporter.export(model, (torch.randn(3, 2, dtype=torch.cfloat),), io.BytesIO())
+    with pytest.raises(exporter.errors.ExportArgumentError, match="output 'output' is a torch.complex64 tensor"):
+        _export(lambda model, x: torch.view_as_complex(x), torch.randn(3, 2))
