@@ -383,9 +383,7 @@ def _foldable(node, args: list[Any]) -> bool:
     kind = node.kind()
     if not kind.startswith("aten::") or _is_in_place(kind) or any(w in kind for w in _NOT_FOLDABLE_WORDS):
         return False
-    if list(node.blocks()):  # blocks() is an iterator, truthy even when empty
-        return False
-    return all(_is_constant(a) for a in args)
+    return all(_is_constant(a) for a in args)  # an aten:: node owns no blocks
 
 
 def _empty_results(node, args: list[Any]) -> tuple | None:

@@ -22,7 +22,11 @@ chain) keep their old value; mutation through an argument other than the first (
 
 from __future__ import annotations
 
+import functools
+
 import torch
+
+from exporter.ts_types import blocks_of
 
 _SCATTER_BACK_KINDS = {
     "aten::select", "aten::slice", "aten::narrow", "aten::view", "aten::reshape", "aten::flatten",
@@ -44,7 +48,7 @@ def _functionalize_block(graph, block) -> dict:
     """Functionalize ``block``; return {root defined outside the block: its final value inside the block}."""
     escaping: dict = {}
     for node in list(block.nodes()):
-        sub_escapes = [_functionalize_block(graph, sub) for sub in node.blocks()]
+        sub_escapes = [_functionalize_block(graph, sub) for sub in blocks_of(node)]
         if any(sub_escapes):
             for root, new_value in _thread_through(node, sub_escapes):
                 _update(block, node, [(root, new_value)], escaping)
@@ -87,7 +91,8 @@ def _functional_list_update(graph, node):
 
 def _mutates_first_input(node) -> bool:
     """An op that writes its first argument and returns it (``Tensor(a!) self -> Tensor(a!)``, list ops alike)."""
-    if not node.kind().startswith("aten::"):
+    kind = node.kind()
+    if not kind.startswith("aten::") or not _some_overload_mutates(kind):
         return False
     try:
         schema = node.schema()
@@ -98,6 +103,14 @@ def _mutates_first_input(node) -> bool:
     arguments, _, returns = schema.partition(") -> ")
     first_argument = arguments.partition("(")[2].split(",")[0]
     return "(a!)" in first_argument and returns.strip().startswith(first_argument.split(" ")[0].strip())
+
+
+@functools.cache
+def _some_overload_mutates(kind: str) -> bool:
+    """Whether any schema of ``kind`` writes an argument: a node of a kind none of whose overloads does needs no look
+    at its own schema (which TorchScript builds as a string, the cost of this pass on a large traced graph)."""
+    return any("!" in str(schema) for schema in torch._C._jit_get_schemas_for_operator(kind)) \
+        or not torch._C._jit_get_schemas_for_operator(kind)
 
 
 def _write_back(graph, node) -> list[tuple]:

@@ -161,7 +161,11 @@ def fuse_conv_batchnorm(graph: ir.Graph) -> None:
         factor = scale / np.sqrt(var + node.attrs.get("epsilon", 1e-5))
         weight = conv.inputs[1].const
         bias = conv.inputs[2].const if len(conv.inputs) > 2 and conv.inputs[2] is not None else np.zeros(len(factor))
-        fused_weight = (weight * factor.reshape(-1, *([1] * (weight.ndim - 1)))).astype(weight.dtype)
+        # The large product in the weight's precision (float32 at least): a float64 copy of every weight costs more
+        # than the rest of the export, for at most one rounding step more.
+        compute = np.promote_types(weight.dtype, np.float32)
+        fused_weight = (weight.astype(compute, copy=False)
+                        * factor.astype(compute).reshape(-1, *([1] * (weight.ndim - 1)))).astype(weight.dtype, copy=False)
         fused_bias = ((bias - mean) * factor + shift).astype(weight.dtype)
         conv.inputs = [conv.inputs[0], _initializer(graph, conv.inputs[1], fused_weight, "fused_weight"),
                        _initializer(graph, conv.inputs[1], fused_bias, "fused_bias")]

@@ -13,6 +13,8 @@ def erase_exception_branches(graph: torch._C.Graph) -> None:
     raise, so the guard and its condition go away. An ``if`` with results stays (its condition may be the only
     use of an input, which PyTorch's exporter keeps). ``print`` goes too: a side effect only.
     """
+    if not any(graph.findNode(kind, True) for kind in ("prim::If", "prim::Loop", "prim::Print")):
+        return  # a trace records no control flow: nothing to erase, and the walk costs a pass over every node
     _erase_in_block(graph.block())
     torch._C._jit_pass_dce(graph)
     _erase_dead_loops(graph.block())
