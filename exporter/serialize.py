@@ -336,6 +336,20 @@ def _varint(number: int) -> bytes:
     return bytes(encoded)
 
 
+_CHUNK_BYTES = 1 << 24
+
+
+def _row_major_bytes(array: np.ndarray) -> Iterator[memoryview]:
+    """The bytes of ``array`` in row-major order: its own memory when it is contiguous; else copied in chunks of its
+    leading axis, so that a folded transpose is laid out once, on its way into the file, through one small buffer."""
+    if array.flags.c_contiguous:
+        yield array.reshape(-1).view(np.uint8).data
+        return
+    rows = max(1, _CHUNK_BYTES // max(1, array[0].nbytes))
+    for start in range(0, len(array), rows):
+        yield np.ascontiguousarray(array[start:start + rows]).reshape(-1).view(np.uint8).data
+
+
 class StreamedWeights:
     """The large initializers of a model written inline, kept out of its ModelProto and written into the file
     straight from their arrays, after the ModelProto's own bytes.
@@ -357,7 +371,6 @@ class StreamedWeights:
         """A ``tensor_writer``: None (kept apart) for a large plain tensor, else the inline TensorProto."""
         if array.nbytes < STREAMED_TENSOR_MIN_BYTES or array.dtype.kind not in "biuf":
             return numpy_helper.from_array(array, name)
-        array = np.ascontiguousarray(array)
         if array.dtype.byteorder == ">" or (array.dtype.byteorder == "=" and sys.byteorder == "big"):
             array = array.astype(array.dtype.newbyteorder("<"))
         self.tensors.append((name, array))
@@ -378,12 +391,11 @@ class StreamedWeights:
         for name, array in self.tensors:
             header = onnx.TensorProto(name=name, dims=list(array.shape),
                                       data_type=helper.np_dtype_to_tensor_dtype(array.dtype)).SerializeToString()
-            data = array.reshape(-1).view(np.uint8).data
-            tensor = header + self._RAW_DATA + _varint(len(data))
-            tensor_size = len(tensor) + len(data)
+            tensor = header + self._RAW_DATA + _varint(array.nbytes)
+            tensor_size = len(tensor) + array.nbytes
             initializer = self._INITIALIZER + _varint(tensor_size)
             yield self._GRAPH + _varint(len(initializer) + tensor_size) + initializer + tensor
-            yield data
+            yield from _row_major_bytes(array)
 
     def full_model(self, model: onnx.ModelProto) -> onnx.ModelProto:
         """The ModelProto the file holds: the skeleton ``model`` with the weights kept apart appended, in order."""

@@ -75,3 +75,37 @@ def test_graph_and_shape_errors_involving_a_weight_kept_apart_are_still_the_chec
     assert _rejected_by_onnx(apart.full_model(skeleton))
     with pytest.raises(CheckerError):
         validate.check(apart.declared(skeleton).SerializeToString())
+
+
+class _SequenceLinear(torch.nn.Module):
+    """A Linear on a 3-D input: its MatMul reads the transposed weight, a folded transpose (not contiguous)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(48, 40, bias=False)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+def test_a_folded_transpose_is_written_in_row_major_order_chunk_by_chunk(monkeypatch):
+    monkeypatch.setattr(serialize, "_CHUNK_BYTES", 7 * 40 * 4 + 1)  # 7 rows a chunk: 48 rows in 7 chunks
+    chunks = []
+    original = serialize._row_major_bytes
+    monkeypatch.setattr(serialize, "_row_major_bytes", lambda a: chunks.append(a.flags.c_contiguous) or original(a))
+    model, x = _SequenceLinear().eval(), torch.randn(2, 5, 48)
+    target = io.BytesIO()
+    result = exporter.export(model, (x,), target, opset_version=14)
+    assert False in chunks, "the transposed weight was expected to stay a view until written"
+    parsed = onnx.load_from_string(target.getvalue())
+    assert parsed.SerializeToString() == result.model.SerializeToString()
+    weight = onnx.numpy_helper.to_array(parsed.graph.initializer[0])
+    np.testing.assert_array_equal(weight, model.proj.weight.detach().numpy().T)
+    session = ort.InferenceSession(target.getvalue(), providers=["CPUExecutionProvider"])
+    out = session.run(None, {session.get_inputs()[0].name: x.numpy()})[0]
+    np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_row_major_bytes_of_a_view_equal_its_copy():
+    array = np.arange(5 * 6 * 7, dtype=np.float32).reshape(5, 6, 7).transpose(2, 0, 1)[:, 1:]
+    assert b"".join(bytes(part) for part in serialize._row_major_bytes(array)) == np.ascontiguousarray(array).tobytes()
