@@ -18,7 +18,7 @@ from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import quantized
 from exporter.options import OperatorExportTypes
 from exporter.registry import REGISTRY
-from exporter.ts_types import ts_value_type
+from exporter.ts_types import inputs_of, outputs_of, ts_value_type
 
 ATEN_DOMAIN = "org.pytorch.aten"
 PYTHON_OP = "prim::PythonOp"
@@ -104,7 +104,7 @@ class Converter:
         if kind == "prim::Constant":
             env[node.output().unique()] = node.output().toIValue()
             return
-        args = [env[v.unique()] for v in node.inputs()]
+        args = [env[v.unique()] for v in inputs_of(node)]
         if _foldable(node, args):
             folded = _evaluate_with_torch(node, args)
             if folded is not _NOT_EVALUATED:
@@ -166,7 +166,7 @@ class Converter:
             if isinstance(error, UnsupportedOperatorError) or str(error).startswith(kind):
                 raise
             raise type(error)(f"{kind}: {error}") from error
-        if result is None and any(o.type().kind() == "TensorType" for o in node.outputs()):
+        if result is None and any(o.type().kind() == "TensorType" for o in outputs_of(node)):
             # As documented, a symbolic returns None when it cannot convert this use of the op.
             raise UnsupportedOperatorError(kind, self.session.opset, reason="its symbolic returned None")
         return _keep_in_place_type(ctx, kind, args, result)
@@ -205,7 +205,7 @@ class Converter:
         return results[0] if len(results) == 1 else tuple(results)
 
     def _bind(self, node, result: Any, env: dict[int, Any]) -> None:
-        outputs = list(node.outputs())
+        outputs = outputs_of(node)
         if not outputs:
             return  # a side effect only (aten::warn, ...): nothing to bind
         if len(outputs) == 1:
@@ -307,7 +307,7 @@ def _emit_node(ctx: GraphContext, node, args: list[Any], name: str, **attributes
             inputs.append(None)  # placement and storage choices mean nothing to the runtime
         else:
             inputs.append(arg)
-    count = len(list(node.outputs()))
+    count = node.outputsSize()
     return ctx.op(name, *inputs, outputs=count, **attributes)
 
 
@@ -403,7 +403,7 @@ def _empty_results(node, args: list[Any]) -> tuple | None:
     if not any(_is_empty(t) for t in tensors) or not all(_fixed_size(t) for t in tensors):
         return None
     results = []
-    for output in node.outputs():
+    for output in outputs_of(node):
         kind_of_type = output.type()
         if kind_of_type.kind() != "TensorType":
             return None

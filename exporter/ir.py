@@ -73,7 +73,7 @@ class Graph:
     initializers: list[Value] = field(default_factory=list)
 
     def subgraphs_of(self, node: Node) -> list[Graph]:
-        return [a for a in node.attrs.values() if isinstance(a, Graph)]
+        return [a for a in node.attrs.values() if isinstance(a, Graph)] if node.attrs else []
 
     def all_nodes(self):
         """Every node of this graph and of its nested subgraphs."""

@@ -3,6 +3,8 @@ Conv+BatchNormalization fusion and de-duplication of equal constants."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
@@ -116,29 +118,36 @@ def fold_constants(graph: ir.Graph, opset: int, fold_params: bool) -> None:
 
 
 def _evaluate(node: ir.Node, opset: int) -> list[np.ndarray] | None:
-    from onnx.reference import ReferenceEvaluator
-
     if any(v is not None and v.const is not None and v.const.size > _MAX_FOLDED_ELEMENTS for v in node.inputs):
         return None
     names = [f"i{k}" if v is not None else "" for k, v in enumerate(node.inputs)]
-    out_names = [f"o{k}" for k in range(len(node.outputs))]
     attrs = [helper.make_attribute(k, _attr_payload(v), attr_type=node.attr_types[k]) for k, v in node.attrs.items()]
-    proto = helper.make_node(node.op_type, names, out_names)
+    proto = helper.make_node(node.op_type, names, [f"o{k}" for k in range(len(node.outputs))])
     proto.attribute.extend(attrs)
     feeds = {n: np.asarray(v.const) for n, v in zip(names, node.inputs) if v is not None}
     try:
-        # A model, not a bare node: only a model's opset import makes the evaluator pick the operator version
-        # of the target opset (a bare node gets the latest, e.g. Unsqueeze-13, which rejects an axes attribute).
-        inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), None)
-                  for n, a in feeds.items()]
-        outputs = [helper.make_empty_tensor_value_info(n) for n in out_names]
-        model = helper.make_model(helper.make_graph([proto], "fold", inputs, outputs),
-                                  opset_imports=[helper.make_opsetid("", opset)])
-        evaluator = ReferenceEvaluator(model)
+        evaluator = _evaluator(proto.SerializeToString(), tuple((n, a.dtype.str) for n, a in feeds.items()), opset)
         results = evaluator.run(None, feeds)
     except Exception:
         return None
     return [np.asarray(r) for r in results]
+
+
+@functools.lru_cache(maxsize=256)
+def _evaluator(node_bytes: bytes, input_types: tuple, opset: int):
+    """A ReferenceEvaluator of one node (its inputs typed, shapes free), built once for the many nodes of a graph
+    that differ only in their constant inputs (each build costs more than the evaluation)."""
+    from onnx.reference import ReferenceEvaluator
+
+    proto = onnx.NodeProto.FromString(node_bytes)
+    inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(np.dtype(t)), None)
+              for n, t in input_types]
+    outputs = [helper.make_empty_tensor_value_info(n) for n in proto.output]
+    # A model, not a bare node: only a model's opset import makes the evaluator pick the operator version of the
+    # target opset (a bare node gets the latest, e.g. Unsqueeze-13, which rejects an axes attribute).
+    model = helper.make_model(helper.make_graph([proto], "fold", inputs, outputs),
+                              opset_imports=[helper.make_opsetid("", opset)])
+    return ReferenceEvaluator(model)
 
 
 def _attr_payload(value):

@@ -8,14 +8,24 @@ import torch
 from exporter import dtypes
 
 
-# The TorchScript node kinds that own blocks. Asking another node for its blocks costs microseconds (the empty iterator
-# ends in a C++ exception), which adds up to a pass's main cost over a large traced graph.
+# The TorchScript node kinds that own blocks. Asking another node for its blocks costs microseconds (the iterator ends
+# in a C++ exception), which adds up to a pass's main cost over a large traced graph.
 KINDS_WITH_BLOCKS = frozenset({"prim::If", "prim::Loop", "prim::With", "prim::Closure"})
 
 
 def blocks_of(node) -> list:
     """The blocks of ``node`` (none for a kind that owns none)."""
     return list(node.blocks()) if node.kind() in KINDS_WITH_BLOCKS else []
+
+
+def inputs_of(node) -> list:
+    """``list(node.inputs())`` by index: iterating TorchScript's own iterator ends in a C++ exception (7 us a node)."""
+    return [node.inputsAt(i) for i in range(node.inputsSize())]
+
+
+def outputs_of(node) -> list:
+    """``list(node.outputs())`` by index (see :func:`inputs_of`)."""
+    return [node.outputsAt(i) for i in range(node.outputsSize())]
 
 
 def ts_value_type(ts_value, static_shapes: bool) -> tuple[int | None, tuple | None, bool]:
