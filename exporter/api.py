@@ -24,6 +24,7 @@ from exporter.lowering import runtime
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
 from exporter import provenance
 from exporter.provenance import Provenance, write_doc_strings
+from exporter.ts_types import blocks_of
 from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY
 from exporter.timing import StageTimes
 
@@ -110,7 +111,7 @@ def _collect_unconvertible(nodes, opset: int, missing: list[str]) -> None:
             continue
         if not REGISTRY.is_supported(kind, opset) and kind not in missing:
             missing.append(kind)
-        for block in node.blocks():
+        for block in blocks_of(node):
             _collect_unconvertible(block.nodes(), opset, missing)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from exporter.errors import CaptureError
+from exporter.ts_types import blocks_of
 
 
 def thread_assigned_attributes(graph: torch._C.Graph) -> None:
@@ -45,7 +46,7 @@ def _join(path: str, name: str) -> str:
 def _all_nodes(block):
     for node in block.nodes():
         yield node
-        for sub in node.blocks():
+        for sub in blocks_of(node):
             yield from _all_nodes(sub)
 
 
@@ -99,7 +100,7 @@ def _thread_block(block, env: dict, paths: dict[int, str], assigned: set[str], i
         elif kind == "prim::SetAttr":
             env[_join(paths[node.inputsAt(0).unique()], node.s("name"))] = node.inputsAt(1)
             node.destroy()
-        elif list(node.blocks()):
+        elif blocks_of(node):
             written = sorted(_assigns(node, paths))
             if not written:
                 for sub in node.blocks():

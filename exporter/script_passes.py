@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from exporter.ts_types import blocks_of
+
 
 def erase_exception_branches(graph: torch._C.Graph) -> None:
     """Replace each ``if`` without results that has a branch that always raises by its other branch.
@@ -23,7 +25,7 @@ def erase_exception_branches(graph: torch._C.Graph) -> None:
 
 def _erase_in_block(block) -> None:
     for node in list(block.nodes()):
-        for sub in node.blocks():
+        for sub in blocks_of(node):
             _erase_in_block(sub)
         if node.kind() == "prim::Print":  # a side effect only; what it prints (aten::format) goes with it
             node.destroy()
@@ -61,14 +63,14 @@ def _erase_dead_loops(block) -> None:
     raise is gone (``_verify_batch_size`` multiplies the sizes in a loop). TorchScript's dead code elimination
     keeps such loops."""
     for node in list(block.nodes()):
-        for sub in node.blocks():
+        for sub in blocks_of(node):
             _erase_dead_loops(sub)
         if node.kind() == "prim::Loop" and not any(o.uses() for o in node.outputs()) and _only_computes(node):
             node.destroy()
 
 
 def _only_computes(node) -> bool:
-    for sub in node.blocks():
+    for sub in blocks_of(node):
         for inner in sub.nodes():
             if not _is_pure(inner) or not _only_computes(inner):
                 return False

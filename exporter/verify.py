@@ -29,6 +29,7 @@ from exporter.api import ExportResult, export
 from exporter.capture import flatten, split_args
 from exporter.errors import ExportArgumentError
 from exporter.provenance import Origin
+from exporter.ts_types import blocks_of, inputs_of
 
 # conformance.compare.ARBITER_AGREEMENT: an error within this fraction of a value's scale can be float32 rounding
 ARBITER_AGREEMENT = 1e-3
@@ -793,8 +794,8 @@ def _is_tensor_of(value: torch._C.Value, kinds: tuple[str, ...] | None) -> bool:
 
 def _node_reads(node: torch._C.Node) -> list[torch._C.Value]:
     """A TorchScript node's inputs and the outer values its blocks read."""
-    reads = list(node.inputs())
-    for block in node.blocks():
+    reads = inputs_of(node)
+    for block in blocks_of(node):
         for inner in block.nodes():
             reads.extend(_node_reads(inner))
         reads.extend(block.returnNode().inputs())
