@@ -14,6 +14,7 @@ from exporter.symbolics import (  # noqa: F401
     linalg,
     losses,
     nn,
+    optional,
     normalization,
     pooling,
     prim,
