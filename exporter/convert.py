@@ -49,7 +49,7 @@ class Converter:
                 value = quantized.typed_input(ctx, value)
             else:
                 self._annotate(value, ts_input)
-                if _is_optional_tensor_type(ts_input.type()) and ctx.opset >= optional.OPTIONAL_OPSET:
+                if _optional_input(ts_input) and ctx.opset >= optional.OPTIONAL_OPSET:
                     # An ``Optional[Tensor]`` parameter: an optional input, which a caller may leave out (None).
                     value.kind = ir.OPTIONAL
                 if self.record:
@@ -260,8 +260,20 @@ _TAKES_OPTIONALS = frozenset({"aten::__is__", "aten::__isnot__", "prim::unchecke
                               "prim::unchecked_unwrap_optional", "prim::Loop"})
 
 
-def _is_optional_tensor_type(ts_type) -> bool:
-    return ts_type.kind() == "OptionalType" and ts_type.getElementType().kind() == "TensorType"
+# Where an optional input may go as it is: ``is None`` tests and refinements, a loop carrying it, a block or the
+# graph returning it (If and Loop then pass an optional on).
+_OPTIONAL_INPUT_USES = _TAKES_OPTIONALS | {"prim::Return"}
+
+
+def _optional_input(ts_input) -> bool:
+    """Whether a graph input is an ``Optional[Tensor]`` that becomes an ONNX optional input (opset 15+): one that
+    the model only tests (``is None``) and refines before reading. One that an op reads as it is (a ``Tensor?``
+    argument, such as linear's bias) stays a tensor input, taken as given (``is None`` is then False), as before
+    opset 15: that op's symbolic reads a tensor."""
+    ts_type = ts_input.type()
+    if ts_type.kind() != "OptionalType" or ts_type.getElementType().kind() != "TensorType":
+        return False
+    return all(use.user.kind() in _OPTIONAL_INPUT_USES for use in ts_input.uses())
 
 
 def _sequence_output(ctx: GraphContext, items: list) -> ir.Value:

@@ -228,9 +228,29 @@ class LinearMaybeBiased(torch.nn.Module):
         return torch.nn.functional.linear(x, w, b)
 
 
-def test_op_reading_an_optional_input_is_refused():
-    """An op that would read a tensor-or-None input as a tensor is refused, not exported as if always given."""
+def test_optional_input_read_as_it_is_stays_a_tensor_input():
+    """An Optional[Tensor] input that an op reads as it is (linear's ``Tensor? bias``) is a tensor input taken as
+    given, at opset 15+ too: linear's symbolic reads a tensor."""
+    x, w, b = torch.randn(2, 3), torch.randn(4, 3), torch.randn(4)
     model = torch.jit.script(LinearMaybeBiased())
+    proto = _export(model, (x, w, b), 16, input_names=["x", "w", "b"])
+    assert not any(i.type.HasField("optional_type") for i in proto.graph.input)
+    (got,) = _session(proto).run(None, {"x": x.numpy(), "w": w.numpy(), "b": b.numpy()})
+    _same(got, model(x, w, b))
+
+
+class BiasDroppedWhenPositive(torch.nn.Module):
+    def forward(self, x, w, b):
+        bias: Optional[Tensor] = b
+        if x.sum() > 0:
+            bias = None
+        return torch.nn.functional.linear(x, w, bias)
+
+
+def test_op_reading_a_value_that_may_be_none_is_refused():
+    """An op that would read a tensor-or-None value (decided at run time) as a tensor is refused, not exported
+    as if the tensor were always there."""
+    model = torch.jit.script(BiasDroppedWhenPositive())
     with pytest.raises(SymbolicValueError, match="may be None at run time"):
         _export(model, (torch.randn(2, 3), torch.randn(4, 3), torch.randn(4)), 16)
 
