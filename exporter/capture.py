@@ -298,7 +298,7 @@ def _check_no_none_arguments(positional: tuple, kwargs: dict) -> None:
     None inside a tuple leaves the tuple's element without one at any opset. PyTorch's exporter refuses any None
     argument given to a ScriptModule or ScriptFunction with this message; so does this one. A parameter that
     defaults to None and is left out is bound to its default, a constant of the graph."""
-    count = sum(1 for leaf in _leaves((positional, kwargs)) if leaf is None)
+    count = _none_count((positional, kwargs))
     if count:
         raise ExportArgumentError(
             f"args contained {count} None's after flattening. When exporting a ScriptModule or ScriptFunction, no "
@@ -307,15 +307,12 @@ def _check_no_none_arguments(positional: tuple, kwargs: dict) -> None:
         )
 
 
-def _leaves(obj: Any):
-    if isinstance(obj, (tuple, list)):
-        for item in obj:
-            yield from _leaves(item)
-    elif isinstance(obj, dict):
-        for item in obj.values():
-            yield from _leaves(item)
-    else:
-        yield obj
+def _none_count(obj: Any) -> int:
+    """The None leaves of nested tuples, lists and dicts."""
+    if obj is None:
+        return 1
+    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (tuple, list)) else ()
+    return sum(_none_count(item) for item in items)
 
 
 def _script_arguments(model, positional: tuple, kwargs: dict) -> tuple:

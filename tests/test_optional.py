@@ -5,7 +5,6 @@ run on the same inputs; below the opset that can express a case, the error names
 
 from __future__ import annotations
 
-import io
 from typing import Optional
 
 import numpy as np
@@ -15,16 +14,12 @@ import pytest
 import torch
 from torch import Tensor
 
-import exporter
-from exporter.errors import ExportArgumentError, SymbolicValueError, UnsupportedOperatorError
-
-
-def _export(model, args, opset, **kwargs) -> onnx.ModelProto:
-    buffer = io.BytesIO()
-    exporter.export(model, args, buffer, opset_version=opset, **kwargs)
-    proto = onnx.load_from_string(buffer.getvalue())
-    onnx.checker.check_model(proto, full_check=True)
-    return proto
+from exporter.errors import (
+    ExportArgumentError,
+    SymbolicValueError,
+    UnsupportedOperatorError,
+)
+from tests.test_script_modules import _export
 
 
 def _session(proto: onnx.ModelProto) -> ort.InferenceSession:

@@ -19,6 +19,7 @@ from onnx import TensorProto
 
 from exporter import dtypes, ir
 from exporter.errors import OnnxExporterError, SymbolicValueError
+from exporter.lowering import optional
 from exporter.lowering.core import (
     BOOL,
     INT64,
@@ -29,7 +30,6 @@ from exporter.lowering.core import (
     is_value,
     require_opset,
 )
-from exporter.lowering import optional
 from exporter.lowering.numbers import extremum
 from exporter.lowering.sequence import as_sequence, sequence_length
 from exporter.registry import symbolic, unsupported
