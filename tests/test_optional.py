@@ -273,3 +273,25 @@ def test_none_arguments_of_a_scripted_model(opset):
     assert len(proto.graph.input) == 1
     (got,) = _session(proto).run(None, {proto.graph.input[0].name: x.numpy()})
     _same(got, model(x))
+
+
+class RaisesUnlessPositive(torch.nn.Module):
+    def forward(self, x, y: Optional[Tensor]) -> Optional[Tensor]:
+        if x.sum() > 0:
+            z = y
+        else:
+            raise RuntimeError("negative")
+        return z
+
+
+def test_raising_branch_beside_an_optional():
+    """The placeholder for what a raising branch never sets is, beside an optional, an empty optional of the same
+    type (a zeros tensor there would make the If's branches disagree)."""
+    x, y = torch.ones(2), torch.randn(2)
+    model = torch.jit.script(RaisesUnlessPositive())
+    proto = _export(model, (x, y), 16, input_names=["x", "y"])
+    session = _session(proto)
+    for ys in (y, None):
+        feeds = {"x": x.numpy(), **({"y": ys.numpy()} if ys is not None else {})}
+        (got,) = session.run(None, feeds)
+        _same(got, model(x, ys))

@@ -88,33 +88,25 @@ def if_(g, condition):
         return ()  # a branch with only side effects (raise, warn) has nothing ONNX can run
     then_graph = g.convert_block(then_block, [], "then_branch")
     else_graph = g.convert_block(else_block, [], "else_branch")
-    # A result both branches leave None is None, no output of the If (an empty optional each branch made for it
-    # goes unused).
-    kept = [k for k in range(len(outputs))
-            if not (optional.is_none(then_graph.outputs[k]) and optional.is_none(else_graph.outputs[k]))]
-    if not kept:
-        return _results(node, [None] * len(outputs))
-    for graph in (then_graph, else_graph):
-        graph.outputs = [graph.outputs[k] for k in kept]
-    _unify_branch_types(g, then_graph, else_graph, [outputs[k] for k in kept], [list(b.outputs()) for b in (then_block, else_block)], kept)
+    _unify_branch_types(g, then_graph, else_graph, outputs)
     cond = _as_number(g, condition, BOOL)
-    results = g.op("If", cond, then_branch_g=then_graph, else_branch_g=else_graph, outputs=len(kept))
+    results = g.op("If", cond, then_branch_g=then_graph, else_branch_g=else_graph, outputs=len(outputs))
     results = results if isinstance(results, tuple) else (results,)
     for value, branch_value in zip(results, then_graph.outputs):
         value.dtype, value.kind = branch_value.dtype, branch_value.kind
         if branch_value.kind == ir.OPTIONAL:
             value.shape = branch_value.shape
-    by_position = dict(zip(kept, results))
-    return _results(node, [by_position.get(k) for k in range(len(outputs))])
+    return _results(node, list(results))
 
 
-def _unify_branch_types(g, then_graph: ir.Graph, else_graph: ir.Graph, ts_outputs, block_outputs, positions) -> None:
+def _unify_branch_types(g, then_graph: ir.Graph, else_graph: ir.Graph, ts_outputs) -> None:
     """Cast branch outputs so both branches give each output the same element type, as ONNX If requires; a
     placeholder for a result that a raising branch never sets takes the other branch's static shape. A result that
-    is None on one side (or an optional) is an optional on both (opset 15+)."""
+    is None on one side (or an optional) is an optional on both (If-16)."""
+    then_block, else_block = g.node.blocks()
     for index, ts_value in enumerate(ts_outputs):
-        for returned, graph, other in zip(block_outputs, (then_graph, else_graph), (else_graph, then_graph)):
-            if returned[positions[index]].node().kind() == "prim::Uninitialized":
+        for block, graph, other in ((then_block, then_graph, else_graph), (else_block, else_graph, then_graph)):
+            if list(block.outputs())[index].node().kind() == "prim::Uninitialized":
                 _shape_placeholder(g, graph, index, other.outputs[index])
         first, second = then_graph.outputs[index], else_graph.outputs[index]
         if ir.OPTIONAL in (first.kind, second.kind):
