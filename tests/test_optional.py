@@ -290,6 +290,8 @@ def test_raising_branch_beside_an_optional():
     x, y = torch.ones(2), torch.randn(2)
     model = torch.jit.script(RaisesUnlessPositive())
     proto = _export(model, (x, y), 16, input_names=["x", "y"])
+    expected = onnx.helper.make_optional_type_proto(onnx.helper.make_tensor_type_proto(onnx.TensorProto.FLOAT, (2,)))
+    assert proto.graph.output[0].type == expected
     session = _session(proto)
     for ys in (y, None):
         feeds = {"x": x.numpy(), **({"y": ys.numpy()} if ys is not None else {})}
