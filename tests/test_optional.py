@@ -285,8 +285,8 @@ class RaisesUnlessPositive(torch.nn.Module):
 
 
 def test_raising_branch_beside_an_optional():
-    """The placeholder for what a raising branch never sets is, beside an optional, an empty optional of the same
-    type (a zeros tensor there would make the If's branches disagree)."""
+    """The placeholder for what a raising branch never sets (zeros of the other branch's shape) is wrapped like any
+    tensor beside an optional: the If's branches agree on optional(float[2])."""
     x, y = torch.ones(2), torch.randn(2)
     model = torch.jit.script(RaisesUnlessPositive())
     proto = _export(model, (x, y), 16, input_names=["x", "y"])

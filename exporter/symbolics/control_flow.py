@@ -154,9 +154,6 @@ def _shape_placeholder(g, graph: ir.Graph, index: int, other: ir.Value) -> None:
     where static, else of its rank (sizes 1), so that both branches agree (If before opset 11 needs that); an
     empty list where the other branch gives a list."""
     value = graph.outputs[index]
-    if other.kind == ir.OPTIONAL:  # a None will do
-        graph.outputs[index] = optional.empty(g.subcontext(graph), other.dtype, other.shape)
-        return
     if other.dtype is None or ir.SCANNED in (value.kind, other.kind):
         return
     if other.kind == ir.SEQUENCE:  # a list: an empty one of the same element type
