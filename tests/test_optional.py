@@ -109,6 +109,20 @@ def test_none_or_tensor_decided_at_run_time(module):
         _same(got, module()(x))
 
 
+@pytest.mark.parametrize("module", [NoneUnlessLong, SetByIterations, ClearedByIterations])
+def test_none_takes_the_element_type_of_the_tensor(module):
+    """A None's empty optional learns its element type (here int64) from the other branch or the iterations; float,
+    the type of a None nothing fills, would make ONNX Runtime reject the If or the Loop."""
+    model = torch.jit.script(module())
+    proto = _export(model, (torch.ones(3, dtype=torch.int64),), 16, input_names=["x"], dynamic_axes={"x": {0: "n"}})
+    assert proto.graph.output[0].type.optional_type.elem_type.tensor_type.elem_type == onnx.TensorProto.INT64
+    session = _session(proto)
+    for size in (0, 1, 4):
+        x = torch.arange(size, dtype=torch.int64)
+        (got,) = session.run(None, {"x": x.numpy()})
+        _same(got, module()(x))
+
+
 @pytest.mark.parametrize("opset", [9, 14, 15])
 @pytest.mark.parametrize("module", [NoneUnlessLong, NoneIfLong, SetByIterations, ClearedByIterations])
 def test_none_through_if_or_loop_needs_opset_16(module, opset):
