@@ -268,6 +268,7 @@ def _prune_state_inputs(graph, user_count: int, state: list[tuple[torch.Tensor, 
 
 def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) -> Capture:
     """A scripted model's own graph; a Python number argument stays a graph input (a 0-d tensor), as in PyTorch's exporter."""
+    _check_no_none_arguments(positional, kwargs)
     positional = _script_arguments(model, positional, kwargs)
     flat = _as_given(flatten(positional, numbers_as_tensors=True)[0])
     graph = graph.copy()
@@ -292,6 +293,29 @@ def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) ->
     except Exception as error:
         raise CaptureError(f"running the scripted model failed: {type(error).__name__}: {error}") from error
     return captured
+
+
+def _check_no_none_arguments(positional: tuple, kwargs: dict) -> None:
+    """A scripted model is exported for the types of the arguments given, and None has none to give: an
+    ``Optional[Tensor]`` parameter becomes an optional input of the tensor type its example has (opset 15+), and a
+    None inside a tuple leaves the tuple's element without one at any opset. PyTorch's exporter refuses any None
+    argument given to a ScriptModule or ScriptFunction with this message; so does this one. A parameter that
+    defaults to None and is left out is bound to its default, a constant of the graph."""
+    count = _none_count((positional, kwargs))
+    if count:
+        raise ExportArgumentError(
+            f"args contained {count} None's after flattening. When exporting a ScriptModule or ScriptFunction, no "
+            "args may be None because that breaks type propagation (leave out a parameter that defaults to None, "
+            "or pass a tensor)"
+        )
+
+
+def _none_count(obj: Any) -> int:
+    """The None leaves of nested tuples, lists and dicts."""
+    if obj is None:
+        return 1
+    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (tuple, list)) else ()
+    return sum(_none_count(item) for item in items)
 
 
 def _script_arguments(model, positional: tuple, kwargs: dict) -> tuple:

@@ -13,9 +13,9 @@ import numpy as np
 import torch
 
 from exporter import ir, provenance
-from exporter.errors import OnnxExporterError, UnsupportedOperatorError
+from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
-from exporter.lowering import quantized
+from exporter.lowering import optional, quantized
 from exporter.options import OperatorExportTypes
 from exporter.registry import REGISTRY
 from exporter.ts_types import inputs_of, outputs_of, ts_value_type
@@ -50,11 +50,15 @@ class Converter:
             else:
                 self._annotate(value, ts_input)
                 value.argument = ts_input
+                if _optional_input(ts_input) and ctx.opset >= optional.OPTIONAL_OPSET:
+                    # An ``Optional[Tensor]`` parameter: an optional input, which a caller may leave out (None).
+                    value.kind = ir.OPTIONAL
                 if self.record:
                     value.origin = ts_input
             env[ts_input.unique()] = value
         self._convert_nodes(ctx, ts_graph.nodes(), env)
-        graph.outputs = [self._as_output(ctx, v) for ts_output in ts_graph.return_node().inputs()
+        ctx.node = None
+        graph.outputs = [self._as_output(ctx, v, ts_output=ts_output) for ts_output in ts_graph.return_node().inputs()
                          for v in quantized.boundary_values(env[ts_output.unique()])]
         return graph
 
@@ -76,13 +80,22 @@ class Converter:
         self._convert_nodes(ctx, block.nodes(), env)
         return [env[v.unique()] for v in block.returnNode().inputs()]
 
-    def _as_output(self, ctx: GraphContext, result: Any, force_local: bool = False) -> ir.Value:
+    def _as_output(self, ctx: GraphContext, result: Any, force_local: bool = False, ts_output=None) -> ir.Value:
+        """``result`` as an output of ``ctx``'s graph. A None is an empty optional: a block's output (If and Loop
+        decide what it becomes, see symbolics/control_flow.py) or, from opset 15, a graph output ONNX Runtime
+        returns as None (``ts_output``, the TorchScript value, tells its element type where it has one)."""
+        if result is None:
+            if ts_output is not None:
+                optional.require_optional(ctx, "the model returns None", op="a None graph output")
+            return optional.empty(ctx, optional.declared_element_type(ts_output) if ts_output is not None else None)
         if isinstance(result, (list, tuple)) and any(isinstance(x, ir.Value) for x in result):
             result = _sequence_output(ctx, result)
         if not isinstance(result, ir.Value):
             return ctx.const(result)
         produced_here = result.producer is not None and result.producer in ctx.graph.nodes
         if force_local and not produced_here:
+            if result.kind == ir.OPTIONAL:
+                return optional.pass_through(ctx, result)
             return _copy_type(ctx.op("Identity", result), result)
         return result
 
@@ -155,6 +168,13 @@ class Converter:
 
     def _call_symbolic(self, ctx: GraphContext, node, args: list[Any]) -> Any:
         kind = node.kind()
+        if kind not in _TAKES_OPTIONALS and any(optional.is_optional(a) for arg in args
+                                                 for a in (arg if isinstance(arg, (list, tuple)) else [arg])):
+            raise SymbolicValueError(
+                f"{kind} receives a value that may be None at run time (an Optional[Tensor] input, or a value a "
+                "branch or loop may set to None); only `is None` tests and the value refined by one "
+                "(`if x is not None: ...x...`) are supported"
+            )
         symbolic_fn = self._lookup(node)
         try:
             if (quantized.contains_quantized(args) and kind not in quantized.STRUCTURAL_OPS
@@ -234,6 +254,27 @@ class Converter:
             value.shape = shape
         if is_number:  # a scripted model's int/float/bool input too
             value.is_number = True
+
+
+# TorchScript ops that take an optional value (kind ir.OPTIONAL) as it is; any other op receiving one is refused.
+_TAKES_OPTIONALS = frozenset({"aten::__is__", "aten::__isnot__", "prim::unchecked_cast", "aten::_unwrap_optional",
+                              "prim::unchecked_unwrap_optional", "prim::Loop"})
+
+
+# Where an optional input may go as it is: ``is None`` tests and refinements, a loop carrying it, a block or the
+# graph returning it (If and Loop then pass an optional on).
+_OPTIONAL_INPUT_USES = _TAKES_OPTIONALS | {"prim::Return"}
+
+
+def _optional_input(ts_input) -> bool:
+    """Whether a graph input is an ``Optional[Tensor]`` that becomes an ONNX optional input (opset 15+): one that
+    the model only tests (``is None``) and refines before reading. One that an op reads as it is (a ``Tensor?``
+    argument, such as linear's bias) stays a tensor input, taken as given (``is None`` is then False), as before
+    opset 15: that op's symbolic reads a tensor."""
+    ts_type = ts_input.type()
+    if ts_type.kind() != "OptionalType" or ts_type.getElementType().kind() != "TensorType":
+        return False
+    return all(use.user.kind() in _OPTIONAL_INPUT_USES for use in ts_input.uses())
 
 
 def _sequence_output(ctx: GraphContext, items: list) -> ir.Value:

@@ -30,7 +30,8 @@ _SUFFIX_TYPES = {
 
 # Ops whose output element type is fixed or follows an attribute; everything else follows its first input.
 _BOOL_OUTPUT_OPS = frozenset(
-    {"Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf"}
+    {"Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or", "Xor", "IsNaN", "IsInf",
+     "OptionalHasElement"}
 )
 _INT64_OUTPUT_OPS = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero", "NonMaxSuppression"})
 

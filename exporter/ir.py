@@ -17,6 +17,9 @@ SEQUENCE = "sequence"
 # A list a loop built by appending one tensor per iteration, held as the Loop's scan output: the tensors stacked
 # on a new axis 0. Only aten::stack reads such a value (control_flow._scanned_lists makes sure).
 SCANNED = "scanned"
+# An ONNX optional (opset 15+): a tensor or nothing, PyTorch's ``Optional[Tensor]`` that may be None at run time.
+# ``dtype`` and ``shape`` describe the element it holds when it holds one.
+OPTIONAL = "optional"
 
 
 @dataclass(eq=False)

@@ -96,8 +96,9 @@ def fold_constants(graph: ir.Graph, opset: int, fold_params: bool) -> None:
         if node.op_type == "Constant" or node.domain or node.op_type in _NON_DETERMINISTIC:
             folded_nodes.append(node)
             continue
-        if graph.subgraphs_of(node) or any(v.kind == ir.SEQUENCE for v in node.outputs + node.inputs if v is not None):
-            folded_nodes.append(node)  # a sequence is no tensor: a Constant cannot hold it
+        if graph.subgraphs_of(node) or any(v.kind in (ir.SEQUENCE, ir.OPTIONAL)
+                                           for v in node.outputs + node.inputs if v is not None):
+            folded_nodes.append(node)  # a sequence or an optional is no tensor: a Constant cannot hold it
             continue
         if not all(_is_known(v, fold_params) for v in node.inputs):
             folded_nodes.append(node)

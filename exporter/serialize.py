@@ -154,8 +154,16 @@ def refine_output_shapes(model: onnx.ModelProto, axes: dict, inferred: dict[str,
                 dims[axis].dim_param = dim_name
 
 
+def optional_element_type(value: ir.Value, shape: tuple | None = None) -> onnx.TypeProto:
+    """The tensor type an optional value holds. An element type nothing determines (a None that no branch or
+    iteration ever fills) is float, as for an empty list."""
+    return helper.make_tensor_type_proto(value.dtype or onnx.TensorProto.FLOAT, value.shape if shape is None else shape)
+
+
 def value_info(value: ir.Value, shape: tuple | None = None) -> onnx.ValueInfoProto:
     shape = value.shape if shape is None else shape
+    if value.kind == ir.OPTIONAL:
+        return helper.make_value_info(value.name, helper.make_optional_type_proto(optional_element_type(value, shape)))
     if value.kind == ir.SEQUENCE:
         # An empty list that nothing is ever inserted into keeps SequenceEmpty's default element type, float.
         return helper.make_tensor_sequence_value_info(value.name, value.dtype or onnx.TensorProto.FLOAT, shape)
@@ -223,6 +231,10 @@ def node_to_proto(node: ir.Node) -> onnx.NodeProto:
         elif isinstance(payload, np.ndarray):
             payload = numpy_helper.from_array(payload)
         proto.attribute.append(helper.make_attribute(key, payload, attr_type=attr_type))
+    if node.op_type == "Optional" and not node.domain and "type" not in node.attrs:
+        # Written from the output's type as it stands once conversion ends: an empty Optional (a None) learns its
+        # element type from the other branch of an If or from a Loop's iterations after it is made.
+        proto.attribute.append(helper.make_attribute("type", optional_element_type(node.outputs[0])))
     return proto
 
 

@@ -72,6 +72,8 @@ def _cone(graph: ir.Graph, target: ir.Value) -> tuple[list[ir.Node] | None, list
 
 
 def _type_only(value: ir.Value) -> onnx.ValueInfoProto:
+    if value.kind == ir.OPTIONAL:
+        return serialize.value_info(value)
     return helper.make_tensor_value_info(value.name, value.dtype or 0, value.shape)
 
 

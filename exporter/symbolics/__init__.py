@@ -15,6 +15,7 @@ from exporter.symbolics import (  # noqa: F401
     losses,
     nn,
     normalization,
+    optional,
     pooling,
     prim,
     quantized,

@@ -19,6 +19,7 @@ from onnx import TensorProto
 
 from exporter import dtypes, ir
 from exporter.errors import OnnxExporterError, SymbolicValueError
+from exporter.lowering import optional
 from exporter.lowering.core import (
     BOOL,
     INT64,
@@ -93,18 +94,24 @@ def if_(g, condition):
     results = results if isinstance(results, tuple) else (results,)
     for value, branch_value in zip(results, then_graph.outputs):
         value.dtype, value.kind = branch_value.dtype, branch_value.kind
+        if branch_value.kind == ir.OPTIONAL:
+            value.shape = branch_value.shape
     return _results(node, list(results))
 
 
 def _unify_branch_types(g, then_graph: ir.Graph, else_graph: ir.Graph, ts_outputs) -> None:
     """Cast branch outputs so both branches give each output the same element type, as ONNX If requires; a
-    placeholder for a result that a raising branch never sets takes the other branch's static shape."""
+    placeholder for a result that a raising branch never sets takes the other branch's static shape. A result that
+    is None on one side (or an optional) is an optional on both (If-16)."""
     then_block, else_block = g.node.blocks()
     for index, ts_value in enumerate(ts_outputs):
         for block, graph, other in ((then_block, then_graph, else_graph), (else_block, else_graph, then_graph)):
             if list(block.outputs())[index].node().kind() == "prim::Uninitialized":
                 _shape_placeholder(g, graph, index, other.outputs[index])
         first, second = then_graph.outputs[index], else_graph.outputs[index]
+        if ir.OPTIONAL in (first.kind, second.kind):
+            _unify_optional(g, then_graph, else_graph, index, ts_value)
+            continue
         if first.kind != second.kind:
             raise SymbolicValueError("the branches of an if return a list on one side and a tensor on the other")
         if first.dtype == second.dtype:
@@ -114,6 +121,32 @@ def _unify_branch_types(g, then_graph: ir.Graph, else_graph: ir.Graph, ts_output
             target = second.dtype if _is_constant_output(first) else first.dtype
         for graph in (then_graph, else_graph):
             _cast_output(g, graph, index, target)
+
+
+def _unify_optional(g, then_graph: ir.Graph, else_graph: ir.Graph, index: int, ts_value) -> None:
+    """Output ``index`` as an optional from both branches: a tensor is wrapped (cast first where the branches
+    disagree on the element type), a None takes the element type and shape of what the other branch gives."""
+    optional.require_optional(g, "a branch gives None where the other gives a tensor",
+                              opset=optional.CONTROL_FLOW_OPTIONAL_OPSET)
+    branches = (then_graph, else_graph)
+    values = [graph.outputs[index] for graph in branches]
+    if any(v.kind not in (ir.TENSOR, ir.OPTIONAL) for v in values):
+        raise SymbolicValueError("the branches of an if return None on one side and a list on the other")
+    filled = [v for v in values if not optional.is_none(v)]
+    seen = [v.dtype for v in filled if v.dtype is not None]
+    declared = optional.declared_element_type(ts_value)
+    dtype = (declared or seen[0]) if len(set(seen)) > 1 else (seen[0] if seen else declared)
+    shape = optional.merged_shape([v.shape for v in filled])
+    for graph, value in zip(branches, values):
+        sub = g.subcontext(graph)
+        if value.kind == ir.TENSOR:
+            if dtype is not None and value.dtype not in (None, dtype):
+                _cast_output(g, graph, index, dtype)
+            value = optional.wrap(sub, graph.outputs[index])
+        elif not optional.is_none(value) and value.dtype not in (None, dtype):
+            raise SymbolicValueError("the branches of an if give optional tensors of different element types")
+        value.dtype, value.shape = dtype, shape
+        graph.outputs[index] = value
 
 
 def _shape_placeholder(g, graph: ir.Graph, index: int, other: ir.Value) -> None:
@@ -195,13 +228,14 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_list
     cond = _as_number(g, condition, BOOL)
 
     body = None
-    if g.static_shapes and all(v.kind == ir.SEQUENCE or g.static_dims(v) is not None for v in initial):
+    if g.static_shapes and all(v.kind != ir.TENSOR or g.static_dims(v) is not None for v in initial):
         body = _convert_body(g, body_block, initial, scanned, exact_shapes=True)
         if not _shapes_invariant(body):
             body = None
     if body is None:
         body = _convert_body(g, body_block, initial, scanned, exact_shapes=False)
     _settle_empty_sequences(initial, body.inputs[2:], body.outputs[1 : 1 + len(initial)])
+    _settle_optionals(initial, body.inputs[2:], body.outputs[1 : 1 + len(initial)])
 
     results = g.op("Loop", trip, cond, *initial, body_g=body, outputs=len(carried))
     results = results if isinstance(results, tuple) else (results,)
@@ -320,6 +354,8 @@ def _carried_result_shape(start: ir.Value, end: ir.Value) -> tuple | None:
     only the rank (sizes may change per iteration)."""
     if start.kind == ir.SEQUENCE:
         return None
+    if start.kind == ir.OPTIONAL:  # the start's tensor or the last iteration's, where not None
+        return optional.merged_shape([v.shape for v in (start, end) if not optional.is_none(v)])
     known = [shape for shape in (start.shape, end.shape) if shape is not None]
     if not known or len({len(shape) for shape in known}) > 1:
         return None
@@ -376,7 +412,8 @@ def _shapes_invariant(body: ir.Graph) -> bool:
     """
     carried_in, carried_out = body.inputs[2:], body.outputs[1:]
     return all(
-        v_in.kind == ir.SEQUENCE or (v_out.shape is not None and tuple(v_out.shape) == tuple(v_in.shape))
+        v_in.kind == ir.SEQUENCE or (v_in.kind == ir.OPTIONAL and optional.is_none(v_out))
+        or (v_out.shape is not None and v_in.shape is not None and tuple(v_out.shape) == tuple(v_in.shape))
         for v_in, v_out in zip(carried_in, carried_out)
     )
 
@@ -386,11 +423,18 @@ def _carried_initial(g, value, ts_value) -> ir.Value:
     if _is_list_type(ts_value):
         require_opset(g, SEQUENCE_LOOP_OPSET, "a list carried through a loop")
         return as_sequence(g, value)
+    may_be_none = ts_value.type().kind() == "NoneType" or (
+        ts_value.type().kind() == "OptionalType" and ts_value.type().getElementType().kind() == "TensorType")
+    if may_be_none and g.opset >= optional.CONTROL_FLOW_OPTIONAL_OPSET:
+        start = optional.wrap(g, value)
+        if start.dtype is None:
+            start.dtype = optional.declared_element_type(ts_value)
+        return start
+    if value is None or optional.is_optional(value):
+        optional.require_optional(g, "a loop carries a value that is None", opset=optional.CONTROL_FLOW_OPTIONAL_OPSET)
     number_dtype = _NUMBER_DTYPES.get(ts_value.type().kind())
     if number_dtype is not None:
         return _as_number(g, value, number_dtype)
-    if value is None:
-        raise SymbolicValueError("a loop carries a None value, which ONNX cannot represent")
     return g.value(value)
 
 
@@ -398,7 +442,7 @@ def _loose_shape(value: ir.Value) -> tuple | None:
     """The shape of a carried value inside the body: its rank is kept, every size may change per iteration."""
     if value.kind == ir.SEQUENCE or value.shape is None:
         return None
-    return tuple(None for _ in value.shape)
+    return tuple(None for _ in value.shape)  # an optional's element too
 
 
 def _body_input(g, hint: str, dtype, shape, number: bool = False, kind: str = ir.TENSOR) -> ir.Value:
@@ -412,6 +456,13 @@ def _fix_body_outputs(g, body: ir.Graph, carried_in: list[ir.Value]) -> None:
     _cast_output(g, body, 0, BOOL)
     for index, value_in in enumerate(carried_in, start=1):
         value_out = body.outputs[index]
+        if value_in.kind == ir.OPTIONAL:
+            _optional_body_output(g, body, index, value_in)
+            continue
+        if value_out.kind == ir.OPTIONAL:  # carried as a tensor (below opset 15), set to None by an iteration
+            optional.require_optional(g, "an iteration sets a loop-carried tensor to None",
+                                      opset=optional.CONTROL_FLOW_OPTIONAL_OPSET)
+            raise SymbolicValueError("an iteration sets a loop-carried tensor to None")
         if value_out.kind != value_in.kind:
             raise SymbolicValueError("a loop-carried value changes between a list and a tensor")
         if value_in.kind == ir.SEQUENCE or value_out.dtype == value_in.dtype or value_in.dtype is None:
@@ -422,6 +473,36 @@ def _fix_body_outputs(g, body: ir.Graph, carried_in: list[ir.Value]) -> None:
             )
         _cast_output(g, body, index, value_in.dtype)
         body.outputs[index].shape = value_in.shape
+
+
+def _optional_body_output(g, body: ir.Graph, index: int, value_in: ir.Value) -> None:
+    """A carried optional's value at the end of an iteration, as an optional: a tensor is wrapped (cast to the
+    carried element type first), a None stays the empty optional the body made for it."""
+    value_out = body.outputs[index]
+    if value_out.kind == ir.TENSOR:
+        if value_in.dtype is not None and value_out.dtype not in (None, value_in.dtype):
+            _cast_output(g, body, index, value_in.dtype)
+        body.outputs[index] = optional.wrap(g.subcontext(body), body.outputs[index])
+    elif value_out.kind != ir.OPTIONAL:
+        raise SymbolicValueError("a loop-carried value changes between None and a list")
+    elif not optional.is_none(value_out) and None not in (value_in.dtype, value_out.dtype) \
+            and value_in.dtype != value_out.dtype:
+        raise SymbolicValueError("a loop-carried optional tensor changes its element type between iterations")
+
+
+def _settle_optionals(initial: list[ir.Value], body_inputs: list[ir.Value], body_outputs: list[ir.Value]) -> None:
+    """A carried optional that starts as None learns its element type from what an iteration sets it to (float if
+    none ever does), and a None at either end is given the element type and shape of the other (the ``type``
+    attribute of its Optional node is written from them)."""
+    for start, body_in, end in zip(initial, body_inputs, body_outputs):
+        if start.kind != ir.OPTIONAL:
+            continue
+        dtype = start.dtype or end.dtype or body_in.dtype or TensorProto.FLOAT
+        shape = _carried_result_shape(start, end)
+        for value in (start, end):
+            if optional.is_none(value):
+                value.dtype, value.shape = dtype, shape
+        body_in.dtype = dtype
 
 
 def _settle_empty_sequences(initial: list[ir.Value], body_inputs: list[ir.Value], body_outputs: list[ir.Value]) -> None:
@@ -461,13 +542,6 @@ def _number_dtype(g, x) -> int:
 @symbolic("aten::__not__")
 def not_(g, self):
     return _as_number(g, g.op("Not", cast(g, self, BOOL)), BOOL)
-
-
-@symbolic("aten::__is__", "aten::__isnot__")
-def is_(g, self, other):
-    """``x is None`` is decided at export time: graph values are never None."""
-    same = self is other if not (is_value(self) or is_value(other)) else False
-    return same if g.node.kind() == "aten::__is__" else not same
 
 
 @symbolic("prim::Uninitialized")

@@ -88,7 +88,7 @@ def tolist(g, x, dim, elem_type):
     return x
 
 
-@symbolic("aten::detach", "aten::clone", "aten::contiguous", "prim::unchecked_cast", "prim::data",
+@symbolic("aten::detach", "aten::clone", "aten::contiguous", "prim::data",
           "aten::alias", "aten::lift_fresh", "aten::lift", "aten::dequantize", "aten::resolve_conj",
           "aten::resolve_neg")
 def passthrough(g, x, *unused):
