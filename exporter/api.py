@@ -16,11 +16,12 @@ import onnx
 import torch
 
 from exporter import local_functions, naming, passes, serialize, validate
-from exporter.capture import Capture, capture, flatten, split_args
+from exporter.capture import Capture, capture, flatten, split_args, split_list_inputs
 from exporter.convert import Converter
 from exporter.errors import ExportArgumentError, in_callers_terms
 from exporter.graph_context import ExportSession
 from exporter.lowering import runtime
+from exporter.lowering.sequence import SEQUENCE_OPSET
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
 from exporter import provenance
 from exporter.provenance import Provenance, write_doc_strings
@@ -297,6 +298,8 @@ def export(
         logger.info("capturing %s (training=%s)", type(model).__name__, is_training)
         with times.stage("capture"):
             captured = capture(model, args) if captured is None else _unshared(captured)
+            if opset < SEQUENCE_OPSET:  # no ONNX sequences: a list input becomes one input per item
+                captured = split_list_inputs(captured)
         names_in = naming.input_names(model, args, captured, input_names)
         names_out = naming.output_names(captured, output_names)
         _check_dynamic_axes_names(dynamic_axes, names_in, names_out)

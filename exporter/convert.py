@@ -51,7 +51,7 @@ class Converter:
                 self._annotate(value, ts_input)
                 if self.record:
                     value.origin = ts_input
-            env[ts_input.unique()] = value
+            env[ts_input.unique()] = _number_list_as_tensor(ctx, value)
         self._convert_nodes(ctx, ts_graph.nodes(), env)
         graph.outputs = [self._as_output(ctx, v) for ts_output in ts_graph.return_node().inputs()
                          for v in quantized.boundary_values(env[ts_output.unique()])]
@@ -246,6 +246,18 @@ def _sequence_output(ctx: GraphContext, items: list) -> ir.Value:
     return as_sequence(ctx, list(items))
 
 
+def _number_list_as_tensor(ctx: GraphContext, value: Any) -> Any:
+    """A list-of-numbers input (an ONNX sequence of 0-d tensors) as the 1-d tensor that holds an int list whose items
+    are known only at run time (``lowering.sequence.is_list_tensor``): its items stacked, in their own type."""
+    if not (isinstance(value, ir.Value) and value.kind == ir.SEQUENCE and value.elem_shape == ()):
+        return value
+    from exporter.lowering.sequence import concat_from_sequence
+
+    out = concat_from_sequence(ctx, value, 0, new_axis=True)
+    out.shape = (None,)
+    return out
+
+
 def _record_source_location(node, onnx_nodes) -> None:
     """Put the model source line that produced ``node`` in the doc_string of the ONNX nodes made from it."""
     try:
@@ -333,7 +345,7 @@ def _infer_missing_shapes(ctx: GraphContext, node, new_nodes: list, result: Any)
 
 
 def _copy_type(value: ir.Value, like: ir.Value) -> ir.Value:
-    value.dtype, value.shape, value.kind = like.dtype, like.shape, like.kind
+    value.dtype, value.shape, value.kind, value.elem_shape = like.dtype, like.shape, like.kind, like.elem_shape
     return value
 
 

@@ -91,8 +91,10 @@ def if_(g, condition):
     cond = _as_number(g, condition, BOOL)
     results = g.op("If", cond, then_branch_g=then_graph, else_branch_g=else_graph, outputs=len(outputs))
     results = results if isinstance(results, tuple) else (results,)
-    for value, branch_value in zip(results, then_graph.outputs):
+    for value, branch_value, other in zip(results, then_graph.outputs, else_graph.outputs):
         value.dtype, value.kind = branch_value.dtype, branch_value.kind
+        if value.kind == ir.SEQUENCE:
+            value.elem_shape = ir.join_elem_shapes(branch_value.elem_shape, other.elem_shape)
     return _results(node, list(results))
 
 
@@ -125,7 +127,7 @@ def _shape_placeholder(g, graph: ir.Graph, index: int, other: ir.Value) -> None:
         return
     if other.kind == ir.SEQUENCE:  # a list: an empty one of the same element type
         empty = g.subcontext(graph).op("SequenceEmpty", dtype_i=other.dtype)
-        empty.dtype, empty.kind = other.dtype, ir.SEQUENCE
+        empty.dtype, empty.kind, empty.elem_shape = other.dtype, ir.SEQUENCE, ir.NO_ITEMS
         graph.outputs[index] = empty
         return
     shape = () if other.shape is None else tuple(d if isinstance(d, int) else 1 for d in other.shape)
@@ -201,6 +203,8 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_list
             body = None
     if body is None:
         body = _convert_body(g, body_block, initial, scanned, exact_shapes=False)
+        if not _items_invariant(body):
+            body = _convert_body(g, body_block, initial, scanned, exact_shapes=False, forget_items=True)
     _settle_empty_sequences(initial, body.inputs[2:], body.outputs[1 : 1 + len(initial)])
 
     results = g.op("Loop", trip, cond, *initial, body_g=body, outputs=len(carried))
@@ -208,6 +212,8 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_list
     for value, start, end in zip(results, initial, body.outputs[1:]):
         value.dtype, value.kind, value.is_number = start.dtype, start.kind, start.is_number
         value.shape = _carried_result_shape(start, end)
+        if value.kind == ir.SEQUENCE:
+            value.elem_shape = ir.join_elem_shapes(start.elem_shape, end.elem_shape)
     for value, element in zip(results[len(kept):], body.outputs[1 + len(kept):]):
         value.dtype, value.kind = element.dtype, ir.SCANNED
         value.shape = None if element.shape is None else (None, *element.shape)
@@ -328,8 +334,11 @@ def _carried_result_shape(start: ir.Value, end: ir.Value) -> tuple | None:
     return tuple(None for _ in known[0])
 
 
-def _convert_body(g, body_block, initial: list[ir.Value], scanned: list[int], exact_shapes: bool) -> ir.Graph:
-    """The ONNX body graph; carried inputs get the start values' shapes (``exact_shapes``) or only their ranks.
+def _convert_body(g, body_block, initial: list[ir.Value], scanned: list[int], exact_shapes: bool,
+                  forget_items: bool = False) -> ir.Graph:
+    """The ONNX body graph; carried inputs get the start values' shapes (``exact_shapes``) or only their ranks, and a
+    carried list the shape of its start's items likewise (none with ``forget_items``; an empty start: no items, so
+    that what the body appends tells their shape).
 
     A scanned list (positions ``scanned``) is no body input: the body returns the tensor it appends, after the
     carried values, as the Loop's scan output.
@@ -340,6 +349,10 @@ def _convert_body(g, body_block, initial: list[ir.Value], scanned: list[int], ex
         _body_input(g, "carried", v.dtype, v.shape if exact_shapes else _loose_shape(v), v.is_number, v.kind)
         for v in initial
     ]
+    for value, start in zip(carried_in, initial):
+        if start.kind == ir.SEQUENCE and not forget_items:
+            items = start.elem_shape
+            value.elem_shape = items if exact_shapes or not isinstance(items, tuple) else (None,) * len(items)
     block_inputs = iter(carried_in)
     count = len(carried_in) + len(scanned)
     bound = [[] if k in scanned else next(block_inputs) for k in range(count)]
@@ -375,9 +388,20 @@ def _shapes_invariant(body: ir.Graph) -> bool:
     Then, by induction, the shapes of the first iteration hold for all of them and may be baked in.
     """
     carried_in, carried_out = body.inputs[2:], body.outputs[1:]
-    return all(
+    return _items_invariant(body) and all(
         v_in.kind == ir.SEQUENCE or (v_out.shape is not None and tuple(v_out.shape) == tuple(v_in.shape))
         for v_in, v_out in zip(carried_in, carried_out)
+    )
+
+
+def _items_invariant(body: ir.Graph) -> bool:
+    """Whether every carried list provably leaves an iteration with items of the shape the body assumed for the
+    items it entered with (all of them, by induction; an empty start assumes none, and what the body appends is
+    then all there is to know)."""
+    return all(
+        v_in.kind != ir.SEQUENCE or v_in.elem_shape == ir.NO_ITEMS
+        or ir.join_elem_shapes(v_in.elem_shape, v_out.elem_shape) == v_in.elem_shape
+        for v_in, v_out in zip(body.inputs[2:], body.outputs[1:])
     )
 
 

@@ -173,7 +173,7 @@ def tensor_from_data(g, data, dtype=None, device=None, *unused):
         return torch.tensor(constant_value(data), dtype=target)
     explicit = dtypes.onnx_from_torch(target) if target is not None else None
     dtype = explicit or output_dtype(g) or _data_type(g)
-    if data.kind == ir.SEQUENCE if is_value(data) else False:
+    if is_value(data) and data.kind == ir.SEQUENCE:
         # A list of numbers a loop built (``torch.tensor([2 for _ in range(n)])``): its 0-d items stacked.
         stacked = concat_from_sequence(g, data, 0, new_axis=True)
         if g.node.inputsAt(0).type().getElementType().kind() in ("IntType", "FloatType", "BoolType"):
