@@ -218,8 +218,10 @@ class Converter:
         for ts_value, value in zip(outputs, results):
             if isinstance(value, ir.Value):
                 self._annotate(value, ts_value)
-                if self.record:
-                    value.origin = ts_value  # a value bound to several TorchScript values holds each of them
+                # A value bound to several TorchScript values holds the last one, except a graph input, which stays
+                # the input it is (a symbolic may return its input: a full slice, say).
+                if self.record and not (value.origin is not None and value.origin.node().kind() == "prim::Param"):
+                    value.origin = ts_value
             elif isinstance(value, quantized.QTensor):
                 self._annotate(value.value, ts_value)  # its shape; the integers keep their own element type
                 value.value.origin = ts_value  # the integers stand for the quantized tensor

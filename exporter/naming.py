@@ -202,11 +202,16 @@ def _read_at_run_time_by_torch(ts_value, static: bool) -> bool:
     """Whether PyTorch's exporter reads the input ``ts_value`` at run time where this converter folded every read:
     through ``view_as``/``reshape_as``/``expand_as`` (the other tensor's shape), ``full_like``, ``copy_`` into it,
     ``unbind`` and ``int()`` of it; through ``fill_``
-    with a value computed at run time; through a shape query when its shape has dynamic axes."""
+    with a value computed at run time; through a shape query when its shape has dynamic axes; as an item of a list
+    indexed at a position computed at run time."""
     for use in ts_value.uses():
         kind = use.user.kind()
         if _READ_AT_RUN_TIME.get(kind) == use.offset or (not static and kind in _SHAPE_QUERIES):
             return True
         if kind in _FILLS and use.offset == 0 and use.user.inputsAt(1).node().kind() != "prim::Constant":
             return True
+        if kind == "prim::ListConstruct" and any(
+                item.user.kind() == "aten::__getitem__" and item.user.inputsAt(1).node().kind() != "prim::Constant"
+                for item in use.user.output().uses()):
+            return True  # an item of a list indexed at a run-time position: PyTorch's exporter makes the list a sequence
     return False
