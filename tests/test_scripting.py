@@ -274,16 +274,46 @@ class AppendedListAlsoMeasured(torch.nn.Module):
         return torch.stack(rows), len(rows)
 
 
-def test_a_list_read_other_than_by_stack_still_needs_opset_13():
-    """... when the trip count is computed at run time; a static one unrolls the loop (tests/test_script_modules.py)."""
-    with pytest.raises(UnsupportedOperatorError, match="needs opset >= 13"):
-        _export(torch.jit.script(AppendedListAlsoMeasured()), (torch.randn(4, 3),), 11, input_names=["x"],
-                dynamic_axes={"x": [0]})
-    x = torch.randn(4, 3)
+def test_a_list_read_other_than_by_stack_is_a_split_scan_output_at_opset_11():
+    """Loop-11 carries no sequences: a list the loop grows by one append per iteration is its scan output, split back
+    into a sequence after it (SplitToSequence) where something other than stack reads the list, here len(), when the
+    items' shape is known. The trip count is computed at run time; a static one unrolls the loop
+    (tests/test_script_modules.py)."""
     model = torch.jit.script(AppendedListAlsoMeasured())
+    proto = _export(model, (torch.randn(4, 3),), 11, input_names=["x"], dynamic_axes={"x": [0]})
+    assert {"Loop", "SplitToSequence", "SequenceLength"} <= _op_types(proto)
+    for rows in (6, 1):
+        x = torch.randn(rows, 3)
+        stacked, count = _run(proto, (x,))
+        np.testing.assert_array_equal(stacked, x.numpy())
+        assert count == rows
+    x = torch.randn(4, 3)
     stacked, count = _run(_export(model, (x,), 11), (x,))
     np.testing.assert_array_equal(stacked, x.numpy())
     assert count == 4
+
+
+class AppendedGrowingPrefixes(torch.nn.Module):
+    def forward(self, x):
+        rows = []
+        for i in range(x.size(0)):
+            rows.append(x[: i + 1])
+        return rows
+
+
+def test_a_list_of_items_that_may_differ_in_shape_needs_opset_13():
+    """A scan output needs every item of one shape, which a list of growing prefixes is not: opset 13 (Loop carrying
+    the sequence) is named, and there the list comes out right."""
+    with pytest.raises(UnsupportedOperatorError, match="needs opset >= 13"):
+        _export(torch.jit.script(AppendedGrowingPrefixes()), (torch.randn(4, 3),), 11, input_names=["x"],
+                dynamic_axes={"x": [0]})
+    model = torch.jit.script(AppendedGrowingPrefixes())
+    proto = _export(model, (torch.randn(4, 3),), 13, input_names=["x"], dynamic_axes={"x": [0]})
+    x = torch.randn(5, 3)
+    (items,) = _run(proto, (x,))
+    assert len(items) == 5
+    for got, want in zip(items, model(x)):
+        np.testing.assert_array_equal(got, want.numpy())
 
 
 # -- control flow beyond the docs ------------------------------------------------------------------------------

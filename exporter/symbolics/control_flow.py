@@ -30,7 +30,7 @@ from exporter.lowering.core import (
     require_opset,
 )
 from exporter.lowering.numbers import extremum
-from exporter.lowering.sequence import as_sequence, sequence_length
+from exporter.lowering.sequence import SEQUENCE_OPSET, as_sequence, sequence_length
 from exporter.registry import symbolic, unsupported
 from exporter.ts_types import ts_value_type
 
@@ -190,6 +190,13 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_list
         g.node = node
         if unrolled is not None:
             return _results(node, unrolled)
+    split = []
+    if unroll_lists and g.opset >= SEQUENCE_OPSET:
+        # A list the loop grows by one append per iteration and that is read otherwise than by stack: the scan
+        # output split back into a sequence (SplitToSequence exists from 11), where the items provably share a shape.
+        split = [k for k in _scanned_lists(node, carried, stacked_only=False) if k not in scanned]
+        scanned = scanned + split
+        kept = [k for k in kept if k not in split]
     initial = [_carried_initial(g, carried[k], ts_outputs[k]) for k in kept]
     trip = None if _is_static(max_trip_count) and int(constant_value(max_trip_count)) == _INT64_MAX else (
         _as_number(g, max_trip_count, INT64)
@@ -217,6 +224,9 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_list
     for value, element in zip(results[len(kept):], body.outputs[1 + len(kept):]):
         value.dtype, value.kind = element.dtype, ir.SCANNED
         value.shape = None if element.shape is None else (None, *element.shape)
+    results = list(results)
+    for k in split:
+        results[len(kept) + scanned.index(k)] = _scan_as_sequence(g, results[len(kept) + scanned.index(k)])
     by_position = dict(zip(kept + scanned, results))
     return _results(node, [by_position[k] for k in range(len(carried))])
 
@@ -287,11 +297,12 @@ def _from_constants(ts_value) -> bool:
     return all(_from_constants(v) for v in node.inputs())
 
 
-def _scanned_lists(node, carried) -> list[int]:
+def _scanned_lists(node, carried, stacked_only: bool = True) -> list[int]:
     """Positions of the carried lists that can be the Loop's scan outputs: lists that start empty, that each
     iteration grows by exactly one ``append`` (its only use in the body), and that after the loop are only read
     by ``aten::stack``. The scan output holds the appended tensors stacked on a new axis 0, which is exactly
-    what stack needs; anything else could observe the list itself, so it is not rewritten."""
+    what stack needs; anything else could observe the list itself, so it is not rewritten (unless not
+    ``stacked_only``: then the scan output is split back into the list, :func:`_scan_as_sequence`)."""
     body_block = next(iter(node.blocks()))
     body_inputs = list(body_block.inputs())[1:]
     returned = list(body_block.returnNode().inputs())[1:]
@@ -304,9 +315,30 @@ def _scanned_lists(node, carried) -> list[int]:
         if (_appended_item(append_node) is not None and uses[0].offset == 0
                 and append_node.owningBlock() == body_block
                 and append_node.output() == list_out and len(list_out.uses()) == 1
-                and result.uses() and all(use.user.kind() == "aten::stack" for use in result.uses())):
+                and (not stacked_only or result.uses() and all(use.user.kind() == "aten::stack" for use in result.uses()))):
             scanned.append(k)
     return scanned
+
+
+def _input_dim_names(graph: ir.Graph) -> set[str]:
+    """The named dims of the model's inputs (its dynamic axes): sizes fixed for a run, unlike the ``unk__`` names
+    ONNX shape inference gives sizes it does not know."""
+    while graph.parent is not None:
+        graph = graph.parent
+    return {dim for value in graph.inputs if value.shape for dim in value.shape if isinstance(dim, str)}
+
+
+def _scan_as_sequence(g, stacked: ir.Value) -> ir.Value:
+    """The list a scan output holds (the appended tensors stacked on a new axis 0) as a sequence: SplitToSequence
+    into pieces of 1 without the axis. Only where each appended tensor's shape is known at export time (every
+    size a number or a named dynamic axis): a scan output needs all of them of one shape, which a list need not be."""
+    element = None if stacked.shape is None else stacked.shape[1:]
+    if element is None or not all(isinstance(dim, int) or dim in _input_dim_names(g.graph) for dim in element):
+        raise unsupported(g.node.kind(), g.opset, f"a list carried through a loop, whose items may differ in shape: "
+                          f"needs opset >= {SEQUENCE_LOOP_OPSET}")
+    out = g.op("SplitToSequence", stacked, keepdims_i=0)
+    out.kind, out.dtype, out.shape, out.elem_shape = ir.SEQUENCE, stacked.dtype, None, tuple(element)
+    return out
 
 
 def _appended_item(node):
