@@ -197,6 +197,11 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_list
         split = [k for k in _scanned_lists(node, carried, stacked_only=False) if k not in scanned]
         scanned = scanned + split
         kept = [k for k in kept if k not in split]
+    elif unroll_lists:
+        lists = [k for k in kept if _is_list_type(ts_outputs[k])]
+        if lists and set(lists) <= set(_scanned_lists(node, carried, stacked_only=False)):
+            require_opset(g, SEQUENCE_OPSET, "a list grown by one append per iteration and read otherwise than by "
+                                             "stack (a scan output split into a sequence)")
     initial = [_carried_initial(g, carried[k], ts_outputs[k]) for k in kept]
     trip = None if _is_static(max_trip_count) and int(constant_value(max_trip_count)) == _INT64_MAX else (
         _as_number(g, max_trip_count, INT64)
