@@ -199,7 +199,9 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_list
         kept = [k for k in kept if k not in split]
     elif unroll_lists:
         lists = [k for k in kept if _is_list_type(ts_outputs[k])]
-        if lists and set(lists) <= set(_scanned_lists(node, carried, stacked_only=False)):
+        # (unless a later loop carries the list on, which needs 13 whatever this one does)
+        if lists and set(lists) <= set(_scanned_lists(node, carried, stacked_only=False)) and not any(
+                use.user.kind() == "prim::Loop" for k in lists for use in ts_outputs[k].uses()):
             require_opset(g, SEQUENCE_OPSET, "a list grown by one append per iteration and read otherwise than by "
                                              "stack (a scan output split into a sequence)")
     initial = [_carried_initial(g, carried[k], ts_outputs[k]) for k in kept]
