@@ -16,11 +16,12 @@ import onnx
 import torch
 
 from exporter import local_functions, naming, passes, serialize, validate
-from exporter.capture import Capture, capture, flatten, split_args
+from exporter.capture import Capture, capture, flatten, split_args, split_list_inputs
 from exporter.convert import Converter
 from exporter.errors import ExportArgumentError, in_callers_terms
 from exporter.graph_context import ExportSession
 from exporter.lowering import runtime
+from exporter.lowering.sequence import SEQUENCE_OPSET
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
 from exporter import provenance
 from exporter.provenance import Provenance, write_doc_strings
@@ -243,7 +244,8 @@ def export(
     ``model`` is traced (an ``nn.Module``) or used as scripted (``ScriptModule``/``ScriptFunction``) and
     converted at ``opset_version`` (7 to 16, default 14). ``args`` is a tuple of positional arguments, a single
     tensor, or a tuple whose last element is a dict of keyword arguments; as in PyTorch's exporter, Python numbers become
-    0-d graph inputs, strings and None are baked in, and arguments the graph never reads are no inputs.
+    0-d graph inputs, strings and None are baked in, and arguments the graph never reads are no inputs; a scripted
+    model's list argument is one ONNX sequence input (from opset 11; below, one input per item).
     ``f`` is a file path or a binary file object; nothing is written unless the whole export succeeds and the
     model passes ``onnx.checker.check_model(full_check=True)``.
 
@@ -298,6 +300,8 @@ def export(
         logger.info("capturing %s (training=%s)", type(model).__name__, is_training)
         with times.stage("capture"):
             captured = capture(model, args) if captured is None else _unshared(captured)
+            if opset < SEQUENCE_OPSET:  # no ONNX sequences: a list input becomes one input per item
+                captured = split_list_inputs(captured)
         names_in = naming.input_names(model, args, captured, input_names)
         names_out = naming.output_names(captured, output_names)
         _check_dynamic_axes_names(dynamic_axes, names_in, names_out)

@@ -10,6 +10,7 @@ flattened results.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -27,7 +28,8 @@ _SCALARS = (bool, int, float)
 @dataclass
 class Capture:
     graph: torch._C.Graph
-    user_inputs: list[torch.Tensor]
+    # One per graph input before the parameters: a tensor, or a list of tensors (a list input: an ONNX sequence).
+    user_inputs: list[torch.Tensor | list[torch.Tensor]]
     params: list[tuple[str, torch.Tensor]]
     example_outputs: list[torch.Tensor] | None
     tracer_warnings: list[str] = field(default_factory=list)
@@ -267,10 +269,10 @@ def _prune_state_inputs(graph, user_count: int, state: list[tuple[torch.Tensor, 
 
 
 def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) -> Capture:
-    """A scripted model's own graph; a Python number argument stays a graph input (a 0-d tensor), as in PyTorch's exporter."""
+    """A scripted model's own graph; a Python number argument stays a graph input (a 0-d tensor), as in PyTorch's
+    exporter, and so does a list argument (one input: an ONNX sequence, see :func:`split_list_inputs`)."""
     _check_no_none_arguments(positional, kwargs)
     positional = _script_arguments(model, positional, kwargs)
-    flat = _as_given(flatten(positional, numbers_as_tensors=True)[0])
     graph = graph.copy()
     first = 1 if module_c is not None else 0
     for index in reversed(range(min(len(positional), len(list(graph.inputs())) - first))):
@@ -279,10 +281,11 @@ def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) ->
             list(graph.inputs())[first + index].replaceAllUsesWith(graph.insertConstant(None))
             graph.eraseInput(first + index)
     graph.setInsertPoint(graph.return_node())
-    _split_list_inputs(graph, first, [argument for argument in positional if argument is not None])
+    present = [argument for argument in positional if argument is not None]
+    flat = _scripted_inputs(list(graph.inputs())[first:], present)
     user_inputs = list(graph.inputs())[first:]
     for value, tensor in zip(user_inputs, flat):
-        if value.type().kind() == "TensorType":
+        if value.type().kind() == "TensorType" and isinstance(tensor, torch.Tensor):
             value.setType(torch._C.TensorType.create_from_tensor(tensor))
     # Captured before the example run: a forward that assigns module attributes changes them, and the export
     # starts from their values at the time of the call, as PyTorch's exporter does.
@@ -318,6 +321,26 @@ def _none_count(obj: Any) -> int:
     return sum(_none_count(item) for item in items)
 
 
+def _scripted_inputs(inputs, positional) -> list:
+    """The flat example inputs of a scripted graph: a list argument (``pad: list[int]``, ``xs: list[Tensor]``) whose
+    graph input is a list stays one entry, the list of its items as tensors (numbers as 0-d tensors); the other
+    arguments are flattened."""
+    flat: list = []
+    for value, argument in zip(inputs, positional):
+        if _is_list_input(value, argument):
+            flat.append(_as_given(flatten(list(argument), numbers_as_tensors=True)[0]))
+        else:
+            flat.extend(_as_given(flatten(argument, numbers_as_tensors=True)[0]))
+    for argument in positional[len(inputs):]:
+        flat.extend(_as_given(flatten(argument, numbers_as_tensors=True)[0]))
+    return flat
+
+
+def _is_list_input(value, argument) -> bool:
+    return (value.type().kind() == "ListType" and isinstance(argument, (list, tuple))
+            and not any(isinstance(item, (list, tuple, dict)) for item in argument))
+
+
 def _script_arguments(model, positional: tuple, kwargs: dict) -> tuple:
     """The arguments of a scripted forward, bound as PyTorch's exporter binds them: after the positional ones, each
     parameter takes its keyword argument, else its default (None included); a parameter with neither ends the
@@ -338,35 +361,45 @@ def _script_arguments(model, positional: tuple, kwargs: dict) -> tuple:
     return tuple(args)
 
 
-def _split_list_inputs(graph, first: int, positional) -> None:
-    """Give a scripted list argument (``pad: list[int]``, ``xs: list[Tensor]``) one graph input per element, as the
-    arguments are flattened into inputs (and as a trace records them), gathered by a ``prim::ListConstruct`` where
-    the list was used: each element is then a graph input of its own, with the list's length fixed by the example."""
+def split_list_inputs(captured: Capture) -> Capture:
+    """The capture with each list input (a scripted ``list[int]``/``list[Tensor]`` argument, one ONNX sequence input
+    from opset 11) split into one graph input per element, gathered by a ``prim::ListConstruct`` where the list was
+    used: how such an argument can be an input where ONNX has no sequences (below opset 11), with the list's length
+    fixed by the example. The given capture is left unchanged."""
+    if not any(isinstance(entry, list) for entry in captured.user_inputs):
+        return captured
+    graph = captured.graph.copy()
     inputs = list(graph.inputs())
-    order, replaced = list(range(first)), []
-    for index, (value, argument) in enumerate(zip(inputs[first:], positional), start=first):
-        if value.type().kind() != "ListType" or not isinstance(argument, (list, tuple)) or \
-                any(isinstance(item, (list, tuple, dict)) for item in argument):
+    order, emptied, added, user_inputs = [], [], 0, []
+    for index, value in enumerate(inputs):
+        entry = captured.user_inputs[index] if index < len(captured.user_inputs) else None
+        if not isinstance(entry, list):
             order.append(index)
+            if index < len(captured.user_inputs):
+                user_inputs.append(entry)
             continue
-        element_type = value.type().getElementType()
         items = []
-        for position in range(len(argument)):
+        for position in range(len(entry)):
             item = graph.addInput(f"{value.debugName().split('.')[0]}_{position}")
-            item.setType(element_type)
+            item.setType(value.type().getElementType())
             items.append(item)
         node = graph.create("prim::ListConstruct", items, 1)
         node.output().setType(value.type())
         graph.prependNode(node)
         value.replaceAllUsesWith(node.output())
-        order.extend(len(inputs) + sum(len(r[1]) for r in replaced) + i for i in range(len(items)))
-        replaced.append((index, items))
-    if not replaced:
-        return
-    old = [index for index, _ in replaced]
-    graph.permuteInputs(order + old)  # the emptied list inputs last, then removed
-    for position in reversed(range(len(order), len(order) + len(old))):
+        order.extend(range(len(inputs) + added, len(inputs) + added + len(items)))
+        added += len(items)
+        emptied.append(index)
+        user_inputs.extend(entry)
+    # Parameters stay after the user inputs; the emptied list inputs go last, then are removed.
+    user_count = len(user_inputs)
+    params = [i for i in order if i >= len(captured.user_inputs) and i < len(inputs)]
+    users = [i for i in order if i not in params]
+    graph.permuteInputs(users + params + emptied)
+    for position in reversed(range(len(order), len(order) + len(emptied))):
         graph.eraseInput(position)
+    assert len(list(graph.inputs())) == user_count + len(params)
+    return dataclasses.replace(captured, graph=graph, user_inputs=user_inputs)
 
 
 def _scripted_example_outputs(result: Any) -> list:

@@ -55,7 +55,7 @@ class Converter:
                     value.kind = ir.OPTIONAL
                 if self.record:
                     value.origin = ts_input
-            env[ts_input.unique()] = value
+            env[ts_input.unique()] = _number_list_as_tensor(ctx, value)
         self._convert_nodes(ctx, ts_graph.nodes(), env)
         ctx.node = None
         graph.outputs = [self._as_output(ctx, v, ts_output=ts_output) for ts_output in ts_graph.return_node().inputs()
@@ -239,8 +239,10 @@ class Converter:
         for ts_value, value in zip(outputs, results):
             if isinstance(value, ir.Value):
                 self._annotate(value, ts_value)
-                if self.record:
-                    value.origin = ts_value  # a value bound to several TorchScript values holds each of them
+                # A value bound to several TorchScript values holds the last one, except a graph input, which stays
+                # the input it is (a symbolic may return its input: a full slice, say).
+                if self.record and not (value.origin is not None and value.origin.node().kind() == "prim::Param"):
+                    value.origin = ts_value
             elif isinstance(value, quantized.QTensor):
                 self._annotate(value.value, ts_value)  # its shape; the integers keep their own element type
                 value.value.origin = ts_value  # the integers stand for the quantized tensor
@@ -286,6 +288,18 @@ def _sequence_output(ctx: GraphContext, items: list) -> ir.Value:
             "a list of tensors as a graph output", ctx.opset, SEQUENCE_OPSET, f"needs ONNX sequences: needs opset >= {SEQUENCE_OPSET}"
         )
     return as_sequence(ctx, list(items))
+
+
+def _number_list_as_tensor(ctx: GraphContext, value: Any) -> Any:
+    """A list-of-numbers input (an ONNX sequence of 0-d tensors) as the 1-d tensor that holds an int list whose items
+    are known only at run time (``lowering.sequence.is_list_tensor``): its items stacked, in their own type."""
+    if not (isinstance(value, ir.Value) and value.kind == ir.SEQUENCE and value.elem_shape == ()):
+        return value
+    from exporter.lowering.sequence import concat_from_sequence
+
+    out = concat_from_sequence(ctx, value, 0, new_axis=True)
+    out.shape = (None,)
+    return out
 
 
 def _record_source_location(node, onnx_nodes) -> None:
@@ -375,7 +389,7 @@ def _infer_missing_shapes(ctx: GraphContext, node, new_nodes: list, result: Any)
 
 
 def _copy_type(value: ir.Value, like: ir.Value) -> ir.Value:
-    value.dtype, value.shape, value.kind = like.dtype, like.shape, like.kind
+    value.dtype, value.shape, value.kind, value.elem_shape = like.dtype, like.shape, like.kind, like.elem_shape
     return value
 
 

@@ -14,6 +14,20 @@ import numpy as np
 # Value kinds.
 TENSOR = "tensor"
 SEQUENCE = "sequence"
+NO_ITEMS = "no items"
+
+
+def join_elem_shapes(a: tuple | str | None, b: tuple | str | None) -> tuple | str | None:
+    """The item shape of a sequence holding the items of two sequences (or a sequence and one more item)."""
+    if a == NO_ITEMS:
+        return b
+    if b == NO_ITEMS:
+        return a
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(x if x == y else None for x, y in zip(a, b))
+
+
 # A list a loop built by appending one tensor per iteration, held as the Loop's scan output: the tensors stacked
 # on a new axis 0. Only aten::stack reads such a value (control_flow._scanned_lists makes sure).
 SCANNED = "scanned"
@@ -42,6 +56,9 @@ class Value:
     # Provenance: the TorchScript value this value computes (the last one a symbolic result was bound to; a pass
     # that makes another value compute it, such as Conv+BatchNormalization fusion, hands it over).
     origin: Any = None
+    # A sequence's items: their shape where every item has it (dims None where sizes may differ), None where even
+    # the rank is unknown. NO_ITEMS: the sequence is known to be empty (an empty list), so any shape joins it.
+    elem_shape: tuple | str | None = None
 
     @property
     def rank(self) -> int | None:

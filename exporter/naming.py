@@ -24,7 +24,7 @@ from exporter.lowering import quantized
 def input_names(model: Any, args: Any, captured: Capture, given: Sequence[str] | None) -> list[str]:
     """Names of the model's inputs then of its used parameters. As in PyTorch's exporter, ``given`` names the
     inputs and then every parameter and buffer in state_dict order, used or not."""
-    user = _default_user_input_names(model, args, len(captured.user_inputs))
+    user = _default_user_input_names(model, args, captured.user_inputs)
     state_names = captured.state_names or [name for name, _ in captured.params]
     names = user + state_names
     _apply_names(names, given, "input", "inputs, parameters and buffers")
@@ -65,8 +65,10 @@ def output_examples(captured: Capture) -> list[Any]:
     return [e for example in captured.example_outputs or [] for e in quantized.boundary_examples(example)]
 
 
-def _default_user_input_names(model: Any, args: Any, count: int) -> list[str]:
-    """Names from ``forward``'s signature when each argument is one tensor or number; else input_0, input_1, ..."""
+def _default_user_input_names(model: Any, args: Any, user_inputs: list) -> list[str]:
+    """Names from ``forward``'s signature when each argument is one tensor or number (or a list that is one input, an
+    ONNX sequence); else input_0, input_1, ..."""
+    count = len(user_inputs)
     positional, kwargs = split_args(args)
     try:
         forward = model.forward if isinstance(model, torch.nn.Module) else model
@@ -76,7 +78,8 @@ def _default_user_input_names(model: Any, args: Any, count: int) -> list[str]:
         return [f"input_{i}" for i in range(count)]
     names = []
     for name, value in bound.arguments.items():
-        if isinstance(value, (torch.Tensor, bool, int, float)):
+        if isinstance(value, (torch.Tensor, bool, int, float)) or (
+                isinstance(value, (tuple, list)) and len(names) < count and isinstance(user_inputs[len(names)], list)):
             names.append(name)
         elif isinstance(value, (tuple, list, dict)):
             leaves, _ = flatten(value, numbers_as_tensors=True)
@@ -102,6 +105,9 @@ def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params:
     user_count = len(captured.user_inputs)
     inputs = []
     for name, tensor in zip(names[:user_count], captured.user_inputs):
+        if isinstance(tensor, list):
+            inputs.append(_sequence_input(name, tensor, captured.graph, len(inputs), axes))
+            continue
         shape = list(tensor.shape)
         for axis, dim_name in axes.get(name, {}).items():
             if not -len(shape) <= axis < len(shape):
@@ -118,6 +124,29 @@ def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params:
         value.const = array if export_params else None
         params.append(value)
     return inputs, params
+
+
+_NUMBER_LIST_TYPES = {"IntType": torch.int64, "FloatType": torch.float64, "BoolType": torch.bool}
+
+
+def _sequence_input(name: str, items: list[torch.Tensor], graph, position: int, axes: dict) -> ir.Value:
+    """A list input: an ONNX sequence of its items' element type (a list of numbers: int64, double or bool, as
+    PyTorch's exporter feeds them). Its items may have any shape and the list any length at run time."""
+    if name in axes:
+        raise ExportArgumentError(f"dynamic_axes[{name!r}] names axes of a list input, an ONNX sequence: its items "
+                                  "have no fixed shape to make dynamic")
+    element = list(graph.inputs())[position].type().getElementType()
+    types = {t.dtype for t in items} or {_NUMBER_LIST_TYPES.get(element.kind(), torch.get_default_dtype())}
+    if len(types) > 1:
+        raise ExportArgumentError(f"the list input {name!r} holds tensors of several element types "
+                                  f"({sorted(str(t) for t in types)}); an ONNX sequence holds one")
+    ranks = {t.dim() for t in items}
+    value = ir.Value(name, dtypes.onnx_from_torch(types.pop()), None, kind=ir.SEQUENCE)
+    # Items of a list[int]/float/bool are numbers (0-d); the rank of tensor items is taken from the example where
+    # they agree, their sizes are left free.
+    value.elem_shape = () if element.kind() in _NUMBER_LIST_TYPES else (
+        (None,) * ranks.pop() if len(ranks) == 1 else None)
+    return value
 
 
 def _param_array(tensor: torch.Tensor) -> np.ndarray:
@@ -189,7 +218,8 @@ def _read_at_run_time_by_torch(ts_value, static: bool, opset: int) -> bool:
     """Whether PyTorch's exporter reads the input ``ts_value`` at run time where this converter folded every read:
     through ``view_as``/``reshape_as``/``expand_as`` (the other tensor's shape), ``full_like``, ``copy_`` into it,
     ``unbind`` and ``int()`` of it; through ``_dim_arange`` below opset 11; through ``fill_``
-    with a value computed at run time; through a shape query when its shape has dynamic axes."""
+    with a value computed at run time; through a shape query when its shape has dynamic axes; as an item of a list
+    indexed at a position computed at run time."""
     for use in ts_value.uses():
         kind = use.user.kind()
         if _READ_AT_RUN_TIME.get(kind) == use.offset or (not static and kind in _SHAPE_QUERIES):
@@ -199,4 +229,8 @@ def _read_at_run_time_by_torch(ts_value, static: bool, opset: int) -> bool:
             return True
         if kind in _FILLS and use.offset == 0 and use.user.inputsAt(1).node().kind() != "prim::Constant":
             return True
+        if kind == "prim::ListConstruct" and any(
+                item.user.kind() == "aten::__getitem__" and item.user.inputsAt(1).node().kind() != "prim::Constant"
+                for item in use.user.output().uses()):
+            return True  # an item of a list indexed at a run-time position: PyTorch's exporter makes the list a sequence
     return False

@@ -120,14 +120,16 @@ def uniquify_names(graph: ir.Graph) -> None:
 
 def output_shapes(graph: ir.Graph, axes: dict, example_outputs: list[Any]) -> dict[str, tuple | None]:
     """Output name -> its declared shape: a static export's example shapes, else the graph's own (the example's
-    rank where the graph knows none), with the dynamic ``axes`` named."""
+    rank where the graph knows none), with the dynamic ``axes`` named. A graph with a list input (a sequence, whose
+    items and length are free) declares no example sizes either: its outputs' sizes may depend on the list."""
+    static = not axes and not any(value.kind == ir.SEQUENCE for value in graph.inputs)
     static_shapes = {}
     for value, example in zip(graph.outputs, example_outputs):
         if value.kind == ir.TENSOR and isinstance(example, torch.Tensor):
             static_shapes[value.name] = tuple(example.shape)
     shapes = {}
     for value in graph.outputs:
-        if not axes:
+        if static:
             shape = list(static_shapes.get(value.name, value.shape or ()))
         elif value.shape is not None:
             shape = list(value.shape)

@@ -262,12 +262,25 @@ def verify(
         raise ExportArgumentError("verify exports to memory: do not pass `f`")
     result = export(model, args, io.BytesIO(), opset_version=opset_version, **export_options)
     check_args = args if check_args is None else check_args
-    flat_inputs, _ = flatten(split_args(check_args), numbers_as_tensors=True)
+    flat_inputs = _graph_inputs_of(check_args, result.capture.user_inputs)
     ts_inputs = list(flat_inputs) + [tensor for _, tensor in result.capture.params]
     with torch.no_grad():
         eager = model(*split_args(check_args)[0], **split_args(check_args)[1])
     verifier = _Verifier(result, ts_inputs, output_tolerance, repro_dir, max_local_checks)
     return verifier.run(eager, judge_selection=judge_selection)
+
+
+def _graph_inputs_of(args: Any, user_inputs: list) -> list:
+    """The arguments as the captured graph's inputs take them: flattened, except that a list argument that is one
+    input (a scripted list, an ONNX sequence) stays one list of tensors, whatever its length."""
+    positional, kwargs = split_args(args)
+    out: list = []
+    for argument in list(positional) + list(kwargs.values()):
+        if isinstance(argument, (list, tuple)) and len(out) < len(user_inputs) and isinstance(user_inputs[len(out)], list):
+            out.append(flatten(list(argument), numbers_as_tensors=True)[0])
+        else:
+            out.extend(flatten(argument, numbers_as_tensors=True)[0])
+    return out
 
 
 _QUANTIZED_SCALAR_TYPES = frozenset({"QUInt8", "QInt8", "QInt32"})
@@ -392,8 +405,11 @@ def _run_returning(graph: torch._C.Graph, results: list, inputs: list[torch.Tens
         return function(*inputs)
 
 
-def _to_numpy(tensor: torch.Tensor) -> np.ndarray:
-    """The tensor's values; a quantized tensor's integers (what the exported QuantizeLinear computes)."""
+def _to_numpy(tensor: torch.Tensor | list) -> np.ndarray | list:
+    """The tensor's values; a quantized tensor's integers (what the exported QuantizeLinear computes); a list input's
+    items."""
+    if isinstance(tensor, list):
+        return [_to_numpy(item) for item in tensor]
     if tensor.is_quantized:
         return tensor.int_repr().numpy()
     return tensor.detach().cpu().resolve_conj().resolve_neg().numpy()

@@ -274,16 +274,46 @@ class AppendedListAlsoMeasured(torch.nn.Module):
         return torch.stack(rows), len(rows)
 
 
-def test_a_list_read_other_than_by_stack_still_needs_opset_13():
-    """... when the trip count is computed at run time; a static one unrolls the loop (tests/test_script_modules.py)."""
-    with pytest.raises(UnsupportedOperatorError, match="needs opset >= 13"):
-        _export(torch.jit.script(AppendedListAlsoMeasured()), (torch.randn(4, 3),), 11, input_names=["x"],
-                dynamic_axes={"x": [0]})
-    x = torch.randn(4, 3)
+def test_a_list_read_other_than_by_stack_is_a_split_scan_output_at_opset_11():
+    """Loop-11 carries no sequences: a list the loop grows by one append per iteration is its scan output, split back
+    into a sequence after it (SplitToSequence) where something other than stack reads the list, here len(), when the
+    items' shape is known. The trip count is computed at run time; a static one unrolls the loop
+    (tests/test_script_modules.py)."""
     model = torch.jit.script(AppendedListAlsoMeasured())
+    proto = _export(model, (torch.randn(4, 3),), 11, input_names=["x"], dynamic_axes={"x": [0]})
+    assert {"Loop", "SplitToSequence", "SequenceLength"} <= _op_types(proto)
+    for rows in (6, 1):
+        x = torch.randn(rows, 3)
+        stacked, count = _run(proto, (x,))
+        np.testing.assert_array_equal(stacked, x.numpy())
+        assert count == rows
+    x = torch.randn(4, 3)
     stacked, count = _run(_export(model, (x,), 11), (x,))
     np.testing.assert_array_equal(stacked, x.numpy())
     assert count == 4
+
+
+class AppendedGrowingPrefixes(torch.nn.Module):
+    def forward(self, x):
+        rows = []
+        for i in range(x.size(0)):
+            rows.append(x[: i + 1])
+        return rows
+
+
+def test_a_list_of_items_that_may_differ_in_shape_needs_opset_13():
+    """A scan output needs every item of one shape, which a list of growing prefixes is not: opset 13 (Loop carrying
+    the sequence) is named, and there the list comes out right."""
+    with pytest.raises(UnsupportedOperatorError, match="needs opset >= 13"):
+        _export(torch.jit.script(AppendedGrowingPrefixes()), (torch.randn(4, 3),), 11, input_names=["x"],
+                dynamic_axes={"x": [0]})
+    model = torch.jit.script(AppendedGrowingPrefixes())
+    proto = _export(model, (torch.randn(4, 3),), 13, input_names=["x"], dynamic_axes={"x": [0]})
+    x = torch.randn(5, 3)
+    (items,) = _run(proto, (x,))
+    assert len(items) == 5
+    for got, want in zip(items, model(x)):
+        np.testing.assert_array_equal(got, want.numpy())
 
 
 # -- control flow beyond the docs ------------------------------------------------------------------------------
@@ -434,19 +464,42 @@ class _ListArguments(torch.nn.Module):
 
 
 @pytest.mark.parametrize("opset", [11, 16])
-def test_scripted_list_arguments_are_one_input_per_element(opset):
-    """A scripted list argument is flattened into one graph input per element (as a trace records it), each bound to
-    its own element: the list's graph input once took the first element's place and shifted the rest (wrong
-    results for list[Tensor])."""
+def test_scripted_list_arguments_are_one_sequence_input_each(opset):
+    """As in PyTorch's exporter, a scripted list argument is one graph input, an ONNX sequence (of 0-d int64 tensors
+    for a list[int]), fed as a list: the list may have another length at run time (here 3 tensors, 4 pad sizes)."""
     model = torch.jit.script(_ListArguments())
     args = (torch.randn(2, 3), [torch.randn(2, 3), torch.randn(2, 3)], 4, [1, 2])
     proto = _export(model, args, opset)
-    assert [i.name for i in proto.graph.input] == ["a", "xs_0", "xs_1", "k", "sizes_0", "sizes_1"]
+    assert [i.name for i in proto.graph.input] == ["a", "xs", "k", "sizes"]
+    assert [i.type.WhichOneof("value") for i in proto.graph.input] == [
+        "tensor_type", "sequence_type", "tensor_type", "sequence_type"]
+    assert proto.graph.input[3].type.sequence_type.elem_type.tensor_type.elem_type == onnx.TensorProto.INT64
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    feeds = dict(zip([i.name for i in session.get_inputs()],
-                     [args[0].numpy(), args[1][0].numpy(), args[1][1].numpy(), np.array(4), np.array(0), np.array(3)]))
-    expected = model(args[0], args[1], 4, [0, 3]).numpy()
-    np.testing.assert_allclose(session.run(None, feeds)[0], expected, rtol=1e-6)
+    xs = [torch.randn(2, 3) for _ in range(3)]
+    for sizes in ([0, 3], [1, 0, 2, 1]):
+        feeds = {"a": args[0].numpy(), "xs": [x.numpy() for x in xs], "k": np.array(4),
+                 "sizes": [np.array(s) for s in sizes]}
+        expected = model(args[0], xs, 4, sizes).numpy()
+        got = session.run(None, feeds)[0]
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_scripted_list_arguments_below_opset_11_are_one_input_per_element():
+    """Below opset 11 ONNX has no sequences: a scripted list argument is flattened into one graph input per element,
+    each bound to its own element (the list's length is the example's)."""
+    class Scaled(torch.nn.Module):
+        def forward(self, a, xs: list[torch.Tensor], k: int):
+            return a + xs[0] * xs[1] + k
+
+    model = torch.jit.script(Scaled())
+    args = (torch.randn(2, 3), [torch.randn(2, 3), torch.randn(2, 3)], 4)
+    proto = _export(model, args, 10)
+    assert [i.name for i in proto.graph.input] == ["a", "xs_0", "xs_1", "k"]
+    xs = [torch.randn(2, 3), torch.randn(2, 3)]
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {"a": args[0].numpy(), "xs_0": xs[0].numpy(), "xs_1": xs[1].numpy(), "k": np.array(3)})[0]
+    np.testing.assert_allclose(got, model(args[0], xs, 3).numpy(), rtol=1e-6)
 
 
 def test_scripted_padding_list_below_opset_11_names_11():

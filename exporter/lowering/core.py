@@ -220,6 +220,8 @@ def reshape(g: GraphContext, x: Any, shape: Any) -> ir.Value:
     out = g.op("Reshape", g.value(x), to_int64_list_value(g, shape))
     if isinstance(shape, (list, tuple)):
         out.shape = _reshaped_dims(g, x, shape)
+    elif is_value(shape) and shape.shape is not None and len(shape.shape) == 1 and isinstance(shape.shape[0], int):
+        out.shape = (None,) * shape.shape[0]  # a shape computed at run time, of a known length: the rank
     return out
 
 

@@ -38,11 +38,11 @@ def as_sequence(g, items) -> ir.Value:
     if not items:
         # The element type (None: not known yet) is settled by whoever first inserts into it, or by the Loop that
         # carries it (symbolics.control_flow._settle_empty_sequences); float if nothing ever does.
-        return sequence_value(g.op("SequenceEmpty", dtype_i=torch_float()), None)
+        return sequence_value(g.op("SequenceEmpty", dtype_i=torch_float()), None, ir.NO_ITEMS)
     values = [g.value(item) for item in items]
     dtype = values[0].dtype
     values = [cast(g, v, dtype) for v in values]
-    return sequence_value(g.op("SequenceConstruct", *values), dtype)
+    return sequence_value(g.op("SequenceConstruct", *values), dtype, _items_shape(values))
 
 
 def is_list(x) -> bool:
@@ -63,7 +63,8 @@ def insert_into_sequence(g, sequence: ir.Value, element, position=None) -> ir.Va
             sequence.producer.attrs["dtype"] = element.dtype
         sequence.dtype = element.dtype
     inputs = [sequence, cast(g, element, sequence.dtype)] + ([] if position is None else [position])
-    return sequence_value(g.op("SequenceInsert", *inputs), sequence.dtype)
+    return sequence_value(g.op("SequenceInsert", *inputs), sequence.dtype,
+                          ir.join_elem_shapes(sequence.elem_shape, element.shape))
 
 
 def is_list_tensor(g, x, position: int = 0) -> bool:
@@ -123,6 +124,14 @@ def concat_from_sequence(g, sequence, dim, new_axis: bool = False):
     require_sequences(g, "concatenating a list computed at run time")
     out = g.op("ConcatFromSequence", sequence, axis_i=int(dim), new_axis_i=int(new_axis))
     out.dtype = sequence.dtype
+    items = sequence.elem_shape
+    if isinstance(items, tuple):  # the items' rank (and sizes other than along the axis)
+        dims = list(items)
+        if new_axis:
+            dims.insert(normalize_dim(int(dim), len(dims) + 1), None)
+        elif dims:
+            dims[normalize_dim(int(dim), len(dims))] = None
+        out.shape = tuple(dims)
     return out
 
 
@@ -137,9 +146,18 @@ def split_to_sequence(g, x, split_size, dim: int) -> ir.Value:
     return sequence_value(out, g.dtype(x))
 
 
-def sequence_value(value: ir.Value, dtype) -> ir.Value:
-    value.kind, value.dtype, value.shape = ir.SEQUENCE, dtype, None
+def sequence_value(value: ir.Value, dtype, elem_shape=None) -> ir.Value:
+    """``value`` as a sequence of tensors of element type ``dtype`` whose items have ``elem_shape``
+    (see ``ir.Value.elem_shape``; None: unknown)."""
+    value.kind, value.dtype, value.shape, value.elem_shape = ir.SEQUENCE, dtype, None, elem_shape
     return value
+
+
+def _items_shape(values) -> tuple | None:
+    shape = ir.NO_ITEMS
+    for value in values:
+        shape = ir.join_elem_shapes(shape, value.shape)
+    return None if shape == ir.NO_ITEMS else shape
 
 
 def torch_float() -> int:
@@ -151,6 +169,8 @@ def torch_float() -> int:
 def _at(g, sequence: ir.Value, index) -> ir.Value:
     out = g.op("SequenceAt", sequence, index)
     out.dtype = sequence.dtype
+    if isinstance(sequence.elem_shape, tuple):
+        out.shape = sequence.elem_shape
     return out
 
 

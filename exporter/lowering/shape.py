@@ -239,16 +239,14 @@ def pad_op(g, x, pad: list, mode: str, value=None):
         return circular_pad(g, x, pad, rank)
     if mode not in _PAD_MODES:
         raise SymbolicValueError(f"padding mode {mode!r} has no ONNX equivalent")
-    if is_value(pad) and not is_constant(pad):
-        raise SymbolicValueError("a padding list computed as a whole at run time has no ONNX form here: its length "
-                                 "must be known at export time (a list of sizes, each may be computed at run time)")
-    pads = _onnx_pads(list(pad if isinstance(pad, (list, tuple)) else constant_value(pad)), rank)
-    if not all(is_constant(p) for p in pads) and g.opset < 11:
+    whole = is_value(pad) and not is_constant(pad)  # the list itself computed at run time (a list input)
+    pads = None if whole else _onnx_pads(list(pad if isinstance(pad, (list, tuple)) else constant_value(pad)), rank)
+    if (whole or not all(is_constant(p) for p in pads)) and g.opset < 11:
         # (worded so that callers matching PyTorch's exporter's message for this case keep working)
         raise unsupported(g.node.kind(), g.opset, "Unsupported: ONNX export of Pad with sizes computed at run time. "
                           "The sizes of the padding must be constant before Pad takes them as an input: needs opset >= 11")
     if g.opset >= 11:
-        inputs = [x, to_int64_list_value(g, pads)]
+        inputs = [x, _run_time_onnx_pads(g, pad, rank) if whole else to_int64_list_value(g, pads)]
         if mode == "constant" and value is not None and constant_value(value) not in (0, 0.0):
             inputs.append(g.const(np.array(constant_value(value)), g.dtype(x)))
         return g.op("Pad", *inputs, mode_s=_PAD_MODES[mode])
@@ -273,6 +271,20 @@ def _onnx_pads(pad: list, rank: int) -> list:
         axis = rank - 1 - i
         begins[axis], ends[axis] = pad[2 * i], pad[2 * i + 1]
     return begins + ends
+
+
+def _run_time_onnx_pads(g, pad, rank: int):
+    """:func:`_onnx_pads` of a pad list whose length is known only at run time (a 1-d tensor): zeros appended up to
+    2 * rank items, the (begin, end) pairs put in dim order (they come last dim first), then all begins and all
+    ends."""
+    pad = cast(g, pad, INT64)
+    missing = g.op("Sub", g.const([2 * rank], torch.int64), g.op("Shape", pad))
+    zeros = g.op("ConstantOfShape", missing, value_t=torch.zeros(1, dtype=torch.int64))
+    pairs = reshape(g, g.op("Concat", pad, zeros, axis_i=0), [rank, 2])
+    in_dim_order = g.op("Gather", pairs, g.const(list(range(rank - 1, -1, -1)), torch.int64), axis_i=0)
+    out = reshape(g, g.op("Transpose", in_dim_order, perm_i=[1, 0]), [2 * rank])
+    out.dtype = INT64
+    return out
 
 
 def circular_pad(g, x, pad: list, rank: int):

@@ -31,7 +31,7 @@ from exporter.lowering.core import (
     require_opset,
 )
 from exporter.lowering.numbers import extremum
-from exporter.lowering.sequence import as_sequence, sequence_length
+from exporter.lowering.sequence import SEQUENCE_OPSET, as_sequence, sequence_length
 from exporter.registry import symbolic, unsupported
 from exporter.ts_types import ts_value_type
 
@@ -92,10 +92,12 @@ def if_(g, condition):
     cond = _as_number(g, condition, BOOL)
     results = g.op("If", cond, then_branch_g=then_graph, else_branch_g=else_graph, outputs=len(outputs))
     results = results if isinstance(results, tuple) else (results,)
-    for value, branch_value in zip(results, then_graph.outputs):
+    for value, branch_value, other in zip(results, then_graph.outputs, else_graph.outputs):
         value.dtype, value.kind = branch_value.dtype, branch_value.kind
         if branch_value.kind == ir.OPTIONAL:
             value.shape = branch_value.shape
+        if value.kind == ir.SEQUENCE:
+            value.elem_shape = ir.join_elem_shapes(branch_value.elem_shape, other.elem_shape)
     return _results(node, list(results))
 
 
@@ -158,7 +160,7 @@ def _shape_placeholder(g, graph: ir.Graph, index: int, other: ir.Value) -> None:
         return
     if other.kind == ir.SEQUENCE:  # a list: an empty one of the same element type
         empty = g.subcontext(graph).op("SequenceEmpty", dtype_i=other.dtype)
-        empty.dtype, empty.kind = other.dtype, ir.SEQUENCE
+        empty.dtype, empty.kind, empty.elem_shape = other.dtype, ir.SEQUENCE, ir.NO_ITEMS
         graph.outputs[index] = empty
         return
     shape = () if other.shape is None else tuple(d if isinstance(d, int) else 1 for d in other.shape)
@@ -221,6 +223,20 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_list
         g.node = node
         if unrolled is not None:
             return _results(node, unrolled)
+    split = []
+    if unroll_lists and g.opset >= SEQUENCE_OPSET:
+        # A list the loop grows by one append per iteration and that is read otherwise than by stack: the scan
+        # output split back into a sequence (SplitToSequence exists from 11), where the items provably share a shape.
+        split = [k for k in _scanned_lists(node, carried, stacked_only=False) if k not in scanned]
+        scanned = scanned + split
+        kept = [k for k in kept if k not in split]
+    elif unroll_lists:
+        lists = [k for k in kept if _is_list_type(ts_outputs[k])]
+        # (unless a later loop carries the list on, which needs 13 whatever this one does)
+        if lists and set(lists) <= set(_scanned_lists(node, carried, stacked_only=False)) and not any(
+                use.user.kind() == "prim::Loop" for k in lists for use in ts_outputs[k].uses()):
+            require_opset(g, SEQUENCE_OPSET, "a list grown by one append per iteration and read otherwise than by "
+                                             "stack (a scan output split into a sequence)")
     initial = [_carried_initial(g, carried[k], ts_outputs[k]) for k in kept]
     trip = None if _is_static(max_trip_count) and int(constant_value(max_trip_count)) == _INT64_MAX else (
         _as_number(g, max_trip_count, INT64)
@@ -234,6 +250,8 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_list
             body = None
     if body is None:
         body = _convert_body(g, body_block, initial, scanned, exact_shapes=False)
+        if not _items_invariant(body):
+            body = _convert_body(g, body_block, initial, scanned, exact_shapes=False, forget_items=True)
     _settle_empty_sequences(initial, body.inputs[2:], body.outputs[1 : 1 + len(initial)])
     _settle_optionals(initial, body.inputs[2:], body.outputs[1 : 1 + len(initial)])
 
@@ -242,9 +260,14 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_list
     for value, start, end in zip(results, initial, body.outputs[1:]):
         value.dtype, value.kind, value.is_number = start.dtype, start.kind, start.is_number
         value.shape = _carried_result_shape(start, end)
+        if value.kind == ir.SEQUENCE:
+            value.elem_shape = ir.join_elem_shapes(start.elem_shape, end.elem_shape)
     for value, element in zip(results[len(kept):], body.outputs[1 + len(kept):]):
         value.dtype, value.kind = element.dtype, ir.SCANNED
         value.shape = None if element.shape is None else (None, *element.shape)
+    results = list(results)
+    for k in split:
+        results[len(kept) + scanned.index(k)] = _scan_as_sequence(g, results[len(kept) + scanned.index(k)])
     by_position = dict(zip(kept + scanned, results))
     return _results(node, [by_position[k] for k in range(len(carried))])
 
@@ -315,11 +338,12 @@ def _from_constants(ts_value) -> bool:
     return all(_from_constants(v) for v in node.inputs())
 
 
-def _scanned_lists(node, carried) -> list[int]:
+def _scanned_lists(node, carried, stacked_only: bool = True) -> list[int]:
     """Positions of the carried lists that can be the Loop's scan outputs: lists that start empty, that each
     iteration grows by exactly one ``append`` (its only use in the body), and that after the loop are only read
     by ``aten::stack``. The scan output holds the appended tensors stacked on a new axis 0, which is exactly
-    what stack needs; anything else could observe the list itself, so it is not rewritten."""
+    what stack needs; anything else could observe the list itself, so it is not rewritten (unless not
+    ``stacked_only``: then the scan output is split back into the list, :func:`_scan_as_sequence`)."""
     body_block = next(iter(node.blocks()))
     body_inputs = list(body_block.inputs())[1:]
     returned = list(body_block.returnNode().inputs())[1:]
@@ -332,9 +356,30 @@ def _scanned_lists(node, carried) -> list[int]:
         if (_appended_item(append_node) is not None and uses[0].offset == 0
                 and append_node.owningBlock() == body_block
                 and append_node.output() == list_out and len(list_out.uses()) == 1
-                and result.uses() and all(use.user.kind() == "aten::stack" for use in result.uses())):
+                and (not stacked_only or result.uses() and all(use.user.kind() == "aten::stack" for use in result.uses()))):
             scanned.append(k)
     return scanned
+
+
+def _input_dim_names(graph: ir.Graph) -> set[str]:
+    """The named dims of the model's inputs (its dynamic axes): sizes fixed for a run, unlike the ``unk__`` names
+    ONNX shape inference gives sizes it does not know."""
+    while graph.parent is not None:
+        graph = graph.parent
+    return {dim for value in graph.inputs if value.shape for dim in value.shape if isinstance(dim, str)}
+
+
+def _scan_as_sequence(g, stacked: ir.Value) -> ir.Value:
+    """The list a scan output holds (the appended tensors stacked on a new axis 0) as a sequence: SplitToSequence
+    into pieces of 1 without the axis. Only where each appended tensor's shape is known at export time (every
+    size a number or a named dynamic axis): a scan output needs all of them of one shape, which a list need not be."""
+    element = None if stacked.shape is None else stacked.shape[1:]
+    if element is None or not all(isinstance(dim, int) or dim in _input_dim_names(g.graph) for dim in element):
+        raise unsupported(g.node.kind(), g.opset, f"a list carried through a loop, whose items may differ in shape: "
+                          f"needs opset >= {SEQUENCE_LOOP_OPSET}")
+    out = g.op("SplitToSequence", stacked, keepdims_i=0)
+    out.kind, out.dtype, out.shape, out.elem_shape = ir.SEQUENCE, stacked.dtype, None, tuple(element)
+    return out
 
 
 def _appended_item(node):
@@ -364,8 +409,11 @@ def _carried_result_shape(start: ir.Value, end: ir.Value) -> tuple | None:
     return tuple(None for _ in known[0])
 
 
-def _convert_body(g, body_block, initial: list[ir.Value], scanned: list[int], exact_shapes: bool) -> ir.Graph:
-    """The ONNX body graph; carried inputs get the start values' shapes (``exact_shapes``) or only their ranks.
+def _convert_body(g, body_block, initial: list[ir.Value], scanned: list[int], exact_shapes: bool,
+                  forget_items: bool = False) -> ir.Graph:
+    """The ONNX body graph; carried inputs get the start values' shapes (``exact_shapes``) or only their ranks, and a
+    carried list the shape of its start's items likewise (none with ``forget_items``; an empty start: no items, so
+    that what the body appends tells their shape).
 
     A scanned list (positions ``scanned``) is no body input: the body returns the tensor it appends, after the
     carried values, as the Loop's scan output.
@@ -376,6 +424,10 @@ def _convert_body(g, body_block, initial: list[ir.Value], scanned: list[int], ex
         _body_input(g, "carried", v.dtype, v.shape if exact_shapes else _loose_shape(v), v.is_number, v.kind)
         for v in initial
     ]
+    for value, start in zip(carried_in, initial):
+        if start.kind == ir.SEQUENCE and not forget_items:
+            items = start.elem_shape
+            value.elem_shape = items if exact_shapes or not isinstance(items, tuple) else (None,) * len(items)
     block_inputs = iter(carried_in)
     count = len(carried_in) + len(scanned)
     bound = [[] if k in scanned else next(block_inputs) for k in range(count)]
@@ -411,10 +463,21 @@ def _shapes_invariant(body: ir.Graph) -> bool:
     Then, by induction, the shapes of the first iteration hold for all of them and may be baked in.
     """
     carried_in, carried_out = body.inputs[2:], body.outputs[1:]
-    return all(
+    return _items_invariant(body) and all(
         v_in.kind == ir.SEQUENCE or (v_in.kind == ir.OPTIONAL and optional.is_none(v_out))
         or (v_out.shape is not None and v_in.shape is not None and tuple(v_out.shape) == tuple(v_in.shape))
         for v_in, v_out in zip(carried_in, carried_out)
+    )
+
+
+def _items_invariant(body: ir.Graph) -> bool:
+    """Whether every carried list provably leaves an iteration with items of the shape the body assumed for the
+    items it entered with (all of them, by induction; an empty start assumes none, and what the body appends is
+    then all there is to know)."""
+    return all(
+        v_in.kind != ir.SEQUENCE or v_in.elem_shape == ir.NO_ITEMS
+        or ir.join_elem_shapes(v_in.elem_shape, v_out.elem_shape) == v_in.elem_shape
+        for v_in, v_out in zip(body.inputs[2:], body.outputs[1:])
     )
 
 

@@ -18,7 +18,7 @@ from exporter.lowering.core import (
     torch_dtype_arg,
 )
 from exporter.lowering.indexing import gather_at
-from exporter.lowering.sequence import is_list_tensor, sequence_at, unpack_sequence
+from exporter.lowering.sequence import concat_from_sequence, is_list_tensor, sequence_at, unpack_sequence
 from exporter.registry import symbolic
 
 
@@ -173,6 +173,12 @@ def tensor_from_data(g, data, dtype=None, device=None, *unused):
         return torch.tensor(constant_value(data), dtype=target)
     explicit = dtypes.onnx_from_torch(target) if target is not None else None
     dtype = explicit or output_dtype(g) or _data_type(g)
+    if is_value(data) and data.kind == ir.SEQUENCE:
+        # A list of numbers a loop built (``torch.tensor([2 for _ in range(n)])``): its 0-d items stacked.
+        stacked = concat_from_sequence(g, data, 0, new_axis=True)
+        if g.node.inputsAt(0).type().getElementType().kind() in ("IntType", "FloatType", "BoolType"):
+            stacked.shape = (None,)
+        return cast(g, stacked, dtype or data.dtype)
     if isinstance(data, list):
         if dtype is None or dtype == INT64:
             return cast(g, to_int64_list_value(g, data), dtype or INT64)

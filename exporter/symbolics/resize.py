@@ -24,7 +24,7 @@ import math
 import numpy as np
 import torch
 
-from exporter import dtypes
+from exporter import dtypes, ir
 from exporter.lowering.core import (
     DOUBLE,
     FLOAT,
@@ -32,11 +32,13 @@ from exporter.lowering.core import (
     constant_value,
     is_value,
     require_rank,
+    reshape,
     slice_op,
     to_int64_list_value,
 )
 from exporter.lowering.resize import unused_resize_inputs, upsample_by_integer_factors
 from exporter.lowering.runtime import RESIZE_DOUBLES, applies
+from exporter.lowering.sequence import concat_from_sequence
 from exporter.registry import parse_args, symbolic, unsupported
 
 _CUBIC_COEFF_A = -0.75
@@ -68,9 +70,14 @@ def _scales_argument(g, input, scale_args) -> list[float] | None:
     return given
 
 
-def _size_argument(output_size) -> list | None:
+def _size_argument(g, output_size, spatial: int) -> list | None:
     if output_size is None:
         return None
+    if is_value(output_size) and output_size.kind == ir.SEQUENCE:
+        # Sizes a scripted loop computed (F.interpolate's from scale factors and run-time input sizes): stacked.
+        # Reshaped to the spatial count: ONNX shape inference then knows the length Resize needs (it misreads the
+        # length of a Concat with an input of unknown shape as 0 and rejects the model).
+        output_size = reshape(g, concat_from_sequence(g, output_size, 0, new_axis=True), [spatial])
     if is_value(output_size):
         return [output_size]  # a 1-D value holding every spatial size
     return list(output_size)
@@ -91,7 +98,7 @@ class _Request:
         self.align_corners = align_corners
         self.spatial = _spatial_count(g, input)
         self.scales = _scales_argument(g, input, scale_args)
-        self.size = _size_argument(output_size)
+        self.size = _size_argument(g, output_size, self.spatial)
         dims = g.dims(input)
         self.in_dims = None if dims is None else dims[2:]
         if self.scales is not None and self.size is not None and not _is_vec_overload(g):
@@ -170,7 +177,10 @@ def _resize_11(g, request: _Request):
     if request.uses_scales():
         scales = g.const(np.array([1.0, 1.0] + request.onnx_scales(), dtype=np.float32))
         return g.op("Resize", request.input, roi, scales, **attributes)
-    return g.op("Resize", request.input, roi, no_scales, _full_sizes(g, request), **attributes)
+    out = g.op("Resize", request.input, roi, no_scales, _full_sizes(g, request), **attributes)
+    if out.shape is None and g.rank(request.input) is not None:
+        out.shape = (None,) * g.rank(request.input)  # sizes computed at run time: the rank is the input's
+    return out
 
 
 # -- opsets 7-10: Upsample / Resize-10 for integer nearest factors, gathers otherwise -----------------------------

@@ -55,7 +55,7 @@ def delete(g, items, index):
         return updated
     require_sequences(g, "removing an item of a list computed at run time")
     sequence = as_sequence(g, items)
-    return sequence_value(g.op("SequenceErase", sequence, cast(g, index, INT64)), sequence.dtype)
+    return sequence_value(g.op("SequenceErase", sequence, cast(g, index, INT64)), sequence.dtype, sequence.elem_shape)
 
 
 @symbolic("aten::insert")
@@ -87,9 +87,8 @@ def set_item(g, items, index, element):
     length = sequence_length(g, sequence)
     # Python counts a negative index from the end; (index + n) mod n is that position, non-negative.
     position = g.op("Mod", g.op("Add", cast(g, index, INT64), length), length)
-    erased = sequence_value(g.op("SequenceErase", sequence, position), sequence.dtype)
-    out = g.op("SequenceInsert", erased, cast(g, element, sequence.dtype), position)
-    return sequence_value(out, sequence.dtype)
+    erased = sequence_value(g.op("SequenceErase", sequence, position), sequence.dtype, sequence.elem_shape)
+    return insert_into_sequence(g, erased, element, position)
 
 
 @symbolic("aten::list")

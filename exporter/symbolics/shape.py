@@ -34,7 +34,7 @@ from exporter.lowering.core import (
     to_int64_list_value,
     unsqueeze,
 )
-from exporter.lowering.indexing import repeat_indices
+from exporter.lowering.indexing import gather_at, repeat_indices
 from exporter.lowering.runtime import DEPTH_TO_SPACE_INTEGERS, applies
 from exporter.lowering.sequence import (
     concat_from_sequence,
@@ -83,6 +83,11 @@ def size(g, self, dim=None):
     """``x.size()`` / ``x.size(dim)``: Python ints where static, Shape/Gather values where not."""
     if dim is None:
         return shape_of(g, self)
+    if is_value(dim) and not is_constant(dim):
+        # A dim computed at run time (``x.size(i + 2)`` in scripted interpolate's loop): picked from the shape.
+        out = gather_at(g, g.op("Shape", g.value(self)), cast(g, dim, INT64), 0)
+        out.dtype, out.shape, out.is_number = INT64, (), True
+        return out
     return dim_size(g, self, int(constant_value(dim)))
 
 

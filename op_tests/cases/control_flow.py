@@ -166,3 +166,41 @@ CASES += [
     OpCase("slice_scatter", lambda k: (torch.randn(5 + 2 * k, 3),), sample="strided_run_time_size",
            fn=_assign_strided_rows, dynamic_min_opset=10),
 ]
+
+
+class _TensorOfLoopBuiltList(torch.nn.Module):
+    """``torch.tensor`` of a list of numbers a loop builds: the sequence's items stacked (ConcatFromSequence)."""
+
+    def forward(self, x):
+        counts = [i * 2 for i in range(x.size(0))]
+        return x * torch.tensor(counts, dtype=torch.float).unsqueeze(1)
+
+
+class _StackOfLoopCarriedList(torch.nn.Module):
+    """A list grown with ``+=`` in a loop and stacked: the stack's rank comes from the items' shape the sequence
+    carries (the transpose needs it)."""
+
+    def forward(self, x):
+        outputs = []
+        for i in range(x.size(0)):
+            outputs += [x[i] * i]
+        return torch.stack(outputs).transpose(0, 1)
+
+
+class _InterpolateByScale(torch.nn.Module):
+    """Scripted F.interpolate computes the output size in a loop over the spatial dims (``input.size(i + 2)``)."""
+
+    def forward(self, x):
+        return torch.nn.functional.interpolate(x, scale_factor=1.5, mode="bilinear", recompute_scale_factor=True,
+                                               align_corners=False)
+
+
+CASES += [
+    # Dynamic: the loop runs at run time; a list read other than by stack is a split scan output from 11.
+    OpCase("tensor", lambda k: (torch.randn(3 + k, 2),), sample="loop_built_list", dynamic_min_opset=11,
+           module=lambda: torch.jit.script(_TensorOfLoopBuiltList())),
+    OpCase("stack", lambda k: (torch.randn(3 + k, 4),), sample="loop_carried_list", dynamic_min_opset=11,
+           module=lambda: torch.jit.script(_StackOfLoopCarriedList())),
+    OpCase("upsample_bilinear2d", lambda k: (torch.randn(1, 2, 4 + k, 6),), sample="scripted_scale_factor",
+           dynamic_min_opset=11, module=lambda: torch.jit.script(_InterpolateByScale())),
+]

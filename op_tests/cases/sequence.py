@@ -130,7 +130,8 @@ CASES = [
     # Static exports fold x.size(0) into the positions; the dynamic one needs SequenceErase/SequenceInsert.
     OpCase("pop", lambda k: (torch.randn(5 + k, 4),), sample="run_time_position", dynamic_min_opset=11,
            module=lambda: torch.jit.script(_RunTimeIndexListMethods())),
-    OpCase("pop", lambda k: (torch.randn(5 + k, 3),), sample="grown_list", dynamic_min_opset=13,
+    # A list a loop grows by one append per iteration is the Loop's scan output split into a sequence from opset 11.
+    OpCase("pop", lambda k: (torch.randn(5 + k, 3),), sample="grown_list", dynamic_min_opset=11,
            module=lambda: torch.jit.script(_GrownListMethods())),
     OpCase("Delete", lambda k: (torch.randn(5 + k, 3),), sample="in_loops", dynamic_min_opset=13,
            module=lambda: torch.jit.script(_PopInLoop())),
@@ -138,8 +139,9 @@ CASES = [
            module=lambda: torch.jit.script(_TwoAppendsPerIteration())),
 
     # Loop-carried sequences: Loop's carried type V admits seq(tensor) from Loop-13 (ONNX Runtime enforces it); a
-    # static export below 13 unrolls a loop whose trip count it knows, so only the dynamic one needs 13.
-    OpCase("append", lambda k: (torch.randn(3 + k, 4),), sample="list_in_loop", dynamic_min_opset=13,
+    # static export below 13 unrolls a loop whose trip count it knows, so only the dynamic one needs 13 (11 for a
+    # list grown by one append per iteration: a scan output, split into a sequence where more than stack reads it).
+    OpCase("append", lambda k: (torch.randn(3 + k, 4),), sample="list_in_loop", dynamic_min_opset=11,
            module=lambda: torch.jit.script(_ListInLoop())),
     OpCase("append", lambda k: (torch.randn(2 + k, 3),), sample="len_of_growing_list", dynamic_min_opset=13,
            module=lambda: torch.jit.script(_LenOfGrowingList())),
