@@ -90,7 +90,7 @@ def section(results: SuiteResults, causes: dict[str, str], peer: dict[str, tuple
         lines.append(f"| {opset} | {counts['passed']:,} | {counts['failed']:,} | {counts['skipped']:,} | "
                      f"{_peer_cell(peer, str(opset))} |")
     lines.append(f"| all | {total['passed']:,} | {total['failed']:,} | {total['skipped']:,} | {_peer_cell(peer, 'all')} |")
-    lines += ["", f"Every failing test ({len(results.failures)} tests, {total['failed']:,} failures; where: opset and "
+    lines += ["", f"Every failing test ({_count(len(results.failures), 'test')}, {_count(total['failed'], 'failure')}; where: opset and "
               "`s` scripted / `t` traced):", "", "| test | where | cause |", "|---|---|---|"]
     for failure in sorted(results.failures.values(), key=lambda f: (cause_of(f, causes), f.test)):
         where = " ".join(sorted(failure.where, key=lambda w: (int(w[:-1]), w[-1])))
@@ -108,3 +108,7 @@ def rewrite(readme: str, text: str) -> str:
     if start < 0 or end < start:
         raise ValueError(f"the README has no torch-suite markers ({BEGIN!r} ... {END!r})")
     return readme[: start + len(BEGIN)] + "\n" + text + "\n" + readme[end:]
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
