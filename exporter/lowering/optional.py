@@ -22,6 +22,11 @@ OPTIONAL_OPSET = 15  # Optional, OptionalHasElement, OptionalGetElement
 CONTROL_FLOW_OPTIONAL_OPSET = 16  # If-16, Loop-16 and Identity-16 take optionals; their earlier versions do not
 
 
+def flows_through_control(g: GraphContext) -> bool:
+    """Whether the target opset's If and Loop take and return optional values (If-16, Loop-16)."""
+    return g.opset >= CONTROL_FLOW_OPTIONAL_OPSET
+
+
 def is_optional(x: Any) -> bool:
     return isinstance(x, ir.Value) and x.kind == ir.OPTIONAL
 

@@ -21,6 +21,11 @@ from exporter.registry import unsupported
 SEQUENCE_OPSET = 11
 
 
+def has_sequences(g) -> bool:
+    """Whether the target opset has sequence values and their operators (SequenceConstruct, SplitToSequence, ...)."""
+    return g.opset >= SEQUENCE_OPSET
+
+
 def require_sequences(g, what: str) -> None:
     """Raise the unsupported-operator error for ``what`` below the opset that introduced sequences."""
     if g.opset < SEQUENCE_OPSET:

@@ -31,7 +31,7 @@ from exporter.lowering.core import (
     require_opset,
 )
 from exporter.lowering.numbers import extremum
-from exporter.lowering.sequence import SEQUENCE_OPSET, as_sequence, sequence_length
+from exporter.lowering.sequence import SEQUENCE_OPSET, as_sequence, has_sequences, sequence_length
 from exporter.registry import symbolic, unsupported
 from exporter.ts_types import ts_value_type
 
@@ -224,7 +224,7 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_list
         if unrolled is not None:
             return _results(node, unrolled)
     split = []
-    if unroll_lists and g.opset >= SEQUENCE_OPSET:
+    if unroll_lists and has_sequences(g):
         # A list the loop grows by one append per iteration and that is read otherwise than by stack: the scan
         # output split back into a sequence (SplitToSequence exists from 11), where the items provably share a shape.
         split = [k for k in _scanned_lists(node, carried, stacked_only=False) if k not in scanned]
@@ -488,7 +488,7 @@ def _carried_initial(g, value, ts_value) -> ir.Value:
         return as_sequence(g, value)
     may_be_none = ts_value.type().kind() == "NoneType" or (
         ts_value.type().kind() == "OptionalType" and ts_value.type().getElementType().kind() == "TensorType")
-    if may_be_none and g.opset >= optional.CONTROL_FLOW_OPTIONAL_OPSET:
+    if may_be_none and optional.flows_through_control(g):
         start = optional.wrap(g, value)
         if start.dtype is None:
             start.dtype = optional.declared_element_type(ts_value)
