@@ -284,7 +284,7 @@ def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) ->
     present = [argument for argument in positional if argument is not None]
     flat = _scripted_inputs(list(graph.inputs())[first:], present)
     user_inputs = list(graph.inputs())[first:]
-    for value, tensor in zip(user_inputs, flat):
+    for value, tensor in zip(user_inputs, present):  # one graph input per argument (tuples are lowered later)
         if value.type().kind() == "TensorType" and isinstance(tensor, torch.Tensor):
             value.setType(torch._C.TensorType.create_from_tensor(tensor))
     # Captured before the example run: a forward that assigns module attributes changes them, and the export

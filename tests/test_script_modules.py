@@ -438,3 +438,23 @@ def test_module_whose_state_holds_packed_parameters():
     x = torch.quantize_per_tensor(torch.linspace(-2, 2, 12).view(3, 4), 0.25, 128, torch.quint8)
     proto = _export(model, (x,), 13)
     assert any(node.op_type in ("QLinearMatMul", "MatMul", "Gemm") for node in proto.graph.node)
+
+
+class _TupleThenTensor(torch.nn.Module):
+    def forward(self, pair: tuple[torch.Tensor, torch.Tensor], c: torch.Tensor):
+        return pair[0] + pair[1].sum(), c / 2
+
+
+def test_a_tensor_after_a_tuple_argument_keeps_its_own_recorded_type():
+    """Graph inputs are typed per argument: a tuple argument (one graph input until tuples are lowered) does not
+    shift the example types onto the arguments after it (``c`` was recorded as the tuple's second tensor, Float[2, 3])."""
+    model = torch.jit.script(_TupleThenTensor())
+    a, b, c = torch.randn(4), torch.randn(2, 3), torch.arange(35).reshape(5, 7)
+    captured = exporter.prepare_capture(model, ((a, b), c))
+    last = list(captured.graph.inputs())[-1].type()
+    assert (last.scalarType(), last.sizes()) == ("Long", [5, 7])
+    buffer = io.BytesIO()
+    exporter.export(model, ((a, b), c), buffer, opset_version=14)
+    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    feeds = dict(zip([i.name for i in session.get_inputs()], [a.numpy(), b.numpy(), c.numpy()]))
+    np.testing.assert_allclose(session.run(None, feeds)[1], (c / 2).numpy())
