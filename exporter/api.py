@@ -18,7 +18,7 @@ import torch
 from exporter import local_functions, naming, passes, serialize, validate
 from exporter.capture import Capture, capture, flatten, split_args, split_list_inputs
 from exporter.convert import Converter
-from exporter.errors import ExportArgumentError, in_callers_terms
+from exporter.errors import ExportArgumentError
 from exporter.graph_context import ExportSession
 from exporter.lowering import runtime
 from exporter.lowering.sequence import SEQUENCE_OPSET
@@ -54,7 +54,6 @@ def _exporting():
 _CUSTOM_NAME = re.compile(r"^[A-Za-z0-9_.\-]+::[A-Za-z_\-][A-Za-z0-9_.\-]*$")
 
 
-@in_callers_terms
 def register_custom_op_symbolic(symbolic_name: str, symbolic_fn: Callable, opset_version: int) -> None:
     """Register ``symbolic_fn`` for the op ``symbolic_name`` ("<namespace>::<op>") from ``opset_version`` on.
 
@@ -68,7 +67,6 @@ def register_custom_op_symbolic(symbolic_name: str, symbolic_fn: Callable, opset
     REGISTRY.register(symbolic_name, _check_opset(opset_version), symbolic_fn, custom=True)
 
 
-@in_callers_terms
 def unregister_custom_op_symbolic(symbolic_name: str, opset_version: int) -> None:
     """Remove the symbolic registered for ``symbolic_name`` at ``opset_version``; a built-in one applies again."""
     _check_custom_name(symbolic_name)
@@ -82,7 +80,6 @@ def _check_custom_name(symbolic_name: str) -> None:
         )
 
 
-@in_callers_terms
 def unconvertible_ops(
     model: Any, args: Any, training: TrainingMode = TrainingMode.EVAL, opset_version: int | None = None
 ) -> tuple[torch._C.Graph, list[str]]:
@@ -215,7 +212,6 @@ def _shortened(names: list[str], limit: int = 8) -> str:
     return f"[{shown}{', ...' if len(names) > limit else ''}]"
 
 
-@in_callers_terms
 def export(
     model: torch.nn.Module | torch.jit.ScriptModule | torch.jit.ScriptFunction,
     args: tuple[Any, ...] | torch.Tensor,
@@ -347,7 +343,6 @@ def export(
                         times.seconds)
 
 
-@in_callers_terms
 def prepare_capture(
     model: torch.nn.Module | torch.jit.ScriptModule | torch.jit.ScriptFunction,
     args: tuple[Any, ...] | torch.Tensor,
@@ -372,7 +367,6 @@ def _unshared(captured: Capture) -> Capture:
     return dataclasses.replace(captured, graph=captured.graph.copy())
 
 
-@in_callers_terms
 def export_to_pretty_string(
     model: Any, args: Any, *, google_printer: bool = False, add_node_names: bool = True, export_type: Any = None,
     **kwargs: Any,

@@ -5,8 +5,6 @@ Every error derives from :class:`OnnxExporterError`, so callers can catch the wh
 
 from __future__ import annotations
 
-import functools
-import sys
 
 
 class OnnxExporterError(RuntimeError):
@@ -49,39 +47,3 @@ class SymbolicValueError(OnnxExporterError):
 class CheckerError(OnnxExporterError):
     """The exported model failed ``onnx.checker.check_model(full_check=True)``; nothing was written."""
 
-
-# Read from sys.modules only: the engine never imports PyTorch's exporter nor calls into it.
-_CALLERS_ERRORS_MODULE = "torch.onnx.errors"
-
-
-def in_callers_terms(function):
-    """Let ``except`` clauses written for PyTorch's TorchScript-era exporter catch the errors ``function`` raises.
-
-    When the caller has loaded PyTorch's exporter errors, an escaping error also becomes an instance of the class
-    of the same name there (``OnnxExporterError``, ``UnsupportedOperatorError``, ``SymbolicValueError``), keeping its
-    own class, message and traceback. When the caller has not, nothing changes and nothing is imported."""
-
-    @functools.wraps(function)
-    def calling(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except OnnxExporterError as error:
-            theirs = sys.modules.get(_CALLERS_ERRORS_MODULE)
-            if theirs is not None:
-                error.__class__ = _with_counterpart(type(error), vars(theirs))
-            raise
-
-    return calling
-
-
-@functools.cache
-def _class_with_counterpart(ours: type, counterpart: type) -> type:
-    return type(ours.__name__, (ours, counterpart), {"__module__": ours.__module__, "__doc__": ours.__doc__})
-
-
-def _with_counterpart(ours: type, their_namespace: dict) -> type:
-    for cls in ours.__mro__:
-        counterpart = their_namespace.get(cls.__name__)
-        if isinstance(counterpart, type) and issubclass(counterpart, RuntimeError):
-            return ours if issubclass(ours, counterpart) else _class_with_counterpart(ours, counterpart)
-    return ours

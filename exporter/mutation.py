@@ -109,8 +109,8 @@ def _mutates_first_input(node) -> bool:
 def _some_overload_mutates(kind: str) -> bool:
     """Whether any schema of ``kind`` writes an argument: a node of a kind none of whose overloads does needs no look
     at its own schema (which TorchScript builds as a string, the cost of this pass on a large traced graph)."""
-    return any("!" in str(schema) for schema in torch._C._jit_get_schemas_for_operator(kind)) \
-        or not torch._C._jit_get_schemas_for_operator(kind)
+    schemas = torch._C._jit_get_schemas_for_operator(kind)
+    return not schemas or any("!" in str(schema) for schema in schemas)
 
 
 def _write_back(graph, node) -> list[tuple]:

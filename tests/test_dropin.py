@@ -5,7 +5,6 @@ runs the same calls through both exporters side by side.
 
 from __future__ import annotations
 
-import io
 import os
 import pathlib
 import stat
@@ -393,22 +392,3 @@ def test_prelu_on_a_0d_input_is_0d(script):
     model = torch.jit.script(model) if script else model
     data, _ = export_bytes(model, (torch.tensor(-2.0),), input_names=["x"])
     _assert_like_pytorch(model, (torch.tensor(-3.0),), data, ["x"])
-
-
-class _GridSample5d(torch.nn.Module):
-    def forward(self, volume, grid):
-        return torch.nn.functional.grid_sample(volume, grid, align_corners=False)
-
-
-def test_callers_except_clauses_for_torch_onnx_errors_catch_ours():
-    """Code written for PyTorch's exporter (``except torch.onnx.errors.UnsupportedOperatorError``) catches our errors,
-    which keep their own class and message."""
-    args = (torch.randn(1, 1, 2, 3, 2), torch.randn(1, 3, 2, 4, 3))
-    with pytest.raises(torch.onnx.errors.UnsupportedOperatorError) as caught:
-        exporter.export(_GridSample5d(), args, io.BytesIO(), opset_version=16)
-    assert isinstance(caught.value, exporter.errors.UnsupportedOperatorError)
-    assert isinstance(caught.value, torch.onnx.OnnxExporterError)
-    assert "aten::grid_sampler" in str(caught.value) and caught.value.min_opset is None
-    with pytest.raises(torch.onnx.OnnxExporterError) as caught:
-        exporter.export(_GridSample5d(), args, io.BytesIO(), opset_version=99)
-    assert isinstance(caught.value, ExportArgumentError) and isinstance(caught.value, ValueError)
