@@ -201,11 +201,11 @@ def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int, opse
 
 
 # TorchScript ops whose argument at this position PyTorch's exporter reads at run time (a Shape node it does not fold)
-# even when the shape is static: the input stays though this converter folds the read.
-_READ_AT_RUN_TIME = {"aten::view_as": 1, "aten::reshape_as": 1, "aten::expand_as": 1, "aten::full_like": 0,
-                     "aten::copy_": 0, "aten::unbind": 0, "aten::Int": 0}
-# ... and those it reads at run time below an opset only: {kind: (position, first opset at which it folds the read)}.
-_READ_AT_RUN_TIME_BELOW = {"aten::_dim_arange": (0, 11)}
+# even when the shape is static, so the input stays though this converter folds the read: {kind: (position, the first
+# opset at which PyTorch's exporter folds the read too, None for none)}.
+_READ_AT_RUN_TIME = {"aten::view_as": (1, None), "aten::reshape_as": (1, None), "aten::expand_as": (1, None),
+                     "aten::full_like": (0, None), "aten::copy_": (0, None), "aten::unbind": (0, None),
+                     "aten::Int": (0, None), "aten::_dim_arange": (0, 11)}
 _SHAPE_QUERIES = frozenset({"aten::size", "aten::sym_size", "aten::dim", "aten::numel", "aten::len", "prim::shape"})
 _FILLS = frozenset({"aten::fill_", "aten::fill"})
 
@@ -222,10 +222,10 @@ def _read_at_run_time_by_torch(ts_value, static: bool, opset: int) -> bool:
     indexed at a position computed at run time."""
     for use in ts_value.uses():
         kind = use.user.kind()
-        if _READ_AT_RUN_TIME.get(kind) == use.offset or (not static and kind in _SHAPE_QUERIES):
+        position, folded_from = _READ_AT_RUN_TIME.get(kind, (None, None))
+        if position == use.offset and (folded_from is None or opset < folded_from):
             return True
-        position, folded_from = _READ_AT_RUN_TIME_BELOW.get(kind, (None, 0))
-        if position == use.offset and opset < folded_from:
+        if not static and kind in _SHAPE_QUERIES:
             return True
         if kind in _FILLS and use.offset == 0 and use.user.inputsAt(1).node().kind() != "prim::Constant":
             return True
