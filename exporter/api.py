@@ -272,25 +272,27 @@ def export(
     plain ONNX form everywhere, a collection of names keeps just those. The result's ``workarounds`` lists the ones
     the model depends on.
     """
-    _check_dynamo(dynamo)
-    workarounds = _check_workarounds(runtime_workarounds)
-    args = _with_keyword_arguments(args, kwargs)
-    opset = _check_opset(opset_version)
-    serialize.check_destination(f)
-    _check_no_meta_tensors(model, args)
-    training = enum_member(TrainingMode, training, "training")
-    operator_export_type = enum_member(OperatorExportTypes, operator_export_type, "operator_export_type")
-    dynamic_axes = dict(dynamic_axes or {})
-    _check_dynamic_axes_shape(dynamic_axes)
-    if export_modules_as_functions:
-        local_functions.check_request(model, export_modules_as_functions, opset)
-    if keep_initializers_as_inputs is None:
-        keep_initializers_as_inputs = operator_export_type != OperatorExportTypes.ONNX
-    keep_initializers_as_inputs = opset < 9 or bool(keep_initializers_as_inputs)
-    if export_params:
-        serialize.check_room_for_parameters(model, f)
-
     times = StageTimes()
+    with times.stage("arguments"):
+        _check_dynamo(dynamo)
+        workarounds = _check_workarounds(runtime_workarounds)
+        args = _with_keyword_arguments(args, kwargs)
+        opset = _check_opset(opset_version)
+        serialize.check_destination(f)
+        state = _state_tensors(model)
+        _check_no_meta_tensors(state, args)
+        training = enum_member(TrainingMode, training, "training")
+        operator_export_type = enum_member(OperatorExportTypes, operator_export_type, "operator_export_type")
+        dynamic_axes = dict(dynamic_axes or {})
+        _check_dynamic_axes_shape(dynamic_axes)
+        if export_modules_as_functions:
+            local_functions.check_request(model, export_modules_as_functions, opset)
+        if keep_initializers_as_inputs is None:
+            keep_initializers_as_inputs = operator_export_type != OperatorExportTypes.ONNX
+        keep_initializers_as_inputs = opset < 9 or bool(keep_initializers_as_inputs)
+        if export_params:
+            serialize.check_room_for_parameters(state, f)
+
     with _exporting(), _logging_if(verbose), select_model_mode_for_export(model, training):
         is_training = _is_training(model, training)
         logger.info("capturing %s (training=%s)", type(model).__name__, is_training)
@@ -298,22 +300,23 @@ def export(
             captured = capture(model, args) if captured is None else _unshared(captured)
             if opset < SEQUENCE_OPSET:  # no ONNX sequences: a list input becomes one input per item
                 captured = split_list_inputs(captured)
-        names_in = naming.input_names(model, args, captured, input_names)
-        names_out = naming.output_names(captured, output_names)
-        _check_dynamic_axes_names(dynamic_axes, names_in, names_out)
-        naming.refuse_complex_boundary(captured, names_in, names_out)
-        axes = _normalize_dynamic_axes(dynamic_axes)
-
-        session = ExportSession(
-            opset=opset,
-            static_shapes=not axes,
-            training=is_training,
-            operator_export_type=operator_export_type,
-            custom_opsets=dict(custom_opsets or {}),
-            workarounds=workarounds,
-        )
-        inputs, params = naming.graph_inputs(captured, names_in, axes, export_params)
-        logger.info("converting %d TorchScript nodes at opset %d", len(list(captured.graph.nodes())), opset)
+        with times.stage("names"):
+            names_in = naming.input_names(model, args, captured, input_names)
+            names_out = naming.output_names(captured, output_names)
+            _check_dynamic_axes_names(dynamic_axes, names_in, names_out)
+            naming.refuse_complex_boundary(captured, names_in, names_out)
+            axes = _normalize_dynamic_axes(dynamic_axes)
+            session = ExportSession(
+                opset=opset,
+                static_shapes=not axes,
+                training=is_training,
+                operator_export_type=operator_export_type,
+                custom_opsets=dict(custom_opsets or {}),
+                workarounds=workarounds,
+            )
+            inputs, params = naming.graph_inputs(captured, names_in, axes, export_params)
+        if logger.isEnabledFor(logging.INFO):  # counting the nodes walks the whole graph
+            logger.info("converting %d TorchScript nodes at opset %d", len(list(captured.graph.nodes())), opset)
         converter = Converter(session, source_locations=verbose)
         with times.stage("convert"):
             graph = converter.convert_graph(captured.graph, inputs + params)
@@ -324,7 +327,8 @@ def export(
             graph, opset, do_constant_folding=do_constant_folding and not is_training, fold_params=not is_training,
             keep_module_boundaries=bool(export_modules_as_functions), times=times,
         )
-        names_in = naming.drop_unused_inputs(graph, names_in, len(params), opset)
+        with times.stage("names"):
+            names_in = naming.drop_unused_inputs(graph, names_in, len(params), opset)
         if provenance_in_model:
             write_doc_strings(graph)
         outline = None
@@ -337,10 +341,12 @@ def export(
             graph, session, naming.output_examples(captured), f, keep_initializers_as_inputs and export_params, axes,
             outline, verbose, times,
         )
+    with times.stage("result"):
+        recorded = Provenance.of(graph) if provenance.RECORD else None
+        result = ExportResult(model_proto, captured, names_in, names_out, recorded, sorted(session.used_workarounds),
+                              times.seconds)
     logger.info("%s", times.summary())
-    recorded = Provenance.of(graph) if provenance.RECORD else None
-    return ExportResult(model_proto, captured, names_in, names_out, recorded, sorted(session.used_workarounds),
-                        times.seconds)
+    return result
 
 
 def prepare_capture(
@@ -353,7 +359,7 @@ def prepare_capture(
     """Capture ``model`` on ``args`` as :func:`export` would (in the ``training`` mode, with
     ``is_in_onnx_export()`` true), for ``export(..., captured=...)`` to reuse: tracing once, exporting many times."""
     args = _with_keyword_arguments(args, kwargs)
-    _check_no_meta_tensors(model, args)
+    _check_no_meta_tensors(_state_tensors(model), args)
     training = enum_member(TrainingMode, training, "training")
     with _exporting(), select_model_mode_for_export(model, training):
         return capture(model, args)
@@ -409,10 +415,14 @@ def _check_dynamo(dynamo: Any) -> None:
         )
 
 
-def _check_no_meta_tensors(model: Any, args: Any) -> None:
+def _state_tensors(model: Any) -> list[Any]:
+    """The values of the model's state_dict (none for a function)."""
+    return list(model.state_dict().values()) if isinstance(model, torch.nn.Module) else []
+
+
+def _check_no_meta_tensors(state: list[Any], args: Any) -> None:
     """A model or argument on the ``meta`` device has shapes but no data: nothing could be run or written."""
-    tensors = list(model.state_dict().values()) if isinstance(model, torch.nn.Module) else []
-    tensors += flatten(split_args(args))[0]
+    tensors = state + flatten(split_args(args))[0]
     if any(isinstance(t, torch.Tensor) and t.is_meta for t in tensors):
         raise ExportArgumentError(
             "the model or its arguments are on the 'meta' device, which holds shapes but no data; "
@@ -490,6 +500,16 @@ def _is_training(model: Any, mode: TrainingMode) -> bool:
     return False
 
 
+@contextlib.contextmanager
+def _charging_folds(times: StageTimes, graph, stage: str):
+    """Time ``stage``, less the time it spends computing deferred folds (Conv+BatchNormalization products made as
+    they are written), which counts as the folding pass's."""
+    before = passes.deferred_seconds(graph)
+    with times.stage(stage):
+        yield
+    times.move(passes.deferred_seconds(graph) - before, stage, "pass:fuse_conv_batchnorm")
+
+
 def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, outline, verbose,
                           times: StageTimes) -> onnx.ModelProto | Callable[[], onnx.ModelProto]:
     """Assemble the ModelProto, check it, write it. Large weights are streamed: into an external data file when
@@ -498,7 +518,7 @@ def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, o
     with serialize.external_data_stage(graph, f) as stage:
         apart = None if stage else serialize.StreamedWeights()
         logger.info("assembling the ModelProto (%d nodes, external data: %s)", len(graph.nodes), stage is not None)
-        with times.stage("assemble"):
+        with _charging_folds(times, graph, "assemble"):
             model_proto = serialize.assemble(
                 graph, session, params_as_inputs, axes, examples, tensor_writer=stage.tensor if stage else None,
                 apart=apart,
@@ -514,6 +534,6 @@ def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, o
             return model_proto
         with times.stage("check"):
             validate.check(apart.declared(model_proto).SerializeToString())
-        with times.stage("serialize"):
+        with _charging_folds(times, graph, "serialize"):
             serialize.write(model_proto, f, apart)  # the one serialization of the weights, straight into f
     return lambda: apart.full_model(model_proto)

@@ -6,6 +6,7 @@ with a known constant payload carries it, which is what constant folding and the
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,13 +37,44 @@ SCANNED = "scanned"
 OPTIONAL = "optional"
 
 
+class RowScaled:
+    """A constant computed when it is read: ``weight`` with each slice along axis 0 multiplied by one ``factor``
+    (computed in ``factor``'s precision, rounded to ``weight``'s type), e.g. a Conv weight with a BatchNormalization
+    folded into it. The writer computes it a chunk of rows at a time (:meth:`rows`), so folding allocates no copy of
+    the model's weights; ``np.asarray`` gives the whole array. ``seconds`` counts the time spent computing it."""
+
+    def __init__(self, weight: np.ndarray, factor: np.ndarray):
+        self.weight, self.factor = weight, factor
+        self.shape, self.dtype, self.ndim = weight.shape, weight.dtype, weight.ndim
+        self.size, self.nbytes = weight.size, weight.nbytes
+        self.seconds = 0.0
+
+    def scaled(self, factor: np.ndarray) -> RowScaled:
+        """This constant with each row multiplied by ``factor`` too (two BatchNormalizations folded in turn)."""
+        return RowScaled(self.weight, self.factor * factor.astype(self.factor.dtype))
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        began = time.perf_counter()
+        factor = self.factor[start:stop].reshape(-1, *([1] * (self.ndim - 1)))
+        block = (self.weight[start:stop].astype(self.factor.dtype, copy=False) * factor).astype(self.dtype, copy=False)
+        self.seconds += time.perf_counter() - began
+        return block
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        whole = self.rows(0, len(self))
+        return whole if dtype is None else whole.astype(dtype, copy=False)
+
+
 @dataclass(eq=False)
 class Value:
     name: str
     dtype: int | None = None  # ONNX element type
     shape: tuple | None = None  # each dim: int, str (symbolic) or None; None = rank unknown
     producer: Node | None = None
-    const: np.ndarray | None = None  # payload of a Constant node output or an initializer
+    const: np.ndarray | RowScaled | None = None  # payload of a Constant node output or an initializer
     kind: str = TENSOR
     is_param: bool = False  # an initializer that holds a model parameter or buffer
     inferred_shape: tuple | None = None  # cached result of ONNX shape inference (dynamic-shape exports)

@@ -195,13 +195,13 @@ def graph_to_proto(
     proto.input.extend(inputs)
     proto.output.extend(outputs)
     for value in graph.initializers:
-        array = np.asarray(value.const)
         if tensor_writer is not None:
-            tensor = tensor_writer(array, value.name)
+            payload = value.const if isinstance(value.const, ir.RowScaled) else np.asarray(value.const)
+            tensor = tensor_writer(payload, value.name)
             if tensor is not None:
                 proto.initializer.append(tensor)
         else:
-            fill_tensor(proto.initializer.add(), array, value.name)
+            fill_tensor(proto.initializer.add(), np.asarray(value.const), value.name)
     return proto
 
 
@@ -336,6 +336,10 @@ def _atomic_write(target: Path, parts: Iterable[bytes | memoryview]) -> None:
         raise
 
 
+def _big_endian(dtype: np.dtype) -> bool:
+    return dtype.byteorder == ">" or (dtype.byteorder == "=" and sys.byteorder == "big")
+
+
 def _tag(message: type, field: str) -> bytes:
     """The wire tag of a length-delimited field of an ONNX message."""
     return _varint(message.DESCRIPTOR.fields_by_name[field].number << 3 | 2)
@@ -353,9 +357,15 @@ def _varint(number: int) -> bytes:
 _CHUNK_BYTES = 1 << 24
 
 
-def _row_major_bytes(array: np.ndarray) -> Iterator[memoryview]:
-    """The bytes of ``array`` in row-major order: its own memory when it is contiguous; else copied in chunks of its
-    leading axis, so that a folded transpose is laid out once, on its way into the file, through one small buffer."""
+def _row_major_bytes(array: np.ndarray | ir.RowScaled) -> Iterator[memoryview]:
+    """The bytes of ``array`` in row-major order: its own memory when it is contiguous; else made in chunks of its
+    leading axis, so that a folded transpose is laid out, and a deferred product computed, once, on its way into the
+    file, through one small buffer."""
+    if isinstance(array, ir.RowScaled):
+        rows = max(1, _CHUNK_BYTES // max(1, array.nbytes // max(1, len(array))))
+        for start in range(0, len(array), rows):
+            yield array.rows(start, start + rows).reshape(-1).view(np.uint8).data
+        return
     if array.flags.c_contiguous:
         yield array.reshape(-1).view(np.uint8).data
         return
@@ -381,14 +391,19 @@ class StreamedWeights:
     def __init__(self) -> None:
         self.tensors: list[tuple[str, np.ndarray]] = []
 
-    def keep_apart(self, array: np.ndarray, name: str) -> onnx.TensorProto | None:
+    def keep_apart(self, array: np.ndarray | ir.RowScaled, name: str) -> onnx.TensorProto | None:
         """A ``tensor_writer``: None (kept apart) for a large plain tensor, else the inline TensorProto."""
         if array.nbytes < STREAMED_TENSOR_MIN_BYTES or array.dtype.kind not in "biuf":
-            return numpy_helper.from_array(array, name)
-        if array.dtype.byteorder == ">" or (array.dtype.byteorder == "=" and sys.byteorder == "big"):
-            array = array.astype(array.dtype.newbyteorder("<"))
+            return numpy_helper.from_array(np.asarray(array), name)
+        if _big_endian(array.dtype):
+            array = np.asarray(array).astype(array.dtype.newbyteorder("<"))
         self.tensors.append((name, array))
         return None
+
+    @property
+    def deferred_seconds(self) -> float:
+        """Time spent computing deferred constants (:class:`ir.RowScaled`) while writing them."""
+        return sum(array.seconds for _, array in self.tensors if isinstance(array, ir.RowScaled))
 
     def declared(self, model: onnx.ModelProto) -> onnx.ModelProto:
         """A copy of the skeleton ``model`` in which each weight kept apart is a graph input of its element type and
@@ -416,7 +431,7 @@ class StreamedWeights:
         full = onnx.ModelProto()
         full.CopyFrom(model)
         for name, array in self.tensors:
-            fill_tensor(full.graph.initializer.add(), array, name)
+            fill_tensor(full.graph.initializer.add(), np.asarray(array), name)
         return full
 
     @staticmethod
@@ -428,18 +443,15 @@ def external_data_location(target: Path) -> str:
     return f"{target.name}.data"
 
 
-def check_room_for_parameters(model: Any, f: Any) -> None:
-    """Fail before exporting when the parameters of ``model`` need an external data file and ``f`` is a file
-    object, which has no folder to put one in."""
-    if not is_path(f) and _parameter_bytes(model) >= EXTERNAL_DATA_THRESHOLD:
+def check_room_for_parameters(state: list[Any], f: Any) -> None:
+    """Fail before exporting when the model's parameters and buffers (``state``, its state_dict's values) need an
+    external data file and ``f`` is a file object, which has no folder to put one in."""
+    if not is_path(f) and _distinct_tensor_bytes(state) >= EXTERNAL_DATA_THRESHOLD:
         require_path_for_external_data(f)
 
 
-def _parameter_bytes(model: Any) -> int:
-    """Bytes of the model's distinct parameters and buffers (0 for functions)."""
-    if not isinstance(model, torch.nn.Module):
-        return 0
-    tensors = {t.data_ptr(): t for t in model.state_dict().values() if isinstance(t, torch.Tensor)}
+def _distinct_tensor_bytes(state: list[Any]) -> int:
+    tensors = {t.data_ptr(): t for t in state if isinstance(t, torch.Tensor)}
     return sum(t.numel() * t.element_size() for t in tensors.values())
 
 
@@ -501,17 +513,17 @@ class ExternalDataStage:
             leftover.unlink()
         self.staging.rmdir()
 
-    def tensor(self, array: np.ndarray, name: str) -> onnx.TensorProto:
+    def tensor(self, array: np.ndarray | ir.RowScaled, name: str) -> onnx.TensorProto:
         """A TensorProto for ``array``: data appended to the external file when large, else inline."""
         if array.nbytes < EXTERNAL_TENSOR_MIN_BYTES or array.dtype == object:
-            return numpy_helper.from_array(array, name)
-        array = np.ascontiguousarray(array)
-        if array.dtype.byteorder == ">":
-            array = array.astype(array.dtype.newbyteorder("<"))
+            return numpy_helper.from_array(np.asarray(array), name)
+        if _big_endian(array.dtype):
+            array = np.asarray(array).astype(array.dtype.newbyteorder("<"))
         padding = -self._data.tell() % _EXTERNAL_ALIGNMENT
         self._data.write(b"\0" * padding)
         offset = self._data.tell()
-        self._data.write(array.reshape(-1).view(np.uint8).data)
+        for chunk in _row_major_bytes(array):
+            self._data.write(chunk)
         proto = onnx.TensorProto(
             name=name, dims=list(array.shape), data_type=helper.np_dtype_to_tensor_dtype(array.dtype)
         )

@@ -21,6 +21,12 @@ class StageTimes:
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
 
+    def move(self, seconds: float, source: str, target: str) -> None:
+        """Count ``seconds`` of stage ``source`` under stage ``target`` instead (work one stage did for another)."""
+        if seconds:
+            self.seconds[source] -= seconds
+            self.seconds[target] = self.seconds.get(target, 0.0) + seconds
+
     def summary(self) -> str:
         total = sum(self.seconds.values())
         parts = ", ".join(f"{name} {seconds:.3f} s" for name, seconds in self.seconds.items())

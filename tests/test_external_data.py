@@ -154,3 +154,18 @@ def test_external_data_with_dynamic_axes_and_opset_7(tmp_path, small_threshold):
     exporter.export(model, (torch.randn(2, 64),), str(target), opset_version=7, dynamic_axes={"x": {0: "batch"}})
     x = torch.randn(5, 64)
     np.testing.assert_allclose(_run(target, x), model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_batchnorm_folded_weight_goes_to_external_data(tmp_path, small_threshold, monkeypatch):
+    # Conv+BatchNormalization folding defers the fused weight's product to the writer: the external data file too.
+    model = torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3), torch.nn.BatchNorm2d(32)).eval()  # 18 KiB
+    torch.nn.init.uniform_(model[1].running_var, 0.5, 2.0)
+    torch.nn.init.normal_(model[1].weight)
+    x = torch.randn(1, 16, 6, 6)
+    target = tmp_path / "conv.onnx"
+    monkeypatch.setattr(serialize, "_CHUNK_BYTES", 1000)  # several chunks per weight
+    exporter.export(model, (x,), str(target), input_names=["x"])
+    proto = onnx.load(str(target), load_external_data=False)
+    assert [t.data_location for t in proto.graph.initializer if len(t.dims) == 4] == [onnx.TensorProto.EXTERNAL]
+    monkeypatch.chdir(tmp_path)
+    np.testing.assert_allclose(_run(target, x), model(x).detach().numpy(), rtol=1e-4, atol=1e-4)
