@@ -65,27 +65,34 @@ class PeakRss:
         return (self.peak - self.start) / 2**20
 
 
-def export_ours(model, args, opset, kwargs) -> tuple[bytes, dict[str, float]]:
-    """The model's bytes and the export's wall time per stage."""
-    buffer = io.BytesIO()
-    result = exporter.export(model, args, buffer, opset_version=opset, **kwargs)
-    return buffer.getvalue(), result.stage_seconds
+# Each exporter writes into the file object ``f`` and returns its wall time per stage (none for the peer). The
+# caller times the call alone: making the file object, reading its bytes and freeing them are not the export.
+def export_ours(model, args, opset, kwargs, f) -> dict[str, float]:
+    return exporter.export(model, args, f, opset_version=opset, **kwargs).stage_seconds
 
 
-def export_peer(model, args, opset, kwargs) -> tuple[bytes, dict[str, float]]:
-    buffer = io.BytesIO()
+def export_peer(model, args, opset, kwargs, f) -> dict[str, float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, args, buffer, opset_version=opset, dynamo=False, **kwargs)
-    return buffer.getvalue(), {}
+        torch.onnx.export(model, args, f, opset_version=opset, dynamo=False, **kwargs)
+    return {}
 
 
-def export_ours_without_provenance(model, args, opset, kwargs) -> tuple[bytes, dict[str, float]]:
+def export_ours_without_provenance(model, args, opset, kwargs, f) -> dict[str, float]:
     """Ours with provenance recording off (an internal switch, not an export option): its cost is the difference."""
     from exporter.provenance import recording
 
     with recording(False):
-        return export_ours(model, args, opset, kwargs)
+        return export_ours(model, args, opset, kwargs, f)
+
+
+def timed_export(export, model, args, opset, kwargs) -> tuple[bytes, dict[str, float], float, float]:
+    """The model's bytes, the stages, and the wall and process CPU seconds of the export call itself."""
+    f = io.BytesIO()
+    start, cpu_start = time.perf_counter(), time.process_time()
+    stages = export(model, args, opset, kwargs, f)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    return f.getvalue(), stages, seconds, cpu
 
 
 EXPORTERS = {"ours": export_ours, "peer": export_peer}
@@ -143,25 +150,22 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
     stages: dict[str, list[dict[str, float]]] = {"ours": [], "peer": []}
     for side, export in EXPORTERS.items():  # warm-up (first-call costs, lazy imports), and failures per side
         try:
-            outputs[side] = export(model, args, opset, kwargs)[0]
+            outputs[side] = timed_export(export, model, args, opset, kwargs)[0]
         except Exception as error:
             row[f"{side}_error"] = f"{type(error).__name__}: {str(error)[:300]}"
     if "ours" in outputs:
         for export in BASELINES.values():  # their warm-up
-            export(model, args, opset, kwargs)
+            timed_export(export, model, args, opset, kwargs)
     for _ in range(runs):  # alternate ours, the peer and ours without provenance so drift affects all alike
         for side, export in {**EXPORTERS, **BASELINES}.items():
-            if side in BASELINES and "ours" in outputs:
-                start, cpu_start = time.perf_counter(), time.process_time()
-                export(model, args, opset, kwargs)
-                times[side].append(time.perf_counter() - start)
-                cpu[side].append(time.process_time() - cpu_start)
-            elif side in outputs:
-                with PeakRss() as rss:
-                    start, cpu_start = time.perf_counter(), time.process_time()
-                    stages[side].append(export(model, args, opset, kwargs)[1])
-                    times[side].append(time.perf_counter() - start)
-                    cpu[side].append(time.process_time() - cpu_start)
+            if side in BASELINES and "ours" not in outputs or side in EXPORTERS and side not in outputs:
+                continue
+            with PeakRss() as rss:
+                _, stage_seconds, seconds, cpu_seconds = timed_export(export, model, args, opset, kwargs)
+            times[side].append(seconds)
+            cpu[side].append(cpu_seconds)
+            if side in EXPORTERS:
+                stages[side].append(stage_seconds)
                 peaks[side].append(rss.growth_mb)
     for side in EXPORTERS:
         if side not in outputs:
@@ -172,7 +176,7 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
             **graph_stats(outputs[side]),
         }
     if "ours" in row:
-        row["ours"].update(stage_report(stages["ours"], row["ours"]["export_s"]))
+        row["ours"].update(stage_report(stages["ours"], times["ours"]))
         off = statistics.median(times["ours_without_provenance"])
         on_cpu, off_cpu = statistics.median(cpu["ours"]), statistics.median(cpu["ours_without_provenance"])
         row["provenance"] = {"on_s": row["ours"]["export_s"], "off_s": off, "ratio": row["ours"]["export_s"] / off,
@@ -188,20 +192,25 @@ def bench_one(name: str, opset: int, runs: int, latency_repeats: int) -> dict:
     return row
 
 
-def stage_report(runs: list[dict[str, float]], export_s: float) -> dict:
-    """Median seconds per stage over the timed runs, and the overhead above the floor: export time divided by
-    capture plus one serialization (the ``serialize`` stage writes the model's bytes into the destination once:
-    what any exporter must spend)."""
+def stage_report(runs: list[dict[str, float]], totals: list[float]) -> dict:
+    """Median seconds per stage over the timed runs (``totals``: each run's export time), the median time no stage
+    accounts for, and the overhead above the floor: the median over runs of export time divided by capture plus one
+    serialization (the ``serialize`` stage writes the model's bytes into the destination once: what any exporter
+    must spend). A run's ratio is taken within the run, so a slow moment of a shared machine weighs on both sides."""
     names = list(dict.fromkeys(name for run in runs for name in run))
     medians = {name: statistics.median(run.get(name, 0.0) for run in runs) for name in names}
-    floor = medians.get("capture", 0.0) + medians.get("serialize", 0.0)
-    return {"stage_s": medians, "floor_s": floor, "overhead_above_floor": export_s / floor if floor else None}
+    floors = [run.get("capture", 0.0) + run.get("serialize", 0.0) for run in runs]
+    ratios = [total / floor for total, floor in zip(totals, floors) if floor]
+    return {"stage_s": medians, "floor_s": statistics.median(floors),
+            "unaccounted_s": statistics.median(total - sum(run.values()) for total, run in zip(totals, runs)),
+            "overhead_above_floor": statistics.median(ratios) if ratios else None}
 
 
 def stage_table(rows: list[dict]) -> str:
     """Where our export's time goes, per model: capture, convert, the passes together, assemble, check, serialize
-    (into the destination), and the overhead above the floor (export / (capture + serialize))."""
-    columns = ("capture", "convert", "passes", "assemble", "check", "serialize")
+    (into the destination), the other stages together (argument checks, naming, the result), what no stage
+    accounts for, and the overhead above the floor (export / (capture + serialize), median of the runs' ratios)."""
+    columns = ("capture", "convert", "passes", "assemble", "check", "serialize", "other stages", "unaccounted")
     lines = ["| model | opset | " + " | ".join(f"{c} s" for c in columns) + " | overhead above floor |",
              "|---|---|" + "---|" * (len(columns) + 1)]
     for row in rows:
@@ -210,6 +219,9 @@ def stage_table(rows: list[dict]) -> str:
             continue
         stage = dict(ours["stage_s"])
         stage["passes"] = sum(v for k, v in stage.items() if k.startswith("pass:"))
+        stage["other stages"] = sum(v for k, v in ours["stage_s"].items()
+                                    if not k.startswith("pass:") and k not in columns)
+        stage["unaccounted"] = ours.get("unaccounted_s", 0.0)
         overhead = ours.get("overhead_above_floor")
         cells = " | ".join(f"{stage.get(c, 0.0):.3f}" for c in columns)
         lines.append(f"| {row['model']} | {row['opset']} | {cells} | {f'{overhead:.2f}' if overhead else '-'} |")
@@ -312,7 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"models to benchmark (default: all of {', '.join(MODELS)})")
     parser.add_argument("--opsets", nargs="+", type=arguments.opsets, default=[(11, 14, 16)],
                         help="opsets within 7-16, e.g. 11 14 16 or 11,14,16 (default 11 14 16)")
-    parser.add_argument("--runs", type=arguments.positive_int, default=3, help="timed exports per side after the warm-up")
+    parser.add_argument("--runs", type=arguments.positive_int, default=5,
+                        help="timed exports per side after the warm-up (default 5)")
     parser.add_argument("--latency-repeats", type=arguments.positive_int, default=20,
                         help="ONNX Runtime runs per model for the latency median (default 20)")
     parser.add_argument("--out", default="results/bench", help="folder for bench.json and bench.md (default results/bench)")
