@@ -43,6 +43,9 @@ class ExportSession:
     opset: int
     static_shapes: bool = True
     training: bool = False
+    # Parameters may be folded into new constants (do_constant_folding in eval mode): a symbolic may then compute a
+    # constant from them itself, instead of emitting nodes that constant folding would evaluate.
+    fold_params: bool = False
     operator_export_type: Any = None
     custom_opsets: dict[str, int] = field(default_factory=dict)
     convert_block: Callable | None = None  # set by the converter: (ctx, ts_block, input_values) -> ir.Graph

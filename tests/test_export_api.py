@@ -306,3 +306,36 @@ def test_ops_on_empty_tensors_fold_but_their_inputs_stay():
     empty, doubled = run_onnx(model_bytes, {"x": x.numpy(), "y": y.numpy()})
     assert empty.shape == (0,) and empty.dtype == np.float32
     np.testing.assert_allclose(doubled, (y * 2).numpy())
+
+
+class _CollectorSpy(torch.nn.Module):
+    """Records whether Python's cyclic garbage collector runs while the model is traced."""
+
+    def forward(self, x):
+        import gc
+
+        self.collector_enabled = gc.isenabled()
+        return x + 1
+
+
+class _Failing(torch.nn.Module):
+    def forward(self, x):
+        raise ValueError("boom")
+
+
+def test_the_garbage_collector_is_paused_while_exporting_and_restored_after():
+    import gc
+
+    assert gc.isenabled()
+    spy = _CollectorSpy()
+    export_bytes(spy, (torch.randn(2),))
+    assert spy.collector_enabled is False and gc.isenabled()
+    with pytest.raises(CaptureError):
+        exporter.export(_Failing(), (torch.randn(2),), io.BytesIO())
+    assert gc.isenabled()  # restored after a failed export too
+    gc.disable()
+    try:
+        export_bytes(spy, (torch.randn(2),))
+        assert not gc.isenabled()  # a caller's choice to keep it off is kept
+    finally:
+        gc.enable()

@@ -83,6 +83,8 @@ def _stack_directions(g, per_direction: list):
 
 def _layer_weights(g, kind: _Kind, params: list, has_biases: bool, hidden: int):
     """(W, R, B) of one layer from its per-direction [w_ih, w_hh, (b_ih, b_hh)] parameter groups."""
+    if g.session.fold_params and all(p.const is not None for group in params for p in group):
+        return _folded_layer_weights(g, kind, params, has_biases, hidden)
     ws, rs, bs = [], [], []
     for group in params:
         ws.append(_reorder_gates(g, group[0], kind, hidden))
@@ -92,6 +94,20 @@ def _layer_weights(g, kind: _Kind, params: list, has_biases: bool, hidden: int):
             bs.append(g.op("Concat", *biases, axis_i=0))
     bias = _stack_directions(g, bs) if has_biases else None
     return _stack_directions(g, ws), _stack_directions(g, rs), bias
+
+
+def _folded_layer_weights(g, kind: _Kind, params: list, has_biases: bool, hidden: int):
+    """(W, R, B) as constants, restacked here: the Slice/Concat nodes that constant folding would evaluate, computed
+    once in numpy (an LSTM of 4 bidirectional layers would need 200 of them)."""
+    def restacked(array: np.ndarray) -> np.ndarray:
+        return np.concatenate([array[gate * hidden:(gate + 1) * hidden] for gate in kind.onnx_gate_order])
+
+    w = np.stack([restacked(group[0].const) for group in params])
+    r = np.stack([restacked(group[1].const) for group in params])
+    if not has_biases:
+        return g.const(w), g.const(r), None
+    b = np.stack([np.concatenate([restacked(group[2].const), restacked(group[3].const)]) for group in params])
+    return g.const(w), g.const(r), g.const(b)
 
 
 def _state_slice(g, state, layer: int, directions: int):
