@@ -7,6 +7,8 @@ what really depends on the inputs or parameters.
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any
 
 import numpy as np
@@ -132,11 +134,11 @@ class Converter:
                 self._bind(node, empty[0] if len(empty) == 1 else empty, env)
                 return
         ctx.node = node
-        ctx.scope = _scope_of(node)
+        scope = node.scopeName()
+        ctx.scope = _scope_prefix(scope)
         first_new = len(ctx.graph.nodes)
         result = self._convert_with_fallback(ctx, node, args)
         ctx.node = node
-        scope = node.scopeName()
         for onnx_node in ctx.graph.nodes[first_new:]:
             if self.record and onnx_node.origin is None:  # an inlined block's nodes already name their own
                 onnx_node.origin = node
@@ -393,11 +395,11 @@ def _copy_type(value: ir.Value, like: ir.Value) -> ir.Value:
     return value
 
 
-def _scope_of(node) -> str:
+@functools.lru_cache(maxsize=4096)
+def _scope_prefix(scope: str) -> str:
     """Node-name prefix from the module path: scope ``__module.model/.../__module.model.a.lin`` -> ``/a/lin/``."""
     from exporter.local_functions import instance_paths
 
-    scope = node.scopeName()
     if not scope:
         return ""
     paths = instance_paths(scope)
