@@ -207,10 +207,12 @@ def stage_report(runs: list[dict[str, float]], totals: list[float]) -> dict:
 
 
 def stage_table(rows: list[dict]) -> str:
-    """Where our export's time goes, per model: capture, convert, the passes together, assemble, check, serialize
-    (into the destination), the other stages together (argument checks, naming, the result), what no stage
-    accounts for, and the overhead above the floor (export / (capture + serialize), median of the runs' ratios)."""
-    columns = ("capture", "convert", "passes", "assemble", "check", "serialize", "other stages", "unaccounted")
+    """Where our export's time goes, per model: capture (PyTorch's trace or scripted graph), our TorchScript passes
+    over it, convert, the ONNX passes together, assemble, check, serialize (into the destination), the other stages
+    together (argument checks, naming, the result), what no stage accounts for, and the overhead above the floor
+    (export / (capture + serialize), median of the runs' ratios)."""
+    columns = ("capture", "capture passes", "convert", "passes", "assemble", "check", "serialize", "other stages",
+               "unaccounted")
     lines = ["| model | opset | " + " | ".join(f"{c} s" for c in columns) + " | overhead above floor |",
              "|---|---|" + "---|" * (len(columns) + 1)]
     for row in rows:

@@ -314,9 +314,12 @@ def export(
         is_training = _is_training(model, training)
         logger.info("capturing %s (training=%s)", type(model).__name__, is_training)
         with times.stage("capture"):
-            captured = capture(model, args) if captured is None else _unshared(captured)
+            captured_here = captured is None
+            captured = capture(model, args) if captured_here else _unshared(captured)
             if opset < SEQUENCE_OPSET:  # no ONNX sequences: a list input becomes one input per item
                 captured = split_list_inputs(captured)
+        if captured_here:  # PyTorch's trace (or scripted graph) is the floor; our passes over it are not
+            times.move(captured.graph_passes_seconds, "capture", "capture passes")
         with times.stage("names"):
             names_in = naming.input_names(model, args, captured, input_names)
             names_out = naming.output_names(captured, output_names)

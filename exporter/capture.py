@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -36,6 +37,9 @@ class Capture:
     # Every parameter and buffer, used or not (one name per distinct tensor, state_dict order): PyTorch's exporter's
     # input_names name the model's inputs and then these, so a list naming unused ones is still valid.
     state_names: list[str] = field(default_factory=list)
+    # Wall time of our TorchScript passes after the trace or the scripted graph (inlining, peepholes, constant
+    # propagation, functionalization, ...): the export's work, apart from what PyTorch spends capturing.
+    graph_passes_seconds: float = 0.0
 
 
 def split_args(args: Any) -> tuple[tuple, dict]:
@@ -231,8 +235,11 @@ def _capture_traced_graph(model: torch.nn.Module, positional: tuple, kwargs: dic
         raise
     except Exception as error:
         raise CaptureError(f"tracing {type(model).__name__} failed: {type(error).__name__}: {error}") from error
+    began = time.perf_counter()
     params = _prune_state_inputs(graph, len(flat), list(state.items()))
+    pruning = time.perf_counter() - began
     captured = _finish(graph, None, given, "", {})
+    captured.graph_passes_seconds += pruning
     captured.params = params
     captured.state_names = list(state.values())
     captured.example_outputs = [t.detach() for t in wrapper.last_outputs]
@@ -417,6 +424,7 @@ def _as_given(flat: list[torch.Tensor]) -> list[torch.Tensor]:
 
 
 def _finish(graph, module_c, flat, prefix, state_dict, outputs=None) -> Capture:
+    began = time.perf_counter()
     torch._C._jit_pass_inline(graph)
     if module_c is not None:
         module_state.thread_assigned_attributes(graph)
@@ -428,11 +436,10 @@ def _finish(graph, module_c, flat, prefix, state_dict, outputs=None) -> Capture:
     torch._C._jit_pass_peephole(graph, True)
     torch._C._jit_pass_constant_propagation(graph)
     torch._C._jit_pass_lower_all_tuples(graph)
-    mutation.functionalize(graph)
-    torch._C._jit_pass_dce(graph)
+    mutation.functionalize(graph)  # ends with dead code elimination
     state_names = list({id(tensor): name for name, tensor in reversed(state_dict.items())}.values())[::-1]
     return Capture(graph=graph, user_inputs=list(flat), params=params, example_outputs=outputs,
-                   state_names=state_names)
+                   state_names=state_names, graph_passes_seconds=time.perf_counter() - began)
 
 
 def _lift_attributes(graph, module_c, prefix: str, state_dict: dict[str, torch.Tensor]) -> list[tuple[str, torch.Tensor]]:

@@ -26,7 +26,7 @@ import functools
 
 import torch
 
-from exporter.ts_types import blocks_of
+from exporter.ts_types import KINDS_WITH_BLOCKS
 
 _SCATTER_BACK_KINDS = {
     "aten::select", "aten::slice", "aten::narrow", "aten::view", "aten::reshape", "aten::flatten",
@@ -48,10 +48,14 @@ def _functionalize_block(graph, block) -> dict:
     """Functionalize ``block``; return {root defined outside the block: its final value inside the block}."""
     escaping: dict = {}
     for node in list(block.nodes()):
-        sub_escapes = [_functionalize_block(graph, sub) for sub in blocks_of(node)]
-        if any(sub_escapes):
-            for root, new_value in _thread_through(node, sub_escapes):
-                _update(block, node, [(root, new_value)], escaping)
+        kind = node.kind()
+        if kind in KINDS_WITH_BLOCKS:
+            sub_escapes = [_functionalize_block(graph, sub) for sub in node.blocks()]
+            if any(sub_escapes):
+                for root, new_value in _thread_through(node, sub_escapes):
+                    _update(block, node, [(root, new_value)], escaping)
+        if not _may_mutate(kind):  # most nodes: one set lookup, no further calls into TorchScript
+            continue
         if _mutates_first_input(node):
             _update(block, node, _write_back(graph, node), escaping)
         elif _mutates_list_without_returning_it(node):
@@ -103,6 +107,12 @@ def _mutates_first_input(node) -> bool:
     arguments, _, returns = schema.partition(") -> ")
     first_argument = arguments.partition("(")[2].split(",")[0]
     return "(a!)" in first_argument and returns.strip().startswith(first_argument.split(" ")[0].strip())
+
+
+@functools.cache
+def _may_mutate(kind: str) -> bool:
+    """Whether a node of ``kind`` may be one the pass rewrites (its own schema then decides)."""
+    return kind.startswith("aten::") and (kind in _LIST_METHODS or _some_overload_mutates(kind))
 
 
 @functools.cache

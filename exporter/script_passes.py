@@ -15,29 +15,30 @@ def erase_exception_branches(graph: torch._C.Graph) -> None:
     raise, so the guard and its condition go away. An ``if`` with results stays (its condition may be the only
     use of an input, which PyTorch's exporter keeps). ``print`` goes too: a side effect only.
     """
-    if not any(graph.findNode(kind, True) for kind in ("prim::If", "prim::Loop", "prim::Print")):
-        return  # a trace records no control flow: nothing to erase, and the walk costs a pass over every node
-    _erase_in_block(graph.block())
-    torch._C._jit_pass_dce(graph)
-    _erase_dead_loops(graph.block())
-    torch._C._jit_pass_dce(graph)
+    # TorchScript finds the nodes of a kind without a Python walk over every node (a trace has a few, or none).
+    prints = graph.findAllNodes("prim::Print", True)
+    for node in prints:  # a side effect only; what it prints (aten::format) goes with it
+        node.destroy()
+    # Outermost first in findAllNodes' order: reversed, an if's inner ifs are handled before it may be destroyed.
+    erased = [_erase_raising_branch(node) for node in reversed(graph.findAllNodes("prim::If", True))]
+    if prints or any(erased):
+        torch._C._jit_pass_dce(graph)
+    loops = graph.findAllNodes("prim::Loop", True)
+    if loops:
+        _erase_dead_loops(reversed(loops))
+        torch._C._jit_pass_dce(graph)
 
 
-def _erase_in_block(block) -> None:
-    for node in list(block.nodes()):
-        for sub in blocks_of(node):
-            _erase_in_block(sub)
-        if node.kind() == "prim::Print":  # a side effect only; what it prints (aten::format) goes with it
-            node.destroy()
-            continue
-        if node.kind() != "prim::If" or list(node.outputs()):
-            continue  # an ``if`` with results keeps its condition (the converter fills a raising branch's results)
-        then_block, else_block = node.blocks()
-        raises = [_always_raises(then_block), _always_raises(else_block)]
-        if raises == [True, False]:
-            _inline_branch(node, else_block)
-        elif raises == [False, True]:
-            _inline_branch(node, then_block)
+def _erase_raising_branch(node) -> bool:
+    if list(node.outputs()):
+        return False  # an ``if`` with results keeps its condition (the converter fills a raising branch's results)
+    then_block, else_block = node.blocks()
+    raises = [_always_raises(then_block), _always_raises(else_block)]
+    if raises == [True, False]:
+        _inline_branch(node, else_block)
+    elif raises == [False, True]:
+        _inline_branch(node, then_block)
+    return raises in ([True, False], [False, True])
 
 
 def _always_raises(block) -> bool:
@@ -58,14 +59,12 @@ _PURE_PRIMS = {"prim::Constant", "prim::ListConstruct", "prim::TupleConstruct", 
                "prim::dtype", "prim::device", "prim::NumToTensor", "prim::min", "prim::max"}
 
 
-def _erase_dead_loops(block) -> None:
+def _erase_dead_loops(loops) -> None:
     """Remove loops whose results nothing reads and whose bodies only compute: what is left of a check once its
     raise is gone (``_verify_batch_size`` multiplies the sizes in a loop). TorchScript's dead code elimination
-    keeps such loops."""
-    for node in list(block.nodes()):
-        for sub in blocks_of(node):
-            _erase_dead_loops(sub)
-        if node.kind() == "prim::Loop" and not any(o.uses() for o in node.outputs()) and _only_computes(node):
+    keeps such loops. ``loops`` come innermost first, so a loop inside a removed one is never visited after."""
+    for node in loops:
+        if not any(o.uses() for o in node.outputs()) and _only_computes(node):
             node.destroy()
 
 

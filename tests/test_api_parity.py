@@ -268,7 +268,8 @@ def test_enable_and_disable_log(capsys):
     logged = capsys.readouterr().err
     for stage in ("capturing", "converting", "optimizing", "assembling", "writing"):
         assert stage in logged
-    assert re.search(r"export stages \([0-9.]+ s\): arguments [0-9.]+ s, capture [0-9.]+ s, names [0-9.]+ s, "
+    assert re.search(r"export stages \([0-9.]+ s\): arguments [0-9.]+ s, capture [0-9.]+ s, capture passes [0-9.]+ s, "
+                     r"names [0-9.]+ s, "
                      r"convert [0-9.]+ s, pass:", logged)
     export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
     assert capsys.readouterr().err == ""
@@ -277,7 +278,7 @@ def test_enable_and_disable_log(capsys):
 def test_the_result_records_wall_time_per_stage():
     _, result = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
     stages = list(result.stage_seconds)
-    assert stages[:4] == ["arguments", "capture", "names", "convert"]
+    assert stages[:5] == ["arguments", "capture", "capture passes", "names", "convert"]
     assert stages[-3:] == ["check", "serialize", "result"]
     assert any(s.startswith("pass:") for s in stages) and "assemble" in stages
     assert all(seconds >= 0 for seconds in result.stage_seconds.values())
