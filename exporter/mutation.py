@@ -96,7 +96,7 @@ def _functional_list_update(graph, node):
 def _mutates_first_input(node) -> bool:
     """An op that writes its first argument and returns it (``Tensor(a!) self -> Tensor(a!)``, list ops alike)."""
     kind = node.kind()
-    if not kind.startswith("aten::") or not _some_overload_mutates(kind):
+    if not kind.startswith("aten::") or not _some_overload_writes_its_first_argument(kind):
         return False
     try:
         schema = node.schema()
@@ -112,15 +112,18 @@ def _mutates_first_input(node) -> bool:
 @functools.cache
 def _may_mutate(kind: str) -> bool:
     """Whether a node of ``kind`` may be one the pass rewrites (its own schema then decides)."""
-    return kind.startswith("aten::") and (kind in _LIST_METHODS or _some_overload_mutates(kind))
+    return kind.startswith("aten::") and (kind in _LIST_METHODS or _some_overload_writes_its_first_argument(kind))
 
 
 @functools.cache
-def _some_overload_mutates(kind: str) -> bool:
-    """Whether any schema of ``kind`` writes an argument: a node of a kind none of whose overloads does needs no look
-    at its own schema (which TorchScript builds as a string, the cost of this pass on a large traced graph)."""
+def _some_overload_writes_its_first_argument(kind: str) -> bool:
+    """Whether any schema of ``kind`` writes its first argument (``Tensor(a!) self``): a node of a kind none of whose
+    overloads does needs no look at its own schema (which TorchScript builds as a string, the cost of this pass on a
+    large traced graph). Overloads that write another argument (``add.out``'s ``out``) do not count: the pass does
+    not rewrite them."""
     schemas = torch._C._jit_get_schemas_for_operator(kind)
-    return not schemas or any("!" in str(schema) for schema in schemas)
+    return not schemas or any(schema.arguments and schema.arguments[0].alias_info is not None
+                              and schema.arguments[0].alias_info.is_write for schema in schemas)
 
 
 def _write_back(graph, node) -> list[tuple]:
