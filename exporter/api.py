@@ -215,12 +215,15 @@ class ExportResult:
         return self.model_or_builder
 
     def __repr__(self) -> str:
-        graph = self.model.graph
-        opset = next((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")), None)
-        inputs = [i.name for i in graph.input if i.name not in {t.name for t in graph.initializer}]
+        # From the skeleton when the weights were streamed: a summary never builds the full model.
+        streamed = self.model_or_builder if isinstance(self.model_or_builder, serialize.StreamedModel) else None
+        proto = streamed.skeleton if streamed else self.model
+        initializers = [t.name for t in proto.graph.initializer] + (streamed.apart.names() if streamed else [])
+        opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
+        inputs = [i.name for i in proto.graph.input if i.name not in set(initializers)]
         return (
             f"ExportResult(opset={opset}, inputs={_shortened(inputs)}, outputs={_shortened(self.output_names)}, "
-            f"nodes={len(graph.node)}, initializers={len(graph.initializer)})"
+            f"nodes={len(proto.graph.node)}, initializers={len(initializers)})"
         )
 
 
@@ -557,4 +560,4 @@ def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, o
             validate.check(apart.declared(model_proto).SerializeToString())
         with _charging_folds(times, graph, "serialize"):
             serialize.write(model_proto, f, apart)  # the one serialization of the weights, straight into f
-    return lambda: apart.full_model(model_proto)
+    return serialize.StreamedModel(model_proto, apart)

@@ -11,6 +11,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -426,6 +427,9 @@ class StreamedWeights:
             yield self._GRAPH + _varint(len(initializer) + tensor_size) + initializer + tensor
             yield from _row_major_bytes(array)
 
+    def names(self) -> list[str]:
+        return [name for name, _ in self.tensors]
+
     def full_model(self, model: onnx.ModelProto) -> onnx.ModelProto:
         """The ModelProto the file holds: the skeleton ``model`` with the weights kept apart appended, in order."""
         full = onnx.ModelProto()
@@ -437,6 +441,18 @@ class StreamedWeights:
     @staticmethod
     def _value_info(name: str, array: np.ndarray) -> onnx.ValueInfoProto:
         return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape))
+
+
+@dataclass
+class StreamedModel:
+    """The ModelProto of a file written with :class:`StreamedWeights`, built when called: its ``skeleton`` (the
+    ModelProto without the weights kept ``apart``) is at hand at once."""
+
+    skeleton: onnx.ModelProto
+    apart: StreamedWeights
+
+    def __call__(self) -> onnx.ModelProto:
+        return self.apart.full_model(self.skeleton)
 
 
 def external_data_location(target: Path) -> str:
