@@ -488,30 +488,31 @@ def _evaluate_with_torch(node, args: list[Any]) -> Any:
         schema = node.schema()
     except RuntimeError:
         return _NOT_EVALUATED
-    if schema == "(no schema)":
-        return _NOT_EVALUATED
-    name, _, _ = schema.partition("(")
-    base, _, overload = name.partition(".")
-    packet = getattr(torch.ops.aten, base.split("::")[1], None)
-    if packet is None:
-        return _NOT_EVALUATED
-    op = getattr(packet, overload or "default", None)
+    op, keyword_only = _eager_op(schema)
     if op is None:
         return _NOT_EVALUATED
+    positional = [value for value, keyword in zip(args, keyword_only) if not keyword]
+    keywords = {keyword: value for value, keyword in zip(args, keyword_only) if keyword}
     try:
-        positional, keywords = _split_keyword_only(schema, args)
         with torch.no_grad():
             return op(*positional, **keywords)
     except Exception:
         return _NOT_EVALUATED
 
 
-def _split_keyword_only(schema: str, args: list[Any]) -> tuple[list[Any], dict[str, Any]]:
-    """Arguments as (positional, keyword) per the schema: ops such as aten::zeros take dtype/device by keyword only."""
-    positional, keywords = [], {}
-    for argument, value in zip(torch._C.parse_schema(schema).arguments, args):
-        if argument.kwarg_only:
-            keywords[argument.name] = value
-        else:
-            positional.append(value)
-    return positional, keywords
+@functools.lru_cache(maxsize=1024)
+def _eager_op(schema: str) -> tuple[Any, tuple[str, ...]]:
+    """The ATen overload a schema names (None when PyTorch has none), and for each argument its name where it is
+    keyword-only, else '': ops such as aten::zeros take dtype/device by keyword only. Once per schema: parsing it
+    costs more than running the op."""
+    if schema == "(no schema)":
+        return None, ()
+    name, _, _ = schema.partition("(")
+    base, _, overload = name.partition(".")
+    packet = getattr(torch.ops.aten, base.split("::")[1], None)
+    op = None if packet is None else getattr(packet, overload or "default", None)
+    try:
+        arguments = torch._C.parse_schema(schema).arguments
+    except RuntimeError:
+        return None, ()
+    return op, tuple(argument.name if argument.kwarg_only else "" for argument in arguments)
