@@ -348,7 +348,7 @@ def export(
             naming.name_outputs(graph, names_out, session)
         logger.info("optimizing %d ONNX nodes", len(graph.nodes))
         passes.optimize(
-            graph, opset, do_constant_folding=do_constant_folding and not is_training, fold_params=not is_training,
+            graph, opset, do_constant_folding=session.fold_params, fold_params=not is_training,
             keep_module_boundaries=bool(export_modules_as_functions), times=times,
         )
         with times.stage("names"):

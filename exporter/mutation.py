@@ -94,10 +94,8 @@ def _functional_list_update(graph, node):
 
 
 def _mutates_first_input(node) -> bool:
-    """An op that writes its first argument and returns it (``Tensor(a!) self -> Tensor(a!)``, list ops alike)."""
-    kind = node.kind()
-    if not kind.startswith("aten::") or not _some_overload_writes_its_first_argument(kind):
-        return False
+    """An op that writes its first argument and returns it (``Tensor(a!) self -> Tensor(a!)``, list ops alike); asked
+    only of nodes of a kind that :func:`_may_mutate`."""
     try:
         schema = node.schema()
     except RuntimeError:
