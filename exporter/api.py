@@ -180,14 +180,23 @@ def select_model_mode_for_export(model: Any, mode: TrainingMode):
         yield
         return
     original = model.training
-    if mode == TrainingMode.TRAINING:
-        model.train(True)
-    elif mode == TrainingMode.EVAL:
-        model.train(False)
+    wanted = {TrainingMode.TRAINING: True, TrainingMode.EVAL: False}.get(mode)  # None: PRESERVE
+    if _already_in_mode(model, original if wanted is None else wanted):
+        yield
+        return
+    if wanted is not None:
+        model.train(wanted)
     try:
         yield
     finally:
         model.train(original)
+
+
+def _already_in_mode(model: torch.nn.Module, training: bool) -> bool:
+    """Whether every submodule is in the mode and none overrides ``train``: then setting the mode (and restoring it)
+    would change nothing, and costs an attribute write per submodule."""
+    return all(module.training == training and type(module).train is torch.nn.Module.train
+               for module in model.modules())
 
 
 @dataclass

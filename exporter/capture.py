@@ -207,7 +207,7 @@ def _capture_traced(model: torch.nn.Module, positional: tuple, kwargs: dict) -> 
     except Exception as error:
         raise CaptureError(f"tracing {type(model).__name__} failed: {type(error).__name__}: {error}") from error
     graph = traced.graph.copy()
-    captured = _finish(graph, traced._c, given, _WRAPPER_PREFIX, _state_dict(model))
+    captured = _finish(graph, traced._c, given, _WRAPPER_PREFIX, _state_dict(model), traced=True)
     captured.example_outputs = outputs
     captured.tracer_warnings = tracer_warnings
     return captured
@@ -235,12 +235,10 @@ def _capture_traced_graph(model: torch.nn.Module, positional: tuple, kwargs: dic
         raise
     except Exception as error:
         raise CaptureError(f"tracing {type(model).__name__} failed: {type(error).__name__}: {error}") from error
+    captured = _finish(graph, None, given, "", {}, traced=True)
     began = time.perf_counter()
-    params = _prune_state_inputs(graph, len(flat), list(state.items()))
-    pruning = time.perf_counter() - began
-    captured = _finish(graph, None, given, "", {})
-    captured.graph_passes_seconds += pruning
-    captured.params = params
+    captured.params = _prune_state_inputs(graph, len(flat), list(state.items()))
+    captured.graph_passes_seconds += time.perf_counter() - began
     captured.state_names = list(state.values())
     captured.example_outputs = [t.detach() for t in wrapper.last_outputs]
     captured.tracer_warnings = tracer_warnings
@@ -262,8 +260,8 @@ def _module_scopes(wrapper: torch.nn.Module):
 
 
 def _prune_state_inputs(graph, user_count: int, state: list[tuple[torch.Tensor, str]]) -> list[tuple[str, torch.Tensor]]:
-    """Drop the parameter/buffer inputs the trace never read; the rest keep state_dict order and names."""
-    torch._C._jit_pass_dce(graph)
+    """Drop the parameter/buffer inputs the trace never read (``graph`` is free of dead code: :func:`_finish` ends
+    with dead code elimination); the rest keep state_dict order and names."""
     inputs = list(graph.inputs())
     params = []
     for index in reversed(range(user_count, len(inputs))):
@@ -423,23 +421,35 @@ def _as_given(flat: list[torch.Tensor]) -> list[torch.Tensor]:
     return [tensor.detach().clone() for tensor in flat]
 
 
-def _finish(graph, module_c, flat, prefix, state_dict, outputs=None) -> Capture:
+def _finish(graph, module_c, flat, prefix, state_dict, outputs=None, traced: bool = False) -> Capture:
+    """The capture of ``graph``, flattened and cleaned up for conversion (``traced``: a trace, not a scripted
+    graph)."""
     began = time.perf_counter()
+    scripted_code = not traced or _calls_scripted_code(graph)
     torch._C._jit_pass_inline(graph)
     if module_c is not None:
         module_state.thread_assigned_attributes(graph)
     params = _lift_attributes(graph, module_c, prefix, state_dict) if module_c is not None else []
-    # ``x is None`` on a value whose type cannot be None is False, and a cast to a type the value already has is
-    # the value: scripted library modules (nn.LSTM's optional state tuple) need both before tuples can be lowered.
-    # Shape peepholes stay off: they would freeze sizes that dynamic axes leave free.
-    script_passes.erase_exception_branches(graph)
-    torch._C._jit_pass_peephole(graph, True)
-    torch._C._jit_pass_constant_propagation(graph)
+    if scripted_code:
+        # ``x is None`` on a value whose type cannot be None is False, and a cast to a type the value already has is
+        # the value: scripted library modules (nn.LSTM's optional state tuple) need both before tuples can be
+        # lowered. Shape peepholes stay off: they would freeze sizes that dynamic axes leave free. A pure trace has
+        # none of these forms (the converter folds its constant nodes itself), and these two passes cost more than
+        # converting it: they are skipped there.
+        script_passes.erase_exception_branches(graph)
+        torch._C._jit_pass_peephole(graph, True)
+        torch._C._jit_pass_constant_propagation(graph)
     torch._C._jit_pass_lower_all_tuples(graph)
     mutation.functionalize(graph)  # ends with dead code elimination
     state_names = list({id(tensor): name for name, tensor in reversed(state_dict.items())}.values())[::-1]
     return Capture(graph=graph, user_inputs=list(flat), params=params, example_outputs=outputs,
                    state_names=state_names, graph_passes_seconds=time.perf_counter() - began)
+
+
+def _calls_scripted_code(graph) -> bool:
+    """Whether a trace called scripted code (a scripted function or module: its control flow, None checks and casts
+    stay as they were compiled). The tracer itself records only the ops that ran."""
+    return any(graph.findAllNodes(kind, True) for kind in ("prim::CallFunction", "prim::CallMethod"))
 
 
 def _lift_attributes(graph, module_c, prefix: str, state_dict: dict[str, torch.Tensor]) -> list[tuple[str, torch.Tensor]]:

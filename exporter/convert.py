@@ -27,7 +27,7 @@ PYTHON_OP = "prim::PythonOp"
 
 # Ops never evaluated at export time even when their inputs are constant.
 _NOT_FOLDABLE_WORDS = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "empty", "poisson")
-_PASS_THROUGH_KINDS = frozenset({"prim::Constant"})
+_COLLECTION_KINDS = frozenset({"prim::ListConstruct", "prim::TupleConstruct"})
 
 
 class Converter:
@@ -120,6 +120,9 @@ class Converter:
             env[node.output().unique()] = node.output().toIValue()
             return
         args = [env[v.unique()] for v in inputs_of(node)]
+        if kind in _COLLECTION_KINDS and all(_is_constant(a) for a in args):
+            self._bind(node, args, env)  # a list of values known at export time is one (a Conv's strides)
+            return
         if _foldable(node, args):
             folded = _evaluate_with_torch(node, args)
             if folded is not _NOT_EVALUATED:

@@ -40,6 +40,7 @@ def optimize(graph: ir.Graph, opset: int, do_constant_folding: bool, fold_params
     run(eliminate_identities)
     if not keep_module_boundaries:
         run(merge_transposes)
+        run(merge_concats)
     run(remove_dead_nodes)
     if not keep_module_boundaries:
         run(deduplicate_constants)
@@ -292,6 +293,44 @@ def merge_transposes(graph: ir.Graph) -> None:
     graph.nodes = kept
     if replacements:
         _rewire(graph, replacements)
+
+
+def merge_concats(graph: ir.Graph) -> None:
+    """Read Concat(..., Concat(x, y), ...) along one axis as Concat(..., x, y, ...) where the inner Concat has no
+    other reader (``torch.cat`` of a ``torch.cat``: Inception's blocks).
+
+    The inner Concat is left to dead-code elimination.
+    """
+    readers: dict[int, int] = {}
+    for node in graph.all_nodes():
+        for value in node.inputs:
+            if value is not None:
+                readers[id(value)] = readers.get(id(value), 0) + 1
+    outputs = {id(v) for v in graph.outputs}
+    for node in graph.nodes:
+        for sub in graph.subgraphs_of(node):
+            merge_concats(sub)
+        if node.op_type == "Concat" and not node.domain:
+            node.inputs = [part for value in node.inputs for part in _concatenated_parts(node, value, readers, outputs)]
+
+
+def _concatenated_parts(concat: ir.Node, value: ir.Value, readers: dict[int, int], outputs: set[int]) -> list:
+    """The inputs of the Concat that makes ``value``, when ``concat`` is its one reader and joins along its axis;
+    else ``value`` alone."""
+    inner = value.producer
+    if (inner is None or inner.op_type != "Concat" or inner.domain or readers.get(id(value)) != 1
+            or id(value) in outputs or _concat_axis(inner) is None or _concat_axis(inner) != _concat_axis(concat)):
+        return [value]
+    return [part for inner_value in inner.inputs for part in _concatenated_parts(inner, inner_value, readers, outputs)]
+
+
+def _concat_axis(node: ir.Node) -> int | None:
+    """The Concat's axis counted from the front (None where a negative axis meets an unknown rank)."""
+    axis = node.attrs.get("axis")
+    if axis is None or axis >= 0:
+        return axis
+    rank = node.outputs[0].rank
+    return None if rank is None else axis + rank
 
 
 def eliminate_identities(graph: ir.Graph) -> None:

@@ -230,6 +230,43 @@ def test_select_model_mode_for_export_sets_and_restores():
     assert not model.training
 
 
+class CountsTrainCalls(torch.nn.Module):
+    """A module whose ``train`` does more than set flags (freezing statistics, say): it is always called."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.BatchNorm1d(4)
+        self.calls = []
+
+    def train(self, mode: bool = True):
+        self.calls.append(mode)
+        return super().train(mode)
+
+
+def test_a_model_already_in_the_mode_is_left_alone_unless_it_overrides_train():
+    model = DropNorm().eval()
+    with exporter.select_model_mode_for_export(model, exporter.TrainingMode.EVAL):
+        assert not any(m.training for m in model.modules())
+    assert not any(m.training for m in model.modules())
+    counted = CountsTrainCalls().eval()
+    counted.calls.clear()
+    with exporter.select_model_mode_for_export(counted, exporter.TrainingMode.EVAL):
+        assert counted.calls == [False]
+    assert counted.calls == [False, False]
+
+
+def test_a_submodule_in_another_mode_is_set_to_the_mode_asked_for_and_restored_as_the_top_module():
+    model = DropNorm().eval()
+    model.bn.train()  # mixed modes: the export still runs every submodule in eval mode
+    with exporter.select_model_mode_for_export(model, exporter.TrainingMode.EVAL):
+        assert not model.bn.training
+    assert not model.bn.training  # restored as PyTorch's exporter restores: the top module's mode, everywhere
+    model.bn.train()
+    with exporter.select_model_mode_for_export(model, exporter.TrainingMode.PRESERVE):
+        assert model.bn.training  # PRESERVE exports the modes as they are
+    assert not model.bn.training
+
+
 # -- is_in_onnx_export, logging, pretty string --------------------------------------------------------------------
 class ObservesExport(torch.nn.Module):
     def __init__(self):

@@ -81,6 +81,31 @@ def test_consecutive_transposes_merge_and_cancel_with_the_same_results():
     np.testing.assert_array_equal(cancelled, expected_cancelled.numpy())
 
 
+class _NestedCats(torch.nn.Module):
+    """torch.cat of torch.cats: along the same axis (counted from either end) they join; along another they do not;
+    an inner cat read twice stays."""
+
+    def forward(self, x, y):
+        same_axis = torch.cat([x, torch.cat([y, x], dim=-2), y], dim=1)
+        other_axis = torch.cat([torch.cat([x, y], dim=2), torch.cat([y, x], dim=2)], dim=1)
+        shared = torch.cat([y, y], dim=1)
+        return same_axis, other_axis, torch.cat([shared, x], dim=1), shared * 2
+
+
+def test_nested_concats_along_one_axis_become_one_with_the_same_results():
+    x, y = torch.randn(2, 3, 4), torch.randn(2, 3, 4)
+    buffer = io.BytesIO()
+    exporter.export(_NestedCats(), (x, y), buffer, opset_version=13)
+    model = onnx.load_from_string(buffer.getvalue())
+    concat_inputs = sorted(len(node.input) for node in model.graph.node if node.op_type == "Concat")
+    # same_axis: one Concat of 4; other_axis: three of 2; shared and its reader: two of 2.
+    assert concat_inputs == [2, 2, 2, 2, 2, 4]
+    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    results = session.run(None, {i.name: t.numpy() for i, t in zip(session.get_inputs(), (x, y))})
+    for got, expected in zip(results, _NestedCats()(x, y)):
+        np.testing.assert_array_equal(got, expected.numpy())
+
+
 class _UnsqueezedWeight(torch.nn.Module):
     def __init__(self):
         super().__init__()
