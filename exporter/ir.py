@@ -115,6 +115,11 @@ class Node:
         return f"Node({self.domain + '::' if self.domain else ''}{self.op_type}, {self.name!r})"
 
 
+# The ONNX operators of opsets 7-16 that have graph attributes (``onnx.defs`` lists no others); a custom domain's
+# operator may have any attribute.
+GRAPH_ATTRIBUTE_OPS = frozenset({"If", "Loop", "Scan"})
+
+
 @dataclass(eq=False)
 class Graph:
     name: str
@@ -125,6 +130,8 @@ class Graph:
     initializers: list[Value] = field(default_factory=list)
 
     def subgraphs_of(self, node: Node) -> list[Graph]:
+        if not node.domain and node.op_type not in GRAPH_ATTRIBUTE_OPS:
+            return []  # every pass asks this of every node: most are answered by the op type alone
         return [a for a in node.attrs.values() if isinstance(a, Graph)] if node.attrs else []
 
     def all_nodes(self):
