@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -20,7 +20,7 @@ from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import optional, quantized
 from exporter.options import OperatorExportTypes
 from exporter.registry import REGISTRY
-from exporter.ts_types import inputs_of, outputs_of, ts_value_type
+from exporter.ts_types import outputs_of, ts_value_type
 
 ATEN_DOMAIN = "org.pytorch.aten"
 PYTHON_OP = "prim::PythonOp"
@@ -39,6 +39,7 @@ class Converter:
         # ONNX node name -> TorchScript scope of the node it came from (export_modules_as_functions groups by it).
         self.node_scopes: dict[str, str] = {}
         self.record = provenance.RECORD  # stamp ONNX nodes and values with their TorchScript origin
+        self._symbolics: dict[str, Callable] = {}  # op kind -> its symbolic at the session's opset, as looked up
 
     # -- graphs and blocks ------------------------------------------------------------------------------
     def convert_graph(self, ts_graph, input_values: list[ir.Value]) -> ir.Graph:
@@ -117,11 +118,12 @@ class Converter:
     def _convert_node(self, ctx: GraphContext, node, env: dict[int, Any]) -> None:
         kind = node.kind()
         if kind == "prim::Constant":
-            env[node.output().unique()] = node.output().toIValue()
+            output = node.output()
+            env[output.unique()] = output.toIValue()
             return
-        args = [env[v.unique()] for v in inputs_of(node)]
+        args = [env[node.inputsAt(i).unique()] for i in range(node.inputsSize())]
         if kind in _COLLECTION_KINDS and all(_is_constant(a) for a in args):
-            self._bind(node, args, env)  # a list of values known at export time is one (a Conv's strides)
+            env[node.output().unique()] = args  # a list of values known at export time is one (a Conv's strides)
             return
         if _foldable(node, args):
             folded = _evaluate_with_torch(node, args)
@@ -173,8 +175,8 @@ class Converter:
 
     def _call_symbolic(self, ctx: GraphContext, node, args: list[Any]) -> Any:
         kind = node.kind()
-        if kind not in _TAKES_OPTIONALS and any(optional.is_optional(a) for arg in args
-                                                 for a in (arg if isinstance(arg, (list, tuple)) else [arg])):
+        has_optional, has_quantized = _special_arguments(args)
+        if has_optional and kind not in _TAKES_OPTIONALS:
             raise SymbolicValueError(
                 f"{kind} receives a value that may be None at run time (an Optional[Tensor] input, or a value a "
                 "branch or loop may set to None); only `is None` tests and the value refined by one "
@@ -182,7 +184,7 @@ class Converter:
             )
         symbolic_fn = self._lookup(node)
         try:
-            if (quantized.contains_quantized(args) and kind not in quantized.STRUCTURAL_OPS
+            if (has_quantized and kind not in quantized.STRUCTURAL_OPS
                     and not getattr(symbolic_fn, "takes_quantized", False)):
                 result = quantized.call_on_dequantized(ctx, symbolic_fn, args)
             else:
@@ -197,7 +199,11 @@ class Converter:
         return _keep_in_place_type(ctx, kind, args, result)
 
     def _lookup(self, node):
-        return REGISTRY.lookup(node.kind(), self.session.opset)
+        kind = node.kind()
+        found = self._symbolics.get(kind)
+        if found is None:
+            found = self._symbolics[kind] = REGISTRY.lookup(kind, self.session.opset)
+        return found
 
     # -- torch.autograd.Function calls ------------------------------------------------------------------
     def _convert_python_op(self, ctx: GraphContext, node, args: list[Any], export_type: int) -> Any:
@@ -420,6 +426,20 @@ def _is_constant(arg: Any) -> bool:
     return True
 
 
+def _special_arguments(args: list[Any]) -> tuple[bool, bool]:
+    """(whether an argument, or an item of a list argument, is an optional; whether a quantized tensor is among the
+    arguments, at any depth): one pass, as every symbolic call asks both."""
+    has_optional = has_quantized = False
+    for arg in args:
+        for item in arg if isinstance(arg, (list, tuple)) else (arg,):
+            if isinstance(item, ir.Value):
+                has_optional = has_optional or item.kind == ir.OPTIONAL
+            elif isinstance(item, quantized.QTensor) or (isinstance(item, (list, tuple))
+                                                         and quantized.contains_quantized(item)):
+                has_quantized = True
+    return has_optional, has_quantized
+
+
 def _keep_in_place_type(ctx: GraphContext, kind: str, args: list[Any], result: Any) -> Any:
     """An in-place op writes into ``self``, so its result keeps ``self``'s type: ``half.add_(float)`` is half, where
     the functional form the symbolics share promotes to float."""
@@ -440,10 +460,13 @@ def _is_in_place(kind: str) -> bool:
 
 
 def _foldable(node, args: list[Any]) -> bool:
-    kind = node.kind()
-    if not kind.startswith("aten::") or _is_in_place(kind) or any(w in kind for w in _NOT_FOLDABLE_WORDS):
-        return False
-    return all(_is_constant(a) for a in args)  # an aten:: node owns no blocks
+    return _foldable_kind(node.kind()) and all(_is_constant(a) for a in args)  # an aten:: node owns no blocks
+
+
+@functools.cache
+def _foldable_kind(kind: str) -> bool:
+    """Whether a node of ``kind`` whose inputs are all constants may be computed at export time."""
+    return kind.startswith("aten::") and not _is_in_place(kind) and not any(w in kind for w in _NOT_FOLDABLE_WORDS)
 
 
 def _empty_results(node, args: list[Any]) -> tuple | None:
@@ -455,12 +478,14 @@ def _empty_results(node, args: list[Any]) -> tuple | None:
 
     Folding them keeps ONNX from ever seeing an empty tensor reshaped with -1, normalized over, or gathered from, which
     its shape inference and ONNX Runtime reject although PyTorch defines them."""
+    if not _any_empty(args):  # first: nearly every node of nearly every model leaves here
+        return None
+    tensors = [a for arg in args for a in (arg if isinstance(arg, (list, tuple)) else (arg,))
+               if isinstance(a, (ir.Value, torch.Tensor))]
     kind = node.kind()
     if not kind.startswith("aten::") or _is_in_place(kind) or node.owningBlock().owningNode() is not None:
         return None
-    tensors = [a for arg in args for a in (arg if isinstance(arg, (list, tuple)) else [arg])
-               if isinstance(a, (ir.Value, torch.Tensor))]
-    if not any(_is_empty(t) for t in tensors) or not all(_fixed_size(t) for t in tensors):
+    if not all(_fixed_size(t) for t in tensors):
         return None
     results = []
     for output in outputs_of(node):
@@ -472,6 +497,15 @@ def _empty_results(node, args: list[Any]) -> tuple | None:
             return None
         results.append(torch.empty(sizes, dtype=dtype))
     return tuple(results) if results else None
+
+
+def _any_empty(args: list[Any]) -> bool:
+    """Whether an argument, or an item of a list argument, is a tensor with no elements."""
+    for arg in args:
+        for item in arg if isinstance(arg, (list, tuple)) else (arg,):
+            if isinstance(item, (ir.Value, torch.Tensor)) and _is_empty(item):
+                return True
+    return False
 
 
 def _is_empty(x: ir.Value | torch.Tensor) -> bool:
