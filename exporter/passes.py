@@ -1,5 +1,5 @@
 """Graph optimizations on the in-memory ONNX graph: constant folding, identity removal, dead-code elimination,
-Conv+BatchNormalization fusion and de-duplication of equal constants."""
+Conv+BatchNormalization fusion, merging of Transposes and of nested Concats, and de-duplication of equal constants."""
 
 from __future__ import annotations
 
