@@ -115,24 +115,21 @@ def test_periodic_hann_window_in_double():
 # -- scripted recurrent library modules ----------------------------------------------------------------------
 # One class per kind: TorchScript resolves ``isinstance(self.rnn, torch.nn.LSTM)`` only once it has compiled an
 # nn.LSTM in the process, so a shared class failed alone, or first in an xdist worker, for GRU.
-class RecurrentLSTM(torch.nn.Module):
-    def __init__(self, with_state):
+class _Recurrent(torch.nn.Module):
+    def __init__(self, kind, with_state):
         super().__init__()
         self.with_state = with_state
-        self.rnn = torch.nn.LSTM(3, 5, num_layers=2, bidirectional=True)
+        self.rnn = getattr(torch.nn, kind)(3, 5, num_layers=2, bidirectional=True)
 
+
+class RecurrentLSTM(_Recurrent):
     def forward(self, x, h0, c0):
         if self.with_state:
             return self.rnn(x, (h0, c0))
         return self.rnn(x)
 
 
-class RecurrentGRU(torch.nn.Module):
-    def __init__(self, with_state):
-        super().__init__()
-        self.with_state = with_state
-        self.rnn = torch.nn.GRU(3, 5, num_layers=2, bidirectional=True)
-
+class RecurrentGRU(_Recurrent):
     def forward(self, x, h0, c0):
         if self.with_state:
             return self.rnn(x, h0)
@@ -146,7 +143,7 @@ def test_scripted_recurrent_modules(kind, with_state, opset):
     """nn.LSTM's scripted forward checks its inputs with raises, keeps an optional state tuple and reads its
     weights from a list attribute; the export keeps the computation and names the weights after the state_dict."""
     torch.manual_seed(0)
-    model = torch.jit.script({"LSTM": RecurrentLSTM, "GRU": RecurrentGRU}[kind](with_state).eval())
+    model = torch.jit.script({"LSTM": RecurrentLSTM, "GRU": RecurrentGRU}[kind](kind, with_state).eval())
     x, h0, c0 = torch.randn(7, 2, 3), torch.randn(4, 2, 5), torch.randn(4, 2, 5)
     with torch.no_grad():
         expected = _flat(model(x, h0, c0))
