@@ -314,10 +314,10 @@ def merge_concats(graph: ir.Graph) -> None:
             node.inputs = [part for value in node.inputs for part in _concatenated_parts(node, value, readers, outputs)]
 
 
-def _concatenated_parts(concat: ir.Node, value: ir.Value, readers: dict[int, int], outputs: set[int]) -> list:
+def _concatenated_parts(concat: ir.Node, value: ir.Value | None, readers: dict[int, int], outputs: set[int]) -> list:
     """The inputs of the Concat that makes ``value``, when ``concat`` is its one reader and joins along its axis;
     else ``value`` alone."""
-    inner = value.producer
+    inner = value.producer if value is not None else None
     if (inner is None or inner.op_type != "Concat" or inner.domain or readers.get(id(value)) != 1
             or id(value) in outputs or _concat_axis(inner) is None or _concat_axis(inner) != _concat_axis(concat)):
         return [value]
