@@ -182,7 +182,7 @@ class Converter:
                 "branch or loop may set to None); only `is None` tests and the value refined by one "
                 "(`if x is not None: ...x...`) are supported"
             )
-        symbolic_fn = self._lookup(node)
+        symbolic_fn = self._lookup(kind)
         try:
             if (has_quantized and kind not in quantized.STRUCTURAL_OPS
                     and not getattr(symbolic_fn, "takes_quantized", False)):
@@ -198,8 +198,7 @@ class Converter:
             raise UnsupportedOperatorError(kind, self.session.opset, reason="its symbolic returned None")
         return _keep_in_place_type(ctx, kind, args, result)
 
-    def _lookup(self, node):
-        kind = node.kind()
+    def _lookup(self, kind: str):
         found = self._symbolics.get(kind)
         if found is None:
             found = self._symbolics[kind] = REGISTRY.lookup(kind, self.session.opset)
@@ -432,10 +431,9 @@ def _special_arguments(args: list[Any]) -> tuple[bool, bool]:
     has_optional = has_quantized = False
     for arg in args:
         for item in arg if isinstance(arg, (list, tuple)) else (arg,):
-            if isinstance(item, ir.Value):
-                has_optional = has_optional or item.kind == ir.OPTIONAL
-            elif isinstance(item, quantized.QTensor) or (isinstance(item, (list, tuple))
-                                                         and quantized.contains_quantized(item)):
+            if optional.is_optional(item):
+                has_optional = True
+            elif quantized.contains_quantized(item):
                 has_quantized = True
     return has_optional, has_quantized
 

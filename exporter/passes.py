@@ -301,11 +301,7 @@ def merge_concats(graph: ir.Graph) -> None:
 
     The inner Concat is left to dead-code elimination.
     """
-    readers: dict[int, int] = {}
-    for node in graph.all_nodes():
-        for value in node.inputs:
-            if value is not None:
-                readers[id(value)] = readers.get(id(value), 0) + 1
+    readers = ir.consumers(graph)
     outputs = {id(v) for v in graph.outputs}
     for node in graph.nodes:
         for sub in graph.subgraphs_of(node):
@@ -314,11 +310,12 @@ def merge_concats(graph: ir.Graph) -> None:
             node.inputs = [part for value in node.inputs for part in _concatenated_parts(node, value, readers, outputs)]
 
 
-def _concatenated_parts(concat: ir.Node, value: ir.Value | None, readers: dict[int, int], outputs: set[int]) -> list:
+def _concatenated_parts(concat: ir.Node, value: ir.Value | None, readers: dict[int, list[ir.Node]],
+                        outputs: set[int]) -> list:
     """The inputs of the Concat that makes ``value``, when ``concat`` is its one reader and joins along its axis;
     else ``value`` alone."""
     inner = value.producer if value is not None else None
-    if (inner is None or inner.op_type != "Concat" or inner.domain or readers.get(id(value)) != 1
+    if (inner is None or inner.op_type != "Concat" or inner.domain or len(readers.get(id(value), [])) != 1
             or id(value) in outputs or _concat_axis(inner) is None or _concat_axis(inner) != _concat_axis(concat)):
         return [value]
     return [part for inner_value in inner.inputs for part in _concatenated_parts(inner, inner_value, readers, outputs)]
