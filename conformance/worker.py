@@ -313,6 +313,12 @@ def _deserves_bundle(row: dict) -> bool:
     return row["status"] == "unsupported" and row["reason"].startswith("engine gap")
 
 
+def reference_device(entry: model_zoo.ZooEntry, provider: str) -> str:
+    """Where PyTorch computes the outputs that a case on ``provider`` is compared with: on the GPU for CUDA cases,
+    each side on the device under test; on the CPU for a model PyTorch cannot run on CUDA (``cuda_reference``)."""
+    return "cuda" if provider == "cuda" and entry.cuda_reference else "cpu"
+
+
 def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: str) -> None:
     if case["kind"] == "op":
         op_cases.run(case, row)
@@ -321,9 +327,9 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
     from exporter.errors import CaptureError, CheckerError, UnsupportedOperatorError
 
     provider, mode, opset = case["provider"], case["mode"], case["opset"]
-    device = "cuda" if provider == "cuda" else "cpu"
     prepared = state.prepare(case["name"])
     entry = prepared.entry
+    device = reference_device(entry, provider)
     row["expected_min_opset"] = entry.min_opset
     if prepared.setup_error:
         row.update(status="export_error", stage="setup", error=_truncate(prepared.setup_error),
@@ -423,8 +429,9 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
             tied.append(label)
         current.message = f"{label}: {current.message}" if current.message else ""
         verdict = current if verdict is None else verdict.merge(current)
+    on_cpu = "; PyTorch's outputs computed on the CPU" if provider != device else ""
     row.update(max_abs_error=verdict.max_abs, max_rel_error=verdict.max_rel, rtol=verdict.rtol, atol=verdict.atol,
-               comparison=f"{verdict.comparison}; checked on {', '.join(labels)}")
+               comparison=f"{verdict.comparison}; checked on {', '.join(labels)}{on_cpu}")
     if not verdict.ok:
         row.update(status="mismatch", error=verdict.message)
     elif prepared.problem:

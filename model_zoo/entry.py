@@ -59,6 +59,9 @@ class ZooEntry:
     comparison: str = "outputs"
     quick_opsets: tuple[int, ...] = ()  # opsets of the quick tier (empty: not in it)
     cost: float = 1.0  # rough relative cost; scales the per-case timeout
+    # False where PyTorch cannot run the model on CUDA (its quantized kernels are CPU-only): its CUDA cases compare
+    # ONNX Runtime's CUDA outputs with PyTorch's CPU outputs.
+    cuda_reference: bool = True
     notes: str = ""
 
     def tolerance(self, reference_scale: float) -> tuple[float, float]:

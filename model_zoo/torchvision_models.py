@@ -233,7 +233,7 @@ def _quantized_classification(name: str) -> ZooEntry:
                          f"({QUANTIZED_ATOL_SCALE:g} of the largest logit). Beyond it the case is judged node by node "
                          "(exporter.verify): it passes when every quantized value is within one step of PyTorch's "
                          "and no node diverges, each computed from PyTorch's own inputs",
-        cost=COST.get(name, 1.0),
+        cost=COST.get(name, 1.0), cuda_reference=False,
         notes="quantize=True's quantize_model (fbgemm) after BatchNorm calibration, weights=None",
     )
 

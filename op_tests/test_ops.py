@@ -34,8 +34,9 @@ def _check(case, opset, dynamic, provider):
         )
         assert f"needs opset >= {min_opset}" in result.error, result.error
         return
-    if opset in case.known_failures:
-        pytest.xfail(case.known_failures[opset])
+    known = case.known_failures_on(provider)
+    if opset in known:
+        pytest.xfail(known[opset])
     assert result.status == "pass", f"[{result.stage}] {result.error}"
 
 

@@ -202,6 +202,18 @@ def test_the_real_onnx_runtime_fallback_is_caught_with_its_reason(fake_gpu):
     assert "CUDA" in reason.split(":", 1)[1], reason  # ONNX Runtime's own words on why the provider failed
 
 
+def test_cuda_cases_compare_with_pytorch_on_the_gpu_except_where_pytorch_cannot_run_there():
+    """PyTorch's quantized kernels are CPU-only (a quantized model moved to CUDA killed the worker with SIGSEGV on
+    an H200): those models' CUDA cases compare ONNX Runtime on CUDA with PyTorch on the CPU."""
+    import model_zoo
+    from conformance.worker import reference_device
+
+    quantized, float_model = model_zoo.get("quantized_resnet18"), model_zoo.get("resnet18")
+    assert [reference_device(float_model, p) for p in ("cpu", "cuda")] == ["cpu", "cuda"]
+    assert [reference_device(quantized, p) for p in ("cpu", "cuda")] == ["cpu", "cpu"]
+    assert all(not e.cuda_reference for e in model_zoo.entries() if e.family == "quantized_classification")
+
+
 # -- comparisons ---------------------------------------------------------------------------------------------
 def test_reference_problem_spots_degenerate_outputs():
     from conformance.compare import reference_problem

@@ -15,7 +15,7 @@ from onnx import TensorProto
 from exporter import dtypes, ir
 from exporter.errors import UnsupportedOperatorError
 from exporter.lowering.core import FLOAT, cast
-from exporter.lowering.runtime import QDQ_BIAS_AFTER_OP_AT_OPSET_10, applies
+from exporter.lowering.runtime import QDQ_BIAS_AFTER_OP_AT_OPSET_10, QDQ_FLOAT_WEIGHT_BIAS_AFTER_OP, applies
 from exporter.registry import unsupported
 
 QDQ_OPSET = 10  # QuantizeLinear / DequantizeLinear
@@ -110,25 +110,41 @@ def constant_weight(g, tensor: torch.Tensor) -> ir.Value:
     keep the weight in 8 bits. Below opset 13 a per-channel weight (fbgemm's default) cannot be a DequantizeLinear
     (its axis is opset 13): it becomes its float32 values, exactly what DequantizeLinear would compute
     ((q - zp) * scale, one float32 product per element)."""
-    if tensor.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric) and g.opset < PER_CHANNEL_OPSET:
+    if is_float_weight(g, tensor):
         return g.const(tensor.dequantize().numpy().astype(np.float32))
     return dequantize(g, constant_qtensor(g, tensor))
 
 
-def with_float_bias(g, op, bias: torch.Tensor | None, spatial: int) -> ir.Value:
-    """``op(bias)``: the Conv or Gemm that ``op`` builds from its bias input (None: none) on dequantized inputs, with
-    a packed weight's float32 ``bias`` [C], which PyTorch's quantized kernels also add in float.
+def is_float_weight(g, tensor: torch.Tensor) -> bool:
+    """Whether ``constant_weight`` gives ``tensor`` as float32 values rather than a DequantizeLinear."""
+    return tensor.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric) and g.opset < PER_CHANNEL_OPSET
 
-    ONNX Runtime quantizes such a bias with Round (opset 11) and cannot load an opset-10 model with it
-    (``QDQ_BIAS_AFTER_OP_AT_OPSET_10``): there the bias follows the op, ``spatial`` axes from the end, as the
-    subtraction of its negation (the same sum in floating point), which its fusion does not fold back into the op.
+
+def with_float_bias(g, op, bias: torch.Tensor | None, spatial: int, float_weight: bool) -> ir.Value:
+    """``op(bias)``: the Conv or Gemm that ``op`` builds from its bias input (None: none) on dequantized inputs, with
+    a packed weight's float32 ``bias`` [C], which PyTorch's quantized kernels also add in float. ``float_weight``
+    says that the op's weight is float32 values (``is_float_weight``).
+
+    Two ONNX Runtime rewrites of such an op need the bias after it, ``spatial`` axes from the end, as the
+    subtraction of its negation (the same sum in floating point), which its fusions do not fold back into the op:
+    - it quantizes the float bias with Round (opset 11) and cannot load an opset-10 model with it
+      (``QDQ_BIAS_AFTER_OP_AT_OPSET_10``);
+    - it re-quantizes a float weight per tensor (``QDQ_FLOAT_WEIGHT_BIAS_AFTER_OP``), so an op with a float weight
+      takes the subtraction even without a bias (of zeros).
     """
+    if float_weight and applies(g, QDQ_FLOAT_WEIGHT_BIAS_AFTER_OP):
+        values = np.zeros(1, np.float32) if bias is None else bias.detach().numpy()
+        return _bias_after(g, op, values, spatial)
     if bias is None:
         return op(None)
     values = bias.detach().numpy()
     if g.opset < _ROUND_OPSET and applies(g, QDQ_BIAS_AFTER_OP_AT_OPSET_10):
-        return g.op("Sub", op(None), g.const(-values.reshape([-1] + [1] * spatial)))
+        return _bias_after(g, op, values, spatial)
     return op(g.const(values))
+
+
+def _bias_after(g, op, values: np.ndarray, spatial: int) -> ir.Value:
+    return g.op("Sub", op(None), g.const(-values.reshape([-1] + [1] * spatial)))
 
 
 _ROUND_OPSET = 11

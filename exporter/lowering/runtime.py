@@ -149,3 +149,11 @@ QDQ_BIAS_AFTER_OP_AT_OPSET_10 = declare(
     gap="ONNX Runtime's QDQ fusion quantizes the float bias of a Conv/Gemm fed by DequantizeLinear with Round, an "
         "opset-11 op, and then refuses to load an opset-10 model",
     plain_form="the float bias as the Conv/Gemm's own input")
+# lowering.quantized.with_float_bias (quantized conv and linear with per-channel weights below opset 13):
+QDQ_FLOAT_WEIGHT_BIAS_AFTER_OP = declare(
+    "qdq_float_weight_bias_after_op",
+    gap="ONNX Runtime's WeightBiasQuantization (on at every optimization level but none) re-quantizes the float "
+        "weight of a Conv/Gemm between DequantizeLinear and QuantizeLinear per tensor (and its bias to int32): a "
+        "per-channel weight, which is float below opset 13, loses its small channels and the results move by "
+        "several quantization steps",
+    plain_form="the float bias as the Conv/Gemm's own input, none when the op has no bias")

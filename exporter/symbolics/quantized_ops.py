@@ -14,6 +14,7 @@ from exporter.lowering.quantized import (
     QTensor,
     constant_weight,
     dequantize,
+    is_float_weight,
     quantize,
     takes_quantized,
     with_float_bias,
@@ -44,7 +45,8 @@ def _convolution(g, qx, packed, scale, zero_point, relu: bool, spatial: int):
     w = constant_weight(g, weight)
     x = dequantize(g, qx)
     result = with_float_bias(g, lambda b: _float(g, "aten::convolution", x, w, b, stride, padding, dilation,
-                                                 transposed, output_padding, packed.groups()), bias, spatial)
+                                                 transposed, output_padding, packed.groups()),
+                             bias, spatial, is_float_weight(g, weight))
     return _output(g, result, qx, scale, zero_point, relu)
 
 
@@ -71,7 +73,7 @@ def _linear(g, qx, packed, scale, zero_point, relu: bool):
     weight, bias = torch.ops.quantized.linear_unpack(packed)
     x = dequantize(g, qx)
     w = constant_weight(g, weight)
-    result = with_float_bias(g, lambda b: _float(g, "aten::linear", x, w, b), bias, 0)
+    result = with_float_bias(g, lambda b: _float(g, "aten::linear", x, w, b), bias, 0, is_float_weight(g, weight))
     return _output(g, result, qx, scale, zero_point, relu)
 
 

@@ -15,16 +15,31 @@ def _quantized_linear() -> torch.nn.Module:
     weight = torch.quantize_per_tensor(torch.tensor([[1.0, 0.5, 0.0], [0.0, -1.0, 0.25]]), 1 / 32, 0, torch.qint8)
     linear.set_weight_bias(weight, torch.tensor([0.5, -0.25]))
     linear.scale, linear.zero_point = 1 / 8, 128
+    return _dequantized(linear)
 
-    class QuantizedLinear(torch.nn.Module):
+
+def _per_channel_quantized_linear() -> torch.nn.Module:
+    """quantize -> quantized Linear whose per-channel weight has a channel 256 times finer than the other ->
+    dequantize, on grids where every step is exact. Re-quantized per tensor, the fine channel's weights round to 0."""
+    linear = torch.ao.nn.quantized.Linear(3, 2)
+    weight = torch.quantize_per_channel(torch.tensor([[2.0, -1.0, 4.0], [1 / 64, -1 / 32, 3 / 64]]),
+                                        torch.tensor([1 / 16, 1 / 4096], dtype=torch.float64),
+                                        torch.tensor([0, 0]), 0, torch.qint8)
+    linear.set_weight_bias(weight, torch.tensor([0.5, -0.25]))
+    linear.scale, linear.zero_point = 1 / 64, 128
+    return _dequantized(linear)
+
+
+def _dequantized(layer: torch.nn.Module) -> torch.nn.Module:
+    class Quantized(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.linear = linear
+            self.layer = layer
 
         def forward(self, x):
-            return self.linear(torch.quantize_per_tensor(x, 1 / 8, 128, torch.quint8)).dequantize()
+            return self.layer(torch.quantize_per_tensor(x, 1 / 8, 128, torch.quint8)).dequantize()
 
-    return QuantizedLinear()
+    return Quantized()
 
 
 PROBES = [
@@ -37,5 +52,8 @@ PROBES = [
           inputs=lambda: (torch.tensor([[1.5, -2.0, 0.25], [3.0, 8.0, -0.5]]),), opset=13, gap="rejects"),
     Probe("qdq_bias_after_op_at_opset_10", fn=_quantized_linear(),
           inputs=lambda: (torch.tensor([[1.0, -0.5, 2.0], [0.25, 0.75, -1.5]]),), opset=10, gap="rejects",
+          reference_opset=19),
+    Probe("qdq_float_weight_bias_after_op", fn=_per_channel_quantized_linear(),
+          inputs=lambda: (torch.tensor([[1.0, -0.5, 2.0], [0.25, 0.75, -1.5]]),), opset=11, gap="diverges",
           reference_opset=19),
 ]
