@@ -80,6 +80,9 @@ FIELDS = {
                  "exporter.verify.SelectionCheck",
     "expectation": "the reason of the expectations.toml entry the row matches (null when none)",
     "workarounds": "names of the runtime workarounds (exporter/lowering/runtime.py) the exported model depends on",
+    "session_providers": "the ONNX Runtime session's execution providers in priority order (get_providers()); a "
+                         "CUDA row whose session does not list CUDAExecutionProvider first is an env_error",
+    "gpu": "CUDA rows: the GPU's name (torch.cuda.get_device_name)",
 }
 
 # Failure statuses: of the exporter, or (env_error) of the machine the run was asked to use. conformance.verdict
@@ -94,5 +97,5 @@ def case_id(kind: str, name: str, opset: int, mode: str, provider: str) -> str:
 def empty_row() -> dict:
     """A row with every field present (null where unknown), so every line has the same keys."""
     row = {key: None for key in FIELDS}
-    row.update(error="", reason="", op_types=[], aten_ops=[], workarounds=[])
+    row.update(error="", reason="", op_types=[], aten_ops=[], workarounds=[], session_providers=[])
     return row

@@ -237,6 +237,12 @@ def cuda_environment() -> tuple[str, str]:
     return "", ""
 
 
+@functools.lru_cache(maxsize=1)
+def gpu_name() -> str:
+    """The name of the GPU that CUDA cases run on, recorded in their rows."""
+    return torch.cuda.get_device_name(0)
+
+
 def _probe_model() -> bytes:
     from onnx import TensorProto, helper
 
@@ -300,6 +306,8 @@ def _cuda_blocked(case: dict, row: dict) -> bool:
     status, reason = cuda_environment()
     if status:
         row.update(status=status, reason=reason, stage="setup", error=reason if status == "env_error" else "")
+    else:
+        row["gpu"] = gpu_name()
     return bool(status)
 
 
@@ -396,6 +404,7 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
     except Exception as error:
         row.update(status="ort_error", error=_truncate(f"{type(error).__name__}: {error}"))
         return
+    row["session_providers"] = session.get_providers()
     if provider == "cuda" and session.get_providers()[0] != "CUDAExecutionProvider":
         row.update(status="env_error", reason="ONNX Runtime fell back to CPU for this model although CUDA was requested",
                    error=f"session providers: {session.get_providers()}")

@@ -117,6 +117,8 @@ class CaseResult:
     stage: str = ""
     comparison: str = "values"  # what the accuracy verdict rests on
     workarounds: list[str] = field(default_factory=list)  # runtime workarounds the exported model depends on
+    session_providers: list[str] = field(default_factory=list)  # the ONNX Runtime session's, in priority order
+    gpu: str | None = None  # CUDA cases: the GPU's name
 
 
 def input_names(count: int) -> list[str]:
@@ -240,6 +242,15 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> 
     except Exception as error:
         result.status, result.stage, result.error = "ort_error", "ort_load", f"{type(error).__name__}: {error}"
         return result
+    result.session_providers = session.get_providers()
+    if provider == "cuda":
+        from conformance.worker import gpu_name
+
+        result.gpu = gpu_name()
+        if result.session_providers[0] != "CUDAExecutionProvider":
+            result.status, result.stage = "env_error", "ort_load"
+            result.error = f"ONNX Runtime fell back from CUDA for this model: session providers {result.session_providers}"
+            return result
     variants = [0, 1] if dynamic else [0]
     for variant in variants:
         inputs = case.inputs(variant)

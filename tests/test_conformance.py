@@ -214,6 +214,20 @@ def test_cuda_cases_compare_with_pytorch_on_the_gpu_except_where_pytorch_cannot_
     assert all(not e.cuda_reference for e in model_zoo.entries() if e.family == "quantized_classification")
 
 
+def test_a_cuda_provider_gap_is_a_known_failure_on_cuda_only():
+    """An op case's ``cuda_known_failures`` (a gap of ONNX Runtime's CUDA provider, seen on a GPU) excuses that
+    provider's failure at that opset; the same failure on the CPU provider still fails the run."""
+    from conformance.verdict import is_failure
+    from op_tests.cases import all_cases
+    from op_tests.harness import CaseResult, result_row
+
+    (case,) = [c for c in all_cases() if c.name == "cat_all_empty"]
+    refused = CaseResult(status="ort_error", error="Can't reduce on dim with value of 0 if 'keepdims' is false")
+    assert not is_failure(result_row(case, 7, False, "cuda", refused))
+    assert is_failure(result_row(case, 7, False, "cpu", refused))
+    assert is_failure(result_row(case, 8, False, "cuda", refused))
+
+
 # -- comparisons ---------------------------------------------------------------------------------------------
 def test_reference_problem_spots_degenerate_outputs():
     from conformance.compare import reference_problem

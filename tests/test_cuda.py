@@ -102,4 +102,15 @@ def test_zoo_models_pass_on_cuda(name, opset, tmp_path):
     (case,) = select(tier="full", opsets=(opset,), modes=("static",), providers=("cuda",), models=[name])
     row = run_case(case.as_dict(), WorkerState(str(tmp_path)), str(tmp_path / "repro"))
     assert row["status"] == "pass", (row["status"], row["error"], row["reason"])
+    assert row["session_providers"][0] == "CUDAExecutionProvider" and row["gpu"] == torch.cuda.get_device_name(0)
     assert ("computed on the CPU" in row["comparison"]) == name.startswith("quantized_"), row["comparison"]
+
+
+def test_op_cases_run_on_the_cuda_provider():
+    from op_tests.cases import all_cases
+    from op_tests.harness import run_case
+
+    (case,) = [c for c in all_cases() if c.name == "matmul_2d_2d"]
+    result = run_case(case, 13, True, "cuda")
+    assert result.status == "pass", result.error
+    assert result.session_providers[0] == "CUDAExecutionProvider" and result.gpu == torch.cuda.get_device_name(0)
