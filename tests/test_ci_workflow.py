@@ -57,6 +57,23 @@ def test_shard_jobs_run_every_shard_of_the_full_tier_on_cuda_and_cpu():
         assert parsed.out in uploaded and f"results/shard-{shard}.repro/" in uploaded
 
 
+def test_a_gpu_job_runs_every_test_marked_cuda():
+    """On a GPU runner the CUDA tests run instead of skipping: pytest's marker selection over the default paths."""
+    job = _workflow()["jobs"]["cuda-tests"]
+    assert "gpu" in job["runs-on"]
+    (args,) = _nox_calls(job, "tests")
+    assert args == ["-m", "cuda"]
+    import tomllib
+
+    from op_tests import test_ops
+    from tests import test_cuda
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
+    assert any(m.startswith("cuda:") for m in declared), "--strict-markers rejects an undeclared marker"
+    assert "cuda" in {m.name for m in test_cuda.pytestmark}
+    assert "cuda" in {m.name for m in test_ops.test_op_cuda.pytestmark}
+
+
 def _upload_paths(job: dict, shard: int) -> list[str]:
     uploads = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     return uploads[0]["with"]["path"].replace("${{ matrix.shard }}", str(shard)).split()
