@@ -33,7 +33,8 @@ FIELDS = {
     "name": "model zoo entry name (torchvision model name, or the example's name)",
     "family": "classification | segmentation | detection | video | optical_flow | docs",
     "opset": "target ONNX opset (int)",
-    "provider": "'cpu' or 'cuda' (ONNX Runtime execution provider; PyTorch reference on the same device)",
+    "provider": "'cpu' or 'cuda' (ONNX Runtime execution provider; PyTorch's reference runs on the same device for "
+                "model cases whose entry allows it (cuda_reference), on the CPU for the others and for op cases)",
     "mode": "'static' (no dynamic axes) or 'dynamic' (the entry's dynamic_axes; checked on a second input size)",
     "exporter": "'engine' (this project's exporter) or 'peer' (torch.onnx, dynamo=False, run only to validate the zoo)",
     "status": "one of STATUSES",
