@@ -21,3 +21,9 @@ def make_session(model: str | bytes, provider: str):
     else:
         providers = ["CPUExecutionProvider"]
     return ort.InferenceSession(model, options, providers=providers)
+
+
+def fell_back(session, provider: str) -> bool:
+    """Whether a session asked for ``provider`` runs without it: ONNX Runtime falls back to CPU without raising
+    when its CUDA provider cannot start."""
+    return provider == "cuda" and session.get_providers()[0] != "CUDAExecutionProvider"

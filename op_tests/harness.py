@@ -28,7 +28,7 @@ import torch
 from conformance.compare import compare_arrays
 from conformance.results import ResultsWriter
 from conformance.schema import case_id, empty_row
-from conformance.session import make_session
+from conformance.session import fell_back, make_session
 from conformance.tolerances import tolerance_for
 from conformance.verdict import KNOWN_FAILURE
 
@@ -247,7 +247,7 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> 
         from conformance.worker import gpu_name
 
         result.gpu = gpu_name()
-        if result.session_providers[0] != "CUDAExecutionProvider":
+        if fell_back(session, provider):
             result.status, result.stage = "env_error", "ort_load"
             result.error = f"ONNX Runtime fell back from CUDA for this model: session providers {result.session_providers}"
             return result
