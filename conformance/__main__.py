@@ -79,7 +79,13 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         options = RunOptions(out=out, workers=args.workers, timeout_s=args.timeout, progress=not args.no_progress,
                              light_first=args.light_first, repro_dir=repro_dir,
                              static_fields={"versions": results_io.versions(), "git_rev": results_io.git_revision()})
-        run(todo, options)
+        try:
+            run(todo, options)
+        except KeyboardInterrupt:
+            recorded = len(results_io.latest_by_case(results_io.read_rows(out)))
+            print(f"\ninterrupted: {recorded} cases are recorded in {out}; the same command resumes the run",
+                  file=sys.stderr)
+            return 130
     latest = results_io.latest_by_case(results_io.read_rows(out))
     rows = [latest[c.case_id] for c in selected if c.case_id in latest]
     print_summary(rows)

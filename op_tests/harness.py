@@ -34,8 +34,9 @@ from conformance.verdict import KNOWN_FAILURE
 
 OPSETS = tuple(range(7, 17))
 
-# ONNX Runtime's CUDA provider refuses what its CPU provider computes (seen on an NVIDIA H200 with onnxruntime-gpu
-# 1.31.1, 2026-11-27): a reduction over an empty axis without keepdims.
+# ONNX Runtime's CUDA provider refuses what its CPU provider computes (seen on an NVIDIA H200 and an H100 with
+# onnxruntime-gpu 1.31.1, 2026-11-27, at every opset that exports the model): a reduction over an empty axis
+# without keepdims.
 CUDA_EMPTY_REDUCTION = ("ONNX Runtime's CUDA reductions refuse an empty axis without keepdims: 'Can't reduce on dim "
                         "with value of 0 if 'keepdims' is false'; the CPU provider computes the same model right")
 
