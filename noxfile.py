@@ -52,7 +52,8 @@ def conformance(session: nox.Session) -> None:
     """The main job: a fresh conformance run (quick tier on CPU by default), its HTML report, then the release gate.
 
     Arguments after ``--`` go to ``python -m conformance run``: ``--tier full --ep cuda``, ``--shard 0/4``,
-    ``--opsets 9,11``, ``--models 'resnet*'``, ``--out FILE``, ``--workers N``, ``--timeout S``; ``--resume`` keeps
+    ``--opsets 9,11``, ``--models 'resnet*'``, ``--out FILE``, ``--workers N``, ``--timeout S``, ``--ort-level all``
+    (ONNX Runtime's own default optimization level instead of basic); ``--resume`` keeps
     the cases already in the results file instead of starting over. The session exits non-zero when the release
     gate fails: against the tier's baseline (``baselines/conformance_<tier>.jsonl``; a run of part of the tier is
     compared on the cases it ran) or, without one, when any case fails. The report's badge shows the same verdict.

@@ -30,6 +30,7 @@ from pathlib import Path
 from conformance import arguments
 from conformance import results as results_io
 from conformance.schema import STATUSES
+from conformance.session import ORT_LEVEL_VARIABLE, ORT_LEVELS, ort_level
 from conformance.summary import print_summary
 from conformance.verdict import is_failure
 
@@ -68,13 +69,19 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     selected = _select(args, parser)
     out = args.out or _default_out(args.tier, args.shard, args.exporter)
     repro_dir = args.repro_dir or os.path.splitext(out)[0] + ".repro"
+    level = _session_level(args, parser)
     if args.fresh:
         _discard(out, repro_dir)
     done = results_io.latest_by_case(results_io.read_rows(out))
+    recorded = {row.get("ort_level") for row in done.values()} - {None, level}
+    if recorded:
+        parser.error(f"{out} holds rows run at ONNX Runtime level {', '.join(sorted(recorded))}, not {level}: "
+                     "pass --fresh, or another --out")
     redo = set(args.redo or ())
     todo = [c for c in selected if args.case or c.case_id not in done or done[c.case_id]["status"] in redo or "all" in redo]
     print(f"{len(selected)} cases selected, {len(selected) - len(todo)} already in {out}, {len(todo)} to run "
-          f"({args.workers} workers, {args.timeout:.0f} s per case before cost scaling)", file=sys.stderr)
+          f"({args.workers} workers, {args.timeout:.0f} s per case before cost scaling, ONNX Runtime level {level})",
+          file=sys.stderr)
     if todo:
         options = RunOptions(out=out, workers=args.workers, timeout_s=args.timeout, progress=not args.no_progress,
                              light_first=args.light_first, repro_dir=repro_dir,
@@ -91,6 +98,16 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     print_summary(rows)
     print(f"results: {out}")
     return _run_verdict(rows, len(selected), args.record_only)
+
+
+def _session_level(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
+    """The sessions' graph optimization level (``--ort-level``, else $CONFORMANCE_ORT_LEVEL), set for the workers."""
+    if args.ort_level:
+        os.environ[ORT_LEVEL_VARIABLE] = args.ort_level
+    try:
+        return ort_level()
+    except ValueError as error:
+        parser.error(str(error))
 
 
 def _discard(out: str, repro_dir: str) -> None:
@@ -199,6 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run the cheapest models first (widest coverage if the run is cut short)")
     run_p.add_argument("--exporter", choices=("engine", "peer"), default="engine",
                        help="peer: torch.onnx.export(dynamo=False), to validate the zoo and tolerances themselves")
+    run_p.add_argument("--ort-level", choices=ORT_LEVELS,
+                       help="ONNX Runtime graph optimization level of the sessions (default $CONFORMANCE_ORT_LEVEL or "
+                            "basic); all: ONNX Runtime's own default, with its op fusions")
     run_p.set_defaults(func=_run, parser=run_p)
 
     merge_p = commands.add_parser("merge", help="join results files (the latest row of each case wins)")

@@ -84,6 +84,8 @@ FIELDS = {
     "session_providers": "the ONNX Runtime session's execution providers in priority order (get_providers()); a "
                          "CUDA row whose session does not list CUDAExecutionProvider first is an env_error",
     "gpu": "CUDA rows: the GPU's name (torch.cuda.get_device_name)",
+    "ort_level": "the ONNX Runtime graph optimization level the case's session ran at: 'basic' (the default), "
+                 "'extended' or 'all' (ONNX Runtime's own default); see conformance.session.ort_level",
 }
 
 # Failure statuses: of the exporter, or (env_error) of the machine the run was asked to use. conformance.verdict

@@ -28,7 +28,7 @@ import model_zoo
 from conformance import op_cases, repro
 from conformance.compare import Verdict, arbitrate, compare_arrays, compare_detections, reference_problem
 from conformance.schema import empty_row
-from conformance.session import fell_back, make_session
+from conformance.session import fell_back, make_session, ort_level
 
 PERTURBED_SEED = 1
 EXPORT_SEED = 0
@@ -405,6 +405,7 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         row.update(status="ort_error", error=_truncate(f"{type(error).__name__}: {error}"))
         return
     row["session_providers"] = session.get_providers()
+    row["ort_level"] = ort_level()
     if fell_back(session, provider):
         row.update(status="env_error", reason="ONNX Runtime fell back to CPU for this model although CUDA was requested",
                    error=f"session providers: {row['session_providers']}")

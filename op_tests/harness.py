@@ -28,7 +28,7 @@ import torch
 from conformance.compare import compare_arrays
 from conformance.results import ResultsWriter
 from conformance.schema import case_id, empty_row
-from conformance.session import fell_back, make_session
+from conformance.session import fell_back, make_session, ort_level
 from conformance.tolerances import tolerance_for
 from conformance.verdict import KNOWN_FAILURE
 
@@ -120,6 +120,7 @@ class CaseResult:
     workarounds: list[str] = field(default_factory=list)  # runtime workarounds the exported model depends on
     session_providers: list[str] = field(default_factory=list)  # the ONNX Runtime session's, in priority order
     gpu: str | None = None  # CUDA cases: the GPU's name
+    ort_level: str | None = None  # the session's graph optimization level (conformance.session.ort_level)
 
 
 def input_names(count: int) -> list[str]:
@@ -244,6 +245,7 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> 
         result.status, result.stage, result.error = "ort_error", "ort_load", f"{type(error).__name__}: {error}"
         return result
     result.session_providers = session.get_providers()
+    result.ort_level = ort_level()
     if provider == "cuda":
         from conformance.worker import gpu_name
 

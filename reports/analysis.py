@@ -105,6 +105,8 @@ def header(rows: list[dict], sources: list[str]) -> dict[str, Any]:
         "cuda_cases_run": sum(1 for row in rows if text(row, "provider") == "cuda"
                               and text(row, "status") not in ("skipped", "env_error")),
         "gpu": gpus,
+        # Rows that reached ONNX Runtime record the level; older rows (before the field) ran at the default, basic.
+        "ort_levels": sorted({text(row, "ort_level") for row in rows if text(row, "ort_level")}),
         "started_at": started,
         "finished_at": finished,
         "duration_s": _duration(rows, started, finished),

@@ -141,6 +141,7 @@ def _run_facts(header: dict[str, Any]) -> str:
     facts += [_fact(package, ", ".join(versions.get(package, []))) for package in FACT_PACKAGES]
     facts.append(_fact("Providers", ", ".join(header["providers"])))
     facts.append(_fact("GPU", ", ".join(header["gpu"]) or ("none" if header["providers"] == ["cpu"] else "")))
+    facts.append(_fact("ONNX Runtime optimization level", ", ".join(header.get("ort_levels", []))))
     duration = header["duration_s"]
     kind = "wall clock" if header["started_at"] else "sum of cases"
     facts.append(_fact("Duration", f"{_seconds(duration)} ({kind})" if duration is not None else None))

@@ -6,6 +6,7 @@ one-line error with exit status 2 before any work, nothing written; every subcom
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -160,6 +161,58 @@ def test_run_exits_non_zero_when_a_case_fails_unless_it_only_records(tmp_path):
     assert recorded.returncode == 0 and "recorded only (--record-only)" in recorded.stderr
     passing = _cli(tmp_path, *selection, "--models", "test_add_one", env=env)
     assert passing.returncode == 0 and "1 already in r.jsonl, 0 to run" in passing.stderr
+
+
+# -- ONNX Runtime's graph optimization level --------------------------------------------------------------------
+def test_a_bad_ort_level_from_the_environment_is_a_one_line_error(tmp_path):
+    done = _cli(tmp_path, "run", "--fresh", env={"CONFORMANCE_ORT_LEVEL": "max"})
+    line = _one_line_usage_error(done, tmp_path, "python -m conformance run")
+    assert "CONFORMANCE_ORT_LEVEL='max': expected one of basic, extended, all" in line
+
+
+def test_rows_record_the_ort_level_and_a_results_file_holds_one_level(tmp_path):
+    env = {"MODEL_ZOO_EXTRA": EXTRA}
+    selection = ["run", "--tier", "full", "--models", "test_add_one", "--opsets", "13", "--mode", "static",
+                 "--ep", "cpu", "--workers", "1", "--no-progress", "--out", "r.jsonl"]
+    at_all = _cli(tmp_path, *selection, "--ort-level", "all", env=env)
+    assert at_all.returncode == 0 and "ONNX Runtime level all" in at_all.stderr, at_all.stderr
+    (row,) = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert row["status"] == "pass" and row["ort_level"] == "all"
+    before = (tmp_path / "r.jsonl").read_bytes()
+    mixed = _cli(tmp_path, *selection, env=env)  # basic, into a file of level-all rows
+    assert mixed.returncode == 2 and "holds rows run at ONNX Runtime level all, not basic" in mixed.stderr
+    assert (tmp_path / "r.jsonl").read_bytes() == before
+
+
+def test_make_session_takes_the_level_from_the_environment(monkeypatch):
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    from conformance.session import make_session
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, ir_version=8, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    levels = ort.GraphOptimizationLevel
+    monkeypatch.delenv("CONFORMANCE_ORT_LEVEL", raising=False)
+    assert make_session(model, "cpu").get_session_options().graph_optimization_level == levels.ORT_ENABLE_BASIC
+    for name, level in (("extended", levels.ORT_ENABLE_EXTENDED), ("all", levels.ORT_ENABLE_ALL)):
+        monkeypatch.setenv("CONFORMANCE_ORT_LEVEL", name)
+        assert make_session(model, "cpu").get_session_options().graph_optimization_level == level
+
+
+@pytest.mark.slow
+def test_exports_pass_at_onnx_runtime_default_level(tmp_path):
+    """ONNX Runtime's own default level (all) fuses what the harness's basic level leaves apart: QDQ into QLinearConv,
+    HardSwish, the LSTM's gates. The same verdicts must hold there, as users run the models."""
+    done = _cli(tmp_path, "run", "--tier", "full", "--models",
+                "quantized_shufflenet_v2_x0_5,mobilenet_v3_small,lstm_bidirectional_4layer", "--opsets", "13",
+                "--mode", "static", "--ep", "cpu", "--workers", "2", "--no-progress", "--out", "r.jsonl",
+                "--ort-level", "all")
+    rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(rows) == 3 and {(r["status"], r["ort_level"]) for r in rows} == {("pass", "all")}
 
 
 # -- CUDA: requested, a GPU visible, ONNX Runtime unable to use it ------------------------------------------------

@@ -289,6 +289,17 @@ def test_summary_counts_match_the_rows(report, fixture_dir):
     assert report["summary"]["by_opset"]["16"]["total"] == sum(r.get("opset") == 16 for r in rows)
 
 
+def test_header_shows_the_onnx_runtime_level_the_rows_ran_at():
+    from reports.analysis import header
+    from reports.html import _run_facts
+
+    rows = [{"status": "pass", "ort_level": "all"}, {"status": "unsupported", "ort_level": None}]
+    facts = header(rows, [])
+    assert facts["ort_levels"] == ["all"]
+    assert "<dt>ONNX Runtime optimization level</dt><dd>all</dd>" in _run_facts(facts)
+    assert header([{"status": "pass"}], [])["ort_levels"] == []  # rows from before the field: "not recorded"
+
+
 def test_header_comes_from_the_rows(report):
     header = report["header"]
     assert header["git_rev"] == ["abc1234"]
