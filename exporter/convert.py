@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from exporter import ir, provenance
+from exporter import dtypes, ir, provenance
 from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import optional, quantized
@@ -26,7 +26,11 @@ ATEN_DOMAIN = "org.pytorch.aten"
 PYTHON_OP = "prim::PythonOp"
 
 # Ops never evaluated at export time even when their inputs are constant.
-_NOT_FOLDABLE_WORDS = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "empty", "poisson")
+_NOT_FOLDABLE_WORDS = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "empty", "poisson",
+                       "exponential", "geometric", "cauchy")
+# In-place ops whose result is not a function of their arguments' values (uninitialized or shared memory).
+_NOT_FOLDABLE_KINDS = frozenset({"aten::resize_", "aten::resize_as_", "aten::set_"})
+_FACTORIES_OF_SELF_TYPE = frozenset({"aten::new_zeros", "aten::new_ones", "aten::new_full"})
 _COLLECTION_KINDS = frozenset({"prim::ListConstruct", "prim::TupleConstruct"})
 
 
@@ -125,8 +129,9 @@ class Converter:
         if kind in _COLLECTION_KINDS and all(_is_constant(a) for a in args):
             env[node.output().unique()] = args  # a list of values known at export time is one (a Conv's strides)
             return
-        if _foldable(node, args):
-            folded = _evaluate_with_torch(node, args)
+        known = _known_arguments(node, args)
+        if known is not None:
+            folded = _evaluate_with_torch(node, known)
             if folded is not _NOT_EVALUATED:
                 self._bind(node, folded, env)
                 return
@@ -457,14 +462,27 @@ def _is_in_place(kind: str) -> bool:
     return kind.endswith("_") and not kind.endswith("__")
 
 
-def _foldable(node, args: list[Any]) -> bool:
-    return _foldable_kind(node.kind()) and all(_is_constant(a) for a in args)  # an aten:: node owns no blocks
+def _known_arguments(node, args: list[Any]) -> list[Any] | None:
+    """The arguments with which ``node`` is computed at export time, or None when its result is not known before
+    run time: its arguments when all are constants; for ``self.new_zeros(size)`` and its kin, which read only
+    ``self``'s element type, an empty tensor of that type in place of ``self``."""
+    kind = node.kind()
+    if not _foldable_kind(kind):  # an aten:: node owns no blocks
+        return None
+    if kind in _FACTORIES_OF_SELF_TYPE and args and isinstance(args[0], ir.Value):
+        if args[0].kind != ir.TENSOR or args[0].dtype not in dtypes.ONNX_TO_TORCH:
+            return None
+        args = [torch.empty(0, dtype=dtypes.torch_from_onnx(args[0].dtype)), *args[1:]]
+    return args if all(_is_constant(a) for a in args) else None
 
 
 @functools.cache
 def _foldable_kind(kind: str) -> bool:
-    """Whether a node of ``kind`` whose inputs are all constants may be computed at export time."""
-    return kind.startswith("aten::") and not _is_in_place(kind) and not any(w in kind for w in _NOT_FOLDABLE_WORDS)
+    """Whether a node of ``kind`` whose inputs are all constants may be computed at export time. In-place ops may:
+    the mutation pass has made the graph functional (every later use reads the op's result, not its input), so
+    such an op is computed on a copy of its input, as its symbolic computes a new value."""
+    return (kind.startswith("aten::") and kind not in _NOT_FOLDABLE_KINDS
+            and not any(w in kind for w in _NOT_FOLDABLE_WORDS))
 
 
 def _empty_results(node, args: list[Any]) -> tuple | None:
@@ -526,6 +544,10 @@ def _evaluate_with_torch(node, args: list[Any]) -> Any:
     op, keyword_only = _eager_op(schema)
     if op is None:
         return _NOT_EVALUATED
+    if _is_in_place(node.kind()):
+        if not (args and isinstance(args[0], torch.Tensor)):
+            return _NOT_EVALUATED
+        args = [args[0].clone(), *args[1:]]  # the constant itself stays as it is (see _foldable_kind)
     positional = [value for value, keyword in zip(args, keyword_only) if not keyword]
     keywords = {keyword: value for value, keyword in zip(args, keyword_only) if keyword}
     try:

@@ -210,3 +210,53 @@ def test_the_deferred_product_counts_as_the_folding_pass_not_as_serialization():
     model, x = _conv_bn(1, channels=64), torch.randn(1, 3, 8, 8)
     stages = exporter.export(model, (x,), io.BytesIO(), opset_version=14).stage_seconds
     assert stages["pass:fuse_conv_batchnorm"] > 0 and all(seconds >= 0 for seconds in stages.values())
+
+
+# -- values the converter computes with PyTorch at export time -------------------------------------------------
+class _MaskBuiltInPlace(torch.nn.Module):
+    """Swin's shifted-window mask, in small: zeros of the input's type, painted region by region in place; the
+    unpainted constant is read before the painting too, so computing the paint on the constant itself would show."""
+
+    def forward(self, x):
+        mask = x.new_zeros((4, 4))
+        before = x + mask
+        count = 0
+        for rows in (slice(0, 2), slice(2, 4)):
+            for cols in (slice(0, 1), slice(1, 4)):
+                mask[rows, cols] = count
+                count += 1
+        return before, x + mask
+
+
+def _run(buffer: io.BytesIO, *inputs: torch.Tensor) -> list[np.ndarray]:
+    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    return session.run(None, {i.name: t.numpy() for i, t in zip(session.get_inputs(), inputs)})
+
+
+def test_a_mask_built_in_place_on_constants_is_computed_at_export_time():
+    x = torch.randn(4, 4, dtype=torch.float64)
+    for opset in (9, 16):
+        buffer = io.BytesIO()
+        exporter.export(_MaskBuiltInPlace(), (x,), buffer, opset_version=opset)
+        model = onnx.load_from_string(buffer.getvalue())
+        assert sorted(node.op_type for node in model.graph.node if node.op_type != "Constant") == ["Add", "Add"]
+        for got, expected in zip(_run(buffer, x), _MaskBuiltInPlace()(x)):
+            np.testing.assert_array_equal(got, expected.numpy())
+            assert got.dtype == np.float64
+
+
+class _RandomInPlace(torch.nn.Module):
+    def forward(self, x):
+        return x + torch.zeros(1000).uniform_()
+
+
+def test_random_in_place_ops_are_never_computed_at_export_time():
+    from exporter.convert import _foldable_kind
+
+    buffer = io.BytesIO()
+    exporter.export(_RandomInPlace(), (torch.randn(1000),), buffer, opset_version=13)
+    assert "RandomUniform" in {node.op_type for node in onnx.load_from_string(buffer.getvalue()).graph.node}
+    for kind in ("aten::uniform_", "aten::normal_", "aten::bernoulli_", "aten::random_", "aten::exponential_",
+                 "aten::geometric_", "aten::cauchy_", "aten::log_normal_", "aten::resize_", "aten::set_"):
+        assert not _foldable_kind(kind), kind
+    assert _foldable_kind("aten::fill_") and _foldable_kind("aten::masked_fill_")
