@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from exporter import module_state, mutation, script_passes
 from exporter.errors import CaptureError, ExportArgumentError
@@ -201,6 +202,9 @@ def _capture_traced(model: torch.nn.Module, positional: tuple, kwargs: dict) -> 
     try:
         with quiet_torchscript(tracer_warnings), torch.no_grad():
             traced = torch.jit.trace(wrapper, tuple(flat), strict=False, check_trace=False)
+        if _made_tensors_from_data(tracer_warnings) and _changes_a_constant_in_place(traced.inlined_graph):
+            with _retracing(), torch.no_grad():
+                traced = torch.jit.trace(wrapper, tuple(_as_given(given)), strict=False, check_trace=False)
         outputs = [t.detach() for t in wrapper.last_outputs]
     except ExportArgumentError:
         raise
@@ -228,9 +232,10 @@ def _capture_traced_graph(model: torch.nn.Module, positional: tuple, kwargs: dic
     tracer_warnings: list[str] = []
     try:
         with quiet_torchscript(tracer_warnings), torch.no_grad(), _module_scopes(wrapper):
-            graph, _ = torch._C._create_graph_by_tracing(
-                lambda *tensors: wrapper(*tensors[: len(flat)]), flat + list(state), lambda _: "", False, False
-            )
+            graph = _trace_graph(wrapper, flat, list(state))
+        if _made_tensors_from_data(tracer_warnings) and _changes_a_constant_in_place(graph):
+            with _retracing(), torch.no_grad(), _module_scopes(wrapper):
+                graph = _trace_graph(wrapper, _as_given(given), list(state))
     except ExportArgumentError:
         raise
     except Exception as error:
@@ -243,6 +248,77 @@ def _capture_traced_graph(model: torch.nn.Module, positional: tuple, kwargs: dic
     captured.example_outputs = [t.detach() for t in wrapper.last_outputs]
     captured.tracer_warnings = tracer_warnings
     return captured
+
+
+def _trace_graph(wrapper: torch.nn.Module, flat: list[torch.Tensor], state: list[torch.Tensor]):
+    graph, _ = torch._C._create_graph_by_tracing(
+        lambda *tensors: wrapper(*tensors[: len(flat)]), flat + state, lambda _: "", False, False
+    )
+    return graph
+
+
+# -- tensors made from Python data and changed in place ---------------------------------------------------------
+# The tracer records a tensor the model makes from Python data (``torch.tensor(...)``) as a constant, by reference.
+# If the model then changes it in place (``mask = torch.tensor(...); mask[i] = v``), the traced run changes the
+# recorded constant too, and the graph would change it again: a silently wrong export (torch.onnx's is, for such
+# models). Such a trace is made again, from the arguments as given, with those tensors handed to the model as copies
+# of themselves, so that the constant keeps the values it was made with (the model runs twice then).
+def _made_tensors_from_data(tracer_warnings: list[str]) -> bool:
+    """Whether the model made tensors from Python data while traced: the tracer warns of each such call (tests pin
+    the wording), which spares most traces the walk below."""
+    return any("results are registered as constants" in warning for warning in tracer_warnings)
+
+
+def _changes_a_constant_in_place(graph) -> bool:
+    """Whether an in-place op may write a tensor constant of ``graph``: its first input is the constant or the
+    result of a chain of ops from it (any op's result counts as a possible view of its first input, so no view op
+    is missed; no zoo model's trace has such a chain). Only the constants' uses are walked, not the graph."""
+    pending = [node.output() for node in graph.findAllNodes("prim::Constant", True)
+               if node.output().type().kind() == "TensorType"]
+    seen: set[int] = set()
+    while pending:
+        value = pending.pop()
+        if value.unique() in seen:
+            continue
+        seen.add(value.unique())
+        for use in value.uses():
+            if use.offset != 0:
+                continue
+            kind = use.user.kind()
+            if kind.endswith("_") and not kind.endswith("__"):
+                return True
+            pending.extend(use.user.outputs())
+    return False
+
+
+@contextlib.contextmanager
+def _retracing():
+    """The second trace's conditions: tensors from Python data made fresh, and its warnings dropped (the first
+    trace raised the same ones, at the model's own lines; here they would point at the mode's frame)."""
+    with warnings.catch_warnings(record=True), _FreshTensorsFromData():
+        warnings.simplefilter("always")
+        yield
+
+
+class _FreshTensorsFromData(TorchFunctionMode):
+    """Hands the model a copy of each tensor it makes from Python data (``torch.tensor``, ``torch.as_tensor`` of a
+    list or number): the tracer records the original as the constant and the copy as a clone of it. A mode sees
+    every op of the run (about 10 ms more for a mid-sized model), so only a trace that needs it is made with it."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        if func is torch.tensor or (func is torch.as_tensor and args and _is_python_data(args[0])):
+            return result.clone()
+        return result
+
+
+def _is_python_data(data: Any) -> bool:
+    """Numbers and (nested) lists of them: ``torch.as_tensor`` copies these (a tensor or an array it may share)."""
+    return isinstance(data, (bool, int, float, complex, list, tuple))
+
+
+# The frame of _FreshTensorsFromData, which a retraced node's source location starts with.
+MODE_FRAME = f"{__file__}("
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from exporter import dtypes, ir, provenance
+from exporter.capture import MODE_FRAME
 from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import optional, quantized
@@ -323,7 +324,8 @@ def _record_source_location(node, onnx_nodes) -> None:
         location = node.sourceRange().strip()
     except RuntimeError:
         return
-    first_line = location.splitlines()[0] if location else ""
+    lines = [line for line in location.splitlines() if not line.startswith(MODE_FRAME)]
+    first_line = lines[0] if lines else ""
     for onnx_node in onnx_nodes:
         if not onnx_node.doc_string:
             onnx_node.doc_string = first_line

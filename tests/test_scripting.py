@@ -160,6 +160,80 @@ def test_inplace_assignment_with_dynamic_rows(opset):
     _expect_same(model, proto, (torch.randn(6, 4), torch.randn(4)))
 
 
+class AssignsIntoATensorItMade(torch.nn.Module):
+    """Changes in place tensors it makes from Python data: the trace records those as constants, by reference."""
+
+    def forward(self, x):
+        table = torch.tensor([1.0, 2.0, 3.0, 4.0])
+        table[1:3] = table[1:3] + 10
+        table[0:2].mul_(2)
+        offsets = torch.as_tensor([0.5, 0.5, 0.5, 0.5])
+        offsets[3] = -1.0
+        return x + table + offsets
+
+
+@pytest.mark.parametrize("opset", [9, 16])
+def test_assignment_into_a_tensor_made_from_python_data(opset):
+    # The trace's run changed the recorded constants; torch.onnx applies the changes twice ([4, 68, 23, 4]).
+    model = AssignsIntoATensorItMade()
+    x = torch.randn(4)
+    proto = _export(model, (x,), opset)
+    _expect_same(model, proto, (x,))
+    _expect_same(model, _export(model, (x,), opset), (x,))  # the model itself still makes its tensors afresh
+
+
+class _Doubles(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+class AssignsIntoATensorItMadeBesideAScriptedPart(AssignsIntoATensorItMade):
+    """A scripted submodule: the capture traces through torch.jit.trace, which mirrors the module."""
+
+    def __init__(self):
+        super().__init__()
+        self.doubles = torch.jit.script(_Doubles())
+
+    def forward(self, x):
+        return self.doubles(super().forward(x))
+
+
+def test_assignment_into_a_tensor_made_from_python_data_beside_a_scripted_submodule():
+    model = AssignsIntoATensorItMadeBesideAScriptedPart()
+    x = torch.randn(4)
+    _expect_same(model, _export(model, (x,), 13), (x,))
+
+
+def test_the_retrace_keeps_warnings_and_source_lines_at_the_models_own_lines():
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _export(AssignsIntoATensorItMade(), (torch.randn(4),), 13)
+    tracer = [(str(w.message).split(" results")[0], w.filename) for w in caught
+              if issubclass(w.category, torch.jit.TracerWarning)]
+    assert sorted(tracer) == [("torch.as_tensor", __file__), ("torch.tensor", __file__)]  # once each, not twice
+    buffer = io.BytesIO()
+    exporter.export(AssignsIntoATensorItMade(), (torch.randn(4),), buffer, opset_version=13, verbose=True)
+    lines = {node.doc_string for node in onnx.load_from_string(buffer.getvalue()).graph.node}
+    assert lines and all(line.startswith(f"{__file__}(") for line in lines), lines  # not the mode's frame
+
+
+class AssignsThroughAsTensor(torch.nn.Module):
+    """``torch.as_tensor`` of a tensor is that tensor: the assignment changes the input, as it does in PyTorch."""
+
+    def forward(self, x):
+        alias = torch.as_tensor(x)
+        alias[0] = 5.0
+        return x * 2
+
+
+def test_as_tensor_of_a_tensor_still_aliases_it():
+    model = AssignsThroughAsTensor()
+    proto = _export(model, (torch.zeros(3),), 13)
+    _expect_same(model, proto, (torch.randn(3),))
+
+
 class SliceAssignment(torch.nn.Module):
     def forward(self, data, block):
         data[:, 1:3] = block
