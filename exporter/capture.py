@@ -284,8 +284,7 @@ def _changes_a_constant_in_place(graph) -> bool:
         for use in value.uses():
             if use.offset != 0:
                 continue
-            kind = use.user.kind()
-            if kind.endswith("_") and not kind.endswith("__"):
+            if mutation.is_in_place(use.user.kind()):
                 return True
             pending.extend(use.user.outputs())
     return False

@@ -19,6 +19,7 @@ from exporter.capture import MODE_FRAME
 from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import optional, quantized
+from exporter.mutation import is_in_place
 from exporter.options import OperatorExportTypes
 from exporter.registry import REGISTRY
 from exporter.ts_types import outputs_of, ts_value_type
@@ -448,7 +449,7 @@ def _special_arguments(args: list[Any]) -> tuple[bool, bool]:
 def _keep_in_place_type(ctx: GraphContext, kind: str, args: list[Any], result: Any) -> Any:
     """An in-place op writes into ``self``, so its result keeps ``self``'s type: ``half.add_(float)`` is half, where
     the functional form the symbolics share promotes to float."""
-    if not (_is_in_place(kind) and args and isinstance(args[0], ir.Value) and isinstance(result, ir.Value)):
+    if not (is_in_place(kind) and args and isinstance(args[0], ir.Value) and isinstance(result, ir.Value)):
         return result
     self_type = args[0].dtype
     if (self_type is None or result.dtype is None or result.dtype == self_type
@@ -457,11 +458,6 @@ def _keep_in_place_type(ctx: GraphContext, kind: str, args: list[Any], result: A
     out = ctx.op("Cast", result, to_i=self_type)
     out.dtype, out.shape, out.is_number = self_type, result.shape, result.is_number
     return out
-
-
-def _is_in_place(kind: str) -> bool:
-    """``aten::add_`` mutates its input; ``aten::__contains__`` (a dunder) does not."""
-    return kind.endswith("_") and not kind.endswith("__")
 
 
 def _known_arguments(node, args: list[Any]) -> list[Any] | None:
@@ -501,7 +497,7 @@ def _empty_results(node, args: list[Any]) -> tuple | None:
     tensors = [a for arg in args for a in (arg if isinstance(arg, (list, tuple)) else (arg,))
                if isinstance(a, (ir.Value, torch.Tensor))]
     kind = node.kind()
-    if not kind.startswith("aten::") or _is_in_place(kind) or node.owningBlock().owningNode() is not None:
+    if not kind.startswith("aten::") or is_in_place(kind) or node.owningBlock().owningNode() is not None:
         return None
     if not all(_fixed_size(t) for t in tensors):
         return None
@@ -546,7 +542,7 @@ def _evaluate_with_torch(node, args: list[Any]) -> Any:
     op, keyword_only = _eager_op(schema)
     if op is None:
         return _NOT_EVALUATED
-    if _is_in_place(node.kind()):
+    if is_in_place(node.kind()):
         if not (args and isinstance(args[0], torch.Tensor)):
             return _NOT_EVALUATED
         args = [args[0].clone(), *args[1:]]  # the constant itself stays as it is (see _foldable_kind)

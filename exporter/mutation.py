@@ -37,6 +37,17 @@ _RESHAPES = {"aten::view", "aten::reshape", "aten::flatten", "aten::unsqueeze", 
              "aten::reshape_as"}
 
 
+# The augmented assignments of the bitwise operators (``x |= y``): in-place, though named like dunders.
+_IN_PLACE_DUNDERS = frozenset({"aten::__iand__", "aten::__ior__", "aten::__ixor__", "aten::__ilshift__",
+                               "aten::__irshift__"})
+
+
+def is_in_place(kind: str) -> bool:
+    """Whether an op of ``kind`` writes its first argument by its name: ``aten::add_``, ``aten::__ior__``; not
+    ``aten::__contains__`` or ``aten::__is__``."""
+    return (kind.endswith("_") and not kind.endswith("__")) or kind in _IN_PLACE_DUNDERS
+
+
 def functionalize(graph: torch._C.Graph) -> None:
     """Rewrite every mutation in ``graph`` (and its blocks) into out-of-place updates (see module docstring)."""
     torch._C._jit_pass_remove_mutation(graph)

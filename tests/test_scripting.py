@@ -182,6 +182,22 @@ def test_assignment_into_a_tensor_made_from_python_data(opset):
     _expect_same(model, _export(model, (x,), opset), (x,))  # the model itself still makes its tensors afresh
 
 
+class XorsIntoATensorItMade(torch.nn.Module):
+    """``^=`` is in place too, though TorchScript names it like a dunder (``aten::__ixor__``); applied twice, it
+    would undo itself."""
+
+    def forward(self, x):
+        flags = torch.tensor([1, 0, 1, 0])
+        flags ^= torch.tensor([0, 0, 1, 1])
+        return x + flags
+
+
+def test_augmented_bitwise_assignment_into_a_tensor_made_from_python_data():
+    model = XorsIntoATensorItMade()
+    x = torch.arange(4)
+    _expect_same(model, _export(model, (x,), 13), (x,))
+
+
 class _Doubles(torch.nn.Module):
     def forward(self, x):
         return x * 2
