@@ -73,9 +73,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.fresh:
         _discard(out, repro_dir)
     done = results_io.latest_by_case(results_io.read_rows(out))
-    recorded = {row.get("ort_level") for row in done.values()} - {None, level}
-    if recorded:
-        parser.error(f"{out} holds rows run at ONNX Runtime level {', '.join(sorted(recorded))}, not {level}: "
+    other_levels = {row.get("ort_level") for row in done.values()} - {None, level}
+    if other_levels:
+        parser.error(f"{out} holds rows run at ONNX Runtime level {', '.join(sorted(other_levels))}, not {level}: "
                      "pass --fresh, or another --out")
     redo = set(args.redo or ())
     todo = [c for c in selected if args.case or c.case_id not in done or done[c.case_id]["status"] in redo or "all" in redo]

@@ -325,8 +325,7 @@ def _record_source_location(node, onnx_nodes) -> None:
         location = node.sourceRange().strip()
     except RuntimeError:
         return
-    lines = [line for line in location.splitlines() if not line.startswith(MODE_FRAME)]
-    first_line = lines[0] if lines else ""
+    first_line = next((line for line in location.splitlines() if not line.startswith(MODE_FRAME)), "")
     for onnx_node in onnx_nodes:
         if not onnx_node.doc_string:
             onnx_node.doc_string = first_line
