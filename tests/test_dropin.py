@@ -315,6 +315,29 @@ def test_tracer_and_model_warnings_are_shown_once_each_with_their_source_line():
     assert "if x.sum() > 0" in source
 
 
+class WarnsOnce(torch.nn.Module):
+    def forward(self, x):
+        warnings.warn("warned by every call of this model")
+        return x + 1
+
+
+def test_a_warning_an_earlier_export_showed_is_shown_again_only_where_the_filters_say_always():
+    for action, expected_count in (("default", 1), ("always", 2)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter(action)
+            for _ in range(2):
+                export_bytes(WarnsOnce(), (torch.randn(3),))
+        assert [str(w.message) for w in caught] == ["warned by every call of this model"] * expected_count, action
+
+
+def test_the_tracer_warnings_of_torchs_own_shape_checks_stay_hidden_as_pytorch_hides_them():
+    # nn.LSTM checks its input's size in Python: a TracerWarning from torch's code, which PyTorch's own filter ignores.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        export_bytes(torch.nn.LSTM(4, 3), (torch.randn(2, 1, 4),))
+    assert [str(w.message) for w in caught] == []
+
+
 def test_torchscripts_own_deprecation_noise_stays_hidden():
     scripted = torch.jit.script(torch.nn.Linear(2, 2))  # the caller's own call: torch warns them about it
     with warnings.catch_warnings(record=True) as caught:

@@ -106,6 +106,12 @@ def test_a_folded_transpose_is_written_in_row_major_order_chunk_by_chunk(monkeyp
     np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
-def test_row_major_bytes_of_a_view_equal_its_copy():
-    array = np.arange(5 * 6 * 7, dtype=np.float32).reshape(5, 6, 7).transpose(2, 0, 1)[:, 1:]
+@pytest.mark.parametrize("view", [
+    lambda a: a.transpose(2, 0, 1)[:, 1:],  # laid out by PyTorch
+    lambda a: a[::-1].transpose(1, 0, 2),  # a negative stride: PyTorch cannot view it, NumPy lays it out
+    lambda a: a.astype(">f4").transpose(2, 1, 0),  # big-endian: no PyTorch type
+], ids=["transposed", "reversed", "big_endian"])
+def test_row_major_bytes_of_a_view_equal_its_copy(view):
+    array = view(np.arange(5 * 6 * 7, dtype=np.float32).reshape(5, 6, 7))
+    assert not array.flags.c_contiguous
     assert b"".join(bytes(part) for part in serialize._row_major_bytes(array)) == np.ascontiguousarray(array).tobytes()
