@@ -309,7 +309,7 @@ def export(
         opset = _check_opset(opset_version)
         serialize.check_destination(f)
         state = _state_tensors(model)
-        _check_no_meta_tensors(state, args)
+        _check_tensors_hold_data(state, args)
         training = enum_member(TrainingMode, training, "training")
         operator_export_type = enum_member(OperatorExportTypes, operator_export_type, "operator_export_type")
         dynamic_axes = dict(dynamic_axes or {})
@@ -392,7 +392,7 @@ def prepare_capture(
     """Capture ``model`` on ``args`` as :func:`export` would (in the ``training`` mode, with
     ``is_in_onnx_export()`` true), for ``export(..., captured=...)`` to reuse: tracing once, exporting many times."""
     args = _with_keyword_arguments(args, kwargs)
-    _check_no_meta_tensors(_state_tensors(model), args)
+    _check_tensors_hold_data(_state_tensors(model), args)
     training = enum_member(TrainingMode, training, "training")
     with _exporting(), select_model_mode_for_export(model, training):
         return capture(model, args)
@@ -453,8 +453,14 @@ def _state_tensors(model: Any) -> list[Any]:
     return list(model.state_dict().values()) if isinstance(model, torch.nn.Module) else []
 
 
-def _check_no_meta_tensors(state: list[Any], args: Any) -> None:
-    """A model or argument on the ``meta`` device has shapes but no data: nothing could be run or written."""
+def _check_tensors_hold_data(state: list[Any], args: Any) -> None:
+    """A model or argument on the ``meta`` device has shapes but no data: nothing could be run or written. Nor has a
+    lazy module (``nn.LazyLinear``) before its first call."""
+    if any(isinstance(t, torch.nn.parameter.UninitializedTensorMixin) for t in state):
+        raise ExportArgumentError(
+            "the model has lazy modules whose parameters or buffers are not initialized yet; call the model once "
+            "on example inputs (model(*args)) before exporting it"
+        )
     tensors = state + flatten(split_args(args))[0]
     if any(isinstance(t, torch.Tensor) and t.is_meta for t in tensors):
         raise ExportArgumentError(

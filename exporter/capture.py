@@ -14,6 +14,7 @@ import dataclasses
 import os
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -200,7 +201,82 @@ def _is_noise(category: type[Warning]) -> bool:
 
 
 def capture(model: Any, args: Any) -> Capture:
-    """Capture ``model`` called with ``args`` as a flat TorchScript graph (see module docstring)."""
+    """Capture ``model`` called with ``args`` as a flat TorchScript graph (see module docstring). The model's buffers
+    and tensor attributes are left as they were, whatever its run changed in place (see :class:`_StateKept`)."""
+    kept = _StateKept(model)
+    try:
+        captured = _capture(model, args)
+        captured.example_outputs = kept.outputs_apart(captured.example_outputs)
+    finally:
+        kept.restore()
+    captured.graph_passes_seconds += kept.seconds  # our work, not PyTorch's capture
+    return captured
+
+
+class _StateKept:
+    """A model's buffers and plain tensor attributes kept as they were before the capture runs the model, and written
+    back after it.
+
+    A forward that changes them in place (a running statistic, a counter, a table it writes into) has changed them
+    once by the end of the trace. The export, which computes one call from the model's state, would start from the
+    changed values (its graph applies the change again: silently wrong numbers, as torch.onnx's), and the caller's
+    model would be left changed by exporting it. Parameters are not copied: a forward seldom writes them, and they
+    are most of a model's bytes. Changes are found by value: a kernel's own writes (batch norm's running statistics)
+    move no version counter."""
+
+    def __init__(self, model: Any):
+        began = time.perf_counter()
+        tensors = {id(t): t for t in _buffers_and_tensor_attributes(model)}.values()
+        self._kept = [(tensor, tensor.detach().clone()) for tensor in tensors
+                      if not tensor.is_inference()]  # written only under inference mode, not by the run
+        self.seconds = time.perf_counter() - began
+
+    def outputs_apart(self, outputs: list[Any] | None) -> list[Any] | None:
+        """``outputs``, each that shares memory with a changed tensor (``return self.count``) copied first: the
+        example outputs are the run's results, not the values written back."""
+        began = time.perf_counter()
+        self._kept = [(tensor, copy) for tensor, copy in self._kept if not _same_values(tensor, copy)]
+        storages = {tensor.untyped_storage().data_ptr() for tensor, _ in self._kept}
+        if storages and outputs:
+            outputs = [output.clone() if isinstance(output, torch.Tensor)
+                       and output.untyped_storage().data_ptr() in storages else output for output in outputs]
+        self.seconds += time.perf_counter() - began
+        return outputs
+
+    def restore(self) -> None:
+        """Write back the tensors the run changed (all kept ones when the run failed before :meth:`outputs_apart`)."""
+        began = time.perf_counter()
+        with torch.no_grad():
+            for tensor, copy in self._kept:
+                tensor.copy_(copy)
+        self.seconds += time.perf_counter() - began
+
+
+def _same_values(tensor: torch.Tensor, copy: torch.Tensor) -> bool:
+    """Whether ``tensor`` still holds ``copy``'s values (one holding a NaN counts as changed: writing the copy back
+    changes nothing)."""
+    try:
+        return torch.equal(tensor, copy)
+    except (RuntimeError, TypeError):  # a kind of tensor torch.equal does not compare (quantized): left as it is
+        return True
+
+
+def _buffers_and_tensor_attributes(model: Any) -> Iterator[torch.Tensor]:
+    """The buffers and the tensors held as plain attributes of ``model`` and its submodules (a scripted module names
+    its attributes in its concrete type; one loaded from a file, only its buffers)."""
+    if not isinstance(model, torch.nn.Module):
+        return
+    for module in model.modules():
+        if isinstance(module, torch.jit.RecursiveScriptModule) and hasattr(module, "_concrete_type"):
+            values = [getattr(module, name) for name, (_, is_parameter)
+                      in module._concrete_type.get_attributes().items() if not is_parameter]
+        else:
+            values = [*module._buffers.values(), *vars(module).values()]
+        yield from (value for value in values
+                    if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter))
+
+
+def _capture(model: Any, args: Any) -> Capture:
     positional, kwargs = split_args(args)
     if isinstance(model, torch.jit.ScriptFunction):
         return _capture_scripted(model, model.graph, None, positional, kwargs, state_dict={})

@@ -196,11 +196,21 @@ def test_eval_mode_removes_dropout_and_uses_running_statistics():
 
 def test_training_mode_keeps_dropout_and_batch_norm_in_training_form():
     model = DropNorm().eval()
+    model.bn.running_mean.fill_(0.25)  # trained statistics (untrained ones take a runtime workaround, below)
+    model.bn.running_var.fill_(2.0)
     _, result = export_bytes(model, (torch.randn(8, 4),), training=exporter.TrainingMode.TRAINING, opset_version=14)
     by_type = {n.op_type: n for n in result.model.graph.node}
     assert "Dropout" in by_type
     assert _attrs(by_type["BatchNormalization"]).get("training_mode") == 1
     assert not model.training  # restored
+    assert result.workarounds == []
+
+
+def test_a_training_export_of_untrained_batch_norm_normalizes_with_batch_statistics_for_onnx_runtime():
+    _, result = export_bytes(DropNorm(), (torch.randn(8, 4),), training=exporter.TrainingMode.TRAINING,
+                             opset_version=14)
+    assert "BatchNormalization" not in {n.op_type for n in result.model.graph.node}
+    assert result.workarounds == ["batch_norm_training_decomposed"]
 
 
 @pytest.mark.parametrize("opset", [9, 12, 14, 16])

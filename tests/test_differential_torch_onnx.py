@@ -326,6 +326,18 @@ class AssignsIntoTensorFromData(torch.nn.Module):
         return x + table
 
 
+class ChangesItsStateInPlace(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("total", torch.ones(3))
+        self.table = torch.tensor([1.0, 2.0, 3.0])
+
+    def forward(self, x):
+        self.total += x.sum(0)
+        self.table[1:] *= 10
+        return x + self.total + self.table
+
+
 class ScalarTensorOfSize(torch.nn.Module):
     def forward(self, x):
         return torch.scalar_tensor(x.size(0)), torch.scalar_tensor(x.size(1), dtype=torch.int64)
@@ -558,6 +570,11 @@ CALLS: list[Call] = [
          differs="the trace records torch.tensor(...) as a constant by reference, so the traced run's in-place "
                  "change is in it; torch.onnx then applies the change again (wrong numbers), we record the tensor "
                  "as made (checked against PyTorch)", ours="exports", theirs="exports"),
+    Call("model_changing_its_state_in_place", ChangesItsStateInPlace, x23,
+         differs="the traced run changes the buffer and the tensor attribute in place; torch.onnx exports the "
+                 "changed values and applies the change again (wrong numbers) and leaves the model changed, we write "
+                 "them back: one call from the model's state (checked against PyTorch)", ours="exports",
+         theirs="exports"),
     Call("scalar_tensor_of_dynamic_sizes", ScalarTensorOfSize, x23,
          {"input_names": ["x"], "dynamic_axes": {"x": [0, 1]}}, other_args=lambda: (torch.randn(5, 7),)),
     Call("scalar_tensor_of_dynamic_sizes_scripted", scripted(ScalarTensorOfSize), x23,

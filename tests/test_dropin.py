@@ -289,6 +289,16 @@ def test_a_meta_device_model_is_a_typed_error_before_any_work(monkeypatch):
         export_bytes(torch.nn.Linear(2, 2).to("meta"), (torch.randn(1, 2),))
 
 
+def test_a_lazy_module_before_its_first_call_is_a_typed_error_and_exports_after_it():
+    model, x = torch.nn.Sequential(torch.nn.LazyLinear(3), torch.nn.LazyBatchNorm1d()).eval(), torch.randn(2, 5)
+    with pytest.raises(ExportArgumentError, match="call the model once"):
+        export_bytes(model, (x,))
+    model(x)
+    data, result = export_bytes(model, (x,))
+    np.testing.assert_allclose(run_onnx(data, {result.input_names[0]: x.numpy()})[0], model(x).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
 # -- warnings, repr -------------------------------------------------------------------------------------------------
 class Warns(torch.nn.Module):
     def forward(self, x):

@@ -5,6 +5,7 @@ fails and names the workaround that is no longer needed."""
 
 from __future__ import annotations
 
+import copy
 import io
 
 import numpy as np
@@ -24,14 +25,17 @@ PROBES = all_probes()
 
 def _export(probe: Probe, workarounds) -> tuple[exporter.ExportResult, bytes]:
     buffer = io.BytesIO()
+    training = exporter.TrainingMode.TRAINING if probe.training else exporter.TrainingMode.EVAL
     result = exporter.export(FunctionModule(probe.fn).eval(), probe.inputs(), buffer, opset_version=probe.opset,
-                             runtime_workarounds=workarounds)
+                             runtime_workarounds=workarounds, training=training)
     return result, buffer.getvalue()
 
 
 def _expected(probe: Probe) -> list[np.ndarray]:
+    # A training probe's module runs in training mode, as its export, on a copy: the run changes its state.
+    fn = copy.deepcopy(probe.fn).train() if probe.training else probe.fn
     with torch.no_grad():
-        out = probe.fn(*probe.inputs())
+        out = fn(*probe.inputs())
     return [t.numpy() for t in (out if isinstance(out, (tuple, list)) else (out,))]
 
 

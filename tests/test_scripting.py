@@ -250,6 +250,48 @@ def test_as_tensor_of_a_tensor_still_aliases_it():
     _expect_same(model, proto, (torch.randn(3),))
 
 
+class CountsItsCalls(torch.nn.Module):
+    """Changes its state in place on every call: a buffer it accumulates into, a plain tensor attribute it writes
+    into, and a counter it returns. The export is one call from the state the model has when exported."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("total", torch.zeros(4))
+        self.register_buffer("calls", torch.zeros((), dtype=torch.long))
+        self.table = torch.tensor([1.0, 2.0, 3.0, 4.0])
+
+    def forward(self, x):
+        self.total += x
+        self.table[1:3] += 10
+        self.calls += 1
+        return self.total * 2 + self.table, self.calls
+
+
+def _state(model: torch.nn.Module) -> dict[str, list]:
+    return {name: value.tolist() for name, value in {**dict(model.named_buffers()), "table": model.table}.items()}
+
+
+@pytest.mark.parametrize("scripted", [False, True], ids=["traced", "scripted"])
+def test_a_model_that_changes_its_state_in_place_exports_one_call_from_its_state_and_is_left_unchanged(scripted):
+    # The run that captures the model changed its state; torch.onnx exports the changed state and applies the change
+    # again (the table's [1, 22, 23, 4] where one call gives [1, 12, 13, 4]) and leaves the model changed.
+    make = (lambda: torch.jit.script(CountsItsCalls())) if scripted else CountsItsCalls
+    model, x = make(), torch.randn(4)
+    before = _state(model)
+    proto = _export(model, (x,), 13)
+    assert _state(model) == before
+    _expect_same(make(), proto, (x,))
+    _expect_same(make(), proto, (torch.randn(4),))
+
+
+def test_a_training_export_leaves_batchnorm_running_statistics_as_they_were():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+    before = {name: value.clone() for name, value in model.named_buffers()}
+    _export(model, (torch.randn(2, 3, 8, 8),), 14, training=exporter.TrainingMode.TRAINING)
+    for name, value in model.named_buffers():
+        assert torch.equal(value, before[name]), name
+
+
 class SliceAssignment(torch.nn.Module):
     def forward(self, data, block):
         data[:, 1:3] = block

@@ -3,6 +3,7 @@ statistics (BatchNormalization's ``spatial`` attribute before opset 9; training-
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from exporter.lowering.core import (
@@ -11,6 +12,7 @@ from exporter.lowering.core import (
     reshape,
     scalar_like,
 )
+from exporter.lowering.runtime import BATCH_NORM_TRAINING_DECOMPOSED, applies
 from exporter.registry import unsupported
 
 
@@ -76,7 +78,7 @@ def _batch_norm_from_batch_statistics(g, input, weight, bias, eps):
 def _batch_norm_training(g, input, weight, bias, running_mean, running_var, momentum, eps):
     if g.opset < 9:
         raise unsupported(g.node.kind(), g.opset, "batch norm in training mode needs opset >= 9")
-    if g.opset >= 14:
+    if g.opset >= 14 and not (_untrained(running_mean, running_var) and applies(g, BATCH_NORM_TRAINING_DECOMPOSED)):
         out, mean, var = g.op("BatchNormalization", input, weight, bias, running_mean, running_var,
                               epsilon_f=eps, momentum_f=1 - momentum, training_mode_i=1, outputs=3)
         # A node of several outputs gets no inferred types: the normalized tensor is the input's, the running
@@ -85,3 +87,10 @@ def _batch_norm_training(g, input, weight, bias, running_mean, running_var, mome
         mean.dtype, var.dtype = running_mean.dtype, running_var.dtype
         return out
     return _batch_norm_from_batch_statistics(g, input, weight, bias, eps)
+
+
+def _untrained(running_mean, running_var) -> bool:
+    """Whether the running statistics are known to be those of a layer that has not been trained: a mean of all zeros
+    or a variance of all ones (where ONNX Runtime's optimizations miscompute training-mode BatchNormalization)."""
+    mean, var = running_mean.const, running_var.const
+    return (mean is not None and not np.any(mean)) or (var is not None and bool(np.all(np.asarray(var) == 1)))

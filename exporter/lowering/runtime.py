@@ -138,6 +138,14 @@ INSTANCE_NORM_DOUBLE_DECOMPOSED = declare(
     "instance_norm_double_decomposed",
     gap="ONNX Runtime has no double kernel for InstanceNormalization (float16 and float only)",
     plain_form="InstanceNormalization on double")
+# lowering.normalization._batch_norm_training (a training export, opset 14+):
+BATCH_NORM_TRAINING_DECOMPOSED = declare(
+    "batch_norm_training_decomposed",
+    gap="ONNX Runtime's graph optimizations (basic level and up) make BatchNormalization in training mode return "
+        "other numbers when its running mean is all zeros or its running variance all ones, as in a layer that has "
+        "not been trained (with optimizations off it computes it right)",
+    plain_form="BatchNormalization with training_mode=1 (the workaround normalizes with the batch's statistics "
+               "from ReduceMean, the same output: the export drops the running-statistics outputs)")
 # lowering.reductions.extreme_type (max, min, amax, amin, aminmax):
 BFLOAT16_EXTREMES_IN_FLOAT = declare(
     "bfloat16_extremes_in_float",

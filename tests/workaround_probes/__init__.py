@@ -21,6 +21,7 @@ class Probe:
     # onnx.reference implements some ops only at a later opset (DequantizeLinear: 19) although their semantics for
     # the probe's types did not change since: the plain form is then evaluated with its opset import raised to this.
     reference_opset: int | None = None
+    training: bool = False  # exported with training=TrainingMode.TRAINING
 
 
 def all_probes() -> list[Probe]:

@@ -48,6 +48,9 @@ PROBES = [
                           torch.arange(12).reshape(3, 4)), opset=13, gap="rejects"),
     Probe("instance_norm_double_decomposed", fn=lambda x: F.instance_norm(x),
           inputs=lambda: (torch.arange(18, dtype=torch.float64).reshape(1, 2, 3, 3) ** 2,), opset=13, gap="rejects"),
+    Probe("batch_norm_training_decomposed", fn=torch.nn.BatchNorm1d(3),  # as made: mean 0, variance 1
+          inputs=lambda: (torch.tensor([[1.0, -2.0, 0.5], [3.0, 4.0, -1.5], [-0.5, 2.0, 2.5], [2.0, 0.0, 1.0]]),),
+          opset=14, gap="diverges", training=True),
     Probe("bfloat16_extremes_in_float", fn=lambda x: x.to(torch.bfloat16).amax(1).float(),
           inputs=lambda: (torch.tensor([[1.5, -2.0, 0.25], [3.0, 8.0, -0.5]]),), opset=13, gap="rejects"),
     Probe("qdq_bias_after_op_at_opset_10", fn=_quantized_linear(),
