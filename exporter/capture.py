@@ -613,12 +613,14 @@ def _finish(graph, module_c, flat, prefix, state_dict, outputs=None, traced: boo
         module_state.thread_assigned_attributes(graph)
     params = _lift_attributes(graph, module_c, prefix, state_dict) if module_c is not None else []
     if scripted_code:
+        script_passes.erase_exception_branches(graph)
+    if scripted_code and (not traced or _tests_none_or_passes_tuples(graph)):
         # ``x is None`` on a value whose type cannot be None is False, and a cast to a type the value already has is
         # the value: scripted library modules (nn.LSTM's optional state tuple) need both before tuples can be
         # lowered. Shape peepholes stay off: they would freeze sizes that dynamic axes leave free. A pure trace has
-        # none of these forms (the converter folds its constant nodes itself), and these two passes cost more than
-        # converting it: they are skipped there.
-        script_passes.erase_exception_branches(graph)
+        # none of these forms (the converter folds its constant nodes itself), nor do most traces that call scripted
+        # library code (torchvision's detection ops), and these two passes cost more than converting what they
+        # fold: they are skipped there.
         torch._C._jit_pass_peephole(graph, True)
         torch._C._jit_pass_constant_propagation(graph)
     torch._C._jit_pass_lower_all_tuples(graph)
@@ -632,6 +634,17 @@ def _calls_scripted_code(graph) -> bool:
     """Whether a trace called scripted code (a scripted function or module: its control flow, None checks and casts
     stay as they were compiled). The tracer itself records only the ops that ran."""
     return any(graph.findAllNodes(kind, True) for kind in ("prim::CallFunction", "prim::CallMethod"))
+
+
+def _tests_none_or_passes_tuples(graph) -> bool:
+    """Whether ``graph`` tests for None, casts a value to a refined type, or has a branch or loop whose results hold
+    tuples or optionals: the forms the peephole and constant propagation passes resolve (tuples are lowered only
+    where no control flow carries them)."""
+    if any(graph.findAllNodes(kind, True) for kind in ("aten::__is__", "aten::__isnot__", "prim::unchecked_cast")):
+        return True
+    return any(output.type().kind() in ("TupleType", "OptionalType")
+               for kind in ("prim::If", "prim::Loop") for node in graph.findAllNodes(kind, True)
+               for output in node.outputs())
 
 
 def _lift_attributes(graph, module_c, prefix: str, state_dict: dict[str, torch.Tensor]) -> list[tuple[str, torch.Tensor]]:

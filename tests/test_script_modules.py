@@ -174,6 +174,29 @@ def test_branches_that_raise_are_dropped(opset):
     _expect(_run(proto, [x.numpy(), y.numpy()]), _flat(guarded(x, y)))
 
 
+class TracedAroundScripted(torch.nn.Module):
+    """A traced model calling scripted code: a scripted LSTM, whose code tests its optional state for None (the
+    capture resolves such tests before lowering tuples), and a scripted function with raising branches only."""
+
+    def __init__(self):
+        super().__init__()
+        self.recurrent = torch.jit.script(RecurrentLSTM("LSTM", with_state=False))
+
+    def forward(self, x, y):
+        sequence = guarded(x, y).unsqueeze(1)
+        output, _ = self.recurrent(sequence, sequence, sequence)
+        return output
+
+
+@pytest.mark.parametrize("opset", [9, 14])
+def test_a_traced_model_calling_scripted_code(opset):
+    torch.manual_seed(0)
+    model, x, y = TracedAroundScripted().eval(), torch.randn(5, 3), torch.randn(5, 3)
+    proto = _export(model, (x, y), opset)
+    with torch.no_grad():
+        _expect(_run(proto, [x.numpy(), y.numpy()]), _flat(model(x, y)), rtol=1e-4, atol=1e-5)
+
+
 # -- lists of ints and norm layers at low opsets --------------------------------------------------------------
 class IntListAtRunTimePosition(torch.nn.Module):
     def forward(self, x, i: int):
