@@ -228,7 +228,7 @@ class _StateKept:
         began = time.perf_counter()
         tensors = {id(t): t for t in _buffers_and_tensor_attributes(model)}.values()
         self._kept = [(tensor, tensor.detach().clone()) for tensor in tensors
-                      if not tensor.is_inference()]  # written only under inference mode, not by the run
+                      if not tensor.is_inference()]  # writable only in inference mode, not the capture's
         self.seconds = time.perf_counter() - began
 
     def outputs_apart(self, outputs: list[Any] | None) -> list[Any] | None:

@@ -130,14 +130,15 @@ def view_as(g, self, other):
 @symbolic("aten::flatten")
 @parse_args("v", "i", "i")
 def flatten(g, input, start_dim, end_dim):
-    """flatten(start, end): Reshape (Flatten when it is exactly axis 1 on a dynamic shape)."""
+    """flatten(start, end): Reshape (Flatten when it is exactly axis 1 in a dynamic-shape export: exact for any sizes,
+    so no shape inference is run to learn whether they are known)."""
     rank = require_rank(g, input)
     if rank == 0:
         return reshape(g, input, [1])
     start, end = normalize_dim(start_dim, rank), normalize_dim(end_dim, rank)
     if start == end:
         return input
-    if end == rank - 1 and start == 1 and g.static_dims(input) is None:
+    if end == rank - 1 and start == 1 and not g.static_shapes:
         return g.op("Flatten", input, axis_i=1)
     dims = g.static_dims(input)
     if dims is not None:
