@@ -202,8 +202,9 @@ def _is_noise(category: type[Warning]) -> bool:
 
 def capture(model: Any, args: Any) -> Capture:
     """Capture ``model`` called with ``args`` as a flat TorchScript graph (see module docstring). The model's buffers
-    and tensor attributes are left as they were, whatever its run changed in place (see :class:`_StateKept`)."""
-    kept = _StateKept(model)
+    and tensor attributes, and the tensors of ``args``, are left as they were, whatever its run changed in place (see
+    :class:`_StateKept`)."""
+    kept = _StateKept([*_buffers_and_tensor_attributes(model), *flatten(args)[0]])
     try:
         captured = _capture(model, args)
         captured.example_outputs = kept.outputs_apart(captured.example_outputs)
@@ -214,19 +215,19 @@ def capture(model: Any, args: Any) -> Capture:
 
 
 class _StateKept:
-    """A model's buffers and plain tensor attributes kept as they were before the capture runs the model, and written
-    back after it.
+    """A model's buffers and plain tensor attributes, and the caller's arguments, kept as they were before the capture
+    runs the model, and written back after it.
 
-    A forward that changes them in place (a running statistic, a counter, a table it writes into) has changed them
+    A forward that changes its state in place (a running statistic, a counter, a table it writes into) has changed it
     once by the end of the trace. The export, which computes one call from the model's state, would start from the
     changed values (its graph applies the change again: silently wrong numbers, as torch.onnx's), and the caller's
-    model would be left changed by exporting it. Parameters are not copied: a forward seldom writes them, and they
-    are most of a model's bytes. Changes are found by value: a kernel's own writes (batch norm's running statistics)
-    move no version counter."""
+    model, or the arguments the forward writes into (``x.add_(1)``), would be left changed by exporting. Parameters
+    are not copied: a forward seldom writes them, and they are most of a model's bytes. Changes are found by value:
+    a kernel's own writes (batch norm's running statistics) move no version counter."""
 
-    def __init__(self, model: Any):
+    def __init__(self, tensors: list[torch.Tensor]):
         began = time.perf_counter()
-        tensors = {id(t): t for t in _buffers_and_tensor_attributes(model)}.values()
+        tensors = {id(t): t for t in tensors}.values()
         self._kept = [(tensor, tensor.detach().clone()) for tensor in tensors
                       if not tensor.is_inference()]  # writable only in inference mode, not the capture's
         self.seconds = time.perf_counter() - began

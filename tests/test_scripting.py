@@ -284,6 +284,22 @@ def test_a_model_that_changes_its_state_in_place_exports_one_call_from_its_state
     _expect_same(make(), proto, (torch.randn(4),))
 
 
+class AddsIntoItsArgument(torch.nn.Module):
+    def forward(self, x):
+        x.add_(1)
+        return x * 2, x
+
+
+@pytest.mark.parametrize("scripted", [False, True], ids=["traced", "scripted"])
+def test_an_argument_the_forward_changes_in_place_is_left_as_the_caller_gave_it(scripted):
+    model = torch.jit.script(AddsIntoItsArgument()) if scripted else AddsIntoItsArgument()
+    x = torch.randn(3)
+    given = x.clone()
+    proto = _export(model, (x,), 13)
+    assert torch.equal(x, given)  # torch.onnx leaves it changed
+    _expect_same(model, proto, (x,))
+
+
 def test_a_training_export_leaves_batchnorm_running_statistics_as_they_were():
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
     before = {name: value.clone() for name, value in model.named_buffers()}
