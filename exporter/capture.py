@@ -249,7 +249,10 @@ class _StateKept:
         began = time.perf_counter()
         with torch.no_grad():
             for tensor, copy in self._kept:
-                tensor.copy_(copy)
+                if tensor.shape == copy.shape:
+                    tensor.copy_(copy)
+                else:  # resized in place (``x.set_(y)``, ``resize_``): it takes the copy's shape and values back
+                    tensor.set_(copy)
         self.seconds += time.perf_counter() - began
 
 

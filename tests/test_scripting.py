@@ -300,6 +300,19 @@ def test_an_argument_the_forward_changes_in_place_is_left_as_the_caller_gave_it(
     _expect_same(model, proto, (x,))
 
 
+class SetsItsArgument(torch.nn.Module):
+    def forward(self, x, y):
+        return x.set_(y) * 2  # x takes y's storage and shape
+
+
+def test_an_argument_the_forward_resizes_in_place_gets_its_shape_and_values_back():
+    x, y = torch.randn(2, 3), torch.randn(4, 6)
+    given = x.clone()
+    proto = _export(SetsItsArgument(), (x, y), 13)
+    assert x.shape == given.shape and torch.equal(x, given)
+    np.testing.assert_allclose(_run(proto, (y,))[0], (y * 2).numpy())  # x is not read: no input of the export
+
+
 def test_a_training_export_leaves_batchnorm_running_statistics_as_they_were():
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
     before = {name: value.clone() for name, value in model.named_buffers()}
