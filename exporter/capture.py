@@ -220,10 +220,10 @@ class _StateKept:
 
     A forward that changes its state in place (a running statistic, a counter, a table it writes into) has changed it
     once by the end of the trace. The export, which computes one call from the model's state, would start from the
-    changed values (its graph applies the change again: silently wrong numbers, as torch.onnx's), and the caller's
-    model, or the arguments the forward writes into (``x.add_(1)``), would be left changed by exporting. Parameters
-    are not copied: a forward seldom writes them, and they are most of a model's bytes. Changes are found by value:
-    a kernel's own writes (batch norm's running statistics) move no version counter."""
+    changed values (its graph applies the change again: silently wrong numbers, as PyTorch's exporter gives), and the
+    caller's model, or the arguments the forward writes into (``x.add_(1)``), would be left changed by exporting.
+    Parameters are not copied: a forward seldom writes them, and they are most of a model's bytes. Changes are found
+    by value: a kernel's own writes (batch norm's running statistics) move no version counter."""
 
     def __init__(self, tensors: list[torch.Tensor]):
         began = time.perf_counter()
@@ -371,9 +371,9 @@ def _trace_graph(wrapper: torch.nn.Module, flat: list[torch.Tensor], state: list
 # -- tensors made from Python data and changed in place ---------------------------------------------------------
 # The tracer records a tensor the model makes from Python data (``torch.tensor(...)``) as a constant, by reference.
 # If the model then changes it in place (``mask = torch.tensor(...); mask[i] = v``), the traced run changes the
-# recorded constant too, and the graph would change it again: a silently wrong export (torch.onnx's is, for such
-# models). Such a trace is made again, from the arguments as given, with those tensors handed to the model as copies
-# of themselves, so that the constant keeps the values it was made with (the model runs twice then).
+# recorded constant too, and the graph would change it again: a silently wrong export (PyTorch's exporter's, for
+# such models). Such a trace is made again, from the arguments as given, with those tensors handed to the model as
+# copies of themselves, so that the constant keeps the values it was made with (the model runs twice then).
 def _made_tensors_from_data(tracer_warnings: list[str]) -> bool:
     """Whether the model made tensors from Python data while traced: the tracer warns of each such call (tests pin
     the wording), which spares most traces the walk below."""
