@@ -7,6 +7,8 @@ from typing import Callable
 
 import numpy as np
 
+from exporter.numerics import finite_errors, nonfinite_disagreement
+
 # Below this magnitude a float output is treated as numerically zero (random-weight models can collapse).
 NEAR_ZERO = 1e-10
 # A perturbed input must move some output by more than this (relative to the output's scale).
@@ -44,21 +46,13 @@ def scale_of(arrays: list[np.ndarray]) -> float:
     return float(max(values)) if values else 0.0
 
 
-def _errors(expected: np.ndarray, actual: np.ndarray) -> tuple[float, float]:
-    finite = np.isfinite(expected) & np.isfinite(actual)
-    if not finite.any():
-        return 0.0, 0.0
-    e = expected[finite].astype(np.float64)
-    diff = np.abs(e - actual[finite].astype(np.float64))
-    return float(diff.max()), float((diff / np.maximum(np.abs(e), 1e-12)).max())
-
-
 Tolerance = Callable[[float], "tuple[float, float]"]  # an output's scale (max |x|) -> (rtol, atol)
 
 
 def compare_arrays(expected: list[np.ndarray], actual: list[np.ndarray], tolerance: Tolerance) -> Verdict:
-    """Every output: same count, shape and dtype; integers and bools equal; floats allclose(rtol, atol), with the
-    tolerance of each output computed from that output's own scale."""
+    """Every output: same count, shape and dtype; integers and bools equal; floats agree in their NaN and infinities
+    (``exporter.numerics``: never within tolerance) and are allclose(rtol, atol) elsewhere, with the tolerance of
+    each output computed from that output's own scale."""
     rtol, atol = tolerance(0.0)
     verdict = Verdict(ok=True, rtol=rtol, atol=atol)
     verdict.comparison = f"allclose(rtol={rtol:g}, atol={atol:.3g}{_scaled(tolerance)}) on {len(expected)} output(s)"
@@ -75,7 +69,7 @@ def compare_arrays(expected: list[np.ndarray], actual: list[np.ndarray], toleran
             return verdict
         if e.size == 0:
             continue
-        max_abs, max_rel = _errors(e, a)
+        max_abs, max_rel = finite_errors(e, a)
         verdict.max_abs, verdict.max_rel = max(verdict.max_abs, max_abs), max(verdict.max_rel, max_rel)
         if e.dtype.kind != "f":
             if not np.array_equal(e, a):
@@ -84,8 +78,9 @@ def compare_arrays(expected: list[np.ndarray], actual: list[np.ndarray], toleran
             continue
         rtol, atol = tolerance(scale_of([e]))
         verdict.atol = max(verdict.atol, atol)
-        if not all(np.array_equal(where(e), where(a)) for where in (np.isnan, np.isposinf, np.isneginf)):
-            verdict.ok, verdict.message = False, f"output {index}: NaN/Inf positions differ"
+        nonfinite = nonfinite_disagreement(e, a)
+        if nonfinite:
+            verdict.ok, verdict.message = False, f"output {index}: {nonfinite}"
             return verdict
         if not np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
             verdict.ok = False
@@ -111,7 +106,8 @@ def arbitrate(expected: list[np.ndarray], actual: list[np.ndarray], exact: list[
     ONNX Runtime's kernels, which sum in different orders) can differ by more than any fixed tolerance, while
     both stay equally close to the float64 result. The export passes when every float output's largest deviation
     from float64 is at most ``ARBITRATION_FACTOR`` times PyTorch's own (plus ``atol``); non-float outputs must
-    be equal. A wrong export lands far from float64 and fails.
+    be equal. A wrong export lands far from float64 and fails. Arbitration settles rounding, never a NaN or an
+    infinity: outputs that differ from PyTorch's in their non-finite values fail whatever float64 says.
     """
     torch_off = onnx_off = scale = 0.0
     for e, a, x in zip(expected, actual, exact):
@@ -122,9 +118,13 @@ def arbitrate(expected: list[np.ndarray], actual: list[np.ndarray], exact: list[
             if not np.array_equal(e, a):
                 return Verdict(False, f"float64 arbitration: {e.dtype} outputs differ")
             continue
+        nonfinite = nonfinite_disagreement(e, a)
+        if nonfinite:
+            text = f"no float64 arbitration: {nonfinite}"
+            return Verdict(False, text, comparison=text)
         x = x.astype(np.float64)
-        torch_off = max(torch_off, _errors(x, e)[0])
-        onnx_off = max(onnx_off, _errors(x, a)[0])
+        torch_off = max(torch_off, finite_errors(x, e)[0])
+        onnx_off = max(onnx_off, finite_errors(x, a)[0])
         scale = max(scale, scale_of([x]))
     if torch_off > ARBITER_AGREEMENT * scale:
         text = (f"no float64 arbitration: PyTorch's float32 and float64 runs differ by {torch_off:.3g}, more than "
@@ -141,20 +141,22 @@ def reference_problem(reference: list[np.ndarray], perturbed: list[np.ndarray]) 
     """Why comparing against ``reference`` would prove nothing, or "" when it is a meaningful reference.
 
     ``perturbed`` is the reference output for another input of the same shape: if nothing moves, the output
-    does not depend on the input and any exporter bug upstream of the constant would go unnoticed.
+    does not depend on the input and any exporter bug upstream of the constant would go unnoticed. NaN and
+    infinities in a reference are compared like any value (``exporter.numerics``); only a reference with no finite
+    value at all says nothing.
     """
     if not reference or all(r.size == 0 for r in reference):
         return "the reference output is empty"
     floats = [r for r in reference if r.dtype.kind == "f" and r.size]
-    if any(not np.isfinite(r).all() for r in floats):
-        return "the reference output contains NaN or Inf"
+    if floats and not any(np.isfinite(r).any() for r in floats) and all(r.dtype.kind == "f" for r in reference):
+        return "the reference output has no finite value (every value is NaN or infinite)"
     if floats and scale_of(floats) < NEAR_ZERO and all(r.dtype.kind == "f" for r in reference):
         return f"the reference output is numerically zero (max |x| = {scale_of(floats):.3g})"
     for r, p in zip(reference, perturbed):
         if r.shape != p.shape:
             return ""
         if r.size and r.dtype.kind == "f":
-            if np.abs(r.astype(np.float64) - p.astype(np.float64)).max() > MOVES * max(scale_of([r]), NEAR_ZERO):
+            if nonfinite_disagreement(r, p) or finite_errors(r, p)[0] > MOVES * max(scale_of([r]), NEAR_ZERO):
                 return ""
         elif r.size and not np.array_equal(r, p):
             return ""
@@ -226,13 +228,15 @@ def compare_detections(names: list[str], expected: list[np.ndarray], actual: lis
             if ref.shape != got.shape:
                 verdict.ok, verdict.message = False, f"{key}: per-detection shape {got.shape[1:]} != torch {ref.shape[1:]}"
                 continue
-            max_abs, max_rel = _errors(ref, got)
+            max_abs, max_rel = finite_errors(ref, got)
             verdict.max_abs, verdict.max_rel = max(verdict.max_abs, max_abs), max(verdict.max_rel, max_rel)
             key_rtol, key_atol = tolerance(scale_of([e[key]]))
             verdict.atol = max(verdict.atol, key_atol)
-            if not np.allclose(got, ref, rtol=key_rtol, atol=key_atol) and verdict.ok:
+            nonfinite = nonfinite_disagreement(ref, got)
+            if (nonfinite or not np.allclose(got, ref, rtol=key_rtol, atol=key_atol, equal_nan=True)) and verdict.ok:
                 verdict.ok = False
-                verdict.message = f"detection {i} ({key}): max abs error {max_abs:.3g}, max rel error {max_rel:.3g}"
+                verdict.message = (f"detection {i} ({key}): "
+                                   + (nonfinite or f"max abs error {max_abs:.3g}, max rel error {max_rel:.3g}"))
     if unmatched and verdict.ok:
         verdict.ok = False
         verdict.message = (f"{len(unmatched)} of {len(stable)} tie-free torch detections have no ONNX match "

@@ -194,7 +194,7 @@ class VerifyResult:
             d = self.divergence
             lines.append(f"first diverging node: {d.node} -> {d.value}: {d.origin}")
             lines.append(f"  with PyTorch's inputs: max abs error {d.local.max_abs:.3g} (scale {d.local.scale:.3g}, "
-                         f"rtol {d.local.rtol:g}, atol {d.local.atol:.3g})")
+                         f"rtol {d.local.rtol:g}, atol {d.local.atol:.3g}){_nonfinite_part(d.local.message)}")
             lines.append(f"  inputs agree: {all(i.ok for i in d.inputs)} ({len(d.inputs)} compared)")
             lines.append(f"  whose fault: {d.repro.culprit}: {d.repro.explanation}")
         elif not self.capture.ok:
@@ -296,6 +296,12 @@ def _op_tolerance(kind: str, dtype: np.dtype) -> Callable[[float], tuple[float, 
     # falls back to the default family.
     op = name if family_of(name) != DEFAULT_FAMILY else f"nn.functional.{name}"
     return tolerance_for(str(dtype), op).at
+
+
+def _nonfinite_part(message: str) -> str:
+    """The NaN/Inf disagreement a local check's message names (``; ...``), or "": the max abs error of finite
+    values alone would hide it."""
+    return f"; {message.split(': ', 1)[-1]}" if _NONFINITE in message else ""
 
 
 def _model_tolerance(scale: float) -> tuple[float, float]:
@@ -787,7 +793,8 @@ def _for_reference(model: onnx.ModelProto) -> onnx.ModelProto:
     return redeclared
 
 
-_ARBITRATED = "float64 arbitration:"  # conformance.compare.arbitrate's verdict text
+_ARBITRATED = "float64 arbitration:"
+_NONFINITE = "differ in NaN/Inf"  # exporter.numerics.nonfinite_disagreement's words  # conformance.compare.arbitrate's verdict text
 # TorchScript ops ranking their first input along ``dim``: exactly equal elements may come in either order.
 _RANKING = ("aten::topk", "aten::sort", "aten::argsort")
 # Ops whose integer result depends on a float tensor's shape only: not decisions.

@@ -237,7 +237,11 @@ def test_reference_problem_spots_degenerate_outputs():
     assert "does not depend" in reference_problem([x], [x.copy()])
     assert "empty" in reference_problem([np.zeros((0, 4), np.float32)], [np.zeros((0, 4), np.float32)])
     assert "zero" in reference_problem([np.full(3, 1e-14, np.float32)], [np.full(3, 2e-14, np.float32)])
-    assert "NaN" in reference_problem([np.array([np.nan], np.float32)], [np.array([1.0], np.float32)])
+    assert "no finite value" in reference_problem([np.array([np.nan, np.inf], np.float32)], [np.array([1.0, 2.0], np.float32)])
+    # a reference with some NaN or infinities is compared (the non-finite rule judges those positions)
+    partly = np.array([np.nan, 1.0, -np.inf], np.float32)
+    assert reference_problem([partly], [np.array([np.nan, 2.0, -np.inf], np.float32)]) == ""
+    assert "does not depend" in reference_problem([partly], [partly.copy()])
 
 
 def test_detection_matching_ignores_order_but_not_moved_boxes():

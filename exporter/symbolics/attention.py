@@ -5,6 +5,10 @@ There is no attention op in ONNX opsets 7-16, so attention is written out as Mat
 before opset 13 flattens the input to 2-D around its axis, which for the last axis is exactly a row-wise
 softmax, so the same form serves every opset. A boolean mask (True = attend) becomes the additive mask
 log(mask): 0 where attended, -inf where not, which needs neither Where (opset 9) nor a finite stand-in for -inf.
+
+A query whose every key is masked differs between PyTorch's kernels: scaled_dot_product_attention (and
+``aten::_safe_softmax``) gives that row weights of 0, so its output is 0, while nn.MultiheadAttention's kernels
+give NaN as a plain softmax over -inf does. Each export follows its kernel (``safe_softmax``).
 """
 
 from __future__ import annotations
@@ -12,15 +16,19 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
 from exporter import dtypes
-from exporter.lowering.comparison import equal
+from exporter.lowering.activations import softmax_op
+from exporter.lowering.arithmetic import clamp_value, typed_scalar
+from exporter.lowering.comparison import equal, less
 from exporter.lowering.core import (
     BOOL,
     INT64,
     cast,
     constant_value,
     dim_size,
+    normalize_dim,
     reduce_op,
     require_opset,
     require_rank,
@@ -37,16 +45,37 @@ from exporter.registry import parse_args, symbolic, unsupported
 
 
 # -- scaled dot-product attention ------------------------------------------------------------------------------
-def attend(g, query, key, value, additive_mask=None, scale=None):
-    """softmax(query @ key^T * scale + mask) @ value over the last two axes, and the attention weights."""
+def attend(g, query, key, value, additive_mask=None, scale=None, safe=False):
+    """softmax(query @ key^T * scale + mask) @ value over the last two axes, and the attention weights; with
+    ``safe``, a query whose every score is -inf (every key masked) gets weights of 0 (``safe_softmax``)."""
     key_rank = require_rank(g, key)  # query and key may differ in rank: their batch dims broadcast
     key_t = g.op("Transpose", key, perm_i=list(range(key_rank - 2)) + [key_rank - 1, key_rank - 2])
     scores = g.op("MatMul", query, key_t)
     scores = g.op("Mul", scores, _scale(g, query, scale))
     if additive_mask is not None:
         scores = g.op("Add", scores, additive_mask)
-    weights = g.op("Softmax", scores, axis_i=max(require_rank(g, query), key_rank) - 1)
+    rank = max(require_rank(g, query), key_rank)
+    if safe:
+        weights = safe_softmax(g, g.set_type(scores, dtype=g.dtype(query), shape=(None,) * rank), rank - 1)
+    else:
+        weights = g.op("Softmax", scores, axis_i=rank - 1)
     return g.op("MatMul", weights, value), weights
+
+
+def safe_softmax(g, scores, axis):
+    """PyTorch's ``_safe_softmax``: softmax along ``axis``, except that a row whose every score is -inf gets 0
+    rather than the NaN of exp(-inf) / 0; a row holding NaN stays NaN.
+
+    One form at every opset, with no Where (opset 9): the scores are clamped to the lowest finite value of their
+    type, which leaves every other row's weights as they were (exp of the lowest value minus a finite maximum
+    is exactly 0, as exp(-inf) is) and makes a fully masked row finite, so multiplying by 0 clears it.
+    """
+    lowest = typed_scalar(g, float(torch.finfo(dtypes.torch_from_onnx(g.dtype(scores))).min), scores)
+    masked = cast(g, less(g, scores, lowest), g.dtype(scores))  # 1 exactly where a score is -inf
+    fully_masked = reduce_op(g, "ReduceMin", masked, [normalize_dim(axis, require_rank(g, scores))], True)
+    clamped = g.set_type(clamp_value(g, scores, lowest, None), dtype=scores.dtype, shape=scores.shape)
+    weights = softmax_op(g, "Softmax", clamped, axis, None)
+    return g.op("Mul", weights, g.op("Sub", typed_scalar(g, 1, scores), fully_masked))
 
 
 def _scale(g, query, scale):
@@ -91,8 +120,16 @@ def scaled_dot_product_attention(g, query, key, value, attn_mask, dropout_p, is_
         raise unsupported(g.node.kind(), g.opset, "grouped-query attention (enable_gqa) is not supported")
     mask = causal_mask(g, query, key) if is_causal else attn_mask
     added = additive_mask(g, mask, query) if mask is not None else None
-    out, _ = attend(g, query, key, value, added, constant_value(scale))
+    out, _ = attend(g, query, key, value, added, constant_value(scale), safe=True)
     return out
+
+
+@symbolic("aten::_safe_softmax")
+@parse_args("v", "i", "v")
+def _safe_softmax(g, self, dim, dtype=None):
+    if dtype is not None and constant_value(dtype) is not None:
+        self = cast(g, self, dtypes.onnx_from_torch(dtypes.torch_dtype_from_code(constant_value(dtype))))
+    return safe_softmax(g, self, dim)
 
 
 def _head_count(g, x):
