@@ -36,6 +36,8 @@ def _check(case, opset, dynamic, provider):
         return
     known = case.known_failures_on(provider)
     if opset in known:
+        # strict: a known failure that passes is stale, and says so, rather than hiding a fix as an expected failure
+        assert result.status != "pass", f"known failure now passes (remove it from the case): {known[opset]}"
         pytest.xfail(known[opset])
     assert result.status == "pass", f"[{result.stage}] {result.error}"
 
