@@ -34,7 +34,7 @@ def _check(case, opset, dynamic, provider):
         )
         assert f"needs opset >= {min_opset}" in result.error, result.error
         return
-    known = case.known_failures_on(provider)
+    known = case.known_failures_on(provider, dynamic)
     if opset in known:
         # strict: a known failure that passes is stale, and says so, rather than hiding a fix as an expected failure
         assert result.status != "pass", f"known failure now passes (remove it from the case): {known[opset]}"

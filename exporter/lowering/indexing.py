@@ -128,9 +128,12 @@ def _gather_by_hits(g, x, dim: int, index):
     Exactly one j matches each index, so the sum is the selected value itself (NaN elsewhere is never read).
     """
     rank = require_rank(g, x)
-    require_opset(g, 9, "with dynamic shapes gather needs GatherElements (opset 11) or Where with NonZero")
     x_dims, index_dims = known_dims(g, x), known_dims(g, index)
-    if any(a != dim and (x_dims[a] is None or x_dims[a] != index_dims[a]) for a in range(rank)):
+    cropped = any(a != dim and (x_dims[a] is None or x_dims[a] != index_dims[a]) for a in range(rank))
+    # each refusal names the lowest opset that exports this gather: 10 where the input is cropped at run time
+    if not cropped:
+        require_opset(g, 9, "with dynamic shapes gather needs GatherElements (opset 11) or Where with NonZero")
+    else:
         require_opset(g, 10, "gather with an index of run-time shape needs Slice with input bounds")
         axes = [a for a in range(rank) if a != dim]
         x = slice_op(g, x, axes, [0] * len(axes), [dim_size(g, index, a) for a in axes])

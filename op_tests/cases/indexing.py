@@ -56,18 +56,6 @@ def _put_columns(x, i, v):
     return torch.ops.aten.index_put(x, [None, i], v)
 
 
-_DYNAMIC_STEP = ("dynamic export: a strided slice of a dynamic dim needs Slice steps (opset 10); "
-                 "the static export passes at this opset (Gather of constant positions)")
-_DYNAMIC_BOUND = ("dynamic export: a slice bound computed at run time needs Slice with input bounds (opset 10); "
-                  "the static export folds the bound and passes at this opset")
-_GATHER_DYNAMIC = ("dynamic export: below GatherElements (opset 11) a gather of run-time shape compares the index with "
-                   "0..n-1 and selects with Where, both needing opset 9; the static export passes at this opset")
-_GATHER_CROP = ("dynamic export: input and index have independent run-time sizes on a non-gathered dim, so the input is "
-                "cropped to the index's shape at run time, which needs Slice with input bounds (opset 10)")
-_DYNAMIC_RANGE = ("dynamic export: the one-hot emulation of an accumulating scatter compares with 0..n-1 for a run-time "
-                  "n, which needs ConstantOfShape+NonZero (opset 9) or Range (11); the static export passes here")
-
-
 class _SizesLists(torch.nn.Module):
     """Slices of ``x.shape`` (aten::slice.t) and their concatenation (aten::add.t) in scripted code."""
 
@@ -89,10 +77,10 @@ CASES = [
     OpCase("slice", lambda k: (_r(2 + k, 6),), fn=lambda x: x[:, 1:4]),
     OpCase("slice", lambda k: (_r(2 + k, 7),), sample="step", fn=lambda x: x[:, 1::2]),
     OpCase("slice", lambda k: (_r(7 + k, 3, dtype=torch.int64),), sample="step_dynamic_dim", fn=lambda x: x[1:-1:3],
-           known_failures={o: _DYNAMIC_STEP for o in (7, 8, 9)}),
+           dynamic_min_opset=10),
     OpCase("slice", lambda k: (_r(2 + k, 6, dtype=torch.bool),), sample="negative_bounds", fn=lambda x: x[:, -4:-1]),
     OpCase("slice", lambda k: (_r(5 + k, 4),), sample="dynamic_end", fn=lambda x: x[: x.size(0) - 2],
-           known_failures={o: _DYNAMIC_BOUND for o in (7, 8, 9)}),
+           dynamic_min_opset=10),
     OpCase("slice", lambda k: (_r(2 + k, 3),), sample="scripted_list", module=lambda: torch.jit.script(_SliceList())),
     # Sizes lists of tensors with dynamic dims are 1-d tensors: sliced as lists and concatenated (aten::add.t).
     OpCase("slice", lambda k: (_r(2 + k, 3 + k, 4, 1 + k), _r(1, 2 + k, 3)), sample="scripted_sizes_list",
@@ -113,9 +101,9 @@ CASES = [
     OpCase("gather", lambda k: (_r(3, 4), _idx(4, 3, 2)), fn=lambda x, i: x.gather(1, i)),
     OpCase("gather", lambda k: (_r(3, 4, dtype=torch.bool), _idx(3, 2, 4)), sample="bool", fn=lambda x, i: x.gather(0, i)),
     OpCase("gather", lambda k: (_r(3 + k, 4, 2), _idx(3 + k, 2, 4, 2)), sample="dim0_smaller_index",
-           fn=lambda x, i: torch.gather(x, 0, i), known_failures={o: _GATHER_DYNAMIC for o in (7, 8)}),
+           fn=lambda x, i: torch.gather(x, 0, i), dynamic_min_opset=9),
     OpCase("gather", lambda k: (_r(3 + k, 4, dtype=torch.bool), _idx(4, 3 + k, 2)), sample="bool_dynamic",
-           fn=lambda x, i: torch.gather(x, 1, i), known_failures={**{o: _GATHER_DYNAMIC for o in (7, 8)}, 9: _GATHER_CROP}),
+           fn=lambda x, i: torch.gather(x, 1, i), dynamic_min_opset=10),
     OpCase("gather", lambda k: (_r(3, 4, dtype=torch.int64), _idx(3, 2, 4)), sample="int64_static",
            fn=lambda x, i: torch.gather(x, -2, i)),
     OpCase("take_along_dim", lambda k: (_r(3, 4), _idx(4, 3, 2)), fn=lambda x, i: torch.take_along_dim(x, i, 1)),
@@ -166,7 +154,7 @@ CASES = [
     OpCase("scatter", lambda k: (_r(3, 5), _idx(5, 3, 4), _r(3, 4)), sample="reduce_multiply", min_opset=16,
            fn=lambda x, i, s: x.scatter(1, i, s, reduce="multiply")),
     OpCase("scatter_add", lambda k: (_r(3, 5 + k), _idx(5, 3, 6), _r(3, 6)), fn=lambda x, i, s: x.scatter_add(1, i, s),
-           known_failures={o: _DYNAMIC_RANGE for o in (7, 8)}),
+           dynamic_min_opset=9),
     OpCase("scatter_add", lambda k: (_r(4, 5, 3), _idx(4, 6, 2, 2), _r(6, 3, 3)), sample="smaller_index",
            fn=lambda x, i, s: x.scatter_add(0, i, s)),
     OpCase("scatter_add", lambda k: (_r(3 + k, 5, dtype=torch.int64), _idx(5, 3 + k, 4), _r(3 + k, 4, dtype=torch.int64)),
@@ -182,7 +170,7 @@ CASES = [
     OpCase("index_add", lambda k: (_r(3 + k, 5), _idx(5, 4), _r(3 + k, 4)), sample="dim1_alpha",
            fn=lambda x, i, s: x.index_add(-1, i, s, alpha=2.0)),
     OpCase("index_add", lambda k: (_r(5 + k, 3), _idx(5, 4), _r(4, 3)), sample="dynamic_rows",
-           fn=lambda x, i, s: x.index_add(0, i, s), known_failures={o: _DYNAMIC_RANGE for o in (7, 8)}),
+           fn=lambda x, i, s: x.index_add(0, i, s), dynamic_min_opset=9),
     OpCase("index_copy", lambda k: (_r(5, 3 + k), _perm(5, 2), _r(2, 3 + k)), min_opset=9,
            fn=lambda x, i, s: x.index_copy(0, i, s)),
     OpCase("index_copy", lambda k: (_r(2 + k, 5, dtype=torch.int64), _perm(5, 3), _r(2 + k, 3, dtype=torch.int64)),

@@ -10,7 +10,6 @@ def _r(*shape):
     return torch.randn(*shape)
 
 
-
 class _TensordotCount(torch.nn.Module):
     def forward(self, a, b):
         return torch.tensordot(a, b, 2)

@@ -48,11 +48,8 @@ _BATCH_DYNAMIC = [
     ("bicubic_align_corners", dict(size=(9, 8), mode="bicubic", align_corners=True)),
 ]
 
-_SPATIAL_NEEDS_RESIZE_11 = {
-    opset: "spatially dynamic linear or fractional nearest resizing needs Resize-11 (Upsample/Resize-10 only "
-           "know the asymmetric transform and round nearest indices up when down-sampling)"
-    for opset in range(7, 11)
-}
+# Spatially dynamic linear or fractional nearest resizing needs Resize-11 (Upsample/Resize-10 only know the
+# asymmetric transform and round nearest indices up when down-sampling): dynamic_min_opset=11.
 
 # Interpolation that reads in-between or off-grid pixels blends them in a different order than PyTorch.
 _BLEND_REASON = "float32 sums of 2-4 products per axis, blended in another order than PyTorch's kernels"
@@ -72,13 +69,13 @@ CASES += [
     OpCase("interpolate", _image(batch_growth=0, spatial_growth=2), sample="nearest_scale2_spatial_dynamic",
            fn=_interp(scale_factor=2)),
     OpCase("interpolate", _image(batch_growth=0, spatial_growth=2), sample="bilinear_spatial_dynamic",
-           fn=_interp(scale_factor=1.5, mode="bilinear"), known_failures=_SPATIAL_NEEDS_RESIZE_11, atol=1e-5, tolerance_reason=_BLEND_REASON),
+           fn=_interp(scale_factor=1.5, mode="bilinear"), dynamic_min_opset=11, atol=1e-5, tolerance_reason=_BLEND_REASON),
     OpCase("interpolate", _image(batch_growth=0, spatial_growth=2), sample="bilinear_recompute_spatial_dynamic",
            fn=_interp(scale_factor=2.0, mode="bilinear", recompute_scale_factor=True),
-           known_failures=_SPATIAL_NEEDS_RESIZE_11, atol=1e-5,
+           dynamic_min_opset=11, atol=1e-5,
            tolerance_reason=_BLEND_REASON),
     OpCase("interpolate", _image(batch_growth=0, spatial_growth=3), sample="nearest_odd_scale_spatial_dynamic",
-           fn=_interp(scale_factor=0.5), known_failures=_SPATIAL_NEEDS_RESIZE_11),
+           fn=_interp(scale_factor=0.5), dynamic_min_opset=11),
     OpCase("interpolate", lambda k: (torch.randn(1 + k, 3, 7),), sample="nearest_1d", fn=_interp(scale_factor=3)),
     OpCase("interpolate", lambda k: (torch.randn(1 + k, 3, 7),), sample="linear_1d",
            fn=_interp(scale_factor=1.7, mode="linear"), atol=1e-5, tolerance_reason=_BLEND_REASON),

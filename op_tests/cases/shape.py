@@ -18,15 +18,8 @@ def _r(*shape, dtype=torch.float32):
     return torch.randint(-5, 5, shape, dtype=dtype)
 
 
-# The harness applies min_opset to static and dynamic exports alike; these cases pass statically at every opset
-# and their dynamic export needs a higher one, so the dynamic limitation is recorded here per opset.
-_DYNAMIC_BOUNDS = ("dynamic export: chunk sizes of a dim of run-time size need Slice with input bounds (opset 10); "
-                   "below it the traced size is baked into Split, which rejects another size at run time; "
-                   "the static export passes at this opset")
-_DYNAMIC_RANGE = ("dynamic export: an index range of run-time length needs ConstantOfShape+NonZero (opset 9) or "
-                  "Range (opset 11); the static export passes at this opset")
-_SEQUENCES = ("dynamic export: a scripted list whose length is only known at run time needs ONNX sequences "
-              "(SplitToSequence, opset 11); the static export knows the count and passes at this opset")
+_DYNAMIC_CHUNKS = ("chunk sizes of a dim of run-time size need Slice with input bounds (opset 10); below it the traced "
+                   "size is baked into Split, which rejects another size at run time")
 
 
 class _UnbindAndJoin(torch.nn.Module):
@@ -124,13 +117,13 @@ CASES = [
     OpCase("split_with_sizes", lambda k: (_r(6, 2 + k, dtype=torch.int64),), fn=lambda x: torch.split(x, [4, 2])),
     OpCase("chunk", lambda k: (_r(2 + k, 7),), fn=lambda x: x.chunk(3, 1)),
     OpCase("chunk", lambda k: (_r(6 + 3 * k, 2),), sample="dynamic_dim", fn=lambda x: x.chunk(3, 0),
-           known_failures={o: _DYNAMIC_BOUNDS for o in (7, 8, 9)}),
+           dynamic_known_failures={o: _DYNAMIC_CHUNKS for o in (7, 8, 9)}),
     OpCase("unbind", lambda k: (_r(2 + k, 3),), fn=lambda x: x.unbind(1)),
     OpCase("unbind", lambda k: (_r(3, 2 + k, dtype=torch.bool),), sample="dim0", fn=lambda x: x.unbind(0)),
     OpCase("unbind", lambda k: (_r(3 + k, 2),), sample="scripted_run_time_count",
-           module=lambda: torch.jit.script(_UnbindAndJoin()), known_failures={o: _SEQUENCES for o in range(7, 11)}),
+           module=lambda: torch.jit.script(_UnbindAndJoin()), dynamic_min_opset=11),
     OpCase("split", lambda k: (_r(4 + 2 * k, 3),), sample="scripted_run_time_count",
-           module=lambda: torch.jit.script(_SplitAndJoin()), known_failures={o: _SEQUENCES for o in range(7, 11)}),
+           module=lambda: torch.jit.script(_SplitAndJoin()), dynamic_min_opset=11),
     OpCase("tensor_split", lambda k: (_r(2 + k, 7),), fn=lambda x: x.tensor_split(3, 1)),
     OpCase("tensor_split", lambda k: (_r(7 + k, 2),), sample="indices", fn=lambda x: x.tensor_split([1, 4], 0)),
     # joining
@@ -153,15 +146,15 @@ CASES = [
     OpCase("flip", lambda k: (_r(2 + k, 3, 4),), fn=lambda x: x.flip(-1)),
     OpCase("flip", lambda k: (_r(2 + k, 3, dtype=torch.float16),), sample="float16", fn=lambda x: x.flip(1)),
     OpCase("flip", lambda k: (_r(2 + k, 3, 4, dtype=torch.int64),), sample="dynamic_dim", fn=lambda x: x.flip(0, 2),
-           known_failures={o: _DYNAMIC_RANGE for o in (7, 8)}),
+           dynamic_min_opset=9),
     OpCase("roll", lambda k: (_r(2 + k, 5),), fn=lambda x: x.roll(2, 1)),
     OpCase("roll", lambda k: (_r(4 + k, 5),), sample="dynamic_dim_negative", fn=lambda x: x.roll(-1, 0),
-           known_failures={o: _DYNAMIC_RANGE for o in (7, 8)}),
+           dynamic_min_opset=9),
     OpCase("roll", lambda k: (_r(2 + 3 * k, 3, dtype=torch.int64),), sample="dynamic_dim_shift_beyond_size",
-           fn=lambda x: x.roll(4, 0), known_failures={o: _DYNAMIC_RANGE for o in (7, 8)}),
+           fn=lambda x: x.roll(4, 0), dynamic_min_opset=9),
     OpCase("roll", lambda k: (_r(3, 4),), sample="flat", fn=lambda x: x.roll(5)),
     OpCase("roll", lambda k: (_r(3, 4 + k),), sample="multi", fn=lambda x: x.roll((1, -1), (0, 1)),
-           known_failures={o: _DYNAMIC_RANGE for o in (7, 8)}),
+           dynamic_min_opset=9),
     # padding
     OpCase("pad", lambda k: (_r(1 + k, 2, 5),), sample="constant", fn=lambda x: F.pad(x, (1, 2), value=1.5)),
     OpCase("pad", lambda k: (_r(1 + k, 2, 4, 5),), sample="reflect", fn=lambda x: F.pad(x, (1, 2, 2, 1), mode="reflect")),
@@ -196,7 +189,7 @@ CASES = [
     OpCase("tril", lambda k: (_r(2 + k, 4, 5),), fn=lambda x: torch.tril(x)),
     OpCase("tril", lambda k: (_r(4, 5, dtype=torch.int64),), sample="diagonal_int", fn=lambda x: torch.tril(x, -1)),
     OpCase("triu", lambda k: (_r(3, 4 + k),), sample="dynamic", fn=lambda x: torch.triu(x, 1),
-           known_failures={o: _DYNAMIC_RANGE for o in (7, 8)}),
+           dynamic_min_opset=9),
     OpCase("triu", lambda k: (_r(4, 4, dtype=torch.bool),), sample="bool", fn=lambda x: torch.triu(x, 2)),
     OpCase("diagonal", lambda k: (_r(2 + k, 4, 5),), fn=lambda x: torch.diagonal(x, 1, 1, 2)),
     OpCase("diagonal", lambda k: (_r(4, 2 + k, 3),), sample="negative_offset", fn=lambda x: torch.diagonal(x, -1, 0, -1)),
@@ -277,9 +270,6 @@ CASES += [
 # squeeze/unsqueeze decided at run time: a listed dim whose size is known only at run time (torch leaves it alone when
 # it is not 1, so the result's rank follows the input: a Reshape to the Compressed shape from opset 9), and a dim that
 # is itself a graph input (a scripted int argument).
-_SQUEEZE_RUNTIME_SIZE = ("dynamic export: squeezing a dim whose size is known only at run time needs Compress (opset "
-                         "9); below it Squeeze is emitted, which fails at run time on a size other than 1; the static "
-                         "export passes at this opset")
 
 
 class _SqueezeDim(torch.nn.Module):
@@ -291,12 +281,15 @@ class _UnsqueezeDim(torch.nn.Module):
     def forward(self, x, dim: int):
         return torch.unsqueeze(x, dim)
 
+_SQUEEZE_RUNTIME_SIZE = ("squeezing a dim whose size is known only at run time needs Compress (opset 9); below it "
+                         "Squeeze is emitted, which fails at run time on a size other than 1")
+
 
 CASES += [
     OpCase("squeeze", lambda k: (_r(2, 1 + k, 3),), sample="run_time_size", fn=lambda x: x.squeeze(1),
-           known_failures={o: _SQUEEZE_RUNTIME_SIZE for o in (7, 8)}),
+           dynamic_known_failures={o: _SQUEEZE_RUNTIME_SIZE for o in (7, 8)}),
     OpCase("squeeze", lambda k: (_r(2 + k, 1 + k, 1),), sample="run_time_size_negative_dims",
-           fn=lambda x: x.squeeze((-2, 0)), known_failures={o: _SQUEEZE_RUNTIME_SIZE for o in (7, 8)}),
+           fn=lambda x: x.squeeze((-2, 0)), dynamic_known_failures={o: _SQUEEZE_RUNTIME_SIZE for o in (7, 8)}),
     OpCase("squeeze", lambda k: (_r(2 + k, 1, 4), 1 - 3 * k), sample="run_time_dim", min_opset=9,
            module=lambda: torch.jit.script(_SqueezeDim())),
     OpCase("squeeze", lambda k: (_r(2 + k, 1, 4), -1 + k), sample="run_time_dim_not_one", min_opset=9,

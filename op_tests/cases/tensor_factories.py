@@ -17,10 +17,6 @@ def _r(*shape, dtype=torch.float32):
     return torch.randint(-5, 5, shape, dtype=dtype)
 
 
-_RUNTIME_SIZE = ("dynamic export: a tensor of run-time length needs ConstantOfShape/NonZero (opset 9) or Range (11); "
-                 "the static export passes at this opset")
-_RUNTIME_EYE = "dynamic export: an identity matrix of run-time size needs EyeLike (opset 9); the static export passes"
-
 class _Range(torch.nn.Module):
     """Scripted, because tracing records torch.range's Python-number bounds as constants."""
 
@@ -63,22 +59,22 @@ CASES = [
     OpCase("new_full", lambda k: (_r(2 + k, 3),), fn=lambda x: x.new_full((3, x.size(0)), 4.0)),
     OpCase("new_empty", lambda k: (_r(2 + k, 3),), fn=lambda x: x.new_empty((x.size(0),)).fill_(3.0)),
     OpCase("arange", lambda k: (_r(4 + k, 2),), fn=lambda x: torch.arange(x.size(0)),
-           known_failures={o: _RUNTIME_SIZE for o in (7, 8)}),
+           dynamic_min_opset=9),
     OpCase("arange", lambda k: (_r(4 + k, 2),), sample="start_step", fn=lambda x: torch.arange(1, x.size(0) * 2, 3),
-           known_failures={o: _RUNTIME_SIZE for o in (7, 8)}),
+           dynamic_min_opset=9),
     OpCase("arange", lambda k: (_r(4 + k, 2),), sample="float", fn=lambda x: torch.arange(0.5, x.size(0), 0.25),
-           known_failures={o: _RUNTIME_SIZE for o in (7, 8)}),
+           dynamic_min_opset=9),
     OpCase("arange", lambda k: (_r(4 + k, 2),), sample="dtype", fn=lambda x: torch.arange(x.size(0), dtype=torch.float32),
-           known_failures={o: _RUNTIME_SIZE for o in (7, 8)}),
+           dynamic_min_opset=9),
     OpCase("arange", lambda k: (_r(4 + k, 2),), sample="negative_step", fn=lambda x: torch.arange(x.size(0), -2, -1),
-           known_failures={o: _RUNTIME_SIZE for o in (7, 8)}),
+           dynamic_min_opset=9),
     OpCase("range", lambda k: (_r(4 + k, 2),), module=lambda: torch.jit.script(_Range()),
-           known_failures={o: _RUNTIME_SIZE for o in (7, 8)}),
+           dynamic_min_opset=9),
     OpCase("linspace", lambda k: (_r(4 + k, 2),), fn=lambda x: torch.linspace(0, x.size(0), 7)),
     OpCase("linspace", lambda k: (_r(4 + k, 2),), sample="descending", fn=lambda x: torch.linspace(x.size(0), -1, 4, dtype=torch.float64)),
-    OpCase("eye", lambda k: (_r(3 + k, 2),), fn=lambda x: torch.eye(x.size(0)), known_failures={o: _RUNTIME_EYE for o in (7, 8)}),
+    OpCase("eye", lambda k: (_r(3 + k, 2),), fn=lambda x: torch.eye(x.size(0)), dynamic_min_opset=9),
     OpCase("eye", lambda k: (_r(3 + k, 2),), sample="rectangular_int", fn=lambda x: torch.eye(2, x.size(0), dtype=torch.int64),
-           known_failures={o: _RUNTIME_EYE for o in (7, 8)}),
+           dynamic_min_opset=9),
     OpCase("scalar_tensor", lambda k: (_r(3 + k, 2),), fn=lambda x: x * torch.scalar_tensor(x.size(0))),
     OpCase("tensor", lambda k: (_r(3 + k, 2),), module=lambda: torch.jit.script(_SizesAsTensor())),
     OpCase("tensor", lambda k: (_r(3 + k, 2),), sample="constant", fn=lambda x: x + torch.tensor([1.0, 2.0])),
