@@ -15,7 +15,9 @@
 statuses; ``--fresh`` starts over). Each failing case gets a one-line ``rerun`` command and, for models and
 examples, a repro bundle under ``<out>.repro/``. ``run`` exits 1 when a selected case fails (a failure status,
 or unsupported at an opset it claims; see conformance.verdict) unless ``--record-only``; every option is checked
-before any work starts (a bad one: one-line error, exit 2, nothing written).
+before any work starts (a bad one: one-line error, exit 2, nothing written). One ``run`` at a time writes a results
+file (a second on the same ``--out`` exits 2), and every subcommand reads results through
+``conformance.results.read_rows`` (a line that is no row: one-line error naming the file and line, exit 2).
 """
 
 from __future__ import annotations
