@@ -15,7 +15,6 @@ import argparse
 import fnmatch
 import json
 import shutil
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
