@@ -15,7 +15,9 @@
 statuses; ``--fresh`` starts over). Each failing case gets a one-line ``rerun`` command and, for models and
 examples, a repro bundle under ``<out>.repro/``. ``run`` exits 1 when a selected case fails (a failure status,
 or unsupported at an opset it claims; see conformance.verdict) unless ``--record-only``; every option is checked
-before any work starts (a bad one: one-line error, exit 2, nothing written).
+before any work starts (a bad one: one-line error, exit 2, nothing written). One ``run`` at a time writes a results
+file (a second on the same ``--out`` exits 2), and every subcommand reads results through
+``conformance.results.read_rows`` (a line that is no row: one-line error naming the file and line, exit 2).
 """
 
 from __future__ import annotations
@@ -64,12 +66,19 @@ def _select(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list:
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from conformance.runner import RunOptions, run
-
+    """``run``: the selected cases, recorded in the results file that this process alone writes while it runs."""
     selected = _select(args, parser)
     out = args.out or _default_out(args.tier, args.shard, args.exporter)
-    repro_dir = args.repro_dir or os.path.splitext(out)[0] + ".repro"
     level = _session_level(args, parser)
+    with results_io.sole_writer(out):  # before --fresh discards anything: the file may be another run's
+        return _record(args, parser, selected, out, level)
+
+
+def _record(args: argparse.Namespace, parser: argparse.ArgumentParser, selected: list, out: str, level: str) -> int:
+    """Run the selected cases not yet recorded in ``out`` (resuming), then judge the selection (see _run_verdict)."""
+    from conformance.runner import RunOptions, run
+
+    repro_dir = args.repro_dir or os.path.splitext(out)[0] + ".repro"
     if args.fresh:
         _discard(out, repro_dir)
     done = results_io.latest_by_case(results_io.read_rows(out))
@@ -138,9 +147,7 @@ def _merge(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def _summary(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    rows = []
-    for path in args.files:
-        rows.extend(results_io.read_rows(path))
+    rows = results_io.read_files(args.files)
     print_summary(list(results_io.latest_by_case(rows).values()), failures=args.failures)
     return 0
 
@@ -264,7 +271,10 @@ def main(argv: list[str] | None = None) -> int:
         return gate.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    return args.func(args, args.parser)  # the sub-parser, so that a usage error names the subcommand
+    try:
+        return args.func(args, args.parser)  # the sub-parser, so that a usage error names the subcommand
+    except results_io.ResultsFileError as error:  # an unreadable results line, or another run writing the file
+        args.parser.exit(2, f"{args.parser.prog}: error: {error}\n")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 A regression is a case that passed in the baseline and now does not, a case that now fails where the baseline
 did not fail, a new case (absent from the baseline) that fails, a passing case whose error drifted or whose
 tolerance was loosened beyond the bands of ``conformance.verdict``, or a baseline case that vanished from the run.
-Without a baseline (``--no-baseline``) every case is new, so any failure fails the gate. Flaky cases are tolerated
-only through an explicit allow-list entry with a written reason; there is no retry.
+Without a baseline (``--no-baseline``) every case is new, so any failure fails the gate. A run that executed no case
+of the baseline (none in it, or all skipped; without a baseline: no case at all, or all skipped) fails too, whatever
+else it holds: it is no evidence. Flaky cases are tolerated only through an explicit allow-list entry with a written
+reason; there is no retry.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ import argparse
 import fnmatch
 import json
 import shutil
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from conformance import results as results_io
 from conformance import verdict
 from conformance.arguments import StrictParser, existing_path
 
@@ -30,7 +32,7 @@ BASELINE_FIELDS = ("case_id", "status", "opset", "expected_min_opset", "reason",
 @dataclass
 class Finding:
     case_id: str
-    kind: str  # one of REGRESSION_KINDS, or improvement | newly_covered | changed_error
+    kind: str  # one of REGRESSION_KINDS, or improvement | newly_covered | new_case_skipped | changed_error
     before: str = ""
     after: str = ""
     allowed_because: str = ""
@@ -47,6 +49,7 @@ REGRESSION_KINDS = ("new_failure", "new_case_failing", "error_drift", "tolerance
 class GateResult:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # facts about the whole run (say, CUDA coverage lost)
+    no_evidence: str = ""  # why the run proves nothing (see missing_evidence); a FAIL whatever the findings
 
     @property
     def blocking(self) -> list[Finding]:
@@ -54,24 +57,16 @@ class GateResult:
 
     @property
     def passed(self) -> bool:
-        return not self.blocking
+        return not self.blocking and not self.no_evidence
 
     def of_kind(self, *kinds: str) -> list[Finding]:
         return [f for f in self.findings if f.kind in kinds]
 
 
 def load_results(paths: list[Path]) -> dict[str, dict]:
-    """Rows by case_id; a later row for the same case replaces an earlier one (resumed runs)."""
-    rows: dict[str, dict] = {}
-    for path in paths:
-        files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
-        for file in files:
-            with open(file, encoding="utf-8") as handle:
-                for line in handle:
-                    if line.strip():
-                        row = json.loads(line)
-                        rows[row["case_id"]] = row
-    return rows
+    """Rows by case_id (files, or folders of ``*.jsonl``, read by conformance.results.read_rows); a later row for
+    the same case replaces an earlier one (resumed runs)."""
+    return results_io.latest_by_case(results_io.read_files(paths))
 
 
 def load_allowlist(path: Path | None) -> list[dict]:
@@ -122,15 +117,22 @@ def _judge(case_id: str, before: dict, after: dict | None) -> Finding | None:
     return None
 
 
+def judge(rows: list[dict], baseline_rows: list[dict] | None, allowlist: list[dict], partial: bool = False) -> GateResult:
+    """The release gate's verdict on result rows as read (``baseline_rows`` None: no baseline, any failing case
+    fails): this exporter's latest row of each case, judged by ``compare``. ``python -m conformance gate`` and the
+    report's badge both call this, so they agree on every input."""
+    return compare(results_io.engine_cases(rows), results_io.engine_cases(baseline_rows or []), allowlist, partial)
+
+
 def compare(results: dict[str, dict], baseline: dict[str, dict], allowlist: list[dict], partial: bool = False) -> GateResult:
     """Judge ``results`` against ``baseline`` (an empty baseline: any failing case fails the gate).
 
     ``partial``: the results cover part of the baseline's tier (a --models, --opsets or --shard run), so only the
     baseline cases present in the results are compared and none counts as vanished.
     """
+    gate = GateResult(no_evidence=missing_evidence(results, baseline))
     if partial:
         baseline = {case_id: row for case_id, row in baseline.items() if case_id in results}
-    gate = GateResult()
     for case_id, before in sorted(baseline.items()):
         finding = _judge(case_id, before, results.get(case_id))
         if finding is not None:
@@ -141,10 +143,27 @@ def compare(results: dict[str, dict], baseline: dict[str, dict], allowlist: list
         if verdict.is_failure(after):
             gate.findings.append(Finding(case_id, "new_case_failing", "not in the baseline", _describe(after),
                                          _allowed(case_id, allowlist)))
+        elif after.get("status") == "skipped":  # not run: covers nothing
+            gate.findings.append(Finding(case_id, "new_case_skipped", "not in the baseline", _describe(after)))
         else:
             gate.findings.append(Finding(case_id, "newly_covered", "", _describe(after)))
     gate.notes = cuda_notes(results, baseline)
     return gate
+
+
+def missing_evidence(results: dict[str, dict], baseline: dict[str, dict]) -> str:
+    """Why ``results`` prove nothing against ``baseline``, in one line, or '' when they executed one of its cases
+    (without a baseline: any case). A run with no row, none of the baseline's cases, or only skipped ones (``--ep
+    cuda`` without a GPU) has no regression to find, and must not PASS for it, --partial or not."""
+    if not results:
+        return "the results hold no case"
+    relevant = [row for case_id, row in results.items() if not baseline or case_id in baseline]
+    if not relevant:
+        return f"the run holds none of the baseline's {len(baseline)} cases"
+    if all(row.get("status") == "skipped" for row in relevant):
+        which = "baseline case(s) in this run" if baseline else "case(s) of this run"
+        return f"all {len(relevant)} {which} were skipped; none was executed"
+    return ""
 
 
 def render_table(gate: GateResult) -> str:
@@ -155,6 +174,7 @@ def render_table(gate: GateResult) -> str:
         ("Improvements", gate.of_kind("improvement")),
         ("Changed errors", gate.of_kind("changed_error")),
         ("Newly covered", gate.of_kind("newly_covered")),
+        ("New cases skipped (not run, so not covered)", gate.of_kind("new_case_skipped")),
     ]
     lines = []
     for title, findings in sections:
@@ -170,10 +190,14 @@ def render_table(gate: GateResult) -> str:
 
 
 def verdict_line(gate: GateResult) -> str:
+    """``Release gate: PASS``, or ``Release gate: FAIL (...)`` with the reason: no evidence, the first regressions."""
     if gate.passed:
         return "Release gate: PASS"
-    named = ", ".join(f.case_id for f in gate.blocking[:5]) + (", ..." if len(gate.blocking) > 5 else "")
-    return f"Release gate: FAIL ({len(gate.blocking)} regressions: {named})"
+    reasons = [f"no evidence: {gate.no_evidence}"] if gate.no_evidence else []
+    if gate.blocking:
+        named = ", ".join(f.case_id for f in gate.blocking[:5]) + (", ..." if len(gate.blocking) > 5 else "")
+        reasons.append(f"{len(gate.blocking)} regressions: {named}")
+    return f"Release gate: FAIL ({'; '.join(reasons)})"
 
 
 def cuda_notes(results: dict[str, dict], baseline: dict[str, dict]) -> list[str]:
@@ -226,8 +250,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m conformance gate``: 0 on PASS, 1 on FAIL, 2 on a usage error or an unreadable results line."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        return _gate(args, parser)
+    except results_io.ResultsFileError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+
+
+def _gate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     results = [Path(p) for p in args.results]
     if args.update_baseline:
         count = update_baseline(results, Path(args.baseline))
@@ -235,14 +267,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.no_baseline and not Path(args.baseline).exists():
         parser.error(f"no baseline at {args.baseline}; create one with --update-baseline or pass --no-baseline")
-    rows = load_results(results)
-    baseline = {} if args.no_baseline else load_results([Path(args.baseline)])
-    gate = compare(rows, baseline, load_allowlist(args.allowlist), partial=args.partial)
+    baseline = None if args.no_baseline else results_io.read_files([args.baseline])
+    gate = judge(results_io.read_files(args.results), baseline, load_allowlist(args.allowlist), partial=args.partial)
     print(render_table(gate))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"passed": gate.passed, "findings": [asdict(f) for f in gate.findings],
-                                         "notes": gate.notes}, indent=1))
+        args.json.write_text(json.dumps({"passed": gate.passed, "no_evidence": gate.no_evidence,
+                                         "findings": [asdict(f) for f in gate.findings], "notes": gate.notes}, indent=1))
     return 0 if gate.passed else 1
 
 

@@ -9,6 +9,8 @@ import os
 
 import pytest
 
+from conformance.results import read_rows
+
 
 @pytest.fixture(scope="session")
 def cuda_available() -> bool:
@@ -41,8 +43,7 @@ def pytest_sessionfinish(session, exitstatus):
         return
     rows = []
     for part in parts:
-        with open(part, encoding="utf-8") as handle:
-            rows.extend(json.loads(line) for line in handle if line.strip())
+        rows.extend(read_rows(part))
         os.remove(part)
     with open(path, "w", encoding="utf-8") as handle:
         for row in rows:

@@ -58,12 +58,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from conformance.results import ResultsFileError
     from reports.build import build_report
 
     try:
         path = build_report(args.results, args.out, baseline_path=args.baseline, registry=args.registry,
                             mark_baseline=args.mark_baseline, bench_path=args.bench, partial=args.partial)
-    except (FileNotFoundError, ValueError) as error:
+    except (FileNotFoundError, ValueError, ResultsFileError) as error:
         print(f"reports: {error}", file=sys.stderr)
         return 2
     if args.mark_baseline:

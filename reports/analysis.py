@@ -17,7 +17,6 @@ from reports.results import (
     OPSETS,
     SUITES,
     bucket,
-    case_key,
     kind_of,
     number,
     op_of,
@@ -39,7 +38,7 @@ def compact_rows(rows: list[dict], index: SymbolicIndex) -> list[dict[str, Any]]
         dtypes = row.get("dtypes") if isinstance(row.get("dtypes"), list) else []
         error = text(row, "error")
         compact.append({
-            "id": case_key(row),
+            "id": row["case_id"],
             "kind": kind_of(row),
             "name": text(row, "name"),
             "op": op_of(row) if kind_of(row) == "op" else "",

@@ -9,7 +9,8 @@ import tempfile
 from dataclasses import asdict
 from typing import Any
 
-from reports.results import bucket, case_key, text
+from conformance.results import engine_cases
+from reports.results import bucket, text
 
 # Addresses, temp paths and timings differ between runs of the same failure; they are not a changed error.
 _VOLATILE = re.compile(r"0x[0-9a-fA-F]+|/tmp/[^\s'\"]+|\d+\.\d+ ?(?:s|ms)\b")
@@ -20,15 +21,15 @@ def normalized_error(error: str) -> str:
     return _VOLATILE.sub("…", first_line)
 
 
-def _engine_rows(rows: list[dict]) -> dict[str, dict]:
-    return {case_key(row): row for row in rows if row.get("exporter", "engine") != "peer"}
-
-
 def compare(current: list[dict], baseline: list[dict], source: str, partial: bool = False) -> dict[str, Any]:
-    """New failures, new passes, changed errors, and cases that appeared or disappeared since the baseline
-    (``partial``: the run covers part of the baseline's tier, so only the baseline cases it ran are compared)."""
-    after = _engine_rows(current)
-    before = {key: row for key, row in _engine_rows(baseline).items() if not partial or key in after}
+    """New failures, new passes, changed errors, and cases that appeared or disappeared since the baseline.
+
+    ``partial``: the run covers part of the baseline's tier, so only the baseline cases it ran are compared; the
+    others are ``not_in_run`` (outside the run's scope), not ``missing_cases`` (dropped from a whole run).
+    """
+    after = engine_cases(current)
+    whole = engine_cases(baseline)
+    before = {key: row for key, row in whole.items() if not partial or key in after}
     new_failures, new_passes, changed, added_failing = [], [], [], []
     for key, row in after.items():
         old = before.get(key)
@@ -47,16 +48,19 @@ def compare(current: list[dict], baseline: list[dict], source: str, partial: boo
             or normalized_error(text(row, "error")) != normalized_error(text(old, "error"))
         ):
             changed.append(_entry(key, old, row))
-    missing = sorted(key for key in before if key not in after)
+    absent = sorted(key for key in whole if key not in after)
     return {
         "source": source,
-        "baseline_cases": len(before),
+        "partial": partial,
+        "baseline_cases": len(whole),
+        "compared": sum(1 for key in whole if key in after),
         "new_failures": new_failures,
         "new_passes": new_passes,
         "changed_errors": changed,
         "new_cases_failing": added_failing,
         "new_cases": sum(1 for key in after if key not in before),
-        "missing_cases": missing,
+        "missing_cases": [] if partial else absent,
+        "not_in_run": absent if partial else [],
     }
 
 
@@ -65,17 +69,19 @@ def gate_verdict(current: list[dict], baseline: list[dict] | None, partial: bool
     baseline (None) every case is new and any failing case fails, as ``python -m conformance gate --no-baseline``."""
     from conformance import gate
 
-    result = gate.compare(_engine_rows(current), _engine_rows(baseline or []),
-                          gate.load_allowlist(gate.DEFAULT_ALLOWLIST), partial=partial)
+    result = gate.judge(current, baseline, gate.load_allowlist(gate.DEFAULT_ALLOWLIST), partial=partial)
     regressions = [f for f in result.findings if f.is_regression]
     return {
         "passed": result.passed,
+        "no_evidence": result.no_evidence,
         "has_baseline": baseline is not None,
+        "partial": partial,
         "notes": result.notes,
         "regressions": [asdict(f) for f in regressions if not f.allowed_because],
         "allowed": [asdict(f) for f in regressions if f.allowed_because],
         "improvements": len(result.of_kind("improvement")),
         "newly_covered": len(result.of_kind("newly_covered")),
+        "new_cases_skipped": len(result.of_kind("new_case_skipped")),
     }
 
 

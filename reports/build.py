@@ -7,6 +7,7 @@ import os
 import tempfile
 from typing import Any
 
+from conformance.results import engine_cases, expand_paths, read_files
 from reports import analysis, baseline, html
 from reports.bench import load_bench
 from reports.registry_snapshot import (
@@ -15,7 +16,7 @@ from reports.registry_snapshot import (
     load_snapshot,
     take_snapshot,
 )
-from reports.results import OPSETS, OUTCOMES, case_key, expand_paths, load_rows
+from reports.results import OPSETS, OUTCOMES
 
 HTML_NAME = "report.html"
 JSON_NAME = "report.json"
@@ -31,8 +32,7 @@ def build_report(results: list[str], out_dir: str, *, baseline_path: str | None 
     ``python -m benchmarks``) adds the benchmark table. ``partial``: the results cover part of the baseline's tier.
     """
     files = [f for f in expand_paths(results) if not _same_file(f, baseline_path) and not _same_file(f, mark_baseline)]
-    read = [row for row in load_rows(files) if _is_result(row)]
-    rows, peer_rows, superseded = select_engine_rows(read)
+    rows, peer_rows, superseded = select_engine_rows(read_files(files))
     data = report_data(rows, files, out_dir, baseline_path=baseline_path, registry=registry, partial=partial)
     data["header"]["peer_rows_excluded"] = len(peer_rows)
     data["header"]["superseded_rows"] = superseded
@@ -52,13 +52,9 @@ def select_engine_rows(rows: list[dict]) -> tuple[list[dict], list[dict], int]:
     Peer rows validate the model zoo with torch.onnx and say nothing about this exporter, so they never count.
     A case re-run appends a newer row for the same case id; the newest is the case's result.
     """
-    engine = [row for row in rows if row.get("exporter", "engine") != "peer"]
     peer = [row for row in rows if row.get("exporter") == "peer"]
-    latest: dict[str, dict] = {}
-    for row in engine:
-        latest.pop(case_key(row), None)  # re-inserting keeps the order of the newest occurrence
-        latest[case_key(row)] = row
-    return list(latest.values()), peer, len(engine) - len(latest)
+    latest = engine_cases(rows)
+    return list(latest.values()), peer, len(rows) - len(peer) - len(latest)
 
 
 def report_data(rows: list[dict], files: list[str], out_dir: str, *, baseline_path: str | None = None,
@@ -92,14 +88,9 @@ def report_data(rows: list[dict], files: list[str], out_dir: str, *, baseline_pa
 
 
 def _baseline_diff(rows: list[dict], baseline_path: str, partial: bool) -> dict[str, Any]:
-    before = load_rows([baseline_path])
+    before = read_files([baseline_path])
     return {**baseline.compare(rows, before, baseline_path, partial),
             "gate": baseline.gate_verdict(rows, before, partial)}
-
-
-def _is_result(row: dict) -> bool:
-    """Result rows carry a status or a case id; other JSONL living beside them (benchmarks, say) is not ours."""
-    return "status" in row or "case_id" in row
 
 
 def _same_file(path: str, other: str | None) -> bool:

@@ -102,15 +102,25 @@ def _subtitle(header: dict[str, Any]) -> str:
 def _verdict(data: dict[str, Any]) -> str:
     """The header badge: the release gate's verdict on these rows (against the baseline when the report has one;
     otherwise any failing case fails), the same verdict ``python -m conformance gate`` exits with."""
-    if not data["summary"]["overall"]["total"]:
-        return '<span class="verdict bad">no results</span>'
     gate = data["gate"]
-    failed = data["summary"]["overall"]["failed"]
-    against = "against the baseline" if gate["has_baseline"] else "no baseline: any failure fails"
-    detail = f'{len(gate["regressions"])} regressions' if gate["has_baseline"] else f"{failed} failing"
+    if gate["no_evidence"]:
+        detail = f'no evidence: {escape(gate["no_evidence"])}'
+    elif gate["has_baseline"]:
+        detail = f'{len(gate["regressions"])} regressions'
+    else:
+        detail = f'{data["summary"]["overall"]["failed"]} failing'
     state, colour = ("PASS", "good") if gate["passed"] else ("FAIL", "bad")
+    against = _judged_against(data["baseline"])
     return (f'<span class="verdict {colour}" id="gate-badge">Release gate: {state} · {detail} '
             f'({against})</span>{_cuda_badge(data["header"])}')
+
+
+def _judged_against(diff: dict[str, Any] | None) -> str:
+    if not diff:
+        return "no baseline: any failure fails"
+    if diff["partial"]:
+        return f'against the baseline, partial run: {diff["compared"]} of its {diff["baseline_cases"]} cases compared'
+    return "against the baseline"
 
 
 def _cuda_badge(header: dict[str, Any]) -> str:
@@ -210,14 +220,26 @@ def _baseline(diff: dict[str, Any] | None) -> str:
             listing_html = f"<details><summary>show all {len(entries)}</summary>{listing_html}</details>"
         return f'<h3>{escape(title)} ({len(entries)})</h3>{listing_html}'
 
-    missing = diff["missing_cases"]
     body = (_gate(diff.get("gate")) + listing("New failures", diff["new_failures"], fold=False) + listing("New cases that fail", diff["new_cases_failing"])
-            + listing("Changed errors", diff["changed_errors"]) + listing("New passes", diff["new_passes"])
-            + f'<h3>Cases in the baseline but not in this run ({len(missing)})</h3>'
-            + (f'<details><summary>show</summary><ul class="diff">{"".join(f"<li><code>{escape(k)}</code></li>" for k in missing[:500])}</ul></details>' if missing else ""))
-    lead = (f"Against <code>{escape(diff['source'])}</code> ({diff['baseline_cases']} cases); {diff['new_cases']} cases are new "
-            "in this run. A case missing from this run is listed because a dropped case can hide a regression.")
+            + listing("Changed errors", diff["changed_errors"]) + listing("New passes", diff["new_passes"]))
+    source = f"<code>{escape(diff['source'])}</code> ({diff['baseline_cases']} cases)"
+    if diff["partial"]:
+        body += _case_list("Not in this run", diff["not_in_run"])
+        lead = (f"Partial run (<code>--partial</code>): compared with {source} on the {diff['compared']} baseline cases "
+                f"it ran; {diff['new_cases']} cases are new in this run. The other {len(diff['not_in_run'])} baseline "
+                "cases are outside this run's scope: listed as not in this run, neither missing nor failing.")
+        return _card("baseline", "Compared with the baseline (partial run)", lead, body)
+    body += _case_list("Cases in the baseline but not in this run", diff["missing_cases"])
+    lead = (f"Against {source}; {diff['new_cases']} cases are new in this run. A case missing from this run is listed, "
+            "and fails the gate, because a dropped case can hide a regression.")
     return _card("baseline", "Compared with the baseline", lead, body)
+
+
+def _case_list(title: str, case_ids: list[str]) -> str:
+    """A heading with the count, and the case ids folded under it (the first 500; the JSON sidecar has them all)."""
+    items = "".join(f"<li><code>{escape(k)}</code></li>" for k in case_ids[:500])
+    folded = f'<details><summary>show</summary><ul class="diff">{items}</ul></details>' if case_ids else ""
+    return f"<h3>{escape(title)} ({len(case_ids)})</h3>{folded}"
 
 
 def _gate(verdict: dict[str, Any] | None) -> str:
@@ -229,9 +251,11 @@ def _gate(verdict: dict[str, Any] | None) -> str:
             f'<tr><td>{escape(f["kind"])}</td><td><code>{escape(f["case_id"])}</code></td><td>{escape(f["before"])}</td>'
             f'<td>{escape(f["after"])}</td><td>{escape(f["allowed_because"])}</td></tr>' for f in findings[:200])
     state = "pass" if verdict["passed"] else "fail"
-    head = (f'<p class="gate gate-{state}" id="gate-verdict"><strong>Release gate: {state.upper()}</strong> — '
+    evidence = f'no evidence: {escape(verdict["no_evidence"])}; ' if verdict["no_evidence"] else ""
+    head = (f'<p class="gate gate-{state}" id="gate-verdict"><strong>Release gate: {state.upper()}</strong> — {evidence}'
             f'{len(verdict["regressions"])} regressions, {len(verdict["allowed"])} allow-listed, '
-            f'{verdict["improvements"]} improvements, {verdict["newly_covered"]} newly covered cases</p>')
+            f'{verdict["improvements"]} improvements, {verdict["newly_covered"]} newly covered cases, '
+            f'{verdict["new_cases_skipped"]} new cases skipped (not covered)</p>')
     findings = verdict["regressions"] + verdict["allowed"]
     if not findings:
         return head

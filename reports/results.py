@@ -1,16 +1,14 @@
-"""Reading results JSONL and classifying each row into the outcome a report colours it by.
+"""Classifying each results row into the outcome a report colours it by.
 
-Rows come from the conformance runner and from op_tests; any field may be missing, so every accessor
-here tolerates absent or ill-typed values rather than failing the whole report on one odd line.
+Rows come from the conformance runner and from op_tests, read by ``conformance.results.read_rows`` (which refuses
+a line without a case id and a status); any other field may be missing, so every accessor here tolerates absent or
+ill-typed values rather than failing the whole report on one odd row.
 """
 
 from __future__ import annotations
 
-import glob
-import json
-import os
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Iterable
 
 from conformance.verdict import is_failure
 
@@ -19,18 +17,20 @@ SUITES = ("op", "model", "example")
 SUITE_LABELS = {"op": "Ops", "model": "Models", "example": "Examples"}
 
 
-
 @dataclass(frozen=True)
 class Outcome:
     key: str
     label: str
     colour: str
     glyph: str
-    severity: int  # higher is worse; a cell shows its worst row
+    severity: int  # higher is worse; a cell shows its worst row (skipped aside, see below)
 
 
 # Ordered from worst to best. The colours keep related failures in one hue family (ORT: purples,
 # exporter: reds) so the matrix reads at a glance, and each also carries a glyph for colour-blind readers.
+# Skipped comes last, below pass: a row that did not run says nothing about the export, so it never hides the rows
+# that did (a model whose CUDA cases were skipped on a machine without a GPU shows its CPU verdict); a cell whose
+# rows were all skipped shows skipped.
 OUTCOMES = [
     Outcome("crash", "Crash", "#3d1f1f", "!", 130),
     Outcome("timeout", "Timeout", "#7a4a24", "T", 120),
@@ -46,50 +46,14 @@ OUTCOMES = [
     Outcome("unsupported", "Unsupported at this opset (ONNX)", "#a9bccf", "–", 50),
     Outcome("inconclusive", "Inconclusive", "#7fb7ae", "?", 40),
     Outcome("not_capturable", "Sample not capturable (not an ONNX model)", "#e6e9ed", "n", 35),
-    Outcome("skipped", "Skipped", "#d5dae0", "s", 30),
     Outcome("pass", "Pass", "#2f9e5f", "✓", 10),
+    Outcome("skipped", "Skipped", "#d5dae0", "s", 5),
 ]
 OUTCOME_BY_KEY = {o.key: o for o in OUTCOMES}
 NO_DATA = Outcome("no_data", "No result", "#ffffff", "", 0)
 
 KERNEL_MISSING_MARKERS = ("NOT_IMPLEMENTED", "Could not find an implementation")
 NOT_REGISTERED_MARKER = "no symbolic is registered"
-
-
-def load_rows(paths: Iterable[str]) -> list[dict[str, Any]]:
-    """Every JSON object in the given JSONL files (directories contribute their ``*.jsonl``), in order.
-
-    Unparseable lines are skipped rather than fatal: a runner killed mid-write leaves a torn last line,
-    and the report must still show everything before it.
-    """
-    rows: list[dict[str, Any]] = []
-    for path in expand_paths(paths):
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(row, dict):
-                    row["_source"] = os.path.basename(path)
-                    rows.append(row)
-    return rows
-
-
-def expand_paths(paths: Iterable[str]) -> list[str]:
-    """Files as given; a directory stands for the ``*.jsonl`` files directly inside it."""
-    files: list[str] = []
-    for path in paths:
-        if os.path.isdir(path):
-            files.extend(sorted(glob.glob(os.path.join(path, "*.jsonl"))))
-        elif os.path.exists(path):
-            files.append(path)
-        else:
-            raise FileNotFoundError(f"results file not found: {path}")
-    return files
 
 
 def text(row: dict, key: str) -> str:
@@ -124,14 +88,6 @@ def qualified_op(name: str) -> str:
 
 def op_of(row: dict) -> str:
     return text(row, "op") or text(row, "name")
-
-
-def case_key(row: dict) -> str:
-    """A stable identity for comparing runs: the case id, or the fields that make it up."""
-    case_id = text(row, "case_id")
-    if case_id:
-        return case_id
-    return "/".join([kind_of(row), text(row, "name"), f"opset{row.get('opset')}", text(row, "mode"), text(row, "provider")])
 
 
 def outcome_key(row: dict, registered: set[str] | None = None) -> str:

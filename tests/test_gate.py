@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -29,9 +32,9 @@ def baseline(tmp_path):
     ])
 
 
-def _run(tmp_path, baseline, rows, allow=None):
+def _run(tmp_path, baseline, rows, allow=None, partial=False):
     results = _write(tmp_path / "results.jsonl", rows)
-    argv = [str(results), "--baseline", str(baseline), "--json", str(tmp_path / "gate.json")]
+    argv = [str(results), "--baseline", str(baseline), "--json", str(tmp_path / "gate.json"), *(["--partial"] * partial)]
     if allow is not None:
         (tmp_path / "allow.json").write_text(json.dumps(allow))
         argv += ["--allowlist", str(tmp_path / "allow.json")]
@@ -181,7 +184,6 @@ def _op(case_id, status, opset, expected_min, reason=""):
     (_op("op/a/opset7/static/cpu", "ort_error", 7, 7, "known failure: no double Clip at 7"), False),
     (_op("op/a/opset7/static/cpu", "ort_error", 7, 7), True),
     (_row("model/a/opset9/static/cpu", status="inconclusive"), False),
-    (_row("model/a/opset9/static/cuda", status="skipped"), False),
     (_row("model/a/opset9/static/cuda", status="env_error"), True),
     (_row("model/a/opset9/static/cpu", status="timeout"), True),
     (_row("model/a/opset9/static/cpu", status="something new"), True),
@@ -216,6 +218,50 @@ def test_partial_run_is_compared_on_the_cases_it_ran(tmp_path, baseline):
     assert gate.main(argv) == 0
     _write(results, [_row("model/resnet18/opset14/static/cpu", status="mismatch")])
     assert gate.main(argv) == 1
+
+
+# -- evidence: a run that executed no case proves nothing, --partial or not ----------------------------------------
+def _skipped(case_id):
+    return {**_row(case_id, status="skipped"), "provider": "cuda", "reason": "no CUDA device on this machine"}
+
+
+def test_an_empty_run_fails_the_gate_with_a_one_line_reason(tmp_path, baseline, capsys):
+    """The user's repro: `gate EMPTY.jsonl --partial` printed `Release gate: PASS` (exit 0)."""
+    for partial in (False, True):
+        code, report = _run(tmp_path, baseline, [], partial=partial)
+        assert code == 1 and not report["passed"] and report["no_evidence"] == "the results hold no case"
+    assert capsys.readouterr().out.splitlines()[-1].startswith("Release gate: FAIL (no evidence: the results hold no case")
+    empty = _write(tmp_path / "empty.jsonl", [])
+    assert gate.main([str(empty), "--no-baseline", "--allowlist", str(tmp_path / "none.json")]) == 1
+
+
+def test_the_users_empty_partial_run_fails_on_the_command_line(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    _write(tmp_path / "EMPTY.jsonl", [])
+    done = subprocess.run([sys.executable, "-m", "conformance", "gate", str(tmp_path / "EMPTY.jsonl"), "--partial"],
+                          cwd=root, env={**os.environ, "PYTHONPATH": root}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and done.stdout.splitlines()[-1] == "Release gate: FAIL (no evidence: the results hold no case)"
+
+
+def test_a_run_whose_every_case_was_skipped_fails_and_covers_nothing(tmp_path, baseline):
+    """`--ep cuda` on a machine without a GPU, judged --partial against a CPU baseline: every row skipped. Before, the
+    gate passed and counted each skipped CUDA row as newly covered."""
+    cuda = [_skipped("model/resnet18/opset14/static/cuda"), _skipped("model/vgg11/opset14/static/cuda")]
+    code, report = _run(tmp_path, baseline, cuda, partial=True)
+    assert code == 1 and report["no_evidence"] == "the run holds none of the baseline's 4 cases"
+    assert {f["kind"] for f in report["findings"]} == {"new_case_skipped"}
+    base = _write(tmp_path / "b.jsonl", [_skipped("model/resnet18/opset14/static/cuda")])  # skipped there too
+    code, report = _run(tmp_path, base, cuda[:1], partial=True)
+    assert code == 1 and report["no_evidence"] == "all 1 baseline case(s) in this run were skipped; none was executed"
+    code, report = _run(tmp_path, _write(tmp_path / "none.jsonl", []), cuda)
+    assert code == 1 and report["no_evidence"] == "all 2 case(s) of this run were skipped; none was executed"
+
+
+def test_skipped_rows_beside_executed_ones_pass_but_are_not_newly_covered(tmp_path, baseline):
+    rows = [_row("model/resnet18/opset14/static/cpu"), _skipped("model/resnet18/opset14/static/cuda")]
+    code, report = _run(tmp_path, baseline, rows, partial=True)
+    assert code == 0 and report["no_evidence"] == ""
+    assert _kinds(report) == {("model/resnet18/opset14/static/cuda", "new_case_skipped")}
 
 
 # -- CUDA: a baseline with CUDA cases fails a run that ran none --------------------------------------------------

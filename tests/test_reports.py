@@ -13,11 +13,13 @@ import os
 import re
 import subprocess
 import sys
+from html import unescape
 
 import pytest
 
+from conformance.results import read_files
 from reports.build import build_report
-from reports.results import bucket, load_rows, outcome_key
+from reports.results import bucket, outcome_key
 
 VERSIONS = {"torch": "2.13.0", "torchvision": "0.28.0", "onnx": "1.17.0", "onnxruntime": "1.20.1", "python": "3.11.7"}
 GIT_REV = "abc1234"
@@ -237,8 +239,8 @@ def test_unsupported_where_the_test_requires_the_op_counts_as_failed():
 
 def test_torn_and_blank_lines_are_skipped(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text('{"case_id": "a", "status": "pass"}\n\n[1, 2]\n{"case_id": "b", "sta')
-    assert [r["case_id"] for r in load_rows([str(path)])] == ["a"]
+    path.write_text('{"case_id": "a", "status": "pass"}\n\n{"case_id": "b", "sta')
+    assert [r["case_id"] for r in read_files([str(path)])] == ["a"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -276,7 +278,7 @@ def test_cell_drill_down_has_dtype_by_provider_and_errors(report):
 
 
 def test_summary_counts_match_the_rows(report, fixture_dir):
-    rows = load_rows([os.path.join(fixture_dir, "results")])
+    rows = read_files([os.path.join(fixture_dir, "results")])
     overall = report["summary"]["overall"]
     assert overall["total"] == len(rows) == sum(overall[b] for b in ("passed", "failed", "unsupported", "skipped", "inconclusive"))
     assert overall["passed"] == sum(r["status"] == "pass" for r in rows)
@@ -388,11 +390,76 @@ def test_header_counts_the_cuda_cases_that_ran_in_red_when_some_did_not(tmp_path
     assert "cuda-badge" not in html
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Partial runs and skipped rows: the page says what it judged, and its badge is the gate's verdict on every input
+
+CPU16 = _model("model", "resnet18", 16, "static", "cpu", "pass", max_abs_error=2e-6, rtol=1e-3, atol=1e-5)
+CPU9 = _model("model", "resnet18", 9, "static", "cpu", "pass", max_abs_error=2e-6, rtol=1e-3, atol=1e-5)
+ALEXNET = _model("model", "alexnet", 13, "static", "cpu", "pass", max_abs_error=2e-6, rtol=1e-3, atol=1e-5)
+CUDA16 = _model("model", "resnet18", 16, "static", "cuda", "skipped", reason="no CUDA device on this machine")
+CUDA9 = _model("model", "resnet18", 9, "static", "cuda", "skipped", reason="no CUDA device on this machine")
+
+
+@pytest.mark.parametrize("rows, baseline, partial", [
+    ([], [CPU16, ALEXNET], True),                                   # an empty run (was PASS)
+    ([], None, False),
+    ([CUDA16, CUDA9], [CPU16, ALEXNET], True),                      # --ep cuda without a GPU (was PASS)
+    ([CUDA16, CUDA9], None, False),
+    ([dict(CPU16, exporter="peer")], [CPU16], True),                # torch.onnx's rows say nothing about ours
+    ([CPU16, CUDA16], [CPU16, ALEXNET], True),                      # CPU ran and passed, CUDA skipped: PASS
+    ([CPU16, ALEXNET], [CPU16, ALEXNET], False),
+    ([CPU16], [CPU16, ALEXNET], False),                             # alexnet vanished
+    ([dict(CPU16, status="mismatch", error="output 0 differs")], [CPU16], True),
+    ([CPU16, dict(CPU16, exporter="peer", status="export_error")], None, False),
+])
+def test_the_badge_is_the_gates_verdict_on_every_input(tmp_path, rows, baseline, partial):
+    """The page's badge and `python -m conformance gate` come from one function (conformance.gate.judge)."""
+    from conformance import gate
+
+    results = write_jsonl(str(tmp_path / "r.jsonl"), rows)
+    against = ["--baseline", write_jsonl(str(tmp_path / "b.jsonl"), baseline)] if baseline is not None else ["--no-baseline"]
+    code = gate.main([results, *against, *(["--partial"] * partial), "--json", str(tmp_path / "gate.json")])
+    judged = json.loads((tmp_path / "gate.json").read_text())
+    page = open(build_report([results], str(tmp_path / "out"), partial=partial,
+                             baseline_path=str(tmp_path / "b.jsonl") if baseline is not None else None), encoding="utf-8").read()
+    badge = re.search(r'id="gate-badge">Release gate: (PASS|FAIL) · ([^<]*)</span>', page)
+    assert badge and badge.group(1) == ("PASS" if code == 0 else "FAIL"), (code, badge and badge.group(0))
+    assert judged["passed"] == (code == 0)
+    if judged["no_evidence"]:
+        assert unescape(badge.group(2)).startswith(f"no evidence: {judged['no_evidence']} (")
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["gate"]["passed"] == judged["passed"]
+
+
+def test_a_partial_report_says_partial_and_lists_what_it_did_not_run(tmp_path):
+    """Before: nothing said partial, the lead claimed that a case missing from the run is listed (none was), and
+    resnet18's opset-16 cell was grey because its CUDA case was skipped while its CPU case passed."""
+    write_jsonl(str(tmp_path / "r.jsonl"), [CPU16, CUDA16, CUDA9])
+    write_jsonl(str(tmp_path / "b.jsonl"), [CPU16, CPU9, ALEXNET])
+    done = subprocess.run([sys.executable, "-m", "conformance", "report", "r.jsonl", "--baseline", "b.jsonl", "--partial",
+                           "--out", "out"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
+    assert done.returncode == 0, done.stderr
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert ('id="gate-badge">Release gate: PASS · 0 regressions (against the baseline, partial run: 1 of its 3 cases '
+            'compared)</span>') in page
+    assert "Compared with the baseline (partial run)" in page
+    assert "compared with <code>b.jsonl</code> (3 cases) on the 1 baseline cases it ran" in page
+    listed = re.search(r"<h3>Not in this run \(2\)</h3><details><summary>show</summary><ul class=\"diff\">(.*?)</ul>", page)
+    assert listed and re.findall(r"<code>(.*?)</code>", listed.group(1)) == [ALEXNET["case_id"], CPU9["case_id"]]
+    assert "but not in this run" not in page and "A case missing from this run is listed" not in page
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert data["baseline"]["missing_cases"] == [] and data["baseline"]["compared"] == 1
+    (resnet,) = data["models"]
+    assert resnet["cells"]["16"]["outcome"] == "pass"  # the CPU verdict; the skipped CUDA case does not hide it
+    assert resnet["cells"]["9"]["outcome"] == "skipped"  # nothing ran there
+    assert resnet["worst"] == "pass"
+
+
 def test_mark_baseline_then_compare_shows_no_change(fixture_dir, tmp_path):
     results = os.path.join(fixture_dir, "results")
     marked = tmp_path / "baseline.jsonl"
     build_report([results], str(tmp_path / "first"), mark_baseline=str(marked))
-    assert len(load_rows([str(marked)])) == len(load_rows([results]))
+    assert len(read_files([str(marked)])) == len(read_files([results]))
     build_report([results], str(tmp_path / "second"), baseline_path=str(marked))
     diff = json.loads((tmp_path / "second" / "report.json").read_text())["baseline"]
     assert diff["new_failures"] == diff["new_passes"] == diff["changed_errors"] == diff["missing_cases"] == []
@@ -448,8 +515,9 @@ def test_page_is_self_contained(report):
 
 def test_error_text_cannot_break_out_of_the_page(tmp_path):
     hostile = "</script><script>document.title='pwned'</script><!--"
-    path = write_jsonl(str(tmp_path / "r.jsonl"), [{"kind": "op", "op": "x<y", "opset": 9, "status": "export_error",
-                                                     "error": hostile, "name": "<b>x</b>"}])
+    path = write_jsonl(str(tmp_path / "r.jsonl"), [{"case_id": "op/x<y/opset9/static/cpu", "kind": "op", "op": "x<y",
+                                                     "opset": 9, "status": "export_error", "error": hostile,
+                                                     "name": "<b>x</b>"}])
     page = open(build_report([path], str(tmp_path / "out")), encoding="utf-8").read()
     assert hostile not in page and "<b>x</b>" not in page
     assert page.count("</script>") == 2  # the data block and the script, nothing injected
@@ -458,7 +526,8 @@ def test_error_text_cannot_break_out_of_the_page(tmp_path):
 def test_empty_and_sparse_inputs_still_build(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    sparse = write_jsonl(str(tmp_path / "sparse.jsonl"), [{"status": "pass"}, {"case_id": "c", "kind": "model"}])
+    sparse = write_jsonl(str(tmp_path / "sparse.jsonl"), [{"case_id": "b", "status": "pass"},
+                                                          {"case_id": "c", "status": "mismatch", "kind": "model"}])
     page = open(build_report([str(empty), sparse], str(tmp_path / "out")), encoding="utf-8").read()
     assert "ONNX export conformance" in page
     data = json.loads((tmp_path / "out" / "report.json").read_text())

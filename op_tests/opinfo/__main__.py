@@ -17,7 +17,7 @@ import collections
 import fnmatch
 import sys
 
-from conformance.results import git_revision, latest_by_case, read_rows, versions
+from conformance.results import ResultsFileError, git_revision, latest_by_case, read_rows, versions
 from op_tests.opinfo import expectations
 from op_tests.opinfo.runner import Plan, run
 from op_tests.opinfo.samples import DTYPES, dtype_name
@@ -106,7 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("--out", default="results/reports/ops")
     commands.add_parser("list")
     args = parser.parse_args(argv)
+    try:
+        return _command(args)
+    except ResultsFileError as error:  # a results line that is no row (conformance.results.read_rows)
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
 
+
+def _command(args: argparse.Namespace) -> int:
     if args.command == "list":
         print("\n".join(_keys(None)))
         return 0
@@ -115,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                     samples=_int_list(args.samples) if args.samples else None, workers=args.workers,
                     timeout_s=args.timeout, redo=tuple(filter(None, args.redo.split(","))), repro_dir=args.repro_dir or args.out + ".repro",
                     static_fields={"versions": versions(), "git_rev": git_revision()})
+        _rows(args.out)  # an unreadable line stops the run here, before its workers read the file to resume
         written = run(plan)
         print(f"{written} rows appended to {args.out}")
         print(summary(_rows(args.out)))
