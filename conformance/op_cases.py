@@ -1,7 +1,7 @@
 """The hand-written operator cases of ``op_tests/cases``, run by the conformance runner as cases of kind "op".
 
 Their rows are the ones ``op_tests`` writes (``op_tests.harness.result_row``), so the report's op x opset matrix
-reads the same thing whichever ran them. The full tier runs every case at every opset 7-16. The quick tier runs a
+reads the same thing whichever ran them. The full tier runs every case at every opset 7-20. The quick tier runs a
 deterministic subset that keeps the main job within its 3-minute budget on 2 cores (every case at every opset is
 ~15,000 cases, about 3 minutes of CPU by itself): each case, static and (where it has one) dynamic, at the lowest
 opset it claims, static and dynamic each (proving the claims, in the oldest operator forms), at 11 (Clip, Pad and Slice take inputs where

@@ -12,9 +12,10 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from conformance.arguments import ALL_OPSETS
 from conformance.verdict import is_failure
 
-OPSETS = tuple(range(7, 17))
+OPSETS = ALL_OPSETS
 SUITES = ("op", "model", "example")
 SUITE_LABELS = {"op": "Ops", "model": "Models", "example": "Examples"}
 

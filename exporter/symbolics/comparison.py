@@ -3,7 +3,7 @@
 ONNX widened the types of its comparison ops over time: Less/Greater take only floats before opset 9, Equal
 takes only bool/int32/int64 before opset 11, LessOrEqual/GreaterOrEqual appear at 12 and Where at 9. The
 helpers here (``less``, ``equal``, ``less_equal``, ``is_nan``, ``select``) emit the exact equivalent at any
-opset 7-16, so other families can compare and select without caring about the opset.
+opset, so other families can compare and select without caring about the opset.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ depend on rounding rather than on the export.
 import torch
 from torchvision import ops
 
-from op_tests.harness import OpCase
+from op_tests.harness import OPSETS, OpCase
 
 
 def _boxes(count, generator):
@@ -40,7 +40,7 @@ def _deform_inputs(k):
     return (torch.randn(1, 2, 6, 6), torch.randn(3, 2, 3, 3), torch.randn(1, 18, 4, 4))
 
 
-_NO_ONNX_OP = {opset: "ONNX has no position-sensitive RoI pooling operator at any opset" for opset in range(7, 17)}
+_NO_ONNX_OP = {opset: "ONNX has no position-sensitive RoI pooling operator at any opset" for opset in OPSETS}
 
 CASES = [
     OpCase("nms", _nms_inputs, min_opset=10, fn=lambda boxes, scores: ops.nms(boxes, scores, 0.3)),
