@@ -12,7 +12,7 @@ from onnx import TensorProto
 
 from exporter import dtypes
 from exporter.lowering.comparison import WIDE_INTS, as_bool, equal, less, less_equal
-from exporter.lowering.core import BOOL, cast, promote_all
+from exporter.lowering.core import BOOL, cast, promote_all, require_opset
 from exporter.registry import symbolic, unsupported
 
 INT32 = TensorProto.INT32
@@ -87,15 +87,17 @@ def logical_not(g, self):
     return g.op("Not", as_bool(g, self))
 
 
-# -- bitwise ops: logical on bool; on integers ONNX has BitwiseAnd/Or/Xor only from opset 18 ----------------
-def _bitwise(g, op_type, onnx_bitwise, self, other):
+# -- bitwise ops: logical on bool; on integers ONNX has BitwiseAnd/Or/Xor/Not only from opset 18 ------------
+BITWISE_OPSET = 18
+
+
+def _bitwise(g, logical, bitwise, self, other):
+    """The ``logical`` op (And/Or/Xor) on bool operands, the ``bitwise`` one (opset 18) on integers."""
     dtype, (a, b) = promote_all(g, self, other)
-    if dtype != BOOL:
-        raise unsupported(
-            g.node.kind(), g.opset,
-            f"on integer tensors it needs ONNX {onnx_bitwise}, which no opset up to 16 has (needs opset >= 18)",
-        )
-    return g.op(op_type, a, b)
+    if dtype == BOOL:
+        return g.op(logical, a, b)
+    require_opset(g, BITWISE_OPSET, f"on integer tensors it needs ONNX {bitwise}")
+    return g.op(bitwise, a, b)
 
 
 @symbolic("aten::bitwise_and", "aten::bitwise_and_", "aten::__and__", "aten::__iand__")
@@ -125,3 +127,14 @@ def bitwise_not(g, self):
     work = dtype if dtype in WIDE_INTS else INT32
     inverted = g.op("Sub", g.const(-1, work), cast(g, self, work))
     return cast(g, inverted, dtype)
+
+
+@symbolic("aten::bitwise_not", "aten::bitwise_not_", "aten::__invert__", since=BITWISE_OPSET)
+def bitwise_not_18(g, self):
+    """Not on bool, BitwiseNot on integers."""
+    dtype = g.dtype(self)
+    if dtype == BOOL:
+        return g.op("Not", self)
+    if not dtypes.is_integer(dtype):
+        raise unsupported(g.node.kind(), g.opset, "bitwise_not is defined only for bool and integer tensors")
+    return g.op("BitwiseNot", self)
