@@ -117,24 +117,26 @@ def bitwise_xor(g, self, other):
 
 @symbolic("aten::bitwise_not", "aten::bitwise_not_", "aten::__invert__")
 def bitwise_not(g, self):
-    dtype = g.dtype(self)
-    if dtype == BOOL:
-        return g.op("Not", self)
-    if not dtypes.is_integer(dtype):
-        raise unsupported(g.node.kind(), g.opset, "bitwise_not is defined only for bool and integer tensors")
-    # Two's complement: ~x == -1 - x; narrow types go through int32 (Sub takes no int8/uint8 before opset 14)
-    # and wrap back on the cast, as PyTorch's uint8 does.
-    work = dtype if dtype in WIDE_INTS else INT32
-    inverted = g.op("Sub", g.const(-1, work), cast(g, self, work))
-    return cast(g, inverted, dtype)
+    return _bitwise_not(g, self, lambda x, dtype: _twos_complement_not(g, x, dtype))
 
 
 @symbolic("aten::bitwise_not", "aten::bitwise_not_", "aten::__invert__", since=BITWISE_OPSET)
 def bitwise_not_18(g, self):
-    """Not on bool, BitwiseNot on integers."""
+    return _bitwise_not(g, self, lambda x, dtype: g.op("BitwiseNot", x))
+
+
+def _bitwise_not(g, self, integer_not):
+    """Not on bool, ``integer_not(x, dtype)`` on integers; other types have no bitwise not."""
     dtype = g.dtype(self)
     if dtype == BOOL:
         return g.op("Not", self)
     if not dtypes.is_integer(dtype):
         raise unsupported(g.node.kind(), g.opset, "bitwise_not is defined only for bool and integer tensors")
-    return g.op("BitwiseNot", self)
+    return integer_not(self, dtype)
+
+
+def _twos_complement_not(g, x, dtype):
+    """~x == -1 - x; narrow types go through int32 (Sub takes no int8/uint8 before opset 14) and wrap back on the
+    cast, as PyTorch's uint8 does."""
+    work = dtype if dtype in WIDE_INTS else INT32
+    return cast(g, g.op("Sub", g.const(-1, work), cast(g, x, work)), dtype)

@@ -400,16 +400,30 @@ _GRID_MODES_20 = {0: "linear", 1: "nearest", 2: "cubic"}
 _GRID_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
 
 
-@symbolic("aten::grid_sampler", "aten::grid_sampler_2d", "aten::grid_sampler_3d", since=16)
+_GRID_SAMPLERS = ("aten::grid_sampler", "aten::grid_sampler_2d", "aten::grid_sampler_3d")
+
+
+@symbolic(*_GRID_SAMPLERS)
+def grid_sampler_before_16(g, input, *args):
+    """Registered from opset 7 so that the error names the opset this input needs: 16, or 20 for a volume."""
+    _require_grid_sample(g, input)
+
+
+@symbolic(*_GRID_SAMPLERS, since=16)
 @parse_args("v", "v", "i", "i", "b")
 def grid_sampler_4d(g, input, grid, interpolation_mode, padding_mode, align_corners):
     """F.grid_sample as GridSample-16: 4-D input only (volumetric sampling arrived in opset 20)."""
-    if g.rank(input) is not None and g.rank(input) != 4:
-        require_opset(g, 20, "grid_sample of a 5-D input needs N-D GridSample")
+    _require_grid_sample(g, input)
     return _grid_sample(g, input, grid, _GRID_MODES_16[interpolation_mode], padding_mode, align_corners)
 
 
-@symbolic("aten::grid_sampler", "aten::grid_sampler_2d", "aten::grid_sampler_3d", since=20)
+def _require_grid_sample(g, input) -> None:
+    if g.rank(input) == 5:
+        require_opset(g, 20, "grid_sample of a 5-D input needs N-D GridSample")
+    require_opset(g, 16, "grid_sample needs GridSample")
+
+
+@symbolic(*_GRID_SAMPLERS, since=20)
 @parse_args("v", "v", "i", "i", "b")
 def grid_sampler(g, input, grid, interpolation_mode, padding_mode, align_corners):
     """F.grid_sample as GridSample-20: 4-D and 5-D (volumetric) input, modes linear / nearest / cubic."""
