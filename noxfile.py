@@ -25,7 +25,7 @@ def _workers() -> str:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Unit tests (tests/) and per-op tests across opsets 7-16 (op_tests/), in parallel with xdist."""
+    """Unit tests (tests/) and per-op tests across opsets 7-20 (op_tests/), in parallel with xdist."""
     install(session)
     args = session.posargs or ["tests", "op_tests"]
     session.run("python", "-m", "pytest", "-n", _workers(), "-q", "--max-worker-restart=8", *args)
@@ -33,7 +33,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def opinfo(session: nox.Session) -> None:
-    """The full OpInfo matrix: every OpInfo of torch's op_db, every sample, opsets 7-16, static and dynamic, into
+    """The full OpInfo matrix: every OpInfo of torch's op_db, every sample, opsets 7-20, static and dynamic, into
     ``results/opinfo.jsonl`` (resumable: cases already there are kept), its op x opset HTML report (with the
     hand-written cases when ``results/op_tests.jsonl`` exists) in ``results/reports/ops``, then the expectations
     check, which exits non-zero on a mismatch, an unexpected failure or an unexpected pass. Arguments after ``--``

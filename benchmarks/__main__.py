@@ -325,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS), metavar="MODEL",
                         help=f"models to benchmark (default: all of {', '.join(MODELS)})")
     parser.add_argument("--opsets", nargs="+", type=arguments.opsets, default=[(11, 14, 16)],
-                        help="opsets within 7-16, e.g. 11 14 16 or 11,14,16 (default 11 14 16)")
+                        help=f"opsets within {arguments.ALL_OPSETS[0]}-{arguments.ALL_OPSETS[-1]}, e.g. 11 14 16 or 11,14,16 (default 11 14 16)")
     parser.add_argument("--runs", type=arguments.positive_int, default=5,
                         help="timed exports per side after the warm-up (default 5)")
     parser.add_argument("--latency-repeats", type=arguments.positive_int, default=20,

@@ -1,7 +1,7 @@
 """Command line: ``python -m conformance {run,merge,summary,list,report,flaky,gate}``.
 
     python -m conformance run                          quick tier on CPU -> results/conformance_quick.jsonl
-    python -m conformance run --tier full --ep cuda     every model x opsets 7-16 on CUDA
+    python -m conformance run --tier full --ep cuda     every model x opsets 7-20 on CUDA
     python -m conformance run --tier full --shard 0/4   a quarter of the models (by model, round robin)
     python -m conformance run --case 'model/resnet50/opset9/*'   exact cases (globs), re-run even if recorded
     python -m conformance merge a.jsonl b.jsonl --out all.jsonl
@@ -185,10 +185,10 @@ def _add_selection(command: argparse.ArgumentParser) -> None:
     """The options that choose cases, shared by run and list."""
     command.add_argument("--tier", choices=("quick", "full"), default="quick",
                          help="quick (default): examples, a model per family and op cases at a few opsets; "
-                              "full: everything at opsets 7-16")
+                              f"full: everything at opsets {arguments.ALL_OPSETS[0]}-{arguments.ALL_OPSETS[-1]}")
     command.add_argument("--ep", type=arguments.choice_list(("cpu", "cuda", "all")),
                          help="execution providers: cpu, cuda, cpu,cuda or all (default: cpu for quick, all for full)")
-    command.add_argument("--opsets", type=arguments.opsets, help="e.g. 7-16 or 9,11,14 (default: the tier's)")
+    command.add_argument("--opsets", type=arguments.opsets, help="e.g. 7-20 or 9,11,14 (default: the tier's)")
     command.add_argument("--mode", choices=("static", "dynamic", "both"), default="both",
                          help="static, dynamic or both (default) exports")
     command.add_argument("--models", help="comma-separated model, example or op case names or globs, in the tier")

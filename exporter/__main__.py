@@ -29,7 +29,8 @@ _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m exporter",
-        description="Export a PyTorch model to ONNX (opsets 7-16) with the TorchScript-era exporter semantics of PyTorch.",
+        description=f"Export a PyTorch model to ONNX (opsets {exporter.MIN_OPSET}-{exporter.MAX_OPSET}, default "
+                    f"{exporter.DEFAULT_OPSET}) with the TorchScript-era exporter semantics of PyTorch.",
         epilog="Example: python -m exporter torchvision.models:resnet18 --input-shape 1,3,224,224 -o resnet18.onnx "
                "--dynamic-axis input:0:batch",
     )
@@ -39,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="shape of one example input, e.g. 1,3,224,224 (repeat for each input; 'scalar' for 0-d)")
     parser.add_argument("--input-dtype", choices=sorted(_DTYPES), default="float32",
                         help="element type of the example inputs (default float32)")
-    parser.add_argument("--opset", type=int, default=exporter.DEFAULT_OPSET,
+    parser.add_argument("--opset", type=int, choices=range(exporter.MIN_OPSET, exporter.MAX_OPSET + 1),
+                        default=exporter.DEFAULT_OPSET, metavar="N",
                         help=f"ONNX opset, {exporter.MIN_OPSET}-{exporter.MAX_OPSET} (default {exporter.DEFAULT_OPSET})")
     parser.add_argument("--input-names", nargs="+", metavar="NAME", help="graph input names, in order")
     parser.add_argument("--output-names", nargs="+", metavar="NAME", help="graph output names, in order")

@@ -115,8 +115,8 @@ class Node:
         return f"Node({self.domain + '::' if self.domain else ''}{self.op_type}, {self.name!r})"
 
 
-# The ONNX operators of opsets 7-16 that have graph attributes (``onnx.defs`` lists no others); a custom domain's
-# operator may have any attribute.
+# The ONNX operators the exporter emits that have graph attributes (``onnx.defs`` adds only SequenceMap, at 17, which
+# the exporter does not emit); a custom domain's operator may have any attribute.
 GRAPH_ATTRIBUTE_OPS = frozenset({"If", "Loop", "Scan"})
 
 

@@ -16,7 +16,7 @@ from exporter import ir
 from exporter.errors import SymbolicValueError, UnsupportedOperatorError
 
 MIN_OPSET = 7
-MAX_OPSET = 16
+MAX_OPSET = 20
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,8 @@ class SymbolicRegistry:
         return list(self._builtin.get(name, []))
 
     def supported_opsets(self, name: str) -> list[int]:
-        """The opsets 7-16 at which ``name`` has a symbolic (a user registration or a built-in variant), read from
-        the declarations alone. A form of the op may need more (its error names the opset)."""
+        """The opsets MIN_OPSET-MAX_OPSET at which ``name`` has a symbolic (a user registration or a built-in
+        variant), read from the declarations alone. A form of the op may need more (its error names the opset)."""
         return [opset for opset in range(MIN_OPSET, MAX_OPSET + 1) if self.is_supported(name, opset)]
 
     def lowest_opset(self, name: str) -> int | None:
@@ -92,14 +92,14 @@ REGISTRY = SymbolicRegistry()
 
 
 def supported_opsets(name: str) -> list[int]:
-    """Which opsets 7-16 support the TorchScript op ``name`` (e.g. ``"aten::gather"``): see
+    """Which opsets (MIN_OPSET-MAX_OPSET) support the TorchScript op ``name`` (e.g. ``"aten::gather"``): see
     :meth:`SymbolicRegistry.supported_opsets`. ``python -c "from exporter.registry import supported_opsets;
     print(supported_opsets('aten::gather'))"`` answers without exporting anything."""
     return REGISTRY.supported_opsets(name)
 
 
 def lowest_opset(name: str) -> int | None:
-    """The lowest opset with a symbolic for ``name``, None when no opset 7-16 has one."""
+    """The lowest opset with a symbolic for ``name``, None when no opset MIN_OPSET-MAX_OPSET has one."""
     return REGISTRY.lowest_opset(name)
 
 

@@ -38,12 +38,11 @@ EXTERNAL_TENSOR_MIN_BYTES = 1024
 STREAMED_TENSOR_MIN_BYTES = 1024
 _EXTERNAL_ALIGNMENT = 4096
 
-# The IR version that introduced each opset: a model stamped with it loads in every runtime of that era.
-_IR_VERSION_FOR_OPSET = {7: 3, 8: 3, 9: 4, 10: 5, 11: 6, 12: 7, 13: 7, 14: 7, 15: 8, 16: 8}
-
 
 def ir_version_for(opset: int) -> int:
-    return _IR_VERSION_FOR_OPSET[opset]
+    """The IR version that introduced ``opset`` (onnx's own table): a model stamped with it loads in every runtime
+    of that era."""
+    return helper.find_min_ir_version_for([helper.make_opsetid("", opset)])
 
 
 def assemble(

@@ -22,7 +22,7 @@ from model_zoo.entry import ZooEntry
 
 ALEXNET_INPUT_NAMES = ["actual_input_1"] + ["learned_%d" % i for i in range(16)]
 # The quick tier's opsets: the lowest, the first with sequences/Resize/ScatterND, the default, the highest.
-QUICK_OPSETS = (7, 11, 14, 16)
+QUICK_OPSETS = (7, 11, 14, 16, 18, 20)
 
 
 # -- the FAQ and "tracing vs scripting" examples ---------------------------------------------------------------
@@ -218,7 +218,7 @@ def docs_entries() -> list[ZooEntry]:
             inputs=lambda variant, seed: (torch.randn((1, 4)[variant], 3, 224, 224, generator=generator(seed)),),
             calibration_inputs=lambda seed: (torch.randn(4, 3, 224, 224, generator=generator(seed)),),
             input_names=["input"], output_names=["output"],
-            dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, quick_opsets=(9, 16),
+            dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, quick_opsets=(9, 16, 18, 20),
         ),
         ZooEntry(
             name="lstm_bidirectional_4layer", kind="example", family="docs",

@@ -1,4 +1,4 @@
-"""The quick tier of the OpInfo suite: for every OpInfo in op_db, at every opset 7-16, its first float32 sample
+"""The quick tier of the OpInfo suite: for every OpInfo in op_db, at every opset 7-20, its first float32 sample
 exported static, and its first sample that has a dynamic partner (another sample baking the same constants, with
 other sizes) exported dynamic; each row judged against ``op_tests/opinfo/expectations.toml``.
 

@@ -1,4 +1,4 @@
-"""Every op case at every opset 7-16, static and dynamic, on ONNX Runtime's CPU provider (and CUDA where present).
+"""Every op case at every opset 7-20, static and dynamic, on ONNX Runtime's CPU provider (and CUDA where present).
 
 Ids read ``test_op[gather-opset13-dynamic]``, so ``pytest op_tests -k "gather and opset13"`` selects them.
 """

@@ -27,7 +27,7 @@ _NOT_EXPORTABLE = re.compile(r"(?<![\w:.])([\w:.]+) is not exportable at opset (
 
 
 def take_snapshot() -> dict[str, Any]:
-    """The live exporter registry: for every registered op, the opsets 7-16 at which a symbolic applies."""
+    """The live exporter registry: for every registered op, the opsets MIN_OPSET-MAX_OPSET at which a symbolic applies."""
     from exporter.lowering.runtime import WORKAROUNDS
     from exporter.registry import REGISTRY
 

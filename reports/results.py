@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from conformance.arguments import ALL_OPSETS
 from conformance.verdict import is_failure
 
-OPSETS = tuple(range(7, 17))
+OPSETS = ALL_OPSETS
 SUITES = ("op", "model", "example")
 SUITE_LABELS = {"op": "Ops", "model": "Models", "example": "Examples"}
 

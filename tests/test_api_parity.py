@@ -357,7 +357,7 @@ def test_export_to_pretty_string_accepts_export_options():
 
 def test_export_to_pretty_string_google_printer_and_node_names():
     proto_text = exporter.export_to_pretty_string(torch.nn.Linear(2, 2), (torch.randn(1, 2),), google_printer=True)
-    assert 'op_type: "Gemm"' in proto_text and "ir_version: 7" in proto_text
+    assert 'op_type: "Gemm"' in proto_text and "ir_version: 9" in proto_text  # opset 20: IR 9
     named = exporter.export_to_pretty_string(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
     unnamed = exporter.export_to_pretty_string(torch.nn.Linear(2, 2), (torch.randn(1, 2),), add_node_names=False)
     def gemm_line(text):

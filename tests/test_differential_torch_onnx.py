@@ -31,6 +31,7 @@ import torch.onnx  # the peer (tests may call torch.onnx; the engine never does)
 
 import exporter
 from exporter.errors import CaptureError, ExportArgumentError, UnsupportedOperatorError
+from exporter.registry import MAX_OPSET, MIN_OPSET
 from tests.test_api_parity import DropNorm
 
 TM = torch.onnx.TrainingMode
@@ -456,13 +457,14 @@ CALLS: list[Call] = [
     Call("args_int64_tensor", Embed, lambda: (torch.tensor([[1, 2], [3, 9]]),)),
     Call("args_bool_tensor", Masked, lambda: (torch.randn(4), torch.tensor([True, False, True, False]))),
     # opsets and options
-    *[Call(f"opset_{opset}", ConvBnRelu, image, {"opset_version": opset}) for opset in range(7, 17)],
+    *[Call(f"opset_{opset}", ConvBnRelu, image, {"opset_version": opset}) for opset in range(MIN_OPSET, MAX_OPSET + 1)],
     Call("opset_6", Affine, x4, {"opset_version": 6},
-         differs="this exporter targets opsets 7-16; torch's legacy exporter still writes opset 6",
+         differs=f"this exporter targets opsets {MIN_OPSET}-{MAX_OPSET}; torch's legacy exporter still writes opset 6",
          ours="argument", theirs="exports"),
-    Call("opset_17", Affine, x4, {"opset_version": 17},
-         differs="this exporter targets opsets 7-16 (its symbolics are verified there); torch's legacy exporter "
-                 "also writes 17-20", ours="argument", theirs="exports"),
+    Call("opset_21", Affine, x4, {"opset_version": MAX_OPSET + 1},
+         differs=f"this exporter targets opsets {MIN_OPSET}-{MAX_OPSET}, the range torch's TorchScript exporter "
+                 "documents; torch's still writes opset 21", ours="argument", theirs="exports"),
+    Call("opset_default", ConvBnRelu, image),
     Call("export_params_false", Affine, x4, {"export_params": False}),
     Call("keep_initializers_as_inputs_true", Affine, x4, {"keep_initializers_as_inputs": True}),
     Call("keep_initializers_as_inputs_false", ConvBnRelu, image, {"keep_initializers_as_inputs": False}),

@@ -362,7 +362,7 @@ def test_export_result_repr_is_a_short_summary():
     _, result = export_bytes(model, (torch.randn(1, 256),), input_names=["features"])
     text = repr(result)
     assert len(text) < 200
-    assert text.startswith("ExportResult(opset=14, inputs=['features'], outputs=['output'], nodes=")
+    assert text.startswith("ExportResult(opset=20, inputs=['features'], outputs=['output'], nodes=")
     assert callable(result.model_or_builder)  # the summary came from the skeleton: the full model is not built
     assert text.endswith(f"nodes={len(result.model.graph.node)}, initializers={len(result.model.graph.initializer)})")
     assert repr(result) == text  # and the built model says the same

@@ -30,10 +30,10 @@ def _model():
     return TwoLayer().eval()
 
 
-@pytest.mark.parametrize("opset", [6, 17, 0, "14"])
+@pytest.mark.parametrize("opset", [6, 21, 0, "14"])
 def test_unsupported_opset_is_rejected_before_writing(tmp_path, opset):
     target = tmp_path / "m.onnx"
-    with pytest.raises(ExportArgumentError, match="supports opsets 7 to 16"):
+    with pytest.raises(ExportArgumentError, match="supports opsets 7 to 20"):
         exporter.export(_model(), torch.randn(2, 4), str(target), opset_version=opset)
     assert not target.exists()
 
@@ -68,7 +68,7 @@ def test_unsupported_operator_leaves_no_file_and_names_op(tmp_path, monkeypatch)
 
     monkeypatch.setattr(REGISTRY, "_builtin", {k: v for k, v in REGISTRY._builtin.items() if k != "aten::relu"})
     target = tmp_path / "m.onnx"
-    with pytest.raises(UnsupportedOperatorError, match="aten::relu is not exportable at opset 14"):
+    with pytest.raises(UnsupportedOperatorError, match=f"aten::relu is not exportable at opset {exporter.DEFAULT_OPSET}"):
         exporter.export(_model(), torch.randn(2, 4), str(target))
     assert not target.exists()
     assert [p.name for p in tmp_path.iterdir()] == []
@@ -78,7 +78,7 @@ def test_existing_file_is_kept_when_export_fails(tmp_path):
     target = tmp_path / "m.onnx"
     target.write_bytes(b"previous")
     with pytest.raises(ExportArgumentError):
-        exporter.export(_model(), torch.randn(2, 4), str(target), opset_version=17)
+        exporter.export(_model(), torch.randn(2, 4), str(target), opset_version=21)
     assert target.read_bytes() == b"previous"
 
 
@@ -155,16 +155,17 @@ def test_export_params_false_makes_parameters_plain_inputs():
     np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("opset, ir_version", [(7, 3), (8, 3), (9, 4), (10, 5), (11, 6), (12, 7), (13, 7), (14, 7), (15, 8), (16, 8)])
+@pytest.mark.parametrize("opset, ir_version", [(7, 3), (8, 3), (9, 4), (10, 5), (11, 6), (12, 7), (13, 7), (14, 7), (15, 8),
+                                               (16, 8), (17, 8), (18, 8), (19, 9), (20, 9)])
 def test_ir_version_and_opset_import_follow_the_opset(opset, ir_version):
     proto = onnx.load_from_string(export_bytes(_model(), torch.randn(2, 4), opset_version=opset)[0])
     assert proto.ir_version == ir_version
     assert [(o.domain, o.version) for o in proto.opset_import] == [("", opset)]
 
 
-def test_default_opset_is_14():
+def test_default_opset_is_20_as_torch_onnx():
     proto = onnx.load_from_string(export_bytes(_model(), torch.randn(2, 4))[0])
-    assert proto.opset_import[0].version == 14
+    assert proto.opset_import[0].version == exporter.DEFAULT_OPSET == 20
 
 
 def test_dynamic_axes_both_forms_become_dim_params_and_work_at_other_sizes():

@@ -8,7 +8,7 @@ import torch
 
 from exporter import ir
 from exporter.errors import SymbolicValueError, UnsupportedOperatorError
-from exporter.registry import REGISTRY, SymbolicRegistry, parse_args
+from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY, SymbolicRegistry, parse_args
 
 
 def _variant(tag):
@@ -59,7 +59,7 @@ def test_registering_same_since_replaces_variant(registry):
 def test_builtin_registry_covers_the_foundation_models():
     for name in ["aten::_convolution", "aten::relu", "aten::max_pool2d", "aten::adaptive_avg_pool2d", "aten::flatten",
                  "aten::linear", "aten::batch_norm", "aten::add", "aten::cat", "aten::dropout"]:
-        for opset in range(7, 17):
+        for opset in range(MIN_OPSET, MAX_OPSET + 1):
             assert REGISTRY.is_supported(name, opset), (name, opset)
 
 

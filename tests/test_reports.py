@@ -19,7 +19,9 @@ import pytest
 
 from conformance.results import read_files
 from reports.build import build_report
-from reports.results import bucket, outcome_key
+from reports.results import OPSETS, bucket, outcome_key
+
+FIXTURE_OPSETS = range(7, 17)  # the crafted rows' opsets (their counts are asserted below)
 
 VERSIONS = {"torch": "2.13.0", "torchvision": "0.28.0", "onnx": "1.17.0", "onnxruntime": "1.20.1", "python": "3.11.7"}
 GIT_REV = "abc1234"
@@ -42,7 +44,7 @@ def real_op_rows(tmp_dir: str) -> list[dict]:
     os.environ["OP_TESTS_RESULTS"] = path
     try:
         for case in cases:
-            for opset in range(7, 17):
+            for opset in OPSETS:
                 record(case, opset, False, "cpu", run_case(case, opset, False, "cpu"))
     finally:
         if previous is None:
@@ -69,7 +71,7 @@ def _op(op: str, opset: int, status: str, stage: str = "", error: str = "", **ex
 def crafted_op_rows() -> list[dict]:
     """One op per failure kind the matrix must tell apart."""
     rows = []
-    for opset in range(7, 17):
+    for opset in FIXTURE_OPSETS:
         rows.append(_op("roi_align", opset, "unsupported", "convert",
                         f"aten::roi_align is not exportable at opset {opset}: no symbolic is registered for it in any opset"))
         if opset < 11:
@@ -110,7 +112,7 @@ RESNET_OPS = ["aten::_convolution", "aten::batch_norm", "aten::relu", "aten::max
 def crafted_model_rows() -> list[dict]:
     """Models and examples across opsets, modes and providers, one of each notable status."""
     rows = []
-    for opset in range(7, 17):
+    for opset in FIXTURE_OPSETS:
         for mode in ("static", "dynamic"):
             rows.append(_model("model", "resnet18", opset, mode, "cpu", "pass", max_abs_error=2e-6, max_rel_error=1e-5,
                                export_seconds=1.8 + opset / 100, node_count=69, file_size=46_800_000,
@@ -148,14 +150,14 @@ def write_jsonl(path: str, rows: list[dict]) -> str:
 
 def registry_snapshot_for_fixtures() -> dict:
     """A snapshot in `python -m reports registry` form covering the fixture's ops (roi_align deliberately absent)."""
-    every = list(range(7, 17))
+    every = list(OPSETS)
     ops = {name: every for name in ["aten::linear", "aten::relu", "aten::batch_norm", "aten::add", "aten::flatten",
                                      "aten::_convolution", "aten::adaptive_avg_pool2d", "aten::erf", "aten::softmax",
                                      "aten::nonzero", "aten::cumsum", "aten::pixel_shuffle", "aten::upsample_bilinear2d",
                                      "aten::index_select", "prim::ListConstruct"]}
     ops["aten::max_pool2d"] = every
     ops["aten::gather"] = every
-    ops["aten::cumsum"] = list(range(11, 17))
+    ops["aten::cumsum"] = list(range(11, OPSETS[-1] + 1))
     return {"source": "test fixture", "ops": ops}
 
 
@@ -261,7 +263,7 @@ def test_matrix_tells_each_failure_kind_apart(report):
 
 def test_matrix_from_real_op_rows(report):
     """linear and max_pool2d(dilation) really ran through the harness: dilation needs opset >= 10."""
-    assert all(_cell(report, "linear", opset)["outcome"] == "pass" for opset in range(7, 17))
+    assert all(_cell(report, "linear", opset)["outcome"] == "pass" for opset in OPSETS)
     assert [_cell(report, "max_pool2d", opset)["outcome"] for opset in (7, 9, 10, 16)] == ["unsupported", "unsupported", "pass", "pass"]
     cell = _cell(report, "max_pool2d", 10)
     assert cell["max_abs_error"] is not None and cell["max_abs_error"] <= 1e-5
@@ -559,8 +561,8 @@ def test_registry_snapshot_of_the_real_exporter(tmp_path):
     done = _cli("registry", "--out", str(out))
     assert done.returncode == 0, done.stderr
     ops = json.loads(out.read_text())["ops"]
-    assert ops["aten::linear"] == list(range(7, 17))
-    assert all(set(opsets) <= set(range(7, 17)) for opsets in ops.values())
+    assert ops["aten::linear"] == list(OPSETS)
+    assert all(set(opsets) <= set(OPSETS) for opsets in ops.values())
 
 
 def test_a_localized_mismatch_shows_node_scope_source_growth_and_repro(tmp_path):
@@ -592,7 +594,7 @@ def test_the_readme_supported_ops_table_is_what_the_registry_declares():
 def test_the_supported_ops_table_shows_declared_lowest_opsets():
     from reports.supported_ops import table
 
-    text = table({"ops": {"aten::gather": list(range(7, 17)), "aten::roi_align": list(range(10, 17)), "aten::x": []},
+    text = table({"ops": {"aten::gather": list(OPSETS), "aten::roi_align": list(range(10, OPSETS[-1] + 1)), "aten::x": []},
                   "families": {"aten::gather": "indexing", "aten::roi_align": "torchvision_ops"}})
     assert "| indexing | `gather` |" in text and "| torchvision_ops | `roi_align` (10) |" in text and "`x`" not in text
 
@@ -622,7 +624,7 @@ def test_the_report_says_which_cases_depend_on_a_runtime_workaround(tmp_path):
 def test_the_matrix_shows_the_registry_declared_lowest_opset(tmp_path):
     rows = [_op("roi_align", 10, "pass"), _op("gather", 11, "pass")]
     registry = tmp_path / "registry.json"
-    registry.write_text(json.dumps({"ops": {"aten::roi_align": list(range(10, 17)), "aten::gather": list(range(7, 17))}}))
+    registry.write_text(json.dumps({"ops": {"aten::roi_align": list(range(10, OPSETS[-1] + 1)), "aten::gather": list(OPSETS)}}))
     build_report([write_jsonl(str(tmp_path / "r.jsonl"), rows)], str(tmp_path / "out"), registry=str(registry))
     matrix = json.loads((tmp_path / "out" / "report.json").read_text())["op_matrix"]
     assert {row["op"]: row["declared_lowest"] for row in matrix} == {"gather": 7, "roi_align": 10}

@@ -17,8 +17,9 @@ import torch
 
 import exporter
 from exporter.errors import UnsupportedOperatorError
+from exporter.registry import MAX_OPSET, MIN_OPSET
 
-ALL_OPSETS = list(range(7, 17))
+ALL_OPSETS = list(range(MIN_OPSET, MAX_OPSET + 1))
 
 
 def _export(model, args, opset, **kwargs) -> onnx.ModelProto:

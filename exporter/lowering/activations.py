@@ -17,12 +17,15 @@ from exporter.lowering.core import (
     torch_dtype_arg,
 )
 from exporter.lowering.runtime import ACTIVATIONS_DECOMPOSED_FOR_DOUBLE, applies
-from exporter.registry import MIN_OPSET
+from exporter.registry import MAX_OPSET, MIN_OPSET
 
-# Activations ONNX Runtime's CPU provider cannot compute in double (no kernel; Shrink's rounds through float32):
-# at any opset (None), or before the opset whose version of the op it has a double kernel for.
-_NO_DOUBLE_KERNEL_BEFORE = {"Elu": None, "Selu": None, "Softsign": None, "HardSigmoid": None, "Softplus": None,
-                            "HardSwish": None, "Shrink": None, "LeakyRelu": 16, "PRelu": 16}
+# Activations ONNX Runtime's CPU provider cannot compute in double (no kernel; Shrink's rounds through float32;
+# Gelu-20 expands to Erf and, at opset 20, Mish to Softplus, which have no double kernel), with the opsets whose
+# version of the op it does have a double kernel for (its double LeakyRelu is registered for LeakyRelu-16 at
+# opsets 16-18 only).
+_DOUBLE_KERNEL_OPSETS = {"Elu": (), "Selu": (), "Softsign": (), "HardSigmoid": (), "Softplus": (), "HardSwish": (),
+                         "Shrink": (), "Gelu": (), "Mish": (), "LeakyRelu": range(16, 19),
+                         "PRelu": range(16, MAX_OPSET + 1)}
 
 
 def native_activation(g, op_type, x, since=MIN_OPSET):
@@ -35,10 +38,7 @@ def native_activation(g, op_type, x, since=MIN_OPSET):
 
 
 def _runtime_lacks_double(g, op_type):
-    if op_type not in _NO_DOUBLE_KERNEL_BEFORE:
-        return False
-    gains_double_at = _NO_DOUBLE_KERNEL_BEFORE[op_type]
-    return gains_double_at is None or g.opset < gains_double_at
+    return op_type in _DOUBLE_KERNEL_OPSETS and g.opset not in _DOUBLE_KERNEL_OPSETS[op_type]
 
 
 def stable_softplus(g, x):

@@ -1,4 +1,4 @@
-"""Comparison building blocks, exact at every opset 7-16: ONNX widened its comparison ops over time (Less/Greater
+"""Comparison building blocks, exact at every opset: ONNX widened its comparison ops over time (Less/Greater
 take only floats before opset 9, Equal only bool/int32/int64 before 11, LessOrEqual appears at 12, Where at 9), so
 ``less``, ``equal``, ``less_equal``, ``is_nan`` and ``select`` emit the equivalent form the target opset allows."""
 

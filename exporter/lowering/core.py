@@ -274,7 +274,7 @@ def reduce_op(g: GraphContext, op_type: str, x: Any, axes: Sequence[int] | None,
     x = g.value(x)
     if axes is None:
         return g.op(op_type, x, keepdims_i=int(keepdims))
-    if op_type == "ReduceSum" and g.opset >= 13:
+    if g.opset >= (13 if op_type == "ReduceSum" else 18):
         return g.op(op_type, x, g.const(list(axes), torch.int64), keepdims_i=int(keepdims))
     return g.op(op_type, x, axes_i=list(axes), keepdims_i=int(keepdims))
 

@@ -79,8 +79,10 @@ DOUBLE_MATH_BY_IDENTITY = declare(
 # lowering.activations.native_activation: the activations of doubles written as the identities the ONNX spec gives.
 ACTIVATIONS_DECOMPOSED_FOR_DOUBLE = declare(
     "activations_decomposed_for_double",
-    gap="no double kernel for Elu, Selu, Softsign, HardSigmoid, Softplus, HardSwish, nor for LeakyRelu and PRelu "
-        "before their opset-16 versions (float and float16 only); its double Shrink rounds through float32",
+    gap="no double kernel for Elu, Selu, Softsign, HardSigmoid, Softplus, HardSwish, nor for PRelu before its "
+        "opset-16 version and LeakyRelu outside opsets 16-18 (float and float16 only); its double Shrink rounds "
+        "through float32; its Gelu-20 expands to Erf, and at opset 20 its Mish-18 to Softplus, which have no "
+        "double kernel",
     plain_form="the activation op on the double input, as ONNX allows",
 )
 # lowering.arithmetic.clamp_value: clamping doubles before opset 12.

@@ -189,6 +189,13 @@ def split_sizes(g, x, dim: int, sizes: list[int]) -> list:
     return list(pieces)
 
 
+def split_halves(g, x, dim: int) -> list:
+    """Split ``x`` along ``dim`` (of any length, even) into two equal halves: Split with no sizes before opset 18,
+    where the output count says how many; from 18 the count is the ``num_outputs`` attribute."""
+    count = {"num_outputs_i": 2} if g.opset >= 18 else {}
+    return list(g.op("Split", x, axis_i=dim, outputs=2, **count))
+
+
 # -- masking ----------------------------------------------------------------------------------------------------
 def zero_outside(g, x, mask):
     """``x`` where the boolean ``mask`` holds and zero elsewhere: And for bools; Where from opset 9, before it a

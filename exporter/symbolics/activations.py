@@ -33,6 +33,7 @@ from exporter.lowering.core import (
     reshape,
     unsqueeze,
 )
+from exporter.lowering.shape import split_halves
 from exporter.registry import parse_args, symbolic, unsupported
 
 
@@ -128,6 +129,8 @@ def _tanh_gelu(g, x):
 @symbolic("aten::gelu", "aten::gelu_")
 @parse_args("v", "s")
 def gelu(g, self, approximate="none"):
+    if native_activation(g, "Gelu", self, since=20):
+        return g.op("Gelu", self, approximate_s=approximate)
     if approximate == "tanh":
         return _tanh_gelu(g, self)
     require_opset(g, 9, "exact gelu needs ONNX Erf")
@@ -144,6 +147,8 @@ def silu(g, self):
 
 @symbolic("aten::mish", "aten::mish_")
 def mish(g, self):
+    if native_activation(g, "Mish", self, since=18):
+        return g.op("Mish", self)
     return g.op("Mul", self, g.op("Tanh", stable_softplus(g, self)))
 
 
@@ -224,7 +229,7 @@ def prelu(g, self, weight):
 @parse_args("v", "i")
 def glu(g, self, dim=-1):
     axis = normalize_dim(dim, require_rank(g, self))
-    first, second = g.op("Split", self, axis_i=axis, outputs=2)
+    first, second = split_halves(g, self, axis)
     return g.op("Mul", first, g.op("Sigmoid", second))
 
 

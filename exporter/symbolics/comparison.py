@@ -3,7 +3,7 @@
 ONNX widened the types of its comparison ops over time: Less/Greater take only floats before opset 9, Equal
 takes only bool/int32/int64 before opset 11, LessOrEqual/GreaterOrEqual appear at 12 and Where at 9. The
 helpers here (``less``, ``equal``, ``less_equal``, ``is_nan``, ``select``) emit the exact equivalent at any
-opset 7-16, so other families can compare and select without caring about the opset.
+opset, so other families can compare and select without caring about the opset.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from onnx import TensorProto
 
 from exporter import dtypes
 from exporter.lowering.comparison import WIDE_INTS, as_bool, equal, less, less_equal
-from exporter.lowering.core import BOOL, cast, promote_all
+from exporter.lowering.core import BOOL, cast, promote_all, require_opset
 from exporter.registry import symbolic, unsupported
 
 INT32 = TensorProto.INT32
@@ -87,15 +87,17 @@ def logical_not(g, self):
     return g.op("Not", as_bool(g, self))
 
 
-# -- bitwise ops: logical on bool; on integers ONNX has BitwiseAnd/Or/Xor only from opset 18 ----------------
-def _bitwise(g, op_type, onnx_bitwise, self, other):
+# -- bitwise ops: logical on bool; on integers ONNX has BitwiseAnd/Or/Xor/Not only from opset 18 ------------
+BITWISE_OPSET = 18
+
+
+def _bitwise(g, logical, bitwise, self, other):
+    """The ``logical`` op (And/Or/Xor) on bool operands, the ``bitwise`` one (opset 18) on integers."""
     dtype, (a, b) = promote_all(g, self, other)
-    if dtype != BOOL:
-        raise unsupported(
-            g.node.kind(), g.opset,
-            f"on integer tensors it needs ONNX {onnx_bitwise}, which no opset up to 16 has (needs opset >= 18)",
-        )
-    return g.op(op_type, a, b)
+    if dtype == BOOL:
+        return g.op(logical, a, b)
+    require_opset(g, BITWISE_OPSET, f"on integer tensors it needs ONNX {bitwise}")
+    return g.op(bitwise, a, b)
 
 
 @symbolic("aten::bitwise_and", "aten::bitwise_and_", "aten::__and__", "aten::__iand__")
@@ -115,13 +117,26 @@ def bitwise_xor(g, self, other):
 
 @symbolic("aten::bitwise_not", "aten::bitwise_not_", "aten::__invert__")
 def bitwise_not(g, self):
+    return _bitwise_not(g, self, lambda x, dtype: _twos_complement_not(g, x, dtype))
+
+
+@symbolic("aten::bitwise_not", "aten::bitwise_not_", "aten::__invert__", since=BITWISE_OPSET)
+def bitwise_not_18(g, self):
+    return _bitwise_not(g, self, lambda x, dtype: g.op("BitwiseNot", x))
+
+
+def _bitwise_not(g, self, integer_not):
+    """Not on bool, ``integer_not(x, dtype)`` on integers; other types have no bitwise not."""
     dtype = g.dtype(self)
     if dtype == BOOL:
         return g.op("Not", self)
     if not dtypes.is_integer(dtype):
         raise unsupported(g.node.kind(), g.opset, "bitwise_not is defined only for bool and integer tensors")
-    # Two's complement: ~x == -1 - x; narrow types go through int32 (Sub takes no int8/uint8 before opset 14)
-    # and wrap back on the cast, as PyTorch's uint8 does.
+    return integer_not(self, dtype)
+
+
+def _twos_complement_not(g, x, dtype):
+    """~x == -1 - x; narrow types go through int32 (Sub takes no int8/uint8 before opset 14) and wrap back on the
+    cast, as PyTorch's uint8 does."""
     work = dtype if dtype in WIDE_INTS else INT32
-    inverted = g.op("Sub", g.const(-1, work), cast(g, self, work))
-    return cast(g, inverted, dtype)
+    return cast(g, g.op("Sub", g.const(-1, work), cast(g, x, work)), dtype)

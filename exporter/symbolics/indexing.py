@@ -573,7 +573,7 @@ def one_hot(g, self, num_classes):
     self = cast(g, self, INT64)
     if require_rank(g, self) == 0:
         return squeeze(g, one_hot(g, _flat(g, self), num_classes), [0])
-    top = lambda: g.op("Add", g.op("ReduceMax", reshape_to(g, self, [-1]), axes_i=[0], keepdims_i=1),
+    top = lambda: g.op("Add", reduce_op(g, "ReduceMax", reshape_to(g, self, [-1]), [0], keepdims=True),
                        g.const([1], torch.int64))
     if not is_constant(num_classes):
         given = reshape(g, cast(g, num_classes, INT64), [1])

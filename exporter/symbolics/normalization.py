@@ -1,16 +1,18 @@
 """Normalization layers: layer norm, group norm and instance norm.
 
-LayerNormalization and GroupNormalization only arrive in opsets 17 and 18, so both are decomposed into
-ReduceMean/Sub/Mul/Sqrt here; instance norm maps to InstanceNormalization (float16/float/double; ONNX Runtime runs
-no double one). Half-precision inputs are normalized in float32, as PyTorch's kernels do. Batch norm lives with
-the other layers in ``nn.py``.
+Layer norm is LayerNormalization from opset 17 and decomposed into ReduceMean/Sub/Mul/Sqrt below it. Group norm
+is always decomposed: GroupNormalization-18 scales per group where PyTorch scales per channel. Instance norm maps
+to InstanceNormalization (float16/float/double; ONNX Runtime runs no double one). Half-precision inputs are
+normalized in float32, as PyTorch's kernels do. Batch norm lives with the other layers in ``nn.py``.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from onnx import TensorProto
 
 from exporter.lowering.core import (
+    DOUBLE,
     cast,
     require_rank,
     reshape,
@@ -55,6 +57,38 @@ def _layer_norm(g, input, normalized_shape, weight, bias, eps):
     x = cast(g, input, accumulation_type(input.dtype))
     normalized, mean, std = standardize(g, x, axes, eps)
     return cast(g, _affine(g, normalized, weight, bias), input.dtype), mean, std
+
+
+@symbolic("aten::layer_norm", since=17)
+@parse_args("v", "is", "v", "v", "f", "none")
+def layer_normalization(g, input, normalized_shape, weight, bias, eps, cudnn_enable=None):
+    out, _, _ = _layer_normalization(g, input, normalized_shape, weight, bias, eps)
+    return out
+
+
+@symbolic("aten::native_layer_norm", since=17)
+@parse_args("v", "is", "v", "v", "f")
+def native_layer_normalization(g, input, normalized_shape, weight, bias, eps):
+    """(output, mean, rstd): LayerNormalization's Mean and InvStdDev keep the normalized axes as size 1, as here."""
+    out, mean, inv_std_dev = _layer_normalization(g, input, normalized_shape, weight, bias, eps)
+    return out, cast(g, mean, input.dtype), cast(g, inv_std_dev, input.dtype)
+
+
+def _layer_normalization(g, input, normalized_shape, weight, bias, eps):
+    """LayerNormalization-17 over the last len(normalized_shape) axes, its statistics in the type PyTorch
+    accumulates in (``stash_type``: float32 for half types); a missing weight is a Scale of ones. Its statistics
+    are float or bfloat16 only, so a double input, which PyTorch normalizes in double, stays decomposed."""
+    dtype = g.dtype(input)
+    if dtype == DOUBLE:
+        out, mean, std = _layer_norm(g, input, normalized_shape, weight, bias, eps)
+        return out, mean, g.op("Reciprocal", std)
+    scale = g.const(np.ones(normalized_shape), dtype) if weight is None else cast(g, weight, dtype)
+    bias = [] if bias is None else [cast(g, bias, dtype)]
+    stash_type = accumulation_type(dtype)
+    out, mean, inv_std_dev = g.op("LayerNormalization", input, scale, *bias, axis_i=-len(normalized_shape),
+                                  epsilon_f=eps, stash_type_i=stash_type, outputs=3)
+    out.dtype, mean.dtype, inv_std_dev.dtype = dtype, stash_type, stash_type
+    return out, mean, inv_std_dev
 
 
 @symbolic("aten::group_norm")

@@ -31,6 +31,7 @@ from exporter.lowering.core import (
     cast,
     constant_value,
     is_value,
+    require_opset,
     require_rank,
     reshape,
     slice_op,
@@ -169,10 +170,11 @@ def _full_sizes(g, request: _Request):
     return out
 
 
-def _resize_11(g, request: _Request):
+def _resize_11(g, request: _Request, **extra_attributes):
     attributes = dict(_RESIZE_ATTRIBUTES[request.mode])
     if request.mode in ("linear", "cubic"):
         attributes["coordinate_transformation_mode_s"] = "align_corners" if request.align_corners else "half_pixel"
+    attributes.update(extra_attributes)
     roi, no_scales = unused_resize_inputs(g)
     if request.uses_scales():
         scales = g.const(np.array([1.0, 1.0] + request.onnx_scales(), dtype=np.float32))
@@ -359,27 +361,80 @@ def upsample_bicubic(g, *args):
     return _resize(g, _bicubic(g, *args))
 
 
-@symbolic("aten::_upsample_bilinear2d_aa", "aten::_upsample_bicubic2d_aa", "aten::_upsample_lanczos2d_aa")
-def upsample_antialiased(g, *args):
-    """F.interpolate(antialias=True): ONNX Resize gained ``antialias`` only in opset 18, beyond 7-16."""
-    raise unsupported(g.node.kind(), g.opset,
-                      "antialiased interpolation needs opset >= 18 (Resize antialias), beyond opsets 7-16")
+_ANTIALIASED = ("aten::_upsample_bilinear2d_aa", "aten::_upsample_bicubic2d_aa")
+# PyTorch's antialiased bicubic filter is Keys' cubic with a = -0.5 (its plain bicubic uses -0.75).
+_ANTIALIASED_CUBIC_COEFF_A = -0.5
+
+
+@symbolic(*_ANTIALIASED)
+def upsample_antialiased_before_18(g, *args):
+    """F.interpolate(antialias=True) needs Resize's ``antialias`` (opset 18)."""
+    require_opset(g, 18, "antialiased interpolation needs Resize antialias")
+
+
+@symbolic(*_ANTIALIASED, since=18)
+def upsample_antialiased(g, input, output_size, align_corners, *scales):
+    """F.interpolate(mode='bilinear' | 'bicubic', antialias=True) as Resize-18 with ``antialias``: downscaling
+    widens the filter by the scale factor, and taps outside the image are dropped and the rest renormalized
+    (``exclude_outside``), as in PyTorch's antialiased kernels."""
+    if constant_value(align_corners):
+        raise unsupported(g.node.kind(), g.opset, "antialiased interpolation with align_corners=True has no ONNX "
+                          "form (Resize's antialiased filter centres differ from PyTorch's there)")
+    if g.node.kind() == "aten::_upsample_bilinear2d_aa":
+        return _resize_11(g, _linear(g, input, output_size, align_corners, *scales), antialias_i=1,
+                          exclude_outside_i=1)
+    return _resize_11(g, _bicubic(g, input, output_size, align_corners, *scales), antialias_i=1,
+                      exclude_outside_i=1, cubic_coeff_a_f=_ANTIALIASED_CUBIC_COEFF_A)
+
+
+@symbolic("aten::_upsample_lanczos2d_aa")
+def upsample_lanczos(g, *args):
+    raise unsupported(g.node.kind(), g.opset, "ONNX Resize has no Lanczos filter at any opset")
 
 
 # -- grid_sample ---------------------------------------------------------------------------------------------
-_GRID_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+# PyTorch's interpolation_mode (0 bilinear, 1 nearest, 2 bicubic) by GridSample's names: GridSample-20 renamed the
+# modes for N-D sampling (ONNX Runtime and onnx.reference refuse the old names at 20).
+_GRID_MODES_16 = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+_GRID_MODES_20 = {0: "linear", 1: "nearest", 2: "cubic"}
 _GRID_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
 
 
-@symbolic("aten::grid_sampler", "aten::grid_sampler_2d", "aten::grid_sampler_3d", since=16)
+_GRID_SAMPLERS = ("aten::grid_sampler", "aten::grid_sampler_2d", "aten::grid_sampler_3d")
+
+
+@symbolic(*_GRID_SAMPLERS)
+def grid_sampler_before_16(g, input, *args):
+    """Registered from opset 7 so that the error names the opset this input needs: 16, or 20 for a volume."""
+    _require_grid_sample(g, input)
+
+
+@symbolic(*_GRID_SAMPLERS, since=16)
+@parse_args("v", "v", "i", "i", "b")
+def grid_sampler_4d(g, input, grid, interpolation_mode, padding_mode, align_corners):
+    """F.grid_sample as GridSample-16: 4-D input only (volumetric sampling arrived in opset 20)."""
+    _require_grid_sample(g, input)
+    return _grid_sample(g, input, grid, _GRID_MODES_16[interpolation_mode], padding_mode, align_corners)
+
+
+def _require_grid_sample(g, input) -> None:
+    if g.rank(input) == 5:
+        require_opset(g, 20, "grid_sample of a 5-D input needs N-D GridSample")
+    require_opset(g, 16, "grid_sample needs GridSample")
+
+
+@symbolic(*_GRID_SAMPLERS, since=20)
 @parse_args("v", "v", "i", "i", "b")
 def grid_sampler(g, input, grid, interpolation_mode, padding_mode, align_corners):
-    """F.grid_sample as GridSample-16 (4-D input only; volumetric sampling arrived in opset 20). float16 samples in
-    float32, as PyTorch's kernel computes positions and weights, and rounds once."""
-    if g.rank(input) is not None and g.rank(input) != 4:
-        raise unsupported(g.node.kind(), g.opset, "GridSample before opset 20 samples 4-D inputs only")
+    """F.grid_sample as GridSample-20: 4-D and 5-D (volumetric) input, modes linear / nearest / cubic."""
+    return _grid_sample(g, input, grid, _GRID_MODES_20[interpolation_mode], padding_mode, align_corners)
+
+
+def _grid_sample(g, input, grid, mode: str, padding_mode: int, align_corners: bool):
+    """GridSample in ``mode``. float16 samples in float32, as PyTorch's kernel computes positions and weights, and
+    rounds once."""
     dtype = g.dtype(input)
     work = dtypes.opmath_type(dtype)
-    sampled = g.op("GridSample", cast(g, input, work), cast(g, grid, work), mode_s=_GRID_MODES[interpolation_mode],
+    sampled = g.op("GridSample", cast(g, input, work), cast(g, grid, work), mode_s=mode,
                    padding_mode_s=_GRID_PADDING[padding_mode], align_corners_i=int(align_corners))
     return cast(g, sampled, dtype) if dtype is not None else sampled

@@ -99,6 +99,18 @@ def position_sensitive_roi(g, *args):
 
 
 @symbolic("torchvision::deform_conv2d")
-def deform_conv2d(g, *args):
-    """Deformable convolution: ONNX DeformConv arrived in opset 19, beyond opsets 7-16."""
-    raise unsupported(g.node.kind(), g.opset, "deformable convolution needs opset >= 19 (DeformConv), beyond 7-16")
+def deform_conv2d_before_19(g, *args):
+    """Deformable convolution needs ONNX DeformConv (opset 19)."""
+    require_opset(g, 19, "deformable convolution needs DeformConv")
+
+
+@symbolic("torchvision::deform_conv2d", since=19)
+@parse_args("v", "v", "v", "v", "v", "i", "i", "i", "i", "i", "i", "i", "i", "b")
+def deform_conv2d(g, input, weight, offset, mask, bias, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w,
+                  groups, offset_groups, use_mask):
+    """torchvision.ops.deform_conv2d as DeformConv-19; torchvision passes zeros for a missing bias and for a
+    missing mask (with use_mask=False), so the mask input is given only where the call gave one."""
+    masks = [mask] if use_mask else []
+    return g.op("DeformConv", input, weight, offset, bias, *masks, strides_i=[stride_h, stride_w],
+                pads_i=[pad_h, pad_w, pad_h, pad_w], dilations_i=[dilation_h, dilation_w], group_i=groups,
+                offset_group_i=offset_groups)

@@ -4,7 +4,7 @@ import torch
 
 from op_tests.harness import OpCase
 
-BITWISE_INT = 18  # ONNX BitwiseAnd/Or/Xor arrive at opset 18, beyond the exporter's 7-16
+BITWISE_INT = 18  # ONNX BitwiseAnd/Or/Xor arrive at opset 18
 
 
 def tied(shape_a, shape_b, dtype=torch.float32):
@@ -80,4 +80,8 @@ CASES += [
     OpCase("bitwise_and", ints(), sample="int64", fn=torch.bitwise_and, min_opset=BITWISE_INT),
     OpCase("bitwise_or", ints(torch.int32), sample="int32", fn=torch.bitwise_or, min_opset=BITWISE_INT),
     OpCase("__xor__", ints(), sample="int64", fn=lambda a, b: a ^ b, min_opset=BITWISE_INT),
+    OpCase("bitwise_xor", ints(torch.uint8, 0, 256), sample="uint8", fn=torch.bitwise_xor, min_opset=BITWISE_INT),
+    OpCase("bitwise_and", ints(torch.int8), sample="int8_scalar", fn=lambda a, b: (a & 6) | b, min_opset=BITWISE_INT),
+    OpCase("bitwise_or", lambda k: (ints(torch.int16)(k)[0], torch.rand(4) > 0.5), sample="int16_bool",
+           fn=torch.bitwise_or, min_opset=BITWISE_INT),
 ]

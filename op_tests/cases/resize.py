@@ -94,6 +94,12 @@ CASES += [
            sample="nearest_uint8", fn=_interp(scale_factor=2)),
     OpCase("interpolate", _image(), sample="bilinear_antialias", min_opset=18,
            fn=_interp(scale_factor=0.5, mode="bilinear", antialias=True)),
+    OpCase("interpolate", _image(height=12, width=10), sample="bilinear_antialias_size", min_opset=18,
+           fn=_interp(size=(3, 4), mode="bilinear", antialias=True)),
+    OpCase("interpolate", _image(height=12, width=10), sample="bicubic_antialias", min_opset=18,
+           fn=_interp(scale_factor=0.4, mode="bicubic", antialias=True), atol=1e-5, tolerance_reason=_BLEND_REASON),
+    OpCase("interpolate", _image(height=12, width=10), sample="bilinear_antialias_upscale", min_opset=18,
+           fn=_interp(scale_factor=1.5, mode="bilinear", antialias=True)),
 ]
 
 
@@ -110,6 +116,22 @@ def _grid_case(mode, padding, align):
 CASES += [
     _grid_case(mode, padding, align)
     for mode in ("bilinear", "nearest", "bicubic")
+    for padding in ("zeros", "border", "reflection")
+    for align in (False, True)
+]
+
+
+def _volume_grid(k):
+    return torch.randn(1 + k, 2, 3, 5, 6), torch.rand(1 + k, 2, 4, 3, 3) * 2.4 - 1.2
+
+
+# Volumetric sampling (5-D input; PyTorch samples volumes trilinearly or by nearest) is GridSample-20's N-D form.
+CASES += [
+    OpCase("grid_sample", _volume_grid, sample=f"volume_{mode}_{padding}{'_align_corners' if align else ''}",
+           min_opset=20, atol=1e-5, tolerance_reason=_BLEND_REASON,
+           fn=lambda x, grid, mode=mode, padding=padding, align=align: F.grid_sample(
+               x, grid, mode=mode, padding_mode=padding, align_corners=align))
+    for mode in ("bilinear", "nearest")
     for padding in ("zeros", "border", "reflection")
     for align in (False, True)
 ]

@@ -6,7 +6,7 @@ with constant arguments the converter folds it. ``empty`` contents are undefined
 
 import torch
 
-from op_tests.harness import OpCase
+from op_tests.harness import OPSETS, OpCase
 
 
 def _r(*shape, dtype=torch.float32):
@@ -102,7 +102,7 @@ _FLOAT16_STEPS = "ONNX Runtime computes the float16 chain in float32 (onnx.refer
 CASES += [
     OpCase("linspace", lambda k: (torch.tensor(4.3 + k), torch.tensor(-3)), sample="float16_float32_start",
            dynamic=False, fn=lambda s, e: torch.linspace(s, e, 50, dtype=torch.float16),
-           known_failures={opset: _FLOAT16_STEPS for opset in range(7, 17)}),
+           known_failures={opset: _FLOAT16_STEPS for opset in OPSETS}),
 ]
 
 def _fed_both_variants(inputs, fn):

@@ -7,7 +7,7 @@ depend on rounding rather than on the export.
 import torch
 from torchvision import ops
 
-from op_tests.harness import OpCase
+from op_tests.harness import OPSETS, OpCase
 
 
 def _boxes(count, generator):
@@ -40,7 +40,7 @@ def _deform_inputs(k):
     return (torch.randn(1, 2, 6, 6), torch.randn(3, 2, 3, 3), torch.randn(1, 18, 4, 4))
 
 
-_NO_ONNX_OP = {opset: "ONNX has no position-sensitive RoI pooling operator at any opset" for opset in range(7, 17)}
+_NO_ONNX_OP = {opset: "ONNX has no position-sensitive RoI pooling operator at any opset" for opset in OPSETS}
 
 CASES = [
     OpCase("nms", _nms_inputs, min_opset=10, fn=lambda boxes, scores: ops.nms(boxes, scores, 0.3)),
@@ -65,4 +65,10 @@ CASES = [
            fn=lambda x, rois: ops.ps_roi_align(x, rois, 2, spatial_scale=1.0)),
     OpCase("deform_conv2d", _deform_inputs, min_opset=19, dynamic=False,
            fn=lambda x, weight, offset: ops.deform_conv2d(x, offset, weight)),
+    OpCase("deform_conv2d", lambda k: (torch.randn(2, 4, 7, 6), torch.randn(6, 2, 3, 2), torch.randn(2, 24, 4, 6),
+                                       torch.rand(2, 12, 4, 6), torch.randn(6)),
+           sample="mask_bias_groups_stride_padding_dilation", min_opset=19, dynamic=False, atol=1e-5,
+           tolerance_reason="bilinear sampling at fractional offsets, then a sum over channels and taps",
+           fn=lambda x, weight, offset, mask, bias: ops.deform_conv2d(
+               x, offset, weight, bias, stride=(2, 1), padding=(1, 1), dilation=(1, 2), mask=mask)),
 ]

@@ -1,7 +1,7 @@
 """``python -m op_tests.opinfo``: the full OpInfo matrix (resumable), its summary, and the expectations check.
 
     python -m op_tests.opinfo run --out results/opinfo.jsonl [--ops 'gather,nn.functional.*pool*'] \\
-        [--dtypes float32] [--opsets 7-16] [--samples 0-3] [--workers 1]
+        [--dtypes float32] [--opsets 7-20] [--samples 0-3] [--workers 1]
     python -m op_tests.opinfo summary results/opinfo.jsonl         per-opset counts and the expectations verdict
     python -m op_tests.opinfo check results/opinfo.jsonl           exit 1 on a mismatch, unexpected failure or pass
     python -m op_tests.opinfo draft-expectations results/opinfo.jsonl > op_tests/opinfo/expectations.toml
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     runner.add_argument("--ops", help="comma-separated globs over OpInfo keys (name or name.variant)")
     runner.add_argument("--dtypes", default="primary", help=f"comma-separated, of {[dtype_name(d) for d in DTYPES]}, or "
                         "'primary': float32 where listed, else the OpInfo's first listed dtype (the default)")
-    runner.add_argument("--opsets", default="7-16")
+    runner.add_argument("--opsets", default=f"{expectations.OPSETS[0]}-{expectations.OPSETS[1]}")
     runner.add_argument("--samples", help="sample indices, e.g. 0-3,7 (default: all)")
     runner.add_argument("--workers", type=int, default=1)
     runner.add_argument("--timeout", type=float, default=120.0, help="seconds one case may run")

@@ -19,11 +19,12 @@ from conformance.schema import case_id, empty_row
 from conformance.session import make_session
 from conformance.tolerances import tolerance_for
 from conformance.worker import onnx_op_types, prepared_capture
+from exporter.registry import MAX_OPSET, MIN_OPSET
 from op_tests.harness import feeds_by_name, input_names
 from op_tests.opinfo.arbiter import arbitrate
 from op_tests.opinfo.samples import OpSample, dtype_name, dynamic_partner
 
-OPSETS = tuple(range(7, 17))
+OPSETS = tuple(range(MIN_OPSET, MAX_OPSET + 1))
 MODES = ("static", "dynamic")
 _ERROR_LIMIT = 2000
 # Tensor kinds ONNX cannot carry: such a sample is not capturable as an ONNX model, whatever the exporter does.

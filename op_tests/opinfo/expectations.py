@@ -24,9 +24,11 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 
+from conformance.arguments import ALL_OPSETS
+
 PATH = os.path.join(os.path.dirname(__file__), "expectations.toml")
 NEEDS_NO_EXCUSE = ("pass", "runtime_divergence", "inconclusive", "not_capturable")
-OPSETS = (7, 16)
+OPSETS = (ALL_OPSETS[0], ALL_OPSETS[-1])
 MODES = ("static", "dynamic")
 
 
