@@ -28,10 +28,11 @@ STAGES = ("setup", "capture", "convert", "checker", "ort_load", "ort_run", "accu
 
 FIELDS = {
     "case_id": "unique id: '{kind}/{name}/opset{opset}/{mode}/{provider}'",
-    "kind": "'model' (torchvision), 'example' (the documentation's examples) or 'op' (an op_tests case)",
+    "kind": "'model' (torchvision, transformers), 'example' (the documentation's examples) or 'op' (an op_tests case)",
     "dtypes": "op rows: the dtypes of the example inputs",
-    "name": "model zoo entry name (torchvision model name, or the example's name)",
-    "family": "classification | segmentation | detection | video | optical_flow | docs",
+    "name": "model zoo entry name (torchvision model name, hf_<architecture> for transformers, or the example's name)",
+    "family": "classification | segmentation | detection | video | optical_flow | quantized_classification | "
+              "transformers | docs",
     "opset": "target ONNX opset (int)",
     "provider": "'cpu' or 'cuda' (ONNX Runtime execution provider; PyTorch's reference runs on the same device for "
                 "model cases whose entry allows it (cuda_reference), on the CPU for the others and for op cases)",

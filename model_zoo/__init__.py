@@ -25,8 +25,9 @@ __all__ = ["DEFAULT_ATOL", "DEFAULT_RTOL", "ZooEntry", "entries", "get", "prepar
 def _all() -> tuple[ZooEntry, ...]:
     from model_zoo.docs_examples import docs_entries
     from model_zoo.torchvision_models import torchvision_entries
+    from model_zoo.transformers_models import transformers_entries
 
-    found = [*docs_entries(), *torchvision_entries(), *_extra_entries()]
+    found = [*docs_entries(), *torchvision_entries(), *transformers_entries(), *_extra_entries()]
     names = [e.name for e in found]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -45,7 +46,7 @@ def _extra_entries() -> list[ZooEntry]:
 
 
 def entries() -> list[ZooEntry]:
-    """Every entry: the documentation's examples first, then torchvision's models."""
+    """Every entry: the documentation's examples first, then torchvision's models, then transformers'."""
     return list(_all())
 
 

@@ -89,8 +89,9 @@ def _scale(g, query, scale):
 
 
 def additive_mask(g, mask, like, attend_where_true=True):
-    """A float mask to add to the scores: float masks as they are, boolean ones as 0 / -inf."""
-    if mask.dtype != BOOL:
+    """A float mask to add to the scores: float masks as they are, boolean ones as 0 / -inf. A mask the static
+    export computed is a constant torch tensor, whose ``dtype`` is torch's: its ONNX type comes from ``g.dtype``."""
+    if g.dtype(mask) != BOOL:
         return cast(g, mask, like.dtype)
     keep = mask if attend_where_true else g.op("Not", mask)
     return g.op("Log", cast(g, keep, like.dtype))

@@ -1,10 +1,11 @@
-"""Sorting, selection and scans: topk, sort/argsort/msort, kthvalue, cumsum, cumprod, unique.
+"""Sorting, selection and scans: topk, sort/argsort/msort, kthvalue, cumsum, cumprod, diff, unique.
 
 TopK takes ``k`` as an attribute before opset 10 and as an input from 10; ``largest``/``sorted`` arrive in 11,
 so smallest-first selection below 11 runs TopK on the negated input. TopK below 11 takes only float types:
 narrow integers are widened to float64 (exact), int64 needs opset 11 (``lowering.sorting.top_k``). CumSum
 arrives in opset 11; below it a scan along an axis of static length is a MatMul by a triangular constant.
-cumprod has no ONNX op at any opset: it is a log-depth (Hillis-Steele) scan of shifted products.
+cumprod has no ONNX op at any opset: it is a log-depth (Hillis-Steele) scan of shifted products. diff, the
+inverse of cumsum, is two Slices and a Sub (Xor for bool) at every opset.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ import numpy as np
 from onnx import TensorProto
 
 from exporter import dtypes
+from exporter.lowering.arithmetic import arith
 from exporter.lowering.core import (
+    BOOL,
     INT64,
     cast,
     constant_value,
     dim_size,
     normalize_dim,
     output_dtype,
+    promote_all,
     require_opset,
     require_rank,
     reshape,
@@ -145,6 +149,24 @@ def _cumsum_by_matmul(g, x, axis):
     upper = g.const(np.triu(np.ones((length, length))), matmul_dtype)
     summed = cast(g, g.op("MatMul", cast(g, moved, matmul_dtype), upper), x.dtype)
     return summed if axis == rank - 1 else g.op("Transpose", summed, perm_i=perm)
+
+
+@symbolic("aten::diff")
+@parse_args("v", "i", "i", "v", "v")
+def diff(g, self, n, dim, prepend=None, append=None):
+    """torch.diff: ``prepend`` and ``append`` joined to the input along ``dim``, then ``n`` times each element's
+    successor minus the element (exclusive or for bool, as PyTorch computes it); ``n=0`` is the input alone."""
+    if n == 0:
+        return self
+    axis = normalize_dim(dim, require_rank(g, self))
+    parts = [p for p in (prepend, self, append) if p is not None]
+    dtype, parts = promote_all(g, *parts)
+    x = parts[0] if len(parts) == 1 else g.op("Concat", *parts, axis_i=axis)
+    for _ in range(n):
+        later = slice_op(g, x, [axis], [1], [np.iinfo(np.int64).max])
+        earlier = slice_op(g, x, [axis], [0], [-1])
+        x = g.op("Xor", later, earlier) if dtype == BOOL else arith(g, "Sub", later, earlier, dtype)
+    return x
 
 
 @symbolic("aten::cumprod", "aten::cumprod_")

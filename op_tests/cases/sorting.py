@@ -1,4 +1,4 @@
-"""Cases for sorting, selection and scans: topk, sort, argsort, msort, kthvalue, cumsum, cumprod, unique."""
+"""Cases for sorting, selection and scans: topk, sort, argsort, msort, kthvalue, cumsum, cumprod, diff, unique."""
 
 import torch
 
@@ -41,6 +41,20 @@ CASES = [
     OpCase("msort", lambda k: (_distinct(k, 4, 3),), fn=torch.msort, dynamic=False),
     OpCase("kthvalue", lambda k: (_distinct(k, 3, 5),), fn=lambda x: torch.kthvalue(x, 2)),
     OpCase("kthvalue", lambda k: (_distinct(k, 4, 5),), sample="dim0_keepdim", fn=lambda x: torch.kthvalue(x, 3, 0, keepdim=True)),
+    OpCase("diff", lambda k: (torch.randn(3, 5 + k),), fn=lambda x: torch.diff(x)),
+    OpCase("diff", lambda k: (torch.randn(4 + k, 3),), sample="n2_dim0", fn=lambda x: torch.diff(x, n=2, dim=0)),
+    OpCase("diff", lambda k: (torch.randint(-50, 50, (2 + k, 6)),), sample="int64", fn=lambda x: torch.diff(x, dim=1)),
+    OpCase("diff", lambda k: (torch.randint(-50, 50, (2, 6 + k), dtype=torch.int8),), sample="int8",
+           fn=lambda x: torch.diff(x)),
+    OpCase("diff", lambda k: (torch.randn(2 + k, 6) > 0,), sample="bool", fn=lambda x: torch.diff(x)),
+    OpCase("diff", lambda k: (torch.randn(2 + k, 4), torch.randn(2 + k, 2)), sample="prepend_append",
+           fn=lambda x, p: torch.diff(x, dim=1, prepend=p, append=x[:, :1])),
+    # transformers' packed-sequence detection: positions minus their predecessor, the first against itself - 1
+    OpCase("diff", lambda k: (torch.arange(5 + k).repeat(2, 1),), sample="position_ids",
+           fn=lambda x: torch.diff(x, prepend=x[:, :1] - 1, dim=-1)),
+    OpCase("diff", lambda k: (torch.randn(3, 4 + k),), sample="n_beyond_length", fn=lambda x: torch.diff(x, n=6)),
+    OpCase("diff", lambda k: (torch.randn(3, 4 + k), torch.randn(3, 2)), sample="n0_ignores_prepend",
+           fn=lambda x, p: torch.diff(x, n=0, prepend=p)),
     OpCase("cumsum", lambda k: (torch.randn(2 + k, 5),), fn=lambda x: torch.cumsum(x, 1)),
     OpCase("cumsum", lambda k: (torch.randn(4, 3, 2 + k),), sample="neg_dim", fn=lambda x: torch.cumsum(x, -3)),
     OpCase("cumsum", lambda k: (torch.randint(-5, 6, (2 + k, 5)),), sample="int64", fn=lambda x: torch.cumsum(x, 1)),

@@ -1,0 +1,58 @@
+"""The transformers family of the model zoo, end to end through the conformance worker: representative
+architectures exported with dynamic batch and sequence axes, checked on a second shape, compared with PyTorch."""
+
+from __future__ import annotations
+
+import pytest
+
+import model_zoo
+from exporter.registry import MAX_OPSET
+from model_zoo.transformers_models import FAMILY
+
+# One of each kind of input and position scheme, cheap enough for the test suite (about 20 s on two cores).
+REPRESENTATIVES = [
+    ("hf_bert", "dynamic"),             # encoder, learned positions, padded attention mask
+    ("hf_llama", "dynamic"),            # decoder-only, rotary positions, grouped-query attention
+    ("hf_bloom", "dynamic"),            # decoder-only, ALiBi positions
+    ("hf_whisper", "dynamic"),          # encoder-decoder on log-mel features (reaches aten::diff)
+    ("hf_wav2vec2", "dynamic"),         # speech encoder: convolutional feature extractor, dynamic audio length
+    ("hf_vit", "static"),               # vision transformer
+]
+
+
+def _run(name: str, opset: int, mode: str, tmp_path) -> dict:
+    from conformance.cases import select
+    from conformance.worker import WorkerState, configure_process, run_case
+
+    (case,) = select(tier="full", opsets=(opset,), modes=(mode,), models=[name])
+    configure_process()
+    return run_case(case.as_dict(), WorkerState(str(tmp_path)), str(tmp_path / "repro"))
+
+
+@pytest.mark.parametrize("name,mode", REPRESENTATIVES)
+def test_representative_architecture_passes_at_the_highest_opset(name, mode, tmp_path):
+    row = _run(name, MAX_OPSET, mode, tmp_path)
+    assert row["status"] == "pass", (row["status"], row["error"])
+    assert row["family"] == FAMILY
+    if mode == "dynamic":
+        assert "dynamic input 1" in row["comparison"]
+
+
+def test_every_architecture_is_registered_with_a_reasoned_lowest_opset():
+    entries = [e for e in model_zoo.entries() if e.family == FAMILY]
+    assert len(entries) >= 30
+    assert all(e.dynamic_axes for e in entries)
+    assert all(e.min_opset_reason for e in entries if e.min_opset > 7)
+
+
+def test_below_its_lowest_opset_an_entry_is_expected_unsupported(tmp_path):
+    entry = model_zoo.get("hf_bert")
+    row = _run("hf_bert", entry.min_opset - 1, "dynamic", tmp_path)
+    assert row["status"] == "unsupported" and row["reason"].startswith("expected:"), row
+
+
+def test_bart_static_export_masks_its_decoder(tmp_path):
+    """A static export folds the decoder's causal mask into a constant torch.bool tensor; attention once read its
+    torch dtype as an ONNX type and added the mask as 1/0 instead of 0/-inf (silently wrong numbers)."""
+    row = _run("hf_bart", MAX_OPSET, "static", tmp_path)
+    assert row["status"] == "pass", (row["status"], row["error"])
