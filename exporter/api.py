@@ -314,6 +314,7 @@ def export(
         operator_export_type = enum_member(OperatorExportTypes, operator_export_type, "operator_export_type")
         dynamic_axes = dict(dynamic_axes or {})
         _check_dynamic_axes_shape(dynamic_axes)
+        _check_custom_opsets(custom_opsets)
         if export_modules_as_functions:
             local_functions.check_request(model, export_modules_as_functions, opset)
         if keep_initializers_as_inputs is None:
@@ -335,6 +336,7 @@ def export(
         with times.stage("names"):
             names_in = naming.input_names(model, args, captured, input_names)
             names_out = naming.output_names(captured, output_names)
+            naming.refuse_shared_names(names_in, names_out)
             _check_dynamic_axes_names(dynamic_axes, names_in, names_out)
             naming.refuse_complex_boundary(captured, names_in, names_out)
             axes = _normalize_dynamic_axes(dynamic_axes)
@@ -507,6 +509,15 @@ def _check_dynamic_axes_shape(dynamic_axes: dict) -> None:
             raise ExportArgumentError(f"dynamic_axes[{key!r}] must be a dict {{axis: name}} or a list of axes")
         if not all(isinstance(a, int) for a in items):
             raise ExportArgumentError(f"dynamic_axes[{key!r}]: axes must be ints, got {items!r}")
+
+
+def _check_custom_opsets(custom_opsets: Mapping[str, int] | None) -> None:
+    """``custom_opsets`` versions custom domains only: the default domain's version is ``opset_version``, and a second
+    import of it makes a model ONNX Runtime refuses to load."""
+    for domain in custom_opsets or {}:
+        if domain in ("", "ai.onnx"):
+            raise ExportArgumentError(f"custom_opsets names the default ONNX domain {domain!r}, whose version is "
+                                      "opset_version; custom_opsets versions custom domains only")
 
 
 def _check_dynamic_axes_names(dynamic_axes: dict, names_in: list[str], names_out: list[str]) -> None:

@@ -46,6 +46,14 @@ def output_names(captured: Capture, given: Sequence[str] | None) -> list[str]:
     return names
 
 
+def refuse_shared_names(names_in: list[str], names_out: list[str]) -> None:
+    """An ONNX graph's values have one name each: an output named like an input would be written under another name
+    than the one asked for, so it is refused."""
+    shared = sorted(set(names_in) & set(names_out))
+    if shared:
+        raise ExportArgumentError(f"input and output names must differ; both name {shared}")
+
+
 def refuse_complex_boundary(captured: Capture, names_in: list[str], names_out: list[str]) -> None:
     """ONNX declares complex element types, but its operators do not compute on them and ONNX Runtime loads no model
     that holds one: a complex input or output is refused rather than written into a model no one runs."""
