@@ -148,9 +148,10 @@ def reference_problem(reference: list[np.ndarray], perturbed: list[np.ndarray]) 
     if not reference or all(r.size == 0 for r in reference):
         return "the reference output is empty"
     floats = [r for r in reference if r.dtype.kind == "f" and r.size]
-    if floats and not any(np.isfinite(r).any() for r in floats) and all(r.dtype.kind == "f" for r in reference):
+    only_floats = bool(floats) and all(r.dtype.kind == "f" for r in reference)
+    if only_floats and not any(np.isfinite(r).any() for r in floats):
         return "the reference output has no finite value (every value is NaN or infinite)"
-    if floats and scale_of(floats) < NEAR_ZERO and all(r.dtype.kind == "f" for r in reference):
+    if only_floats and scale_of(floats) < NEAR_ZERO:
         return f"the reference output is numerically zero (max |x| = {scale_of(floats):.3g})"
     for r, p in zip(reference, perturbed):
         if r.shape != p.shape:

@@ -30,7 +30,7 @@ from exporter.ts_types import blocks_of
 from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY
 from exporter.timing import StageTimes
 
-DEFAULT_OPSET = 20  # torch.onnx's TorchScript exporter's default in torch 2.13
+DEFAULT_OPSET = 20  # the default of PyTorch's TorchScript exporter in torch 2.13
 logger = logging.getLogger("exporter")
 
 
@@ -267,7 +267,7 @@ def export(
     """Export ``model`` to ONNX, with the semantics of the TorchScript-era PyTorch ONNX exporter.
 
     ``model`` is traced (an ``nn.Module``) or used as scripted (``ScriptModule``/``ScriptFunction``) and
-    converted at ``opset_version`` (7 to 20, default 20 as in torch.onnx's TorchScript exporter). ``args`` is a
+    converted at ``opset_version`` (7 to 20, default 20 as in PyTorch's TorchScript exporter). ``args`` is a
     tuple of positional arguments, a single tensor, or a tuple whose last element is a dict of keyword arguments;
     as in PyTorch's exporter, Python numbers become 0-d graph inputs, strings and None are baked in, and arguments
     the graph never reads are no inputs; a scripted model's list argument is one ONNX sequence input (from opset 11; below, one input per item).

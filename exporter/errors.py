@@ -1,9 +1,9 @@
 """Errors raised by the export engine.
 
 Every error derives from :class:`OnnxExporterError`, so callers can catch the whole family at once, and that
-derives from ``torch.onnx.errors.OnnxExporterError``, so a caller's ``except`` written for PyTorch's exporter
-catches ours too. Importing that class is the engine's only use of ``torch.onnx`` (the hard line's one exception:
-it hands over no export work); it costs about 0.1 s once, for the modules ``torch.onnx`` loads.
+derives from PyTorch's exporter's ``OnnxExporterError``, so a caller's ``except`` written for PyTorch's exporter
+catches ours too. Importing that class (below) is the engine's only use of PyTorch's exporter package (the hard
+line's one exception: it hands over no export work); it costs about 0.1 s once, for the modules that package loads.
 """
 
 from __future__ import annotations

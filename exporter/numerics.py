@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+# The words every non-finite disagreement is reported in (verify picks such a local check out by them).
+NONFINITE_WORDS = "differ in NaN/Inf"
+
 
 def nonfinite_disagreement(expected: np.ndarray, actual: np.ndarray) -> str:
     """Where ``actual`` departs from ``expected`` in its non-finite values, in words ("" where it does not).
@@ -29,7 +32,7 @@ def nonfinite_disagreement(expected: np.ndarray, actual: np.ndarray) -> str:
         return ""
     first = tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(wrong)[0]), wrong.shape))
     where = f"[{', '.join(map(str, first))}]" if first else "the scalar"
-    return (f"{count} value(s) differ in NaN/Inf (never within tolerance): at {where} torch "
+    return (f"{count} value(s) {NONFINITE_WORDS} (never within tolerance): at {where} torch "
             f"{expected[first].item():.6g}, onnx {actual[first].item():.6g}")
 
 

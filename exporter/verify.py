@@ -28,6 +28,7 @@ from onnx import numpy_helper
 from exporter.api import ExportResult, export
 from exporter.capture import flatten, split_args
 from exporter.errors import ExportArgumentError
+from exporter.numerics import NONFINITE_WORDS
 from exporter.provenance import Origin
 from exporter.ts_types import blocks_of, inputs_of
 
@@ -301,7 +302,7 @@ def _op_tolerance(kind: str, dtype: np.dtype) -> Callable[[float], tuple[float, 
 def _nonfinite_part(message: str) -> str:
     """The NaN/Inf disagreement a local check's message names (``; ...``), or "": the max abs error of finite
     values alone would hide it."""
-    return f"; {message.split(': ', 1)[-1]}" if _NONFINITE in message else ""
+    return f"; {message.split(': ', 1)[-1]}" if NONFINITE_WORDS in message else ""
 
 
 def _model_tolerance(scale: float) -> tuple[float, float]:
@@ -793,8 +794,7 @@ def _for_reference(model: onnx.ModelProto) -> onnx.ModelProto:
     return redeclared
 
 
-_ARBITRATED = "float64 arbitration:"
-_NONFINITE = "differ in NaN/Inf"  # exporter.numerics.nonfinite_disagreement's words  # conformance.compare.arbitrate's verdict text
+_ARBITRATED = "float64 arbitration:"  # conformance.compare.arbitrate's verdict text
 # TorchScript ops ranking their first input along ``dim``: exactly equal elements may come in either order.
 _RANKING = ("aten::topk", "aten::sort", "aten::argsort")
 # Ops whose integer result depends on a float tensor's shape only: not decisions.

@@ -36,6 +36,7 @@ from exporter.lowering.core import (
     scalar_like,
     slice_op,
     squeeze,
+    torch_dtype_arg,
     unsqueeze,
 )
 from exporter.lowering.normalization import standardize
@@ -128,8 +129,8 @@ def scaled_dot_product_attention(g, query, key, value, attn_mask, dropout_p, is_
 @symbolic("aten::_safe_softmax")
 @parse_args("v", "i", "v")
 def _safe_softmax(g, self, dim, dtype=None):
-    if dtype is not None and constant_value(dtype) is not None:
-        self = cast(g, self, dtypes.onnx_from_torch(dtypes.torch_dtype_from_code(constant_value(dtype))))
+    if torch_dtype_arg(dtype) is not None:
+        self = cast(g, self, dtypes.onnx_from_torch(torch_dtype_arg(dtype)))
     return safe_softmax(g, self, dim)
 
 

@@ -73,7 +73,6 @@ class _PaddedSelfAttention(torch.nn.Module):
     def __init__(self, batch_first):
         super().__init__()
         self.attention = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first)
-        self.batch_first = batch_first
 
     def forward(self, x, padding):
         return self.attention(x, x, x, key_padding_mask=padding)
