@@ -17,8 +17,10 @@ import onnx
 import torch
 
 from exporter import local_functions, naming, passes, serialize, validate
-from exporter.capture import Capture, capture, flatten, split_args, split_list_inputs
+from exporter.capture import EXPORT, Capture, capture, flatten, split_args, split_list_inputs
+from exporter.capture.export import at_opset, capture_program, check_dynamic_shapes, dynamic_shapes_from_axes, program_axes
 from exporter.convert import Converter
+from exporter.convert_fx import FxConverter
 from exporter.errors import ExportArgumentError
 from exporter.graph_context import ExportSession
 from exporter.lowering import runtime
@@ -260,6 +262,7 @@ def export(
     *,
     kwargs: Mapping[str, Any] | None = None,
     dynamo: bool = False,
+    dynamic_shapes: Mapping[str, Any] | Sequence[Any] | None = None,
     provenance_in_model: bool = False,
     captured: Capture | None = None,
     runtime_workarounds: bool | Collection[str] = True,
@@ -283,10 +286,15 @@ def export(
     eval, preserve or training mode; ``operator_export_type`` chooses how unconvertible ops are handled;
     ``custom_opsets`` gives versions to custom domains (default 1). Returns an :class:`ExportResult`.
 
-    As in torch 2.x's TorchScript-era exporter, ``kwargs`` are keyword arguments for the model (the same as a
-    trailing dict in ``args``) and ``dynamo=False`` selects this TorchScript-based export; ``dynamo=True`` (the
-    torch.export-based exporter) is an :class:`ExportArgumentError`. ``training`` and ``operator_export_type``
-    also take PyTorch's own enums, matched by member name.
+    As in torch 2.x, ``kwargs`` are keyword arguments for the model (the same as a trailing dict in ``args``).
+    ``dynamo=False`` (the default) captures with TorchScript (tracing an ``nn.Module``, or a scripted model's own
+    graph); ``dynamo=True`` captures with ``torch.export.export`` (non-strict) and converts its ATen program with the
+    same op library, at any opset 7 to 20. With ``dynamo=True``, ``dynamic_shapes`` (torch.export's form: by
+    ``forward``'s parameter names, or a tuple in argument order) makes axes dynamic, and ``dynamic_axes`` is
+    translated to it (each named axis of a tensor argument as ``torch.export.Dim.DYNAMIC``); an axis the model's code
+    makes static is then an error, not a silently fixed size. Python numbers are constants of a torch.export
+    program, not inputs. ``training`` and ``operator_export_type`` also take PyTorch's own enums, matched by member
+    name.
 
     The result's ``provenance`` maps every ONNX node and value to the TorchScript node and value it came from;
     ``provenance_in_model=True`` also writes each node's origin (op kind, module path, source line) into its
@@ -303,7 +311,7 @@ def export(
     """
     times = StageTimes()
     with times.stage("arguments"):
-        _check_dynamo(dynamo)
+        _check_capture_choice(dynamo, dynamic_shapes, model)
         workarounds = _check_workarounds(runtime_workarounds)
         args = _with_keyword_arguments(args, kwargs)
         opset = _check_opset(opset_version)
@@ -328,8 +336,16 @@ def export(
         logger.info("capturing %s (training=%s)", type(model).__name__, is_training)
         with times.stage("capture"):
             captured_here = captured is None
-            captured = capture(model, args) if captured_here else _unshared(captured)
-            if opset < SEQUENCE_OPSET:  # no ONNX sequences: a list input becomes one input per item
+            if dynamo and captured_here:
+                captured = capture_program(model, args, _dynamic_shapes(model, args, dynamic_shapes, dynamic_axes,
+                                                                        input_names))
+            elif not captured_here and captured.front_end == EXPORT and dynamic_shapes is not None:
+                raise ExportArgumentError("dynamic_shapes is given with a capture: pass it to prepare_capture")
+            else:
+                captured = capture(model, args) if captured_here else _unshared(captured)
+            if captured.front_end == EXPORT:
+                captured = at_opset(captured, opset)
+            elif opset < SEQUENCE_OPSET:  # no ONNX sequences: one input per item
                 captured = split_list_inputs(captured)
         if captured_here:  # PyTorch's trace (or scripted graph) is the floor; our passes over it are not
             times.move(captured.graph_passes_seconds, "capture", "capture passes")
@@ -340,6 +356,8 @@ def export(
             _check_dynamic_axes_names(dynamic_axes, names_in, names_out)
             naming.refuse_complex_boundary(captured, names_in, names_out)
             axes = _normalize_dynamic_axes(dynamic_axes)
+            if captured.front_end == EXPORT:
+                axes = program_axes(captured, names_in, names_out, axes)
             session = ExportSession(
                 opset=opset,
                 static_shapes=not axes,
@@ -352,9 +370,13 @@ def export(
             inputs, params = naming.graph_inputs(captured, names_in, axes, export_params)
         if logger.isEnabledFor(logging.INFO):  # counting the nodes walks the whole graph
             logger.info("converting %d TorchScript nodes at opset %d", len(list(captured.graph.nodes())), opset)
-        converter = Converter(session, source_locations=verbose)
         with times.stage("convert"):
-            graph = converter.convert_graph(captured.graph, inputs + params)
+            if captured.front_end == EXPORT:
+                converter = FxConverter(session)
+                graph = converter.convert_program(captured, inputs + params)
+            else:
+                converter = Converter(session, source_locations=verbose)
+                graph = converter.convert_graph(captured.graph, inputs + params)
             names_in = naming.lay_out_inputs(graph, inputs, params, names_in, export_params)
             naming.name_outputs(graph, names_out, session)
         logger.info("optimizing %d ONNX nodes", len(graph.nodes))
@@ -390,13 +412,24 @@ def prepare_capture(
     training: TrainingMode = TrainingMode.EVAL,
     *,
     kwargs: Mapping[str, Any] | None = None,
+    dynamo: bool = False,
+    dynamic_shapes: Mapping[str, Any] | Sequence[Any] | None = None,
+    dynamic_axes: Mapping[str, Mapping[int, str]] | Mapping[str, Sequence[int]] | None = None,
+    input_names: Sequence[str] | None = None,
 ) -> Capture:
     """Capture ``model`` on ``args`` as :func:`export` would (in the ``training`` mode, with
-    ``is_in_onnx_export()`` true), for ``export(..., captured=...)`` to reuse: tracing once, exporting many times."""
+    ``is_in_onnx_export()`` true), for ``export(..., captured=...)`` to reuse: tracing once, exporting many times.
+    ``dynamo=True`` captures with torch.export, whose program fixes which axes are dynamic: give ``dynamic_shapes``
+    or ``dynamic_axes`` (with the ``input_names`` they refer to) here, and the same ``dynamic_axes`` to the exports."""
     args = _with_keyword_arguments(args, kwargs)
     _check_tensors_hold_data(_state_tensors(model), args)
+    _check_capture_choice(dynamo, dynamic_shapes, model)
     training = enum_member(TrainingMode, training, "training")
     with _exporting(), select_model_mode_for_export(model, training):
+        if dynamo:
+            axes = dict(dynamic_axes or {})
+            _check_dynamic_axes_shape(axes)
+            return capture_program(model, args, _dynamic_shapes(model, args, dynamic_shapes, axes, input_names))
         return capture(model, args)
 
 
@@ -404,6 +437,8 @@ def _unshared(captured: Capture) -> Capture:
     if not isinstance(captured, Capture):
         raise ExportArgumentError(
             f"captured must be a Capture from exporter.prepare_capture, got {type(captured).__name__}")
+    if captured.front_end == EXPORT:  # at_opset decomposes a copy of the program
+        return captured
     # The converter's passes rewrite the TorchScript graph they read: each export gets its own copy.
     return dataclasses.replace(captured, graph=captured.graph.copy())
 
@@ -442,12 +477,31 @@ def pretty_text(model: onnx.ModelProto) -> str:
 
 
 # -- argument checks ------------------------------------------------------------------------------------------
-def _check_dynamo(dynamo: Any) -> None:
-    if dynamo is not False:
-        raise ExportArgumentError(
-            f"dynamo={dynamo!r}: this exporter is the TorchScript-based export (dynamo=False); the torch.export-based "
-            "exporter (dynamo=True) is PyTorch's own (its onnx.export with dynamo=True)"
-        )
+def _check_capture_choice(dynamo: Any, dynamic_shapes: Any, model: Any) -> None:
+    if not isinstance(dynamo, bool):
+        raise ExportArgumentError(f"dynamo must be True (capture with torch.export) or False (TorchScript), "
+                                  f"got {dynamo!r}")
+    if dynamic_shapes is not None and not dynamo:
+        raise ExportArgumentError("dynamic_shapes is torch.export's form of dynamic axes and needs dynamo=True; "
+                                  "with dynamo=False give dynamic_axes")
+    if dynamo:
+        check_dynamic_shapes(dynamic_shapes)
+
+
+def _dynamic_shapes(model: Any, args: Any, dynamic_shapes: Any, dynamic_axes: dict, input_names) -> Any:
+    """``dynamic_shapes`` as given, else ``dynamic_axes`` translated to torch.export's form (by the names the inputs
+    will have: ``input_names`` over the defaults)."""
+    if dynamic_shapes is not None:
+        if dynamic_axes:
+            raise ExportArgumentError("give dynamic_shapes or dynamic_axes, not both")
+        return dynamic_shapes
+    if not dynamic_axes:
+        return None
+    tensors = [t for t in flatten(split_args(args))[0] if isinstance(t, torch.Tensor)]
+    names = naming.user_input_names(model, args, tensors, input_names)
+    by_position = {names.index(key): axes for key, axes in _normalize_dynamic_axes(dynamic_axes).items()
+                   if key in names}
+    return dynamic_shapes_from_axes(model, args, by_position)
 
 
 def _state_tensors(model: Any) -> list[Any]:

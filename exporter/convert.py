@@ -19,10 +19,10 @@ from exporter.capture import MODE_FRAME
 from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import optional, quantized
-from exporter.mutation import is_in_place
+from exporter.capture.mutation import is_in_place
 from exporter.options import OperatorExportTypes
 from exporter.registry import REGISTRY
-from exporter.ts_types import outputs_of, ts_value_type
+from exporter.ts_types import TORCHSCRIPT_FACTS, outputs_of, ts_value_type
 
 ATEN_DOMAIN = "org.pytorch.aten"
 PYTHON_OP = "prim::PythonOp"
@@ -40,6 +40,7 @@ class Converter:
     def __init__(self, session: ExportSession, source_locations: bool = False):
         self.session = session
         self.source_locations = source_locations  # verbose export: node doc_strings name the model's source line
+        session.facts = session.facts or TORCHSCRIPT_FACTS
         session.convert_block = self._convert_block
         session.inline_block = self._inline_block
         # ONNX node name -> TorchScript scope of the node it came from (export_modules_as_functions groups by it).
@@ -182,24 +183,7 @@ class Converter:
 
     def _call_symbolic(self, ctx: GraphContext, node, args: list[Any]) -> Any:
         kind = node.kind()
-        has_optional, has_quantized = _special_arguments(args)
-        if has_optional and kind not in _TAKES_OPTIONALS:
-            raise SymbolicValueError(
-                f"{kind} receives a value that may be None at run time (an Optional[Tensor] input, or a value a "
-                "branch or loop may set to None); only `is None` tests and the value refined by one "
-                "(`if x is not None: ...x...`) are supported"
-            )
-        symbolic_fn = self._lookup(kind)
-        try:
-            if (has_quantized and kind not in quantized.STRUCTURAL_OPS
-                    and not getattr(symbolic_fn, "takes_quantized", False)):
-                result = quantized.call_on_dequantized(ctx, symbolic_fn, args)
-            else:
-                result = symbolic_fn(ctx, *args)
-        except OnnxExporterError as error:
-            if isinstance(error, UnsupportedOperatorError) or str(error).startswith(kind):
-                raise
-            raise type(error)(f"{kind}: {error}") from error
+        result = call_symbolic(ctx, self._lookup(kind), kind, args)
         if result is None and any(o.type().kind() == "TensorType" for o in outputs_of(node)):
             # As documented, a symbolic returns None when it cannot convert this use of the op.
             raise UnsupportedOperatorError(kind, self.session.opset, reason="its symbolic returned None")
@@ -432,6 +416,28 @@ def _is_constant(arg: Any) -> bool:
     return True
 
 
+def call_symbolic(ctx: GraphContext, symbolic_fn: Callable, kind: str, args: list[Any]) -> Any:
+    """Call ``symbolic_fn`` (the op library's conversion of ``kind``) on ``args``, whichever front end captured the
+    op: optional arguments only where the op takes them, quantized ones dequantized unless the symbolic takes them
+    as they are, and the symbolic's own errors prefixed with the op."""
+    has_optional, has_quantized = _special_arguments(args)
+    if has_optional and kind not in _TAKES_OPTIONALS:
+        raise SymbolicValueError(
+            f"{kind} receives a value that may be None at run time (an Optional[Tensor] input, or a value a "
+            "branch or loop may set to None); only `is None` tests and the value refined by one "
+            "(`if x is not None: ...x...`) are supported"
+        )
+    try:
+        if (has_quantized and kind not in quantized.STRUCTURAL_OPS
+                and not getattr(symbolic_fn, "takes_quantized", False)):
+            return quantized.call_on_dequantized(ctx, symbolic_fn, args)
+        return symbolic_fn(ctx, *args)
+    except OnnxExporterError as error:
+        if isinstance(error, UnsupportedOperatorError) or str(error).startswith(kind):
+            raise
+        raise type(error)(f"{kind}: {error}") from error
+
+
 def _special_arguments(args: list[Any]) -> tuple[bool, bool]:
     """(whether an argument, or an item of a list argument, is an optional; whether a quantized tensor is among the
     arguments, at any depth): one pass, as every symbolic call asks both."""
@@ -464,7 +470,7 @@ def _known_arguments(node, args: list[Any]) -> list[Any] | None:
     run time: its arguments when all are constants; for ``self.new_zeros(size)`` and its kin, which read only
     ``self``'s element type, an empty tensor of that type in place of ``self``."""
     kind = node.kind()
-    if not _foldable_kind(kind):  # an aten:: node owns no blocks
+    if not foldable_kind(kind):  # an aten:: node owns no blocks
         return None
     if kind in _FACTORIES_OF_SELF_TYPE and args and isinstance(args[0], ir.Value):
         if args[0].kind != ir.TENSOR or args[0].dtype not in dtypes.ONNX_TO_TORCH:
@@ -474,7 +480,7 @@ def _known_arguments(node, args: list[Any]) -> list[Any] | None:
 
 
 @functools.cache
-def _foldable_kind(kind: str) -> bool:
+def foldable_kind(kind: str) -> bool:
     """Whether a node of ``kind`` whose inputs are all constants may be computed at export time. In-place ops may:
     the mutation pass has made the graph functional (every later use reads the op's result, not its input), so
     such an op is computed on a copy of its input, as its symbolic computes a new value."""

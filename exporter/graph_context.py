@@ -36,6 +36,69 @@ _BOOL_OUTPUT_OPS = frozenset(
 _INT64_OUTPUT_OPS = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero", "NonMaxSuppression"})
 
 
+class NodeFacts:
+    """What a symbolic may ask about the op it converts beyond its arguments' values, answered by the front end
+    that captured the graph (:class:`exporter.ts_types.TorchScriptFacts`, :class:`exporter.fx_facts.FxFacts`).
+    ``node`` is the front end's own node; a symbolic never reads it, only these answers (through its
+    :class:`GraphContext`)."""
+
+    def kind(self, node) -> str:
+        """The op as "namespace::name" (``aten::add``)."""
+        raise NotImplementedError
+
+    def overload(self, node) -> str:
+        """The schema's overload name ("Tensor", "out", "" for the default one)."""
+        raise NotImplementedError
+
+    def argument_names(self, node) -> list[str]:
+        """The schema's argument names, in the order the symbolic receives its arguments."""
+        raise NotImplementedError
+
+    def input_count(self, node) -> int:
+        """How many arguments the symbolic receives (every schema argument, defaults included)."""
+        raise NotImplementedError
+
+    def input_type(self, node, index: int) -> str:
+        """The type of argument ``index`` as the schema spells it ("Tensor", "int[]", "Device", "NoneType" for an
+        argument given as None)."""
+        raise NotImplementedError
+
+    def input_layout(self, node, index: int) -> tuple[tuple | None, tuple | None]:
+        """(sizes, strides) the capture recorded for tensor argument ``index`` (None where unknown)."""
+        raise NotImplementedError
+
+    def input_producer(self, node, index: int) -> tuple[str, str]:
+        """(kind, overload) of the op that computed argument ``index`` (kind "" for a graph input or constant)."""
+        raise NotImplementedError
+
+    def input_is_size_of(self, node, index: int, of_index: int, dim: int) -> bool:
+        """Whether argument ``index`` is ``size(dim)`` of argument ``of_index`` (through int/tensor conversions)."""
+        raise NotImplementedError
+
+    def output_count(self, node) -> int:
+        raise NotImplementedError
+
+    def output_type(self, node, index: int, static_shapes: bool) -> tuple[int | None, tuple | None]:
+        """(ONNX element type, shape) the capture recorded for output ``index``; dims are None unless static."""
+        raise NotImplementedError
+
+    def output_readers(self, node, index: int) -> list[tuple[str, str, int]]:
+        """The ops that read output ``index``: (kind, overload, argument position) each."""
+        raise NotImplementedError
+
+    def output_is_quantized(self, node, index: int) -> bool:
+        """Whether output ``index`` holds quantized tensors (a tensor or a list of them)."""
+        raise NotImplementedError
+
+    def output_is_optional(self, node, index: int) -> bool:
+        """Whether output ``index`` is typed Optional (may be None at run time)."""
+        raise NotImplementedError
+
+    def list_output_length(self, node, index: int) -> int | None:
+        """How many tensors the list that output ``index`` returns holds, where the capture knows it."""
+        raise NotImplementedError
+
+
 @dataclass
 class ExportSession:
     """State shared by every graph context of one export."""
@@ -52,6 +115,7 @@ class ExportSession:
     inline_block: Callable | None = None  # set by the converter: (ctx, ts_block, inputs) -> block results
     _counter: Any = field(default_factory=lambda: itertools.count())
     used_domains: set[str] = field(default_factory=set)
+    facts: NodeFacts | None = None  # set by the front end's driver: what symbolics may ask about its nodes
     workarounds: frozenset[str] | None = None  # runtime workarounds enabled (None: all); see exporter/lowering/runtime.py
     used_workarounds: set[str] = field(default_factory=set)  # the ones this export's model depends on
 
@@ -65,7 +129,7 @@ class GraphContext:
     def __init__(self, session: ExportSession, graph: ir.Graph):
         self.session = session
         self.graph = graph
-        self.node = None  # the TorchScript node being converted
+        self.node = None  # the captured node being converted (the front end's own; symbolics ask through facts)
         self.scope = ""
 
     # -- basic facts -------------------------------------------------------------------------------------
@@ -80,6 +144,70 @@ class GraphContext:
     @property
     def training(self) -> bool:
         return self.session.training
+
+    # -- the op being converted, as its front end recorded it -------------------------------------------------------
+    @property
+    def op_kind(self) -> str:
+        """The op being converted ("aten::add"), for dispatch on a shared symbolic and for error texts."""
+        return self.session.facts.kind(self.node) if self.node is not None else "this op"
+
+    @property
+    def overload(self) -> str:
+        return self.session.facts.overload(self.node)
+
+    def has_argument(self, name: str) -> bool:
+        """Whether the op's schema has an argument called ``name`` (which overload this is)."""
+        return name in self.session.facts.argument_names(self.node)
+
+    def argument(self, args: Any, name: str) -> Any:
+        """The value of the schema argument called ``name`` among ``args`` (all of them, from the first); None if
+        the schema has none."""
+        for argument, value in zip(self.session.facts.argument_names(self.node), args):
+            if argument == name:
+                return value
+        return None
+
+    @property
+    def input_count(self) -> int:
+        return self.session.facts.input_count(self.node)
+
+    def input_type(self, index: int) -> str:
+        return self.session.facts.input_type(self.node, index)
+
+    def input_layout(self, index: int = 0) -> tuple[tuple | None, tuple | None]:
+        return self.session.facts.input_layout(self.node, index)
+
+    def input_producer(self, index: int) -> tuple[str, str]:
+        return self.session.facts.input_producer(self.node, index)
+
+    def input_is_size_of(self, index: int, of_index: int, dim: int) -> bool:
+        return self.session.facts.input_is_size_of(self.node, index, of_index, dim)
+
+    @property
+    def output_count(self) -> int:
+        return self.session.facts.output_count(self.node)
+
+    def output_dtype(self, index: int = 0) -> int | None:
+        """The element type the capture recorded for output ``index``."""
+        return self.session.facts.output_type(self.node, index, True)[0]
+
+    def output_shape(self, index: int = 0) -> tuple | None:
+        return self.session.facts.output_type(self.node, index, self.static_shapes)[1]
+
+    def output_readers(self, index: int = 0) -> list[tuple[str, str, int]]:
+        return self.session.facts.output_readers(self.node, index)
+
+    def output_used(self, index: int = 0) -> bool:
+        return bool(self.output_readers(index))
+
+    def output_is_quantized(self, index: int = 0) -> bool:
+        return self.session.facts.output_is_quantized(self.node, index)
+
+    def output_is_optional(self, index: int = 0) -> bool:
+        return self.session.facts.output_is_optional(self.node, index)
+
+    def list_output_length(self, index: int = 0) -> int | None:
+        return self.session.facts.list_output_length(self.node, index)
 
     def subcontext(self, graph: ir.Graph) -> GraphContext:
         sub = GraphContext(self.session, graph)

@@ -38,7 +38,7 @@ def input_names(model: Any, args: Any, captured: Capture, given: Sequence[str] |
 
 def output_names(captured: Capture, given: Sequence[str] | None) -> list[str]:
     """Names of the graph outputs: ``given`` over the defaults ``output`` (one) or ``output_0``, ``output_1``, ..."""
-    count = len(list(captured.graph.outputs()))
+    count = captured.output_count
     # A quantized output is three ONNX outputs (integers, scale, zero point).
     count += sum(len(quantized.boundary_examples(t)) - 1 for t in captured.example_outputs or [])
     names = [f"output_{i}" if count > 1 else "output" for i in range(count)]
@@ -71,6 +71,14 @@ def refuse_complex_boundary(captured: Capture, names_in: list[str], names_out: l
 def output_examples(captured: Capture) -> list[Any]:
     """The example outputs as the graph outputs they become, one per ONNX output."""
     return [e for example in captured.example_outputs or [] for e in quantized.boundary_examples(example)]
+
+
+def user_input_names(model: Any, args: Any, user_inputs: list, given: Sequence[str] | None) -> list[str]:
+    """The names the model's inputs get: ``given`` over the defaults (see :func:`input_names`)."""
+    names = _default_user_input_names(model, args, user_inputs)
+    given = list(given or [])[: len(names)]
+    names[: len(given)] = given
+    return names
 
 
 def _default_user_input_names(model: Any, args: Any, user_inputs: list) -> list[str]:

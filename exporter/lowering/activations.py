@@ -11,7 +11,6 @@ from exporter.lowering.core import (
     FLOAT,
     cast,
     normalize_dim,
-    output_dtype,
     require_rank,
     reshape,
     torch_dtype_arg,
@@ -54,7 +53,7 @@ def softmax_op(g, op_type, x, dim, dtype):
     if dtype is not None:
         x = cast(g, x, dtypes.onnx_from_torch(torch_dtype_arg(dtype)))
     elif not dtypes.is_float(g.dtype(x)):
-        x = cast(g, x, output_dtype(g) or FLOAT)
+        x = cast(g, x, g.output_dtype() or FLOAT)
     rank = require_rank(g, x)
     if rank == 0:
         # ONNX's Softmax needs rank >= 1: the single element is normalized as a 1-element vector.

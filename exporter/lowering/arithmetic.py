@@ -114,7 +114,7 @@ def min_max(g, op_type, a, b):
         return g.op("And" if op_type == "Min" else "Or", a, b)
     if dtypes.is_float(dtype):
         if dtype == DOUBLE and g.opset < 8:
-            raise unsupported(g.node.kind(), g.opset, "ONNX Runtime has no double Min/Max before opset 8: needs opset >= 8")
+            raise unsupported(g.op_kind, g.opset, "ONNX Runtime has no double Min/Max before opset 8: needs opset >= 8")
         return g.op(op_type, *_broadcast_for_opset7(g, a, b))
     if g.opset >= 12:
         return g.op(op_type, a, b)

@@ -99,6 +99,6 @@ def select(g, condition, a, b):
         blended = g.op("Add", b, g.op("Mul", g.op("Sub", a, b), g.op("Cast", condition, to_i=work)))
         return cast(g, blended, dtype)
     raise unsupported(
-        g.node.kind(), g.opset,
+        g.op_kind, g.opset,
         "selecting between float tensors needs ONNX Where (an arithmetic blend is wrong for inf/NaN): needs opset >= 9",
     )

@@ -12,7 +12,6 @@ from onnx import TensorProto
 from exporter import dtypes, ir
 from exporter.errors import SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import GraphContext
-from exporter.ts_types import ts_value_type
 
 INT32 = TensorProto.INT32
 INT64 = TensorProto.INT64
@@ -55,17 +54,6 @@ def constant_value(x: Any) -> Any:
     return x
 
 
-def output_dtype(g: GraphContext, index: int = 0) -> int | None:
-    """The element type TorchScript recorded for output ``index`` of the node being converted."""
-
-    return ts_value_type(list(g.node.outputs())[index], True)[0]
-
-
-def output_shape(g: GraphContext, index: int = 0) -> tuple | None:
-
-    return ts_value_type(list(g.node.outputs())[index], g.static_shapes)[1]
-
-
 def torch_dtype_arg(code: Any) -> torch.dtype | None:
     """A TorchScript ``dtype`` argument (ScalarType code or None) as a torch dtype."""
     if code is None:
@@ -98,7 +86,7 @@ def cast(g: GraphContext, x: Any, to: int) -> ir.Value:
     if x.dtype == to:
         return x
     if to in (TensorProto.COMPLEX64, TensorProto.COMPLEX128):
-        raise UnsupportedOperatorError(g.node.kind() if g.node else "Cast", g.opset,
+        raise UnsupportedOperatorError(g.op_kind if g.node else "Cast", g.opset,
                                        reason="complex tensors: ONNX's Cast has no complex types")
     if x.const is not None and not x.is_param:
         return g.const(x.const, to)
@@ -246,10 +234,10 @@ def slice_op(
 
     if g.opset < 10:
         if steps is not None and any(int(constant_value(s)) != 1 for s in steps):
-            raise UnsupportedOperatorError(g.node.kind() if g.node else "Slice", g.opset, 10)
+            raise UnsupportedOperatorError(g.op_kind if g.node else "Slice", g.opset, 10)
         if not all(is_constant(v) for v in list(starts) + list(ends)):
             raise UnsupportedOperatorError(
-                g.node.kind() if g.node else "Slice", g.opset, 10, reason="slice bounds computed at run time need Slice with input bounds: needs opset >= 10"
+                g.op_kind if g.node else "Slice", g.opset, 10, reason="slice bounds computed at run time need Slice with input bounds: needs opset >= 10"
             )
         return g.op(
             "Slice", g.value(x), axes_i=list(axes),
@@ -291,21 +279,9 @@ def g_scalar_mul(g: GraphContext, x: Any, factor: Any) -> Any:
     return g.op("Mul", x, scalar_like(g, factor, x))
 
 
-def schema_argument(g, args, name):
-    """The input of the node being converted whose schema argument is called ``name`` (None if absent)."""
-    try:
-        schema = torch._C.parse_schema(g.node.schema())
-    except RuntimeError:
-        return None
-    for argument, value in zip(schema.arguments, args):
-        if argument.name == name:
-            return value
-    return None
-
-
 def require_opset(g: GraphContext, opset: int, what: str) -> None:
     """Declare that ``what`` (a form of the op being converted) needs ``opset``: below it, raise the error that
     names the op, the target opset and the lowest opset that would work."""
     if g.opset < opset:
-        op = g.node.kind() if g.node is not None else "this op"
+        op = g.op_kind if g.node is not None else "this op"
         raise UnsupportedOperatorError(op, g.opset, reason=f"{what}: needs opset >= {opset}")

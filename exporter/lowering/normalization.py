@@ -56,7 +56,7 @@ def _channels(g, input, *candidates):
             return c.shape[0]
     if input.shape and isinstance(input.shape[1], int):
         return input.shape[1]
-    raise unsupported(g.node.kind(), g.opset, "the channel count is not known")
+    raise unsupported(g.op_kind, g.opset, "the channel count is not known")
 
 
 def _batch_norm_from_batch_statistics(g, input, weight, bias, eps):
@@ -77,7 +77,7 @@ def _batch_norm_from_batch_statistics(g, input, weight, bias, eps):
 
 def _batch_norm_training(g, input, weight, bias, running_mean, running_var, momentum, eps):
     if g.opset < 9:
-        raise unsupported(g.node.kind(), g.opset, "batch norm in training mode needs opset >= 9")
+        raise unsupported(g.op_kind, g.opset, "batch norm in training mode needs opset >= 9")
     if g.opset >= 14 and not (_untrained(running_mean, running_var) and applies(g, BATCH_NORM_TRAINING_DECOMPOSED)):
         out, mean, var = g.op("BatchNormalization", input, weight, bias, running_mean, running_var,
                               epsilon_f=eps, momentum_f=1 - momentum, training_mode_i=1, outputs=3)

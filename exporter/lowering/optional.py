@@ -35,7 +35,7 @@ def require_optional(g: GraphContext, what: str, op: str | None = None, opset: i
     """Below ``opset``, refuse ``what`` (something only an ONNX optional can express), naming that opset: 15 for
     optionals themselves, 16 for optionals that If or Loop pass on (:data:`CONTROL_FLOW_OPTIONAL_OPSET`)."""
     if g.opset < opset:
-        op = op or (g.node.kind() if g.node is not None else "a None value")
+        op = op or (g.op_kind if g.node is not None else "a None value")
         where = "ONNX optional values" if opset == OPTIONAL_OPSET else "If and Loop to pass ONNX optional values on"
         raise UnsupportedOperatorError(op, g.opset, opset, f"{what}: that needs {where}: needs opset >= {opset}")
 
@@ -64,7 +64,7 @@ def wrap(g: GraphContext, x: Any) -> ir.Value:
         return x
     if x.kind != ir.TENSOR:
         raise UnsupportedOperatorError(
-            g.node.kind() if g.node is not None else "Optional", g.opset,
+            g.op_kind if g.node is not None else "Optional", g.opset,
             reason=f"a value that is a {x.kind} or None at run time: only optional tensors are supported",
         )
     out = g.op("Optional", x)

@@ -111,7 +111,7 @@ def _ceil_mode_pads(g, input, kernel, stride, pads, dilation):
     """Extra end padding that makes floor-mode pooling produce ceil-mode output sizes."""
     dims = g.dims(input)
     if dims is None or any(d is None for d in dims[2:]):
-        raise unsupported(g.node.kind(), g.opset, "ceil_mode=True with dynamic spatial sizes needs opset >= 10")
+        raise unsupported(g.op_kind, g.opset, "ceil_mode=True with dynamic spatial sizes needs opset >= 10")
     extra = []
     for size, k, s, p, d in zip(dims[2:], kernel, stride, pads, dilation):
         effective = d * (k - 1) + 1

@@ -53,7 +53,7 @@ def contains_quantized(args: Any) -> bool:
 
 def require_qdq(g, axis: int | None = None) -> None:
     """QuantizeLinear/DequantizeLinear exist from opset 10, one scale per channel from opset 13."""
-    what = g.node.kind() if g.node is not None else "a quantized tensor"
+    what = g.op_kind if g.node is not None else "a quantized tensor"
     if g.opset < QDQ_OPSET:
         raise UnsupportedOperatorError(
             what, g.opset, QDQ_OPSET, f"quantized tensors are QuantizeLinear/DequantizeLinear: needs opset >= {QDQ_OPSET}")
@@ -67,7 +67,7 @@ def quantize(g, x, scale, zero_point, integer_type: int, axis: int | None = None
     """QuantizeLinear of float ``x``: ``clamp(round_half_even(x / scale) + zero_point)``, as PyTorch quantizes."""
     require_qdq(g, axis)
     if integer_type not in (TensorProto.UINT8, TensorProto.INT8):
-        raise unsupported(g.node.kind(), g.opset, "QuantizeLinear produces uint8 or int8 only (qint32 is not expressible)")
+        raise unsupported(g.op_kind, g.opset, "QuantizeLinear produces uint8 or int8 only (qint32 is not expressible)")
     scale = cast(g, g.value(scale), FLOAT)
     zero_point = cast(g, g.value(zero_point), integer_type)
     attributes = {} if axis is None else {"axis_i": axis}
@@ -152,7 +152,7 @@ _ROUND_OPSET = 11
 
 def integer_type_of_code(g, code: int) -> int:
     if code not in _QUANTIZED_CODES:
-        raise unsupported(g.node.kind(), g.opset, f"dtype code {code} is not a quantized dtype (quint8, qint8, qint32)")
+        raise unsupported(g.op_kind, g.opset, f"dtype code {code} is not a quantized dtype (quint8, qint8, qint32)")
     return _QUANTIZED_CODES[code]
 
 
@@ -186,10 +186,9 @@ def call_on_dequantized(g, fn, args: list) -> Any:
     ``_FIXED_QPARAMS``."""
     first = _first_qtensor(args)
     result = fn(g, *dequantized(g, args))
-    outputs = list(g.node.outputs())
-    if len(outputs) == 1:
-        return _requantize(g, result, outputs[0], first)
-    return type(result)(_requantize(g, r, o, first) for r, o in zip(result, outputs))
+    if g.output_count == 1:
+        return _requantize(g, result, 0, first)
+    return type(result)(_requantize(g, r, i, first) for i, r in enumerate(result))
 
 
 def _first_qtensor(args: Any) -> QTensor:
@@ -201,27 +200,15 @@ def _first_qtensor(args: Any) -> QTensor:
     raise AssertionError("no quantized argument")
 
 
-def _requantize(g, result: Any, ts_output, like: QTensor) -> Any:
+def _requantize(g, result: Any, index: int, like: QTensor) -> Any:
     if isinstance(result, (list, tuple)):
-        return type(result)(_requantize(g, r, ts_output, like) for r in result)
-    if not isinstance(result, ir.Value) or not _is_quantized_output(ts_output):
+        return type(result)(_requantize(g, r, index, like) for r in result)
+    if not isinstance(result, ir.Value) or not g.output_is_quantized(index):
         return result
-    fixed = _FIXED_QPARAMS.get(g.node.kind().rstrip("_"), {}).get(like.integer_type)
+    fixed = _FIXED_QPARAMS.get(g.op_kind.rstrip("_"), {}).get(like.integer_type)
     if fixed is not None:
         return quantize(g, result, fixed[0], fixed[1], like.integer_type)
     return quantize(g, result, like.scale, like.zero_point, like.integer_type, like.axis)
-
-
-def _is_quantized_output(ts_value) -> bool:
-    """Whether a TorchScript output holds quantized tensors. A scripted graph records no dtype: an output of an
-    op on quantized tensors is then taken to be quantized too, as it is for every op such a graph can hold."""
-    t = ts_value.type()
-    if t.kind() == "ListType":
-        t = t.getElementType()
-    if t.kind() != "TensorType":
-        return False
-    scalar = t.scalarType()
-    return scalar is None or scalar in dtypes.QUANTIZED_SCALAR_NAMES
 
 
 # -- the model's boundary ----------------------------------------------------------------------------------------

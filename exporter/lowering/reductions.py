@@ -17,7 +17,6 @@ from exporter.lowering.core import (
     cast,
     constant_value,
     normalize_dim,
-    output_dtype,
     reduce_op,
     require_rank,
     reshape,
@@ -105,7 +104,7 @@ def reduction_axes(g, x, dim) -> list[int] | None:
 
 def reduction_result_type(g, x, dtype_arg=None, integers_to: int | None = None) -> int:
     """The output type: TorchScript's record, else the ``dtype`` argument, else the input's (ints promoted)."""
-    recorded = output_dtype(g)
+    recorded = g.output_dtype()
     if recorded is not None:
         return recorded
     requested = torch_dtype_arg(dtype_arg)

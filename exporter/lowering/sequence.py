@@ -29,7 +29,7 @@ def has_sequences(g) -> bool:
 def require_sequences(g, what: str) -> None:
     """Raise the unsupported-operator error for ``what`` below the opset that introduced sequences."""
     if g.opset < SEQUENCE_OPSET:
-        kind = g.node.kind() if g.node is not None else "sequence"
+        kind = g.op_kind if g.node is not None else "sequence"
         raise unsupported(kind, g.opset, f"{what} needs ONNX sequences: needs opset >= {SEQUENCE_OPSET}")
 
 
@@ -77,7 +77,7 @@ def is_list_tensor(g, x, position: int = 0) -> bool:
     1-d int64 tensor: an int list with items known only at run time (``x.shape`` of a tensor with dynamic dims).
     Only the node's TorchScript type tells it from a tensor."""
     return (is_value(x) and x.kind == ir.TENSOR and g.node is not None
-            and g.node.inputsAt(position).type().kind() == "ListType")
+            and g.input_type(position).endswith("[]"))
 
 
 def list_concat(g, items, other):
@@ -93,7 +93,7 @@ def list_concat(g, items, other):
         out.dtype, out.shape = INT64, (None if None in lengths else sum(lengths),)
         return out
     if not isinstance(other, (list, tuple)):
-        kind = g.node.kind() if g.node is not None else "list concatenation"
+        kind = g.op_kind if g.node is not None else "list concatenation"
         raise unsupported(kind, g.opset, "concatenating two lists whose lengths are both known only at run time")
     sequence = as_sequence(g, items)
     for element in other:

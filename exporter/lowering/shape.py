@@ -230,7 +230,7 @@ def arange_indices(g, count) -> object:
     if g.opset >= 9:
         ones = g.op("ConstantOfShape", count, value_t=np.array([1], dtype=np.int64))
         return squeeze(g, g.op("NonZero", ones), [0])
-    raise unsupported(g.node.kind(), g.opset, "a run-time index range needs ConstantOfShape/NonZero: needs opset >= 9")
+    raise unsupported(g.op_kind, g.opset, "a run-time index range needs ConstantOfShape/NonZero: needs opset >= 9")
 
 
 def position_compare_type(g) -> int:
@@ -250,7 +250,7 @@ def pad_op(g, x, pad: list, mode: str, value=None):
     pads = None if whole else _onnx_pads(list(pad if isinstance(pad, (list, tuple)) else constant_value(pad)), rank)
     if (whole or not all(is_constant(p) for p in pads)) and g.opset < 11:
         # (worded so that callers matching PyTorch's exporter's message for this case keep working)
-        raise unsupported(g.node.kind(), g.opset, "Unsupported: ONNX export of Pad with sizes computed at run time. "
+        raise unsupported(g.op_kind, g.opset, "Unsupported: ONNX export of Pad with sizes computed at run time. "
                           "The sizes of the padding must be constant before Pad takes them as an input: needs opset >= 11")
     if g.opset >= 11:
         inputs = [x, _run_time_onnx_pads(g, pad, rank) if whole else to_int64_list_value(g, pads)]

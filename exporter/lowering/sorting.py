@@ -21,7 +21,7 @@ def top_k(g, x, k, axis, largest=True):
     x = g.value(x)
     if g.opset < 11 and not dtypes.is_float(x.dtype):
         if x.dtype == INT64:
-            raise unsupported(g.node.kind(), g.opset, "int64 topk/sort needs opset >= 11")
+            raise unsupported(g.op_kind, g.opset, "int64 topk/sort needs opset >= 11")
         values, indices = top_k(g, cast(g, x, DOUBLE), k, axis, largest)
         return cast(g, values, x.dtype), indices
     if g.opset < 11 and not largest:
@@ -29,7 +29,7 @@ def top_k(g, x, k, axis, largest=True):
         return g.op("Neg", values), indices
     if g.opset < 10:
         if is_value(k) and not _is_constant_value(k):
-            raise unsupported(g.node.kind(), g.opset, "a k computed at run time needs opset >= 10")
+            raise unsupported(g.op_kind, g.opset, "a k computed at run time needs opset >= 10")
         if int(constant_value(k)) == 0:
             # TopK-1 requires k >= 1: the k = 0 result (e.g. sorting an empty axis) is an empty slice.
             values = slice_op(g, x, [axis], [0], [0])

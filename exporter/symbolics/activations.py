@@ -82,7 +82,7 @@ def leaky_relu(g, self, negative_slope=0.01):
 @parse_args("v", "f", "f", "b")
 def rrelu(g, self, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     if training:
-        raise unsupported(g.node.kind(), g.opset, "rrelu in training mode draws random slopes, which ONNX cannot reproduce")
+        raise unsupported(g.op_kind, g.opset, "rrelu in training mode draws random slopes, which ONNX cannot reproduce")
     return leaky_relu(g, self, (lower + upper) / 2)
 
 

@@ -117,9 +117,9 @@ def _arange(g, size):
 @parse_args("v", "v", "v", "v", "f", "b", "v", "b")
 def scaled_dot_product_attention(g, query, key, value, attn_mask, dropout_p, is_causal, scale=None, enable_gqa=False):
     if dropout_p > 0:
-        raise unsupported(g.node.kind(), g.opset, "attention dropout is random in PyTorch even in eval mode")
+        raise unsupported(g.op_kind, g.opset, "attention dropout is random in PyTorch even in eval mode")
     if enable_gqa and _head_count(g, query) != _head_count(g, key):
-        raise unsupported(g.node.kind(), g.opset, "grouped-query attention (enable_gqa) is not supported")
+        raise unsupported(g.op_kind, g.opset, "grouped-query attention (enable_gqa) is not supported")
     mask = causal_mask(g, query, key) if is_causal else attn_mask
     added = additive_mask(g, mask, query) if mask is not None else None
     out, _ = attend(g, query, key, value, added, constant_value(scale), safe=True)

@@ -14,17 +14,15 @@ from exporter.lowering.core import (
     cast,
     constant_value,
     is_value,
-    output_dtype,
-    schema_argument,
 )
 from exporter.registry import symbolic
 
 
 def _target_from_arguments(g, args):
-    other = schema_argument(g, args, "other")
+    other = g.argument(args, "other")
     if other is not None:
         return g.dtype(other)
-    code = schema_argument(g, args, "dtype")
+    code = g.argument(args, "dtype")
     if code is None or is_value(code):
         return None
     return dtypes.onnx_from_torch(dtypes.torch_dtype_from_code(int(constant_value(code))))
@@ -35,7 +33,7 @@ def _target_from_arguments(g, args):
           "aten::_cast_Double", "aten::_cast_Bool")
 def to(g, self, *args):
     """Cast ``self`` to the dtype the conversion produces (no node when it already has it)."""
-    target = output_dtype(g) or _target_from_arguments(g, (self, *args))
+    target = g.output_dtype() or _target_from_arguments(g, (self, *args))
     if target is None:
         if g.dtype(self) is None:
             raise SymbolicValueError("the target dtype of this conversion is not known at export time")

@@ -27,7 +27,7 @@ def _operands(g, self, other):
 
 
 def _compares_devices(g) -> bool:
-    return all(value.type().kind() == "DeviceObjType" for value in g.node.inputs())
+    return all(g.input_type(i).startswith("Device") for i in range(g.input_count))
 
 
 @symbolic("aten::eq", "aten::eq_")
@@ -131,7 +131,7 @@ def _bitwise_not(g, self, integer_not):
     if dtype == BOOL:
         return g.op("Not", self)
     if not dtypes.is_integer(dtype):
-        raise unsupported(g.node.kind(), g.opset, "bitwise_not is defined only for bool and integer tensors")
+        raise unsupported(g.op_kind, g.opset, "bitwise_not is defined only for bool and integer tensors")
     return integer_not(self, dtype)
 
 

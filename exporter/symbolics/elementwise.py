@@ -34,7 +34,6 @@ from exporter.lowering.core import (
     cast,
     constant_value,
     is_value,
-    output_dtype,
     promote,
     promote_all,
     require_opset,
@@ -154,7 +153,7 @@ def remainder_mod(g, self, other):
 
 
 def _pow_type(g, self, exponent):
-    return output_dtype(g) if g.node.kind() == "aten::float_power" else promote(g, self, exponent)
+    return g.output_dtype() if g.op_kind == "aten::float_power" else promote(g, self, exponent)
 
 
 def _zero_base_exponent(g, base, exponent):
@@ -195,7 +194,7 @@ def pow_integers(g, self, exponent):
 
 @symbolic("aten::square")
 def square(g, self):
-    dtype = output_dtype(g) or promote(g, self)
+    dtype = g.output_dtype() or promote(g, self)
     return arith(g, "Mul", self, self, dtype)
 
 
@@ -448,7 +447,7 @@ def fmax(g, self, other):
 
 @symbolic("aten::clamp", "aten::clamp_", "aten::clip", "aten::clip_")
 def clamp(g, self, min=None, max=None):
-    dtype = output_dtype(g) or promote(g, *(a for a in (self, min, max) if a is not None))
+    dtype = g.output_dtype() or promote(g, *(a for a in (self, min, max) if a is not None))
     return clamp_value(g, cast(g, self, dtype), min, max)
 
 
@@ -600,13 +599,13 @@ def _shift(g, self, other, direction: str):
     """``self << other`` / ``self >> other`` for integers. Unsigned types: ONNX BitShift (opset 11). Signed
     types: multiplication by 2^other, and floor division by it (arithmetic shift: -5 >> 1 == -3), written as a
     truncating Div corrected down by one where it rounded towards zero, which is right whichever way Div rounds."""
-    dtype = output_dtype(g) or g.dtype(self)
+    dtype = g.output_dtype() or g.dtype(self)
     self = cast(g, self, dtype)
     if dtype in _UNSIGNED:
         require_opset(g, 11, "shifting unsigned integers needs BitShift")
         return g.op("BitShift", self, cast(g, other, dtype), direction_s=direction)
     if not dtypes.is_integer(dtype):
-        raise unsupported(g.node.kind(), g.opset, "bit shifts of non-integer tensors")
+        raise unsupported(g.op_kind, g.opset, "bit shifts of non-integer tensors")
     factor = _power_of_two(g, other, dtype)
     if direction == "LEFT":
         return g.op("Mul", self, factor)
@@ -629,7 +628,7 @@ def rshift(g, self, other):
 @parse_args("v", "v")
 def logit(g, self, eps=None):
     """logit(x, eps) = log(z / (1 - z)) with z = x clamped to [eps, 1 - eps] when eps is given."""
-    dtype = output_dtype(g) or FLOAT
+    dtype = g.output_dtype() or FLOAT
     z = cast(g, self, dtype)
     if constant_value(eps) is not None:
         eps = float(constant_value(eps))

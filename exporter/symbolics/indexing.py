@@ -428,7 +428,7 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
             self = _fill_hits(g, self, dim, index, reduce)
         return scatter_extreme_elements(g, self, dim, index, updates, largest=reduce == "amax")
     if reduce not in ("sum", "prod"):
-        raise unsupported(g.node.kind(), g.opset,
+        raise unsupported(g.op_kind, g.opset,
                           f"scatter_reduce '{reduce}' has no ONNX form up to opset 16 (ScatterElements reduces by "
                           "max/min from 18; a mean divides by counts that no scatter before 18 gives)")
     if reduce == "prod":
@@ -595,7 +595,7 @@ def bucketize(g, self, boundaries, out_int32=False, right=False):
     boundary, as in PyTorch."""
     right, out_int32 = bool(constant_value(right)), bool(constant_value(out_int32))
     if is_value(self) and require_rank(g, boundaries) != 1:
-        raise unsupported(g.node.kind(), g.opset, "boundaries must be 1-D")
+        raise unsupported(g.op_kind, g.opset, "boundaries must be 1-D")
     x = unsqueeze(g, self, [require_rank(g, self)])
     boundaries = cast(g, boundaries, g.dtype(self))
     at_or_above = less(g, x, boundaries) if right else less_equal(g, x, boundaries)

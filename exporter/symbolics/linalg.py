@@ -119,7 +119,7 @@ def cross(g, self, other, dim=None):
         shape = g.shape(a)
         dim = next((i for i, s in enumerate(shape or ()) if s == 3), None)
         if dim is None:
-            raise unsupported(g.node.kind(), g.opset, "cross without dim needs an axis of static size 3")
+            raise unsupported(g.op_kind, g.opset, "cross without dim needs an axis of static size 3")
     axis = normalize_dim(int(dim), rank)
 
     def shifted(x, order):
@@ -159,7 +159,7 @@ def lowered_einsum(g, equation, tensors, path=None):
     inputs, output = _parse_equation(g, _without_spaces(equation), operands)
     for letters in inputs:
         if len(set(letters)) != len(letters):
-            raise unsupported(g.node.kind(), g.opset, "einsum with a repeated index (a diagonal) needs opset >= 12")
+            raise unsupported(g.op_kind, g.opset, "einsum with a repeated index (a diagonal) needs opset >= 12")
     acc, acc_letters = operands[0], inputs[0]
     for index in range(1, len(operands)):
         needed = set(output).union(*inputs[index + 1 :])
@@ -199,7 +199,7 @@ def _parse_equation(g, equation, operands):
     lhs, arrow, rhs = equation.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(operands):
-        raise unsupported(g.node.kind(), g.opset, "einsum operand count does not match its equation")
+        raise unsupported(g.op_kind, g.opset, "einsum operand count does not match its equation")
     used = set(equation)
     spare = [c for c in string.ascii_letters if c not in used]
     ellipsis_rank = max((require_rank(g, x) - len(t.replace("...", "")) for t, x in zip(terms, operands) if "..." in t),

@@ -75,7 +75,7 @@ def _same_pads(g, weight, dilation):
     does. Explicit pads rather than auto_pad: ONNX Runtime rejects auto_pad SAME with dilation."""
     kernel = list(weight.shape[2:]) if weight.shape else None
     if kernel is None or any(not isinstance(k, int) for k in kernel):
-        raise unsupported(g.node.kind(), g.opset, "padding='same' needs a static kernel size")
+        raise unsupported(g.op_kind, g.opset, "padding='same' needs a static kernel size")
     totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
     return [t // 2 for t in totals] + [t - t // 2 for t in totals]
 
@@ -132,7 +132,7 @@ def dropout(g, input, p, train):
     trivial = _trivial_dropout(g, input, p, train)
     if trivial is not None:
         return trivial
-    kind = g.node.kind().rstrip("_")
+    kind = g.op_kind.rstrip("_")
     keep = _keep_mask(g, input, p, per_channel=kind.startswith("aten::feature"))
     if "alpha" not in kind:
         return g.op("Mul", g.op("Mul", input, keep), scalar_like(g, 1.0 / (1.0 - p), input))
@@ -172,7 +172,7 @@ def _keep_mask(g, input, p, per_channel):
     if per_channel:
         rank = require_rank(g, input)
         if rank < 3:
-            raise unsupported(g.node.kind(), g.opset, "feature dropout needs an input with spatial axes")
+            raise unsupported(g.op_kind, g.opset, "feature dropout needs an input with spatial axes")
         spatial = list(range(2, rank))
         shape_source = slice_op(g, input, spatial, [0] * len(spatial), [1] * len(spatial))
     uniform = g.op("RandomUniformLike", shape_source, low_f=0.0, high_f=1.0)
@@ -216,3 +216,19 @@ def weight_norm(g, v, magnitude, dim):
 @parse_args("v", "v", "v", "v", "v", "b", "f", "f", "b")
 def batch_norm(g, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
     return normalize_batch(g, input, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+@symbolic("aten::native_batch_norm")
+@parse_args("v", "v", "v", "v", "v", "b", "f", "f")
+def native_batch_norm(g, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """batch_norm as torch.export's programs hold it: (output, save_mean, save_invstd). The saved statistics serve
+    the backward pass only; no export reads them."""
+    return normalize_batch(g, input, weight, bias, running_mean, running_var, training, momentum, eps), None, None
+
+
+@symbolic("aten::_native_batch_norm_legit_no_training")
+@parse_args("v", "v", "v", "v", "v", "f", "f")
+def batch_norm_inference(g, input, weight, bias, running_mean, running_var, momentum, eps):
+    """The functional eval-mode batch_norm of torch.export's programs: (output, save_mean, save_invstd) as
+    :func:`native_batch_norm`."""
+    return native_batch_norm(g, input, weight, bias, running_mean, running_var, False, momentum, eps)

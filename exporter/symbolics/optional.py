@@ -16,7 +16,7 @@ from exporter.registry import symbolic
 def is_(g, self, other):
     """``x is None`` / ``x is not None``: OptionalHasElement on an optional, else decided at export time (a
     tensor value is never None; two Python values compare as Python does)."""
-    negate = g.node.kind() == "aten::__is__"
+    negate = g.op_kind == "aten::__is__"
     for maybe, other_side in ((self, other), (other, self)):
         if optional.is_optional(maybe) and other_side is None:
             holding = optional.has_element(g, maybe)
@@ -33,6 +33,6 @@ def is_(g, self, other):
 def unchecked_cast(g, x, *unused):
     """The tensor an optional holds, where TorchScript has established that it holds one; anything else is
     already of the refined type."""
-    if optional.is_optional(x) and g.node.output().type().kind() != "OptionalType":
+    if optional.is_optional(x) and not g.output_is_optional(0):
         return optional.get_element(g, x)
     return x

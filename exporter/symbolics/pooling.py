@@ -28,7 +28,7 @@ def _batched(pool_symbolic):
 
     @functools.wraps(pool_symbolic)
     def batched_pool(g, input, *args):
-        spatial = int(re.search(r"pool(\d)d", g.node.kind()).group(1))
+        spatial = int(re.search(r"pool(\d)d", g.op_kind).group(1))
         if require_rank(g, input) != spatial + 1:
             return pool_symbolic(g, input, *args)
         outputs = pool_symbolic(g, unsqueeze(g, input, [0]), *args)
@@ -51,15 +51,12 @@ def max_pool(g, input, kernel_size, stride, padding, dilation, ceil_mode):
 @_batched
 def avg_pool(g, input, kernel_size, stride, padding, ceil_mode, count_include_pad=True, divisor_override=None):
     if _has_divisor(g):
-        raise unsupported(g.node.kind(), g.opset, "divisor_override has no ONNX equivalent")
+        raise unsupported(g.op_kind, g.opset, "divisor_override has no ONNX equivalent")
     return average_pool(g, input, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
 
 def _has_divisor(g) -> bool:
-    inputs = list(g.node.inputs())
-    if len(inputs) < 7:
-        return False
-    return inputs[6].type().kind() != "NoneType"
+    return g.input_count >= 7 and g.input_type(6) != "NoneType"
 
 
 def _adaptive(g, op_type, global_op, input, output_size):
@@ -96,10 +93,10 @@ def _adaptive_kernel(g, input, output_size):
     """The window (and stride) that pools the static spatial sizes down to ``output_size``: they must divide."""
     dims = g.dims(input)
     if dims is None or any(d is None for d in dims[2:]):
-        raise unsupported(g.node.kind(), g.opset, "adaptive pooling to a size other than 1 needs static spatial sizes")
+        raise unsupported(g.op_kind, g.opset, "adaptive pooling to a size other than 1 needs static spatial sizes")
     sizes = dims[2:]
     if any(s % o for s, o in zip(sizes, output_size)):
-        raise unsupported(g.node.kind(), g.opset, "adaptive pooling needs input sizes divisible by the output sizes")
+        raise unsupported(g.op_kind, g.opset, "adaptive pooling needs input sizes divisible by the output sizes")
     return [s // o for s, o in zip(sizes, output_size)]
 
 
@@ -116,7 +113,7 @@ def adaptive_avg_pool(g, input, output_size):
 def adaptive_max_pool(g, input, output_size):
     """(values, indices); the indices only where the model uses them: then the windows must be static, and MaxPool's
     Indices output (opset 8) is made per-plane as for max_pool_with_indices."""
-    if not list(g.node.outputs())[1].uses():
+    if not g.output_used(1):
         return _adaptive(g, "MaxPool", "GlobalMaxPool", input, output_size), None
     require_opset(g, 8, "the indices of adaptive max pooling")
     spatial = _spatial(g, input)

@@ -12,7 +12,6 @@ from exporter.lowering.core import (
     cast,
     constant_value,
     is_value,
-    output_dtype,
     reshape,
     to_int64_list_value,
     torch_dtype_arg,
@@ -118,7 +117,7 @@ def to_int(g, x):
 def to_float(g, x):
     if not is_value(x):
         return float(constant_value(x))
-    out = cast(g, x, output_dtype(g) or 11)
+    out = cast(g, x, g.output_dtype() or 11)
     out.is_number = True
     return out
 
@@ -172,7 +171,7 @@ def tensor_from_data(g, data, dtype=None, device=None, *unused):
     if not is_value(data) and not (isinstance(data, list) and any(is_value(d) for d in data)):
         return torch.tensor(constant_value(data), dtype=target)
     explicit = dtypes.onnx_from_torch(target) if target is not None else None
-    dtype = explicit or output_dtype(g) or _data_type(g)
+    dtype = explicit or g.output_dtype() or _data_type(g)
     if is_value(data) and data.kind == ir.SEQUENCE:
         # A list of numbers a loop built (``torch.tensor([2 for _ in range(n)])``): its 0-d items stacked.
         stacked = concat_from_sequence(g, data, 0, new_axis=True)

@@ -35,7 +35,7 @@ def _integer_type(g, quant_min: int, quant_max: int) -> tuple[int, int, int]:
     for onnx_type, low, high in _RANGES:
         if low <= quant_min and quant_max <= high:
             return onnx_type, low, high
-    raise unsupported(g.node.kind(), g.opset, f"quantization range [{quant_min}, {quant_max}] does not fit 8 bits")
+    raise unsupported(g.op_kind, g.opset, f"quantization range [{quant_min}, {quant_max}] does not fit 8 bits")
 
 
 def _fake_quantize(g, x, scale, zero_point, quant_min: int, quant_max: int, axis: int | None):

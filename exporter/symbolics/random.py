@@ -23,9 +23,7 @@ from exporter.lowering.core import (
     cast,
     constant_value,
     is_value,
-    output_dtype,
     require_rank,
-    schema_argument,
     squeeze,
     torch_dtype_arg,
     unsqueeze,
@@ -39,11 +37,11 @@ _DRAWABLE = (TensorProto.FLOAT16, FLOAT, TensorProto.DOUBLE)
 
 def _seed(g, args) -> dict:
     """``seed_f`` from a constant torch.Generator argument; nothing (ONNX Runtime picks) when none is given."""
-    generator = schema_argument(g, args, "generator")
+    generator = g.argument(args, "generator")
     if isinstance(generator, torch.Generator):
         return {"seed_f": float(generator.initial_seed())}
     if generator is not None:
-        raise unsupported(g.node.kind(), g.opset, "a random generator computed at run time")
+        raise unsupported(g.op_kind, g.opset, "a random generator computed at run time")
     return {}
 
 
@@ -75,10 +73,10 @@ def _size(size):
 
 def _result_type(g, args, default: int | None) -> int:
     """The explicit ``dtype`` argument, else the type TorchScript recorded (scripts record none), else ``default``."""
-    explicit = torch_dtype_arg(schema_argument(g, args, "dtype"))
+    explicit = torch_dtype_arg(g.argument(args, "dtype"))
     if explicit is not None:
         return dtypes.onnx_from_torch(explicit)
-    return output_dtype(g) or default or FLOAT
+    return g.output_dtype() or default or FLOAT
 
 
 @symbolic("aten::rand")
@@ -122,8 +120,8 @@ def _random_integers(g, args, low, high, dtype: int, shape=None, like=None):
 @symbolic("aten::randint")
 def randint(g, *args):
     """randint(high, size, ...) / randint.low(low, high, size, ...): int64 unless a dtype is given."""
-    low = schema_argument(g, args, "low") or 0
-    high, size = schema_argument(g, args, "high"), schema_argument(g, args, "size")
+    low = g.argument(args, "low") or 0
+    high, size = g.argument(args, "high"), g.argument(args, "size")
     return _random_integers(g, args, low, high, _result_type(g, args, INT64), _size(size))
 
 
@@ -131,8 +129,8 @@ def randint(g, *args):
 def randint_like(g, self, *args):
     """randint_like(self, high, ...) / randint_like.low_dtype(self, low, high, ...): self's dtype unless given."""
     args = (self, *args)
-    low = schema_argument(g, args, "low") or 0
-    high = schema_argument(g, args, "high")
+    low = g.argument(args, "low") or 0
+    high = g.argument(args, "high")
     return _random_integers(g, args, low, high, _result_type(g, args, g.dtype(self)), *_like(g, self))
 
 
@@ -140,9 +138,9 @@ def randint_like(g, self, *args):
 def bernoulli(g, self, *args):
     """bernoulli(self) draws 1 with probability self; bernoulli(self, p) / self.bernoulli_(p) with probability p
     (a float or a tensor), shaped and typed like self: a uniform draw compared with the probability."""
-    probability = schema_argument(g, (self, *args), "p")
+    probability = g.argument((self, *args), "p")
     probability = self if probability is None else probability
-    dtype = output_dtype(g) or g.dtype(self)
+    dtype = g.output_dtype() or g.dtype(self)
     compute = dtype if dtype in _DRAWABLE else FLOAT
     uniform = _draw(g, (self, *args), "Uniform", compute, *_like(g, self), low_f=0.0, high_f=1.0)
     return cast(g, less(g, uniform, cast(g, probability, compute)), dtype)
@@ -171,8 +169,8 @@ def multinomial(g, self, num_samples, replacement=False, generator=None):
 @symbolic("aten::normal")
 def normal(g, mean, std, *args):
     """normal(mean, std[, size]): mean and std may each be a float or a tensor (the result broadcasts them)."""
-    size = schema_argument(g, (mean, std, *args), "size")
-    dtype = output_dtype(g) or g.dtype(mean if is_value(mean) else std) or FLOAT
+    size = g.argument((mean, std, *args), "size")
+    dtype = g.output_dtype() or g.dtype(mean if is_value(mean) else std) or FLOAT
     mean, std = cast(g, mean, dtype), cast(g, std, dtype)
     if size is not None:
         shape, like = _size(size), None

@@ -20,7 +20,6 @@ from exporter.lowering.core import (
     constant_value,
     is_value,
     normalize_dim,
-    output_dtype,
     reduce_op,
     require_rank,
     reshape,
@@ -42,7 +41,7 @@ INT32 = TensorProto.INT32
 
 
 def _is_overload(g, name: str) -> bool:
-    return f".{name}(" in g.node.schema()
+    return g.overload == name
 
 
 # -- sum, mean, prod -------------------------------------------------------------------------------------------
@@ -180,7 +179,7 @@ def _moments(g, x, args):
             correction = 1 if third is None else third
         else:
             correction = 1 if third else 0
-    out = output_dtype(g) or x.dtype
+    out = g.output_dtype() or x.dtype
     compute = accumulation_type(out)
     x = cast(g, x, compute)
     axes = reduction_axes(g, x, dim)
@@ -262,7 +261,7 @@ def any_(g, self, dim=None, keepdim=False):
 
 def _truth_reduction(g, op_type, x, dim, keepdim):
     truth = cast(g, cast(g, x, BOOL), INT32)
-    out = output_dtype(g) or BOOL
+    out = g.output_dtype() or BOOL
     result = reduce(g, op_type, truth, reduction_axes(g, x, dim), bool(constant_value(keepdim)))
     return cast(g, cast(g, result, BOOL), out)
 
@@ -271,7 +270,7 @@ def _truth_reduction(g, op_type, x, dim, keepdim):
 def count_nonzero(g, self, dim=None):
     """count_nonzero(self, int? dim) and .dim_IntList(self, int[] dim); NaN counts as nonzero, as in PyTorch."""
     if is_value(dim):
-        raise unsupported(g.node.kind(), g.opset, "the dimensions must be constants")
+        raise unsupported(g.op_kind, g.opset, "the dimensions must be constants")
     counts = cast(g, cast(g, self, BOOL), INT64)
     return reduce(g, "ReduceSum", counts, reduction_axes(g, self, dim), False)
 
@@ -301,7 +300,7 @@ def linalg_matrix_norm(g, self, ord, dim, keepdim, dtype):
     if ord == "fro":
         return vector_norm(g, self, 2, [rows, columns], keepdim, dtype)
     if ord not in (1, -1, math.inf, -math.inf):
-        raise unsupported(g.node.kind(), g.opset, f"the matrix norm ord={ord!r} needs singular values, which ONNX "
+        raise unsupported(g.op_kind, g.opset, f"the matrix norm ord={ord!r} needs singular values, which ONNX "
                                                   "has no operator for")
     out = reduction_result_type(g, self, dtype)
     summed, extreme = (rows, columns) if abs(ord) == 1 else (columns, rows)

@@ -51,7 +51,7 @@ def _spatial_count(g, input) -> int:
 
 
 def _is_vec_overload(g) -> bool:
-    return "scale_factors" in str(g.node.schema())
+    return g.has_argument("scale_factors")
 
 
 def _scales_argument(g, input, scale_args) -> list[float] | None:
@@ -67,7 +67,7 @@ def _scales_argument(g, input, scale_args) -> list[float] | None:
     if all(s is None for s in given):
         return None
     if any(s is None or s <= 0 for s in given):
-        raise unsupported(g.node.kind(), g.opset, "scale factors given for some axes only have no ONNX equivalent")
+        raise unsupported(g.op_kind, g.opset, "scale factors given for some axes only have no ONNX equivalent")
     return given
 
 
@@ -111,7 +111,7 @@ class _Request:
             return
         for length, scale, out in zip(self.in_dims, self.scales, sizes):
             if math.floor(length * scale) != out:
-                raise unsupported(g.node.kind(), g.opset,
+                raise unsupported(g.op_kind, g.opset,
                                   f"output size {out} is not floor({length} * {scale}), which ONNX Resize requires")
 
     @property
@@ -205,7 +205,7 @@ def _resize_legacy(g, request: _Request):
         if factors is not None:
             return upsample_by_integer_factors(g, request.input, factors)
     if not _gatherable(request):
-        raise unsupported(g.node.kind(), g.opset,
+        raise unsupported(g.op_kind, g.opset,
                           f"{request.mode} resize with dynamic spatial sizes needs opset >= 11")
     return _resize_by_gathers(g, request)
 
@@ -378,9 +378,9 @@ def upsample_antialiased(g, input, output_size, align_corners, *scales):
     widens the filter by the scale factor, and taps outside the image are dropped and the rest renormalized
     (``exclude_outside``), as in PyTorch's antialiased kernels."""
     if constant_value(align_corners):
-        raise unsupported(g.node.kind(), g.opset, "antialiased interpolation with align_corners=True has no ONNX "
+        raise unsupported(g.op_kind, g.opset, "antialiased interpolation with align_corners=True has no ONNX "
                           "form (Resize's antialiased filter centres differ from PyTorch's there)")
-    if g.node.kind() == "aten::_upsample_bilinear2d_aa":
+    if g.op_kind == "aten::_upsample_bilinear2d_aa":
         return _resize_11(g, _linear(g, input, output_size, align_corners, *scales), antialias_i=1,
                           exclude_outside_i=1)
     return _resize_11(g, _bicubic(g, input, output_size, align_corners, *scales), antialias_i=1,
@@ -389,7 +389,7 @@ def upsample_antialiased(g, input, output_size, align_corners, *scales):
 
 @symbolic("aten::_upsample_lanczos2d_aa")
 def upsample_lanczos(g, *args):
-    raise unsupported(g.node.kind(), g.opset, "ONNX Resize has no Lanczos filter at any opset")
+    raise unsupported(g.op_kind, g.opset, "ONNX Resize has no Lanczos filter at any opset")
 
 
 # -- grid_sample ---------------------------------------------------------------------------------------------

@@ -64,7 +64,7 @@ def _static_shape(g, value) -> list[int]:
         return list(value.const.shape)
     dims = g.static_dims(value)
     if dims is None:
-        raise unsupported(g.node.kind(), g.opset, "recurrent weights need a known shape")
+        raise unsupported(g.op_kind, g.opset, "recurrent weights need a known shape")
     return dims
 
 
@@ -130,9 +130,9 @@ def _recurrent(g, kind: _Kind, input, states: list, params: list, has_biases: bo
     directions = 2 if bidirectional else 1
     per_direction = 2 + (2 if has_biases else 0)
     if len(params) != num_layers * directions * per_direction:
-        raise unsupported(g.node.kind(), g.opset, "LSTM projections (proj_size) have no ONNX equivalent")
+        raise unsupported(g.op_kind, g.opset, "LSTM projections (proj_size) have no ONNX equivalent")
     if train and dropout > 0 and num_layers > 1:
-        raise unsupported(g.node.kind(), g.opset, "dropout between recurrent layers in training mode has no ONNX "
+        raise unsupported(g.op_kind, g.opset, "dropout between recurrent layers in training mode has no ONNX "
                                                    "equivalent")
     params = [g.value(p) for p in params]
     hidden = _static_shape(g, params[1])[1]
@@ -217,7 +217,7 @@ def _cell(g, kind: _Kind, input, states: list, w_ih, w_hh, b_ih, b_hh):
     params = [w_ih, w_hh] + ([b_ih, b_hh] if b_ih is not None else [])
     has_biases = b_ih is not None
     if has_biases and b_hh is None:
-        raise unsupported(g.node.kind(), g.opset, "a cell with only one of its two biases")
+        raise unsupported(g.op_kind, g.opset, "a cell with only one of its two biases")
     batched = g.rank(input) != 1
     step = unsqueeze(g, input, [0] if batched else [0, 1])
     states = [None if s is None else unsqueeze(g, s, [0] if batched else [0, 1]) for s in states]
@@ -264,15 +264,15 @@ _SEQUENCE_LENGTHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ba
 _RECURRENT_OPS = ("aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu")
 
 
-def _is_packed_op(ts_node) -> bool:
+def _is_packed_op(kind: str, overload: str) -> bool:
     """True for the PackedSequence overloads of the recurrent ops (``aten::lstm.data`` ...)."""
-    return ts_node.kind() in _RECURRENT_OPS and "batch_sizes" in str(ts_node.schema())
+    return kind in _RECURRENT_OPS and overload == "data"
 
 
 def _packed_or_padded(g, args):
     """Split a recurrent op's arguments after its input: (sequence_lens or None, the padded overload's arguments).
     The packed overload has ``batch_sizes`` second and no ``batch_first`` (packed data is time-major)."""
-    if not _is_packed_op(g.node):
+    if not _is_packed_op(g.op_kind, g.overload):
         return None, args
     require_opset(g, 9, "packed sequences need Where/NonZero")
     _require_padded_form(g)
@@ -283,26 +283,25 @@ def _packed_or_padded(g, args):
 
 def _require_padded_form_readers(g):
     """Refuse a packed sequence whose data is read by anything that expects PyTorch's packed layout."""
-    for use in list(g.node.outputs())[0].uses():
-        reader = use.user
-        if use.offset != 0 or not (_is_packed_op(reader) or reader.kind() == "aten::_pad_packed_sequence"):
-            raise unsupported(g.node.kind(), g.opset,
-                              f"the data of the packed sequence is read by {reader.kind()}; the export keeps packed "
+    for kind, overload, position in g.output_readers(0):
+        if position != 0 or not (_is_packed_op(kind, overload) or kind == "aten::_pad_packed_sequence"):
+            raise unsupported(g.op_kind, g.opset,
+                              f"the data of the packed sequence is read by {kind}; the export keeps packed "
                               "data padded, which only recurrent layers and pad_packed_sequence can read")
 
 
 def _require_padded_form(g):
     """Refuse packed data that pack_padded_sequence or a recurrent layer did not produce in padded form."""
-    producer = list(g.node.inputs())[0].node()
-    if producer.kind() != "aten::_pack_padded_sequence" and not _is_packed_op(producer):
-        raise unsupported(g.node.kind(), g.opset,
-                          f"packed data made by {producer.kind()}, not by pack_padded_sequence or a recurrent layer")
+    kind, overload = g.input_producer(0)
+    if kind != "aten::_pack_padded_sequence" and not _is_packed_op(kind, overload):
+        raise unsupported(g.op_kind, g.opset,
+                          f"packed data made by {kind}, not by pack_padded_sequence or a recurrent layer")
 
 
 def _sequence_lengths(g, batch_sizes):
     lengths = _SEQUENCE_LENGTHS.get(batch_sizes) if is_value(batch_sizes) else None
     if lengths is None:
-        raise unsupported(g.node.kind(), g.opset, "a PackedSequence whose batch sizes do not come from "
+        raise unsupported(g.op_kind, g.opset, "a PackedSequence whose batch sizes do not come from "
                                                   "pack_padded_sequence in the same graph")
     return lengths
 
@@ -350,7 +349,7 @@ def _pad_packed_sequence(g, data, batch_sizes, batch_first, padding_value, total
 def _with_steps(g, data, total_length, padding_value: float):
     """``data`` cut or padded to ``total_length`` steps. The trace passes ``batch_sizes.size(0)`` (the longest
     length, never above the padded input's steps) unless the caller gave a longer total_length."""
-    if _is_step_count(list(g.node.inputs())[4], list(g.node.inputs())[1]):
+    if g.input_is_size_of(4, 1, 0):  # total_length is batch_sizes.size(0)
         return first_steps(g, data, total_length)
     steps = g.static_dims(data)
     if is_constant(total_length) and steps is not None and constant_value(total_length) <= steps[0]:
@@ -359,13 +358,3 @@ def _with_steps(g, data, total_length, padding_value: float):
     extra_shape = g.op("Concat", to_int64_list_value(g, [total_length]), rest, axis_i=0)
     extra = filled(g, extra_shape, padding_value, g.dtype(data))
     return first_steps(g, g.op("Concat", data, extra, axis_i=0), total_length)
-
-
-def _is_step_count(ts_value, ts_batch_sizes) -> bool:
-    """True when ``ts_value`` is ``batch_sizes.size(0)`` (through int/tensor conversions)."""
-    node = ts_value.node()
-    while node.kind() in ("aten::Int", "prim::NumToTensor", "aten::ScalarImplicit"):
-        node = list(node.inputs())[0].node()
-    inputs = list(node.inputs())
-    return (node.kind() == "aten::size" and len(inputs) == 2 and inputs[0].unique() == ts_batch_sizes.unique()
-            and inputs[1].toIValue() == 0)

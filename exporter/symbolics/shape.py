@@ -59,22 +59,18 @@ from exporter.lowering.shape import (
     zero_outside,
 )
 from exporter.registry import parse_args, symbolic, unsupported
-from exporter.ts_types import ts_value_type
 
 
 def traced_dim(g, dim: int, input_index: int = 0) -> int | None:
     """The size the trace recorded for ``dim`` of the node's input (the example's size, even if dynamic)."""
 
-    shape = ts_value_type(list(g.node.inputs())[input_index], True)[1]
+    shape = g.input_layout(input_index)[0]
     return shape[dim] if shape is not None and isinstance(shape[dim], int) else None
 
 
 def list_output_count(g) -> int | None:
     """How many tensors the list returned by the current node holds, read from its ListUnpack consumer."""
-    for use in list(g.node.outputs())[0].uses():
-        if use.user.kind() in ("prim::ListUnpack", "prim::TupleUnpack"):
-            return len(list(use.user.outputs()))
-    return None
+    return g.list_output_length(0)
 
 
 # -- size queries ---------------------------------------------------------------------------------------------
@@ -203,7 +199,7 @@ def repeat_interleave(g, self, repeats, dim=None, output_size=None):
     of run-time length): Gather with the indices :func:`repeat_indices` computes (opset 9).
     ``repeat_interleave(repeats)`` (no input) is those indices themselves.
     """
-    if len(list(g.node.inputs())) == 2:  # repeat_interleave(repeats, *, output_size): constant ones are folded
+    if g.input_count == 2:  # repeat_interleave(repeats, *, output_size): constant ones are folded
         return repeat_indices(g, reshape(g, self, [-1]))
     if dim is None or constant_value(dim) is None:
         self, dim = reshape(g, self, [-1]), 0
@@ -955,13 +951,12 @@ def as_strided(g, self, size, stride, storage_offset=None):
     """as_strided(size, stride, storage_offset): element [i, j, ...] is storage[offset + i*stride0 + j*stride1 ...].
     The storage is the input's flattened elements only when the input is contiguous, which TorchScript's recorded
     strides must show; sizes, strides and offset must be constants (the element positions are precomputed)."""
-    ts_input = list(g.node.inputs())[0].type()
-    sizes, strides = ts_input.sizes(), ts_input.strides()
+    sizes, strides = g.input_layout(0)
     if sizes is None or strides is None or None in sizes or list(strides) != _contiguous_strides(sizes):
-        raise unsupported(g.node.kind(), g.opset, "as_strided of a tensor not known to be contiguous (its storage "
+        raise unsupported(g.op_kind, g.opset, "as_strided of a tensor not known to be contiguous (its storage "
                                                   "order is not its element order)")
     if not all(is_constant(v) for v in (size, stride, storage_offset)):
-        raise unsupported(g.node.kind(), g.opset, "as_strided with sizes, strides or offset known only at run time")
+        raise unsupported(g.op_kind, g.opset, "as_strided with sizes, strides or offset known only at run time")
     size, stride = [int(s) for s in constant_value(size)], [int(s) for s in constant_value(stride)]
     positions = np.full(size, int(constant_value(storage_offset) or 0), dtype=np.int64)
     for axis, (length, step) in enumerate(zip(size, stride)):

@@ -22,7 +22,6 @@ from exporter.lowering.core import (
     constant_value,
     dim_size,
     normalize_dim,
-    output_dtype,
     promote_all,
     require_opset,
     require_rank,
@@ -59,7 +58,7 @@ def _sort(g, x, dim, descending):
 
 def _sort_args(g, args):
     """(dim, descending) from sort/argsort(self, dim, descending) or their .stable(self, stable, dim, descending)."""
-    if "stable" in g.node.schema():
+    if g.has_argument("stable"):
         _, dim, descending = args
     else:
         dim, descending = args
@@ -103,7 +102,7 @@ def kthvalue(g, self, k, dim, keepdim):
 # -- scans -------------------------------------------------------------------------------------------------------
 def _scan_types(g, x, dtype):
     """(output type, compute type) for cumsum/cumprod; integers accumulate as int64 like PyTorch."""
-    out = output_dtype(g)
+    out = g.output_dtype()
     if out is None:
         requested = torch_dtype_arg(dtype)
         out = dtypes.onnx_from_torch(requested) if requested is not None else x.dtype
@@ -180,7 +179,7 @@ def _running_product(g, x, axis):
     rank = require_rank(g, x)
     length = _axis_length(g, x, axis)
     if length is None:
-        raise unsupported(g.node.kind(), g.opset, "cumprod along an axis of dynamic length is not supported "
+        raise unsupported(g.op_kind, g.opset, "cumprod along an axis of dynamic length is not supported "
                                                   "(the scan unrolls over the axis)")
     y = cast(g, x, pad_type(g, x.dtype))
     shift = 1

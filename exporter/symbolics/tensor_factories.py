@@ -22,7 +22,6 @@ from exporter.lowering.core import (
     dim_size,
     is_constant,
     is_value,
-    output_dtype,
     require_opset,
     reshape,
     shape_of,
@@ -48,7 +47,7 @@ def _dtype(g, dtype_arg=None, fallback=None) -> int:
     explicit = torch_dtype_arg(dtype_arg)
     if explicit is not None:
         return dtypes.onnx_from_torch(explicit)
-    return output_dtype(g) or fallback or FLOAT
+    return g.output_dtype() or fallback or FLOAT
 
 
 def _fill_type(g, fill) -> int:
@@ -132,16 +131,16 @@ def zero_(g, self):
 # -- ranges -----------------------------------------------------------------------------------------------------
 def _is_out_overload(g) -> bool:
     """Whether the node is an ``out=`` overload (``aten::arange.out``, ``.start_out``): its last input is ``out``."""
-    return g.node.schema().partition("(")[0].endswith("out")
+    return g.overload.endswith("out")
 
 
 def _bound_count(g) -> int:
     """How many of aten::arange / aten::range's inputs are bounds (start, end, step), whichever overload it is."""
-    inputs = list(g.node.inputs())
+    count = g.input_count
     if _is_out_overload(g):
-        return len(inputs) - 1
+        return count - 1
     # The overloads end with dtype, layout, device, pin_memory; what comes before are the bounds.
-    return len(inputs) - 4 if len(inputs) >= 5 else len(inputs)
+    return count - 4 if count >= 5 else count
 
 
 def _accumulate_type(out: int) -> int:
@@ -296,7 +295,7 @@ def hann_window(g, window_length, *args):
     it, 0.5 - 0.5 * cos(n * (2 pi / d)) for n = 0..length-1, the factor rounded to the result type, d = length when
     periodic (the default) and length - 1 when not; a length of 1 gives [1] (positions from Range/NonZero and a Where:
     opset 9)."""
-    has_periodic = len(list(g.node.inputs())) == 6
+    has_periodic = g.input_count == 6
     periodic = bool(constant_value(args[0])) if has_periodic else True
     out_type = _dtype(g, _first(args[1:] if has_periodic else args))
     work = out_type if out_type in (FLOAT, DOUBLE) else FLOAT
@@ -316,7 +315,7 @@ def hann_window(g, window_length, *args):
 @symbolic("aten::eye")
 def eye(g, n, *args):
     """eye(n[, m]) of run-time size: EyeLike over a ConstantOfShape."""
-    has_columns = len(list(g.node.inputs())) == 6
+    has_columns = g.input_count == 6
     m, options = (args[0], args[1:]) if has_columns else (n, args)
     require_opset(g, 9, "an identity matrix of run-time size needs EyeLike")
     out_type = _dtype(g, _first(options))

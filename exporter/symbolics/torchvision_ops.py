@@ -84,9 +84,8 @@ def _roi_align(g, input, rois, spatial_scale, pooled_height, pooled_width, sampl
 @parse_args("v", "v", "f", "i", "i")
 def roi_pool(g, input, rois, spatial_scale, pooled_height, pooled_width):
     """roi_pool as MaxRoiPool; the argmax output (for the backward pass) has no ONNX equivalent."""
-    argmax = list(g.node.outputs())[1]
-    if argmax.uses():
-        raise unsupported(g.node.kind(), g.opset, "roi_pool's argmax output has no ONNX equivalent")
+    if g.output_used(1):
+        raise unsupported(g.op_kind, g.opset, "roi_pool's argmax output has no ONNX equivalent")
     pooled = g.op("MaxRoiPool", input, rois, pooled_shape_i=[pooled_height, pooled_width],
                   spatial_scale_f=spatial_scale)
     return pooled, None
@@ -95,7 +94,7 @@ def roi_pool(g, input, rois, spatial_scale, pooled_height, pooled_width):
 @symbolic("torchvision::ps_roi_align", "torchvision::ps_roi_pool")
 def position_sensitive_roi(g, *args):
     """Position-sensitive RoI pooling has no ONNX operator at any opset."""
-    raise unsupported(g.node.kind(), g.opset, "position-sensitive RoI pooling has no ONNX operator")
+    raise unsupported(g.op_kind, g.opset, "position-sensitive RoI pooling has no ONNX operator")
 
 
 @symbolic("torchvision::deform_conv2d")

@@ -1,4 +1,4 @@
-"""Capture: turn a model and its example arguments into a TorchScript graph ready for conversion.
+"""The TorchScript front end: turn a model and its example arguments into a TorchScript graph ready for conversion.
 
 ``nn.Module``s are traced; ``ScriptModule``s and ``ScriptFunction``s contribute their own graph. Scripted
 functions called inside a traced module stay scripted (their control flow survives inlining). The result
@@ -21,100 +21,13 @@ from typing import Any, Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
-from exporter import module_state, mutation, script_passes
+import exporter.capture.module_state as module_state
+import exporter.capture.mutation as mutation
+import exporter.capture.script_passes as script_passes
+from exporter.capture.common import SCALARS, SCRIPT, Capture, flatten, flatten_outputs, number_tensor, split_args
 from exporter.errors import CaptureError, ExportArgumentError
 
 _WRAPPER_PREFIX = "model."
-_SCALARS = (bool, int, float)
-
-
-@dataclass
-class Capture:
-    graph: torch._C.Graph
-    # One per graph input before the parameters: a tensor, or a list of tensors (a list input: an ONNX sequence).
-    user_inputs: list[torch.Tensor | list[torch.Tensor]]
-    params: list[tuple[str, torch.Tensor]]
-    example_outputs: list[torch.Tensor] | None
-    tracer_warnings: list[str] = field(default_factory=list)
-    # Every parameter and buffer, used or not (one name per distinct tensor, state_dict order): PyTorch's exporter's
-    # input_names name the model's inputs and then these, so a list naming unused ones is still valid.
-    state_names: list[str] = field(default_factory=list)
-    # Wall time of our TorchScript passes after the trace or the scripted graph (inlining, peepholes, constant
-    # propagation, functionalization, ...): the export's work, apart from what PyTorch spends capturing.
-    graph_passes_seconds: float = 0.0
-
-
-def split_args(args: Any) -> tuple[tuple, dict]:
-    """Split ``export``'s ``args`` into positional arguments and keyword arguments, as documented.
-
-    A tensor is a 1-tuple; a trailing dict holds keyword arguments; a trailing empty dict means the dict
-    before it is positional.
-    """
-    if isinstance(args, torch.Tensor):
-        return (args,), {}
-    if not isinstance(args, tuple):
-        args = (args,)
-    if args and isinstance(args[-1], dict):
-        if not args[-1]:
-            return args[:-1], {}
-        return args[:-1], dict(args[-1])
-    return args, {}
-
-
-def number_tensor(value: bool | int | float) -> torch.Tensor:
-    """The 0-d tensor PyTorch's exporter makes of a Python number argument: bool, int64 or float64."""
-    dtype = torch.bool if isinstance(value, bool) else torch.int64 if isinstance(value, int) else torch.float64
-    return torch.tensor(value, dtype=dtype)
-
-
-def flatten(obj: Any, numbers_as_tensors: bool = False) -> tuple[list[torch.Tensor], Callable[[list], Any]]:
-    """Tensor leaves of a nested tuple/list/dict and a function rebuilding the structure from new leaves.
-
-    With ``numbers_as_tensors``, Python numbers are leaves too, as 0-d tensors (:func:`number_tensor`), and the
-    structure is rebuilt with those tensors in their place: how PyTorch's exporter traces a model, so a number argument
-    becomes a graph input. Other non-tensor leaves (strings, None) are kept as they are, hard-coded. A dict's tensor
-    keys are leaves as well, each just before its value, as PyTorch's exporter feeds them.
-    """
-    leaves: list[torch.Tensor] = []
-
-    def walk(node):
-        if numbers_as_tensors and isinstance(node, _SCALARS):
-            node = number_tensor(node)
-        if isinstance(node, torch.Tensor):
-            index = len(leaves)
-            leaves.append(node)
-            return lambda flat: flat[index]
-        if isinstance(node, (tuple, list)):
-            parts = [walk(item) for item in node]
-            kind = type(node)
-            if kind not in (tuple, list):  # named tuples
-                return lambda flat: kind(*[p(flat) for p in parts])
-            return lambda flat: kind(p(flat) for p in parts)
-        if isinstance(node, dict):
-            # A tensor key is an input too, before its value: the model may compute with it.
-            parts = [(walk(key) if isinstance(key, torch.Tensor) else (lambda flat, key=key: key), walk(value))
-                     for key, value in node.items()]
-            return lambda flat: {key(flat): value(flat) for key, value in parts}
-        return lambda flat: node
-
-    rebuild = walk(obj)
-    return leaves, rebuild
-
-
-def flatten_outputs(obj: Any) -> list[torch.Tensor]:
-    """Tensor outputs in order; dict values in insertion order; None is dropped; other values are errors."""
-    if isinstance(obj, torch.Tensor):
-        return [obj]
-    if obj is None:
-        return []
-    if isinstance(obj, (tuple, list)):
-        return [t for item in obj for t in flatten_outputs(item)]
-    if isinstance(obj, dict):
-        return [t for value in obj.values() for t in flatten_outputs(value)]
-    raise ExportArgumentError(
-        f"the model returned a non-tensor output of type {type(obj).__name__} ({obj!r}); "
-        "ONNX outputs must be tensors (or tuples, lists and dicts of tensors)"
-    )
 
 
 class _FlatCall(torch.nn.Module):
@@ -481,6 +394,7 @@ def _capture_scripted(model, graph, module_c, positional, kwargs, state_dict) ->
     # Captured before the example run: a forward that assigns module attributes changes them, and the export
     # starts from their values at the time of the call, as PyTorch's exporter does.
     captured = _finish(graph, module_c, flat, "", state_dict)
+    captured.front_end = SCRIPT
     try:
         with quiet_torchscript(), torch.no_grad():
             captured.example_outputs = _scripted_example_outputs(model(*positional))
@@ -598,7 +512,7 @@ def _scripted_example_outputs(result: Any) -> list:
     0-d tensor output and a list of tensors one output (an ONNX sequence), as PyTorch's exporter exports them."""
     if isinstance(result, tuple):
         return [item for part in result for item in _scripted_example_outputs(part)]
-    return [number_tensor(result) if isinstance(result, _SCALARS) else result]
+    return [number_tensor(result) if isinstance(result, SCALARS) else result]
 
 
 def _as_given(flat: list[torch.Tensor]) -> list[torch.Tensor]:

@@ -1,0 +1,228 @@
+"""The torch.export front end: ``torch.export.export`` captures the model as an ExportedProgram, whose functional ATen
+graph the FX driver (``exporter/convert_fx.py``) converts through the same op library as the TorchScript captures.
+
+No ``torch.jit`` function runs on this path. The program is decomposed only where the op library has no symbolic for
+an op at the target opset: an op with a symbolic is kept whole (``conv2d``, ``layer_norm``, ``scaled_dot_product_attention``
+stay one op each, as a trace records them), so a decomposition never replaces a conversion that exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import warnings
+from typing import Any, Mapping
+
+import torch
+from torch.export.graph_signature import InputKind, OutputKind
+
+from exporter.capture.common import EXPORT, Capture, flatten, split_args
+from exporter.errors import CaptureError, ExportArgumentError
+from exporter.registry import REGISTRY
+
+# Ops torch.export leaves in a program that assert facts about its inputs (shapes, ranges, metadata) at run time.
+# The ONNX graph checks none of them, as a trace checks none: they are dropped.
+ASSERTION_OPS = frozenset({
+    "aten::_assert_scalar", "aten::_assert_async", "aten::_assert_tensor_metadata", "aten::sym_constrain_range",
+    "aten::sym_constrain_range_for_size", "aten::_functional_sym_constrain_range",
+    "aten::_functional_sym_constrain_range_for_size", "aten::_functional_assert_async", "aten::_print",
+})
+
+
+def capture_program(model: Any, args: Any, dynamic_shapes: Any) -> Capture:
+    """Capture ``model`` called with ``args`` (positional arguments and an optional trailing dict of keyword
+    arguments) with ``torch.export.export`` (non-strict). The program is decomposed for an opset by
+    :func:`at_opset`, so one capture serves exports at several opsets."""
+    if not isinstance(model, torch.nn.Module) or isinstance(model, torch.jit.ScriptModule):
+        raise ExportArgumentError(
+            f"dynamo=True captures with torch.export, which takes an nn.Module, not a {type(model).__name__}; "
+            "export a scripted model with dynamo=False")
+    positional, kwargs = split_args(args)
+    try:
+        with _torch_export_quiet():
+            program = torch.export.export(model, tuple(positional), kwargs=kwargs or None,
+                                          dynamic_shapes=dynamic_shapes, strict=False)
+    except Exception as error:  # torch.export's own refusals: data-dependent control flow, unsupported Python
+        raise CaptureError(f"torch.export could not capture the model: {type(error).__name__}: "
+                           f"{_first_lines(str(error))}") from error
+    return _capture_of(program, positional, kwargs)
+
+
+def at_opset(captured: Capture, opset: int) -> Capture:
+    """``captured`` with its program functionalized (in-place ops made functional), then decomposed where the op
+    library has no symbolic at ``opset``, and only there (the capture itself is left as it is)."""
+    try:
+        with _torch_export_quiet():
+            program = captured.program.run_decompositions({})
+            for _ in range(_DECOMPOSITION_ROUNDS):
+                table = _decompositions_of(_ops_without_symbolics(program, opset))
+                if not table:
+                    break
+                program = program.run_decompositions(table)
+    except Exception as error:
+        raise CaptureError(f"decomposing the exported program failed: {type(error).__name__}: "
+                           f"{_first_lines(str(error))}") from error
+    return dataclasses.replace(captured, graph=program.graph, program=program,
+                               example_outputs=_example_outputs(program))
+
+
+def _first_lines(text: str, count: int = 6) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return "\n".join(lines[:count]) + ("\n..." if len(lines) > count else "")
+
+
+@contextlib.contextmanager
+def _torch_export_quiet():
+    """torch.export's internal deprecation notices (pytree's LeafSpec, ...) concern PyTorch's own code, not the
+    caller's: they are not shown."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.|copyreg")
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.")
+        yield
+
+
+# A decomposition may bring ops that need one in turn (a composite op made of composite ops).
+_DECOMPOSITION_ROUNDS = 4
+
+
+def _ops_without_symbolics(program, opset: int) -> set:
+    return {node.target for node in program.graph.nodes
+            if isinstance(node.target, torch._ops.OpOverload) and _kind_of(node.target) not in ASSERTION_OPS
+            and not REGISTRY.is_supported(_kind_of(node.target), opset)}
+
+
+def _decompositions_of(ops: set) -> dict:
+    """torch.export's decompositions of ``ops``, where it has one (else an op's own implicit one)."""
+    table = torch.export.default_decompositions()
+    found = {}
+    for op in ops:
+        try:
+            found[op] = table[op]
+        except KeyError:
+            if op.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd):
+                found[op] = op.decompose
+    return found
+
+
+def _kind_of(op) -> str:
+    """"aten::add" for ``torch.ops.aten.add.Tensor``."""
+    return op.name().partition(".")[0]
+
+
+def _capture_of(program, positional: tuple, kwargs: dict) -> Capture:
+    signature = program.graph_signature
+    placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
+    params = []
+    user_examples = 0
+    for spec, node in zip(signature.input_specs, placeholders):
+        if spec.kind == InputKind.USER_INPUT:
+            user_examples += isinstance(node.meta.get("val"), torch.Tensor)
+        elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
+            params.append((spec.target, state_tensor(program, spec.target)))
+        elif spec.kind != InputKind.CONSTANT_TENSOR:  # lifted constants stay constants (convert_fx.py)
+            raise CaptureError(f"the exported program takes a {spec.kind.name} input ({spec.target}), which ONNX "
+                               "cannot hold (a script object or an effect token)")
+    tensors = [t for t in flatten((positional, kwargs))[0] if isinstance(t, torch.Tensor)]
+    if len(tensors) != user_examples:
+        raise CaptureError(f"the exported program takes {user_examples} of the {len(tensors)} tensor arguments")
+    # Every parameter and buffer, used or not, as PyTorch's exporter counts them for input_names (see Capture).
+    state_names = list(program.state_dict.keys())
+    state_names += [name for name, _ in params if name not in program.state_dict]
+    return Capture(graph=program.graph, user_inputs=tensors, params=params, example_outputs=_example_outputs(program),
+                   state_names=state_names, front_end=EXPORT, program=program)
+
+
+def state_tensor(program, target: str) -> torch.Tensor:
+    """The parameter, buffer or lifted constant ``target`` of ``program``."""
+    tensor = program.state_dict.get(target)
+    return (program.constants[target] if tensor is None else tensor).detach()
+
+
+def _example_outputs(program) -> list[torch.Tensor]:
+    """Tensors shaped and typed as the program's user outputs (at the example's sizes), without running the model."""
+    output_node = next(node for node in program.graph.nodes if node.op == "output")
+    examples = []
+    for spec, node in zip(program.graph_signature.output_specs, output_node.args[0]):
+        if spec.kind != OutputKind.USER_OUTPUT:
+            continue
+        value = node.meta.get("val") if isinstance(node, torch.fx.Node) else node
+        if not isinstance(value, torch.Tensor):
+            raise ExportArgumentError(
+                f"the model returned a non-tensor output ({value!r}); ONNX outputs must be tensors (or tuples, lists "
+                "and dicts of tensors)")
+        shape = [_hint(dim) for dim in value.shape]
+        examples.append(torch.empty(shape, dtype=value.dtype))
+    return examples
+
+
+def _hint(dim) -> int:
+    """A dim's size at the example (a symbolic dim's hint)."""
+    return dim if isinstance(dim, int) else int(dim.node.hint)
+
+
+def dynamic_shapes_from_axes(model: torch.nn.Module, args: Any, axes_by_position: dict[int, dict[int, str]]):
+    """torch.export's ``dynamic_shapes`` for a ``dynamic_axes`` request, as PyTorch's exporter translates it: each
+    named axis of the tensor arguments is ``Dim.DYNAMIC`` (torch.export decides its range, and may find it static),
+    keyed by ``forward``'s parameter names. ``axes_by_position``: flat tensor argument index -> {axis: name}."""
+    positional, kwargs = split_args(args)
+    try:
+        bound = inspect.signature(model.forward).bind(*positional, **kwargs)
+    except TypeError as error:
+        raise ExportArgumentError(f"the arguments do not fit the model's forward: {error}") from None
+    shapes: dict[str, Any] = {}
+    index = 0
+    for name, value in bound.arguments.items():
+        leaves, _ = flatten(value)
+        if isinstance(value, torch.Tensor):
+            axes = axes_by_position.get(index)
+            shapes[name] = {axis: torch.export.Dim.DYNAMIC for axis in axes} if axes else None
+        else:
+            if any(index + k in axes_by_position for k in range(len(leaves))):
+                raise ExportArgumentError(
+                    f"dynamic_axes names axes of the tensors inside argument {name!r} (a {type(value).__name__}); "
+                    "with dynamo=True give dynamic_shapes in torch.export's form for nested arguments")
+            shapes[name] = None
+        index += len(leaves)
+    return shapes
+
+
+def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
+                 axes: dict[str, dict[int, str]]) -> dict[str, dict[int, str]]:
+    """The dynamic axes of the ONNX model, by input and output name: every symbolic dim of the program's user inputs
+    (named as ``axes`` names it, else after its symbol: ``s77``), and every output dim that is one of those symbols.
+    An axis ``axes`` asks for that the program holds static is an error: the model's code fixed its size."""
+    program = captured.program
+    placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
+    user = [node for spec, node in zip(program.graph_signature.input_specs, placeholders)
+            if spec.kind == InputKind.USER_INPUT and isinstance(node.meta.get("val"), torch.Tensor)]
+    result = {name: dict(dims) for name, dims in axes.items()}
+    symbol_names: dict[str, str] = {}
+    for name, node in zip(names_in, user):
+        shape = node.meta["val"].shape
+        for axis, dim in enumerate(shape):
+            asked = axes.get(name, {}).get(axis if axis in axes.get(name, {}) else axis - len(shape))
+            if isinstance(dim, int):
+                if asked is not None:
+                    raise ExportArgumentError(f"dynamic_axes asks for axis {axis} of input {name!r} to be dynamic, "
+                                              f"but torch.export found the model's code fixes it to {dim}")
+                continue
+            dim_name = symbol_names.setdefault(str(dim), asked or str(dim))
+            result.setdefault(name, {})[axis] = dim_name
+    output_node = next(node for node in program.graph.nodes if node.op == "output")
+    user_outputs = [arg for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0])
+                    if spec.kind == OutputKind.USER_OUTPUT]
+    for name, arg in zip(names_out, user_outputs):
+        value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+        if not isinstance(value, torch.Tensor):
+            continue
+        for axis, dim in enumerate(value.shape):
+            if not isinstance(dim, int) and str(dim) in symbol_names:
+                result.setdefault(name, {}).setdefault(axis, symbol_names[str(dim)])
+    return result
+
+
+def check_dynamic_shapes(dynamic_shapes: Any) -> None:
+    if dynamic_shapes is not None and not isinstance(dynamic_shapes, (Mapping, tuple, list)):
+        raise ExportArgumentError("dynamic_shapes must be a dict (by forward's parameter names), a tuple or a list, "
+                                  f"as torch.export takes it; got {type(dynamic_shapes).__name__}")
