@@ -59,7 +59,9 @@ class Origin:
     stack: str
 
     @classmethod
-    def of(cls, ts_node: torch._C.Node) -> Origin:
+    def of(cls, ts_node: torch._C.Node | torch.fx.Node) -> Origin:
+        if isinstance(ts_node, torch.fx.Node):
+            return cls._of_fx(ts_node)
         # The root module's scope is a bare "__module" (no path): it names no submodule.
         paths = [p for p in instance_paths(ts_node.scopeName()) if p != "__module"]
         try:
@@ -68,9 +70,29 @@ class Origin:
             stack = ""
         return cls(ts_node.kind(), paths[-1] if paths else "", _model_line(stack), stack)
 
+    @classmethod
+    def _of_fx(cls, node: torch.fx.Node) -> Origin:
+        """The origin torch.export recorded for an FX node: its ATen op, the module path of the innermost module
+        that called it, and the stack trace of the call."""
+        from exporter.capture.fx_facts import op_kind
+
+        kind = op_kind(node) if node.op == "call_function" else f"{node.op}:{node.target}"
+        modules = node.meta.get("nn_module_stack") or {}
+        scope = list(modules.values())[-1][0] if modules else ""
+        scope = scope.removeprefix("L['self'].").replace("L['self']", "")
+        stack = node.meta.get("stack_trace") or ""
+        return cls(kind, scope, _fx_model_line(stack), stack)
+
     def __str__(self) -> str:
         where = f" in {self.scope}" if self.scope else ""
         return f"{self.kind}{where}" + (f" at {self.source}" if self.source else "")
+
+
+def _fx_model_line(stack: str) -> str:
+    """``file:line`` of the innermost frame of a Python stack trace in the model's code (see ``_LIBRARY_DIRS``)."""
+    frames = [f"{m['file']}:{m['line']}" for m in map(_SCRIPTED_FRAME.match, stack.splitlines()) if m]
+    outside = [frame for frame in frames if not frame.startswith(_LIBRARY_DIRS)]
+    return outside[-1] if outside else (frames[-1] if frames else "")
 
 
 def _model_line(stack: str) -> str:
@@ -122,7 +144,10 @@ class Provenance:
     def value(self, name: str) -> Origin | None:
         """The origin of the TorchScript node producing the value the ONNX value ``name`` computes."""
         entry = self.values.get(name)
-        return Origin.of(entry[0].node()) if entry is not None else None
+        if entry is None:
+            return None
+        origin = entry[0]  # an FX node is its own value
+        return Origin.of(origin if isinstance(origin, torch.fx.Node) else origin.node())
 
 
 def write_doc_strings(graph: ir.Graph) -> None:

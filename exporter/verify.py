@@ -261,6 +261,9 @@ def verify(
         raise ExportArgumentError(f"max_local_checks must be at least 1, got {max_local_checks!r}")
     if "f" in export_options:
         raise ExportArgumentError("verify exports to memory: do not pass `f`")
+    if export_options.get("dynamo"):
+        raise ExportArgumentError("verify localizes through the TorchScript capture's graph; torch.export programs "
+                                  "are not localized yet: verify with dynamo=False (the same op library converts both)")
     result = export(model, args, io.BytesIO(), opset_version=opset_version, **export_options)
     check_args = args if check_args is None else check_args
     flat_inputs = _graph_inputs_of(check_args, result.capture.user_inputs)

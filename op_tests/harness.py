@@ -213,10 +213,12 @@ def compare_distributions(expected: list[torch.Tensor], actual: list[np.ndarray]
     return True, "", "distribution: shape, dtype and two-sample KS " + ", ".join(statistics)
 
 
-def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> CaseResult:
-    """Export ``case`` at ``opset`` and compare ONNX Runtime with PyTorch (on both size variants if dynamic)."""
+def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", capture: str = "trace") -> CaseResult:
+    """Export ``case`` at ``opset`` and compare ONNX Runtime with PyTorch (on both size variants if dynamic).
+    ``capture`` "export" captures with torch.export (``dynamo=True``); a model it cannot capture is a
+    ``capture_error`` with its reason."""
     import exporter
-    from exporter.errors import CheckerError, UnsupportedOperatorError
+    from exporter.errors import CaptureError, CheckerError, UnsupportedOperatorError
 
     torch.manual_seed(0)
     model = case.build()
@@ -227,7 +229,11 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu") -> 
     buffer = io.BytesIO()
     start = time.perf_counter()
     try:
-        exported = exporter.export(model, tuple(example), buffer, opset_version=opset, input_names=names, dynamic_axes=axes)
+        exported = exporter.export(model, tuple(example), buffer, opset_version=opset, input_names=names, dynamic_axes=axes,
+                                   dynamo=capture == "export")
+    except CaptureError as error:
+        result.status, result.stage, result.error = "capture_error", "capture", str(error)
+        return result
     except UnsupportedOperatorError as error:
         result.status, result.stage, result.error = "unsupported", "convert", str(error)
         return result
