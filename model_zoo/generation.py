@@ -197,28 +197,30 @@ def export_seq2seq_for_generation(model: torch.nn.Module, source: torch.Tensor, 
     layers = (len(first) - 1) // 4
     self_past, self_present = cache_names(layers, "decoder")
     cross_past, cross_present = cache_names(layers, "encoder")
-    logits_axes = {"logits": _TOKEN_AXES, **_axes(self_present, _cache_axes("total_sequence"))}
-    inputs_axes = {"decoder_input_ids": _TOKEN_AXES, "encoder_attention_mask": _SOURCE_AXES}
+    output_axes = {"logits": _TOKEN_AXES, **_axes(self_present, _cache_axes("total_sequence"))}
+    step_axes = {"decoder_input_ids": _TOKEN_AXES, "encoder_attention_mask": _SOURCE_AXES}
     paths = [os.path.join(directory, f"{name}.onnx") for name in ("encoder", "decoder", "decoder_step")]
     exporter.export(Encoder(model).eval(), (source, mask), paths[0], opset_version=opset,
                     input_names=["input_ids", "attention_mask"], output_names=["encoder_hidden_states"],
                     dynamic_axes=_axes(["input_ids", "attention_mask", "encoder_hidden_states"], _SOURCE_AXES))
     exporter.export(FirstDecoderStep(model).eval(), (start, mask, states), paths[1], opset_version=opset,
-                    input_names=[*inputs_axes, "encoder_hidden_states"],
+                    input_names=[*step_axes, "encoder_hidden_states"],
                     output_names=["logits", *self_present, *cross_present],
-                    dynamic_axes={**inputs_axes, "encoder_hidden_states": _SOURCE_AXES, **logits_axes,
+                    dynamic_axes={**step_axes, "encoder_hidden_states": _SOURCE_AXES, **output_axes,
                                   **_axes(cross_present, _cache_axes("source_sequence"))})
     exporter.export(DecoderStep(model).eval(), (start, mask, *first[1:]), paths[2], opset_version=opset,
-                    input_names=[*inputs_axes, *self_past, *cross_past], output_names=["logits", *self_present],
-                    dynamic_axes={**inputs_axes, **_axes(self_past, _cache_axes("past_sequence")),
-                                  **_axes(cross_past, _cache_axes("source_sequence")), **logits_axes})
+                    input_names=[*step_axes, *self_past, *cross_past], output_names=["logits", *self_present],
+                    dynamic_axes={**step_axes, **_axes(self_past, _cache_axes("past_sequence")),
+                                  **_axes(cross_past, _cache_axes("source_sequence")), **output_axes})
     return tuple(paths)
 
 
 # -- greedy decoding through ONNX Runtime ------------------------------------------------------------------------
-def _greedy(outputs: list[np.ndarray], steps: int,
-            step: Callable[[np.ndarray, int, list[np.ndarray]], list[np.ndarray]]) -> tuple[np.ndarray,
-                                                                                               list[np.ndarray]]:
+# (the chosen tokens (batch, 1), the step's index, the previous pass's outputs) -> the next pass's outputs
+NextPass = Callable[[np.ndarray, int, list[np.ndarray]], list[np.ndarray]]
+
+
+def _greedy(outputs: list[np.ndarray], steps: int, step: NextPass) -> tuple[np.ndarray, list[np.ndarray]]:
     """Greedy decoding of ``steps`` tokens from a first pass's ``outputs`` (logits first): each step takes the last
     position's argmax, and ``step(tokens (batch, 1), index, outputs)`` runs the next pass. Returns the tokens
     (batch, steps) and each step's logits (batch, vocabulary)."""
