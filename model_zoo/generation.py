@@ -1,22 +1,35 @@
-"""Generation with a key/value cache, exported with the plain ``exporter.export`` API: a decoder-only transformers
-model becomes a prefill graph (the prompt in, logits and the cache out) and a decode-step graph (one token and the
-cache in, logits and the grown cache out), the cache named as the ecosystem names it (``past_key_values.N.key`` /
-``.value`` in, ``present.N.key`` / ``.value`` out) with dynamic batch, sequence and past-length axes.
+"""Generation with a key/value cache, exported with the plain ``exporter.export`` API, the cache named as the
+ecosystem names it and every batch, sequence and cache-length axis dynamic.
 
-Two graphs, not one: a trace records the branch the example takes, and transformers' attention takes another branch
-for one new token (no causal mask to build) than for a prompt. ``greedy_through_onnx`` feeds each step's cache to the
-next, as a generation loop does, so tests can compare its tokens and logits with PyTorch's own ``generate``.
+A decoder-only transformers model becomes a prefill graph (the prompt in, logits and the cache out) and a decode-step
+graph (one token and the cache in, logits and the grown cache out): ``past_key_values.N.key`` / ``.value`` in,
+``present.N.key`` / ``.value`` out. Two graphs, not one: a trace records the branch the example takes, and
+transformers' attention takes another branch for one new token (no causal mask to build) than for a prompt.
+
+An encoder-decoder (T5, BART and their kin) becomes three graphs: the encoder (the source in, its hidden states
+out), the decoder's first step (the start token and the encoder's states in; logits, the self-attention cache
+``present.N.decoder.key/value`` and the cross-attention cache ``present.N.encoder.key/value`` out) and the decoder
+step (one token, ``past_key_values.N.decoder.key/value`` and ``past_key_values.N.encoder.key/value`` in; logits and
+the grown self-attention cache out). The cross-attention keys and values depend on the source alone: the first step
+computes them once, and every later step reads them from the cache, the branch transformers takes once a layer's
+cross-attention cache is filled.
+
+``greedy_through_onnx`` and ``greedy_seq2seq_through_onnx`` feed each step's cache to the next, as a generation loop
+does, so tests can compare their tokens and logits with PyTorch's own ``generate``.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
 import exporter
+
+_TOKEN_AXES = {0: "batch", 1: "sequence"}
+_SOURCE_AXES = {0: "batch", 1: "source_sequence"}  # the encoder's input, its states and its attention mask
 
 
 def _cache_tensors(cache: Any) -> list[torch.Tensor]:
@@ -24,6 +37,35 @@ def _cache_tensors(cache: Any) -> list[torch.Tensor]:
     return [tensor for layer in cache.layers for tensor in (layer.keys, layer.values)]
 
 
+def _dynamic_cache(config: Any, tensors: tuple[torch.Tensor, ...]) -> Any:
+    """The ``DynamicCache`` that holds ``tensors`` ([layer 0 key, layer 0 value, layer 1 key, ...])."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=config)
+    for layer in range(len(tensors) // 2):
+        cache.update(tensors[2 * layer], tensors[2 * layer + 1], layer)
+    return cache
+
+
+def _encoder_output(hidden_states: torch.Tensor) -> Any:
+    """The encoder's states in the form a transformers encoder-decoder takes them (``encoder_outputs=``)."""
+    from transformers.modeling_outputs import BaseModelOutput
+
+    return BaseModelOutput(last_hidden_state=hidden_states)
+
+
+def redraw_output_head(model: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
+    """Give ``model`` an output projection of its own, drawn afresh (normal, the scale of the one it replaces), and
+    return it. With random weights a head tied to the input embedding makes greedy decoding echo: the residual stream
+    carries the current token's embedding, the tied head scores that token highest, and one token repeats to the end,
+    so a comparison of tokens would say little about the cache. Conditioning for comparisons, not a deployment step."""
+    head = model.get_output_embeddings()
+    weight = torch.randn(head.weight.shape, generator=torch.Generator().manual_seed(seed)) * head.weight.std().item()
+    head.weight = torch.nn.Parameter(weight)
+    return model
+
+
+# -- decoder-only ------------------------------------------------------------------------------------------------
 class Prefill(torch.nn.Module):
     """(input_ids, attention_mask) -> (logits, *present): the prompt's pass, which starts the cache."""
 
@@ -44,45 +86,152 @@ class DecodeStep(torch.nn.Module):
         self.model = model
 
     def forward(self, input_ids, attention_mask, *past):
-        from transformers import DynamicCache
-
-        cache = DynamicCache(config=self.model.config)
-        for layer in range(len(past) // 2):
-            cache.update(past[2 * layer], past[2 * layer + 1], layer)
+        cache = _dynamic_cache(self.model.config, past)
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, use_cache=True)
         return (out.logits, *_cache_tensors(out.past_key_values))
 
 
-def cache_names(layers: int) -> tuple[list[str], list[str]]:
-    """The cache's input names (``past_key_values.N.key/value``) and output names (``present.N.key/value``)."""
-    parts = [f"{layer}.{kind}" for layer in range(layers) for kind in ("key", "value")]
+# -- encoder-decoder ---------------------------------------------------------------------------------------------
+class Encoder(torch.nn.Module):
+    """(input_ids, attention_mask) -> encoder_hidden_states: the source's pass, run once per generation."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask):
+        return self.model.get_encoder()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+
+class FirstDecoderStep(torch.nn.Module):
+    """(decoder_input_ids, encoder_attention_mask, encoder_hidden_states) -> (logits, *self-attention present,
+    *cross-attention present): the decoder's first pass, which starts its own cache and computes the
+    cross-attention keys and values of every layer from the encoder's states."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, decoder_input_ids, encoder_attention_mask, encoder_hidden_states):
+        out = self.model(encoder_outputs=_encoder_output(encoder_hidden_states), attention_mask=encoder_attention_mask,
+                         decoder_input_ids=decoder_input_ids, use_cache=True)
+        cache = out.past_key_values
+        return (out.logits, *_cache_tensors(cache.self_attention_cache), *_cache_tensors(cache.cross_attention_cache))
+
+
+class DecoderStep(torch.nn.Module):
+    """(decoder_input_ids, encoder_attention_mask, *self-attention past, *cross-attention past) -> (logits,
+    *self-attention present): one step, the cross-attention cache read, not recomputed."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, decoder_input_ids, encoder_attention_mask, *past):
+        from transformers import EncoderDecoderCache
+
+        self_past, cross_past = past[:len(past) // 2], past[len(past) // 2:]
+        cache = EncoderDecoderCache(_dynamic_cache(self.model.config, self_past),
+                                    _dynamic_cache(self.model.config, cross_past))  # filled: marked as computed
+        # With the cross-attention cache filled, the decoder reads the encoder's states only for their batch, length
+        # and dtype (its masks' shapes): layer 0's cross-attention key, one head of it, stands in for them.
+        stand_in = cross_past[0][:, 0]
+        out = self.model(encoder_outputs=_encoder_output(stand_in), attention_mask=encoder_attention_mask,
+                         decoder_input_ids=decoder_input_ids, past_key_values=cache, use_cache=True)
+        return (out.logits, *_cache_tensors(out.past_key_values.self_attention_cache))
+
+
+# -- names and export --------------------------------------------------------------------------------------------
+def cache_names(layers: int, side: str = "") -> tuple[list[str], list[str]]:
+    """The cache's input names (``past_key_values.N.key/value``) and output names (``present.N.key/value``); with
+    ``side`` ('decoder' for self-attention, 'encoder' for cross-attention) ``past_key_values.N.decoder.key`` and
+    so on, as an encoder-decoder's cache is named."""
+    side = f".{side}" if side else ""
+    parts = [f"{layer}{side}.{kind}" for layer in range(layers) for kind in ("key", "value")]
     return [f"past_key_values.{part}" for part in parts], [f"present.{part}" for part in parts]
+
+
+def _axes(names: list[str], axes: dict[int, str]) -> dict[str, dict[int, str]]:
+    """The same dynamic ``axes`` for each of ``names``."""
+    return {name: axes for name in names}
+
+
+def _cache_axes(length: str) -> dict[int, str]:
+    """A cache tensor's dynamic axes (batch, heads, ``length``, head size)."""
+    return {0: "batch", 2: length}
 
 
 def export_for_generation(model: torch.nn.Module, prompt: torch.Tensor, directory: str,
                           opset: int = exporter.DEFAULT_OPSET) -> tuple[str, str]:
     """Export ``model`` (a transformers causal LM in eval mode) as ``prefill.onnx`` and ``decode.onnx`` in
     ``directory``, traced on ``prompt`` (batch, sequence) and on one decode step after it; returns both paths."""
-    layers = model.config.num_hidden_layers
-    past_names, present_names = cache_names(layers)
     mask = torch.ones_like(prompt)
     with torch.no_grad():
         example_past = Prefill(model).eval()(prompt, mask)[1:]
-    token_axes = {0: "batch", 1: "sequence"}
+    past_names, present_names = cache_names(len(example_past) // 2)
     mask_axes = {0: "batch", 1: "total_sequence"}
-    present_axes = {name: {0: "batch", 2: "total_sequence"} for name in present_names}
     outputs = ["logits", *present_names]
+    output_axes = {"logits": _TOKEN_AXES, **_axes(present_names, _cache_axes("total_sequence"))}
     prefill_path, decode_path = os.path.join(directory, "prefill.onnx"), os.path.join(directory, "decode.onnx")
     exporter.export(Prefill(model).eval(), (prompt, mask), prefill_path, opset_version=opset,
                     input_names=["input_ids", "attention_mask"], output_names=outputs,
-                    dynamic_axes={"input_ids": token_axes, "attention_mask": mask_axes, "logits": token_axes,
-                                  **present_axes})
+                    dynamic_axes={"input_ids": _TOKEN_AXES, "attention_mask": mask_axes, **output_axes})
     step = (prompt[:, -1:], torch.ones(prompt.shape[0], prompt.shape[1] + 1, dtype=mask.dtype), *example_past)
     exporter.export(DecodeStep(model).eval(), step, decode_path, opset_version=opset,
                     input_names=["input_ids", "attention_mask", *past_names], output_names=outputs,
-                    dynamic_axes={"input_ids": token_axes, "attention_mask": mask_axes, "logits": token_axes,
-                                  **{name: {0: "batch", 2: "past_sequence"} for name in past_names}, **present_axes})
+                    dynamic_axes={"input_ids": _TOKEN_AXES, "attention_mask": mask_axes,
+                                  **_axes(past_names, _cache_axes("past_sequence")), **output_axes})
     return prefill_path, decode_path
+
+
+def export_seq2seq_for_generation(model: torch.nn.Module, source: torch.Tensor, directory: str,
+                                  opset: int = exporter.DEFAULT_OPSET) -> tuple[str, str, str]:
+    """Export ``model`` (a transformers encoder-decoder in eval mode) as ``encoder.onnx``, ``decoder.onnx`` (the
+    first step) and ``decoder_step.onnx`` in ``directory``, traced on ``source`` (batch, sequence), the decoder's
+    start token and one step after it; returns the three paths."""
+    mask = torch.ones_like(source)
+    start = torch.full((source.shape[0], 1), model.generation_config.decoder_start_token_id, dtype=source.dtype)
+    with torch.no_grad():
+        states = Encoder(model).eval()(source, mask)
+        first = FirstDecoderStep(model).eval()(start, mask, states)
+    layers = (len(first) - 1) // 4
+    self_past, self_present = cache_names(layers, "decoder")
+    cross_past, cross_present = cache_names(layers, "encoder")
+    output_axes = {"logits": _TOKEN_AXES, **_axes(self_present, _cache_axes("total_sequence"))}
+    step_axes = {"decoder_input_ids": _TOKEN_AXES, "encoder_attention_mask": _SOURCE_AXES}
+    paths = [os.path.join(directory, f"{name}.onnx") for name in ("encoder", "decoder", "decoder_step")]
+    exporter.export(Encoder(model).eval(), (source, mask), paths[0], opset_version=opset,
+                    input_names=["input_ids", "attention_mask"], output_names=["encoder_hidden_states"],
+                    dynamic_axes=_axes(["input_ids", "attention_mask", "encoder_hidden_states"], _SOURCE_AXES))
+    exporter.export(FirstDecoderStep(model).eval(), (start, mask, states), paths[1], opset_version=opset,
+                    input_names=[*step_axes, "encoder_hidden_states"],
+                    output_names=["logits", *self_present, *cross_present],
+                    dynamic_axes={**step_axes, "encoder_hidden_states": _SOURCE_AXES, **output_axes,
+                                  **_axes(cross_present, _cache_axes("source_sequence"))})
+    exporter.export(DecoderStep(model).eval(), (start, mask, *first[1:]), paths[2], opset_version=opset,
+                    input_names=[*step_axes, *self_past, *cross_past], output_names=["logits", *self_present],
+                    dynamic_axes={**step_axes, **_axes(self_past, _cache_axes("past_sequence")),
+                                  **_axes(cross_past, _cache_axes("source_sequence")), **output_axes})
+    return tuple(paths)
+
+
+# -- greedy decoding through ONNX Runtime ------------------------------------------------------------------------
+# (the chosen tokens (batch, 1), the step's index, the previous pass's outputs) -> the next pass's outputs
+NextPass = Callable[[np.ndarray, int, list[np.ndarray]], list[np.ndarray]]
+
+
+def _greedy(outputs: list[np.ndarray], steps: int, step: NextPass) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Greedy decoding of ``steps`` tokens from a first pass's ``outputs`` (logits first): each step takes the last
+    position's argmax, and ``step(tokens (batch, 1), index, outputs)`` runs the next pass. Returns the tokens
+    (batch, steps) and each step's logits (batch, vocabulary)."""
+    tokens, logits = [], []
+    for index in range(steps):
+        last = outputs[0][:, -1]
+        logits.append(last)
+        tokens.append(last.argmax(-1))
+        if index + 1 < steps:
+            outputs = step(tokens[-1][:, None].astype(np.int64), index, outputs)
+    return np.stack(tokens, 1), logits
 
 
 def greedy_through_onnx(prefill_path: str, decode_path: str, prompt: torch.Tensor, steps: int,
@@ -95,15 +244,37 @@ def greedy_through_onnx(prefill_path: str, decode_path: str, prompt: torch.Tenso
     prefill, decode = make_session(prefill_path, provider), make_session(decode_path, provider)
     past_names = [i.name for i in decode.get_inputs()][2:]
     batch, length = prompt.shape
-    outputs = prefill.run(None, {"input_ids": prompt.numpy(), "attention_mask": np.ones((batch, length), np.int64)})
-    tokens, logits = [], []
-    for step in range(steps):
-        last = outputs[0][:, -1]
-        logits.append(last)
-        tokens.append(last.argmax(-1))
-        if step + 1 < steps:
-            feeds = {"input_ids": tokens[-1][:, None].astype(np.int64),
-                     "attention_mask": np.ones((batch, length + step + 1), np.int64),
-                     **dict(zip(past_names, outputs[1:]))}
-            outputs = decode.run(None, feeds)
-    return np.stack(tokens, 1), logits
+
+    def step(token, index, outputs):
+        return decode.run(None, {"input_ids": token, "attention_mask": np.ones((batch, length + index + 1), np.int64),
+                                 **dict(zip(past_names, outputs[1:]))})
+
+    first = prefill.run(None, {"input_ids": prompt.numpy(), "attention_mask": np.ones((batch, length), np.int64)})
+    return _greedy(first, steps, step)
+
+
+def greedy_seq2seq_through_onnx(paths: tuple[str, str, str], source: torch.Tensor, attention_mask: torch.Tensor,
+                                start_token: int, steps: int,
+                                provider: str = "cpu") -> tuple[np.ndarray, list[np.ndarray]]:
+    """Greedy decoding of ``steps`` tokens through ONNX Runtime with the three graphs of
+    :func:`export_seq2seq_for_generation`: the encoder once on ``source``, the first decoder step on ``start_token``,
+    then the decoder step once per further token, fed the self-attention cache the previous step returned and the
+    cross-attention cache the first step returned. Returns the tokens (batch, steps) and each step's logits
+    (batch, vocabulary)."""
+    from conformance.session import make_session
+
+    encoder, first_step, decoder_step = (make_session(path, provider) for path in paths)
+    past_names = [i.name for i in decoder_step.get_inputs()][2:]
+    mask = attention_mask.numpy()
+    (states,) = encoder.run(None, {"input_ids": source.numpy(), "attention_mask": mask})
+    start = np.full((source.shape[0], 1), start_token, np.int64)
+    first = first_step.run(None, {"decoder_input_ids": start, "encoder_attention_mask": mask,
+                                  "encoder_hidden_states": states})
+    cross = first[1 + len(past_names) // 2:]  # after the logits and the self-attention cache
+
+    def step(token, index, outputs):
+        self_cache = outputs[1:1 + len(past_names) // 2]
+        return decoder_step.run(None, {"decoder_input_ids": token, "encoder_attention_mask": mask,
+                                       **dict(zip(past_names, [*self_cache, *cross]))})
+
+    return _greedy(first, steps, step)
