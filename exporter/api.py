@@ -356,11 +356,13 @@ def export(
             _check_dynamic_axes_names(dynamic_axes, names_in, names_out)
             naming.refuse_complex_boundary(captured, names_in, names_out)
             axes = _normalize_dynamic_axes(dynamic_axes)
+            static_shapes = not axes
             if captured.front_end == EXPORT:
                 axes = program_axes(captured, names_in, names_out, axes)
+                static_shapes = not any(name in axes for name in names_in)  # a data-decided output size is no reason
             session = ExportSession(
                 opset=opset,
-                static_shapes=not axes,
+                static_shapes=static_shapes,
                 training=is_training,
                 fold_params=do_constant_folding and not is_training,
                 operator_export_type=operator_export_type,

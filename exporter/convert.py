@@ -22,7 +22,7 @@ from exporter.lowering import optional, quantized
 from exporter.capture.mutation import is_in_place
 from exporter.options import OperatorExportTypes
 from exporter.registry import REGISTRY
-from exporter.ts_types import TORCHSCRIPT_FACTS, outputs_of, ts_value_type
+from exporter.ts_types import TORCHSCRIPT_FACTS, declared_element_type, outputs_of, ts_value_type
 
 ATEN_DOMAIN = "org.pytorch.aten"
 PYTHON_OP = "prim::PythonOp"
@@ -97,7 +97,7 @@ class Converter:
         if result is None:
             if ts_output is not None:
                 optional.require_optional(ctx, "the model returns None", op="a None graph output")
-            return optional.empty(ctx, optional.declared_element_type(ts_output) if ts_output is not None else None)
+            return optional.empty(ctx, declared_element_type(ts_output) if ts_output is not None else None)
         if isinstance(result, (list, tuple)) and any(isinstance(x, ir.Value) for x in result):
             result = _sequence_output(ctx, result)
         if not isinstance(result, ir.Value):
@@ -497,7 +497,7 @@ def _empty_results(node, args: list[Any]) -> tuple | None:
 
     Folding them keeps ONNX from ever seeing an empty tensor reshaped with -1, normalized over, or gathered from, which
     its shape inference and ONNX Runtime reject although PyTorch defines them."""
-    if not _any_empty(args):  # first: nearly every node of nearly every model leaves here
+    if not any_empty(args):  # first: nearly every node of nearly every model leaves here
         return None
     tensors = [a for arg in args for a in (arg if isinstance(arg, (list, tuple)) else (arg,))
                if isinstance(a, (ir.Value, torch.Tensor))]
@@ -518,7 +518,7 @@ def _empty_results(node, args: list[Any]) -> tuple | None:
     return tuple(results) if results else None
 
 
-def _any_empty(args: list[Any]) -> bool:
+def any_empty(args: list[Any]) -> bool:
     """Whether an argument, or an item of a list argument, is a tensor with no elements."""
     for arg in args:
         for item in arg if isinstance(arg, (list, tuple)) else (arg,):

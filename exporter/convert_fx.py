@@ -21,7 +21,7 @@ from exporter import dtypes, ir, provenance
 from exporter.capture.common import Capture
 from exporter.capture.export import ASSERTION_OPS, state_tensor
 from exporter.capture.fx_facts import FX_FACTS, op_kind, schema_arguments, value_type
-from exporter.convert import call_symbolic, foldable_kind
+from exporter.convert import any_empty, call_symbolic, foldable_kind
 from exporter.errors import UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.registry import REGISTRY
@@ -119,6 +119,10 @@ class FxConverter:
         if not any(_holds_value(arg) for arg in args) and (foldable_kind(kind) or target in _SYMBOLIC_OF):
             env[node] = self._evaluate(node, env)
             return
+        empty = _empty_results(node, args)
+        if empty is not None:
+            env[node] = empty if _returns_several(node) else empty[0]
+            return
         ctx.node = node
         ctx.scope = _scope_prefix(node)
         first_new = len(ctx.graph.nodes)
@@ -178,6 +182,23 @@ class FxConverter:
                 d if isinstance(d, int) and not _is_symbolic(example, i) else None for i, d in enumerate(shape))
 
 
+def _empty_results(node: torch.fx.Node, args: list[Any]) -> tuple | None:
+    """The results of an op on an empty tensor whose results the program records as empty at fixed sizes: empty
+    constants. ONNX's shape inference and ONNX Runtime reject an empty tensor reshaped with -1, normalized over or
+    gathered from, which PyTorch defines (the TorchScript driver folds the same)."""
+    if not any_empty(args):
+        return None
+    recorded = _recorded(node)
+    if not all(isinstance(v, torch.Tensor) and all(isinstance(d, int) for d in v.shape) and v.numel() == 0
+               for v in recorded):
+        return None
+    return tuple(torch.empty(tuple(v.shape), dtype=v.dtype) for v in recorded)
+
+
+def _returns_several(node: torch.fx.Node) -> bool:
+    return isinstance(node.target, torch._ops.OpOverload) and len(node.target._schema.returns) > 1
+
+
 def _is_symbolic(example: Any, axis: int) -> bool:
     return isinstance(example, torch.Tensor) and not isinstance(example.shape[axis], int)
 
@@ -195,6 +216,9 @@ def _materialize(arg: Any, env: dict) -> Any:
     if isinstance(arg, (list, tuple)):
         return [_materialize(item, env) for item in arg]
     if isinstance(arg, torch.dtype):
+        if arg in (torch.quint8, torch.qint8, torch.qint32, torch.quint4x2, torch.quint2x4):
+            raise UnsupportedOperatorError(f"a {arg} tensor", 0, reason="quantized tensors in a torch.export program "
+                                           "are not converted; export a quantized model with dynamo=False")
         return dtypes.code_from_torch_dtype(arg)
     if isinstance(arg, torch.layout):
         return 0 if arg == torch.strided else 1

@@ -140,3 +140,17 @@ def _parsed_schema(schema: str):
 
 
 TORCHSCRIPT_FACTS = TorchScriptFacts()
+
+
+def declared_element_type(ts_value) -> int | None:
+    """The element type TorchScript recorded for a ``Tensor?`` (or ``Tensor``) value, where it recorded one."""
+    ts_type = ts_value.type()
+    if ts_type.kind() == "OptionalType":
+        ts_type = ts_type.getElementType()
+    if ts_type.kind() != "TensorType" or ts_type.scalarType() not in dtypes.SCALAR_NAME_TO_TORCH:
+        return None
+    return dtypes.onnx_from_torch(dtypes.SCALAR_NAME_TO_TORCH[ts_type.scalarType()])
+
+
+def graph_output_count(graph) -> int:
+    return graph.outputsSize()

@@ -224,6 +224,8 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", cap
     model = case.build()
     example = case.inputs(0)
     names = input_names(len(example))
+    if capture == "export":  # a torch.export program holds Python numbers as constants: only tensors are inputs
+        names = [name for name, x in zip(names, example) if isinstance(x, torch.Tensor)]
     axes = case.dynamic_axes(names) if dynamic else None
     result = CaseResult(status="pass", dtypes=sorted({str(t.dtype).replace("torch.", "") for t in example if isinstance(t, torch.Tensor)}))
     buffer = io.BytesIO()

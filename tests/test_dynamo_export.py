@@ -176,13 +176,21 @@ def test_one_capture_serves_several_opsets():
         assert shared.getvalue() == own
 
 
-def test_provenance_names_the_aten_op_and_module():
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
-    result, _ = _export(model, (torch.randn(1, 3, 8, 8),), 18)
-    origins = [result.provenance.node(node.name) for node in result.model.graph.node]
-    conv = next(origin for origin in origins if origin is not None and "conv" in origin.kind)
-    assert conv.kind == "aten::conv2d" and conv.scope == "0"
-    assert os.path.basename(__file__) in conv.source or conv.source == ""
+class _Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return torch.tanh(self.conv(x))
+
+
+def test_provenance_names_the_aten_op_module_and_source_line():
+    result, _ = _export(_Scaled(), (torch.randn(1, 3, 8, 8),), 18)
+    origins = {node.op_type: result.provenance.node(node.name) for node in result.model.graph.node}
+    assert (origins["Conv"].kind, origins["Conv"].scope) == ("aten::conv2d", "conv")
+    assert origins["Tanh"].kind == "aten::tanh"
+    assert origins["Tanh"].source.startswith(__file__ + ":")
 
 
 class _Keywords(torch.nn.Module):

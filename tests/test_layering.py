@@ -14,7 +14,7 @@ import exporter
 ENGINE = pathlib.Path(exporter.__file__).parent
 # The top of the flow: what builds ONNX graphs from TorchScript ones and what users call. Below them: the registry,
 # the graph context, the TorchScript facts (ts_types), the options, the IR and the symbolics.
-UPPER = {"exporter.api", "exporter.convert", "exporter.verify", "exporter.__main__"}
+UPPER = {"exporter.api", "exporter.convert", "exporter.convert_fx", "exporter.verify", "exporter.__main__"}
 HARNESS = ("conformance", "op_tests", "model_zoo", "reports", "benchmarks")
 
 
@@ -114,3 +114,43 @@ def test_the_family_scan_sees_a_family_import(tmp_path):
     source = tmp_path / "family.py"
     source.write_text("from exporter.symbolics.shape import arange_indices\n")
     assert "exporter.symbolics.shape" in _imports(source)
+
+
+# The TorchScript graph API (torch._C.Node / Value / Graph / Block methods). Only the TorchScript front end and the
+# modules that read its graph by design may call them; the op library reads the node being converted through
+# GraphContext's facts (graph_context.NodeFacts), which each front end answers, so one symbolic serves both captures.
+_TORCHSCRIPT_GRAPH_API = frozenset({
+    "inputsAt", "outputsAt", "inputsSize", "outputsSize", "uses", "scopeName", "sourceRange", "blocks", "toIValue",
+    "pyobj", "cconv", "scalar_args", "returnNode", "return_node", "insertConstant", "replaceAllUsesWith", "kindOf",
+    "schema", "scalarType", "varyingSizes", "getElementType",
+})
+_TORCHSCRIPT_READERS = {
+    # the TorchScript front end: its capture, passes, facts and driver
+    "exporter.capture.torchscript", "exporter.capture.mutation", "exporter.capture.script_passes",
+    "exporter.capture.module_state", "exporter.ts_types", "exporter.convert",
+    # TorchScript's own prim:: ops (If/Loop blocks, lists, tuples): no torch.export program holds them
+    "exporter.symbolics.prim", "exporter.symbolics.control_flow",
+    # readers of a TorchScript capture's graph: list-input types and inputs PyTorch's exporter reads at run time
+    # (naming), the origin of a TorchScript node (provenance), the captured graph run with every value exposed
+    # (verify, which refuses dynamo=True), the op listing of unconvertible_ops (api)
+    "exporter.naming", "exporter.provenance", "exporter.verify", "exporter.api",
+}
+
+
+def _graph_api_calls(path: pathlib.Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in _TORCHSCRIPT_GRAPH_API:
+            found.append(f"line {node.lineno}: .{node.attr}")
+        if isinstance(node, ast.Attribute) and node.attr in ("Graph", "Node", "Value", "Block") and \
+                ast.unparse(node.value) == "torch._C":
+            found.append(f"line {node.lineno}: torch._C.{node.attr}")
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(name for name in _import_graph() if name not in _TORCHSCRIPT_READERS))
+def test_only_the_torchscript_front_end_reads_torchscript_graphs(module):
+    paths = {_module_name(path): path for path in ENGINE.rglob("*.py")}
+    assert not _graph_api_calls(paths[module]), (
+        f"{module} reads the TorchScript graph API; ask GraphContext's facts (NodeFacts) instead")

@@ -9,6 +9,7 @@ from typing import Any, Callable
 import torch
 
 from exporter.errors import ExportArgumentError
+from exporter.ts_types import graph_output_count
 
 SCALARS = (bool, int, float)
 
@@ -41,7 +42,7 @@ class Capture:
         """How many outputs the captured graph has (before quantized outputs become three each)."""
         if self.front_end == EXPORT:
             return len(self.example_outputs)
-        return self.graph.outputsSize()
+        return graph_output_count(self.graph)
 
 
 def split_args(args: Any) -> tuple[tuple, dict]:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import io
+import logging
+import sys
 import warnings
 from typing import Any, Mapping
 
@@ -39,13 +42,16 @@ def capture_program(model: Any, args: Any, dynamic_shapes: Any) -> Capture:
             f"dynamo=True captures with torch.export, which takes an nn.Module, not a {type(model).__name__}; "
             "export a scripted model with dynamo=False")
     positional, kwargs = split_args(args)
+    printed = io.StringIO()
     try:
-        with _torch_export_quiet():
+        # On failure torch.export prints the partial graph to stderr before raising: the error says what failed.
+        with _torch_export_quiet(), contextlib.redirect_stderr(printed):
             program = torch.export.export(model, tuple(positional), kwargs=kwargs or None,
                                           dynamic_shapes=dynamic_shapes, strict=False)
     except Exception as error:  # torch.export's own refusals: data-dependent control flow, unsupported Python
         raise CaptureError(f"torch.export could not capture the model: {type(error).__name__}: "
                            f"{_first_lines(str(error))}") from error
+    sys.stderr.write(printed.getvalue())  # what the model itself printed
     return _capture_of(program, positional, kwargs)
 
 
@@ -72,14 +78,27 @@ def _first_lines(text: str, count: int = 6) -> str:
     return "\n".join(lines[:count]) + ("\n..." if len(lines) > count else "")
 
 
+# The loggers through which torch.export reports, as warnings, the guards a capture could not place (with the
+# partial graph) before it raises: the raised error, which the export passes on with its reason, says it all.
+_CAPTURE_LOGGERS = ("torch.fx.experimental.symbolic_shapes", "torch._export", "torch.export")
+
+
 @contextlib.contextmanager
 def _torch_export_quiet():
     """torch.export's internal deprecation notices (pytree's LeafSpec, ...) concern PyTorch's own code, not the
-    caller's: they are not shown."""
+    caller's, and its failure logs repeat the error the export raises: neither is shown."""
+    loggers = [logging.getLogger(name) for name in _CAPTURE_LOGGERS]
+    levels = [logger.level for logger in loggers]
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.|copyreg")
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.")
-        yield
+        for logger in loggers:
+            logger.setLevel(max(logger.level, logging.ERROR))
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels):
+                logger.setLevel(level)
 
 
 # A decomposition may bring ops that need one in turn (a composite op made of composite ops).
@@ -157,8 +176,11 @@ def _example_outputs(program) -> list[torch.Tensor]:
 
 
 def _hint(dim) -> int:
-    """A dim's size at the example (a symbolic dim's hint)."""
-    return dim if isinstance(dim, int) else int(dim.node.hint)
+    """A dim's size at the example (a symbolic dim's hint; 0 for a size only the data decides, such as nonzero's
+    count, which the ONNX model declares by name: see :func:`program_axes`)."""
+    if isinstance(dim, int):
+        return dim
+    return 0 if dim.node.hint is None else int(dim.node.hint)
 
 
 def dynamic_shapes_from_axes(model: torch.nn.Module, args: Any, axes_by_position: dict[int, dict[int, str]]):
@@ -190,7 +212,8 @@ def dynamic_shapes_from_axes(model: torch.nn.Module, args: Any, axes_by_position
 def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
                  axes: dict[str, dict[int, str]]) -> dict[str, dict[int, str]]:
     """The dynamic axes of the ONNX model, by input and output name: every symbolic dim of the program's user inputs
-    (named as ``axes`` names it, else after its symbol: ``s77``), and every output dim that is one of those symbols.
+    (named as ``axes`` names it, else after its symbol: ``s77``), and every symbolic output dim (named as the input
+    dim it is, else after its expression: ``u0`` for a size the data decides, ``2*s77``).
     An axis ``axes`` asks for that the program holds static is an error: the model's code fixed its size."""
     program = captured.program
     placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
@@ -217,8 +240,8 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
         if not isinstance(value, torch.Tensor):
             continue
         for axis, dim in enumerate(value.shape):
-            if not isinstance(dim, int) and str(dim) in symbol_names:
-                result.setdefault(name, {}).setdefault(axis, symbol_names[str(dim)])
+            if not isinstance(dim, int):
+                result.setdefault(name, {}).setdefault(axis, symbol_names.get(str(dim), str(dim)))
     return result
 
 

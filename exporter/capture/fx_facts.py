@@ -22,7 +22,10 @@ def op_kind(node: torch.fx.Node) -> str:
 
 
 def schema_arguments(node: torch.fx.Node) -> list[Any]:
-    """The node's raw arguments in its schema's order, defaults filled in (as a TorchScript node holds them all)."""
+    """The node's raw arguments in its schema's order, defaults filled in (as a TorchScript node holds them all); a
+    Python operator's (on sizes) as it was called."""
+    if not isinstance(node.target, torch._ops.OpOverload):
+        return list(node.args)
     values = []
     for index, argument in enumerate(node.target._schema.arguments):
         if index < len(node.args) and not argument.kwarg_only:
@@ -86,7 +89,10 @@ class FxFacts(NodeFacts):
             return "NoneType"
         if isinstance(value, torch.device):
             return "Device"
-        return str(node.target._schema.arguments[index].type)
+        if isinstance(node.target, torch._ops.OpOverload):
+            return str(node.target._schema.arguments[index].type)
+        recorded = value.meta.get("val") if isinstance(value, torch.fx.Node) else value
+        return "Tensor" if isinstance(recorded, torch.Tensor) else type(recorded).__name__.removeprefix("Sym").lower()
 
     def input_layout(self, node, index: int) -> tuple[tuple | None, tuple | None]:
         value = schema_arguments(node)[index]
@@ -125,7 +131,7 @@ class FxFacts(NodeFacts):
             if user.op != "call_function":
                 found.append((user.op, "", 0))
                 continue
-            raw = schema_arguments(user) if isinstance(user.target, torch._ops.OpOverload) else list(user.args)
+            raw = schema_arguments(user)
             positions = [i for i, value in enumerate(raw) if value is node or
                          (isinstance(value, (list, tuple)) and any(item is node for item in value))]
             found.extend((self.kind(user), self.overload(user), position) for position in positions)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter import dtypes, ir
+from exporter import ir
 from exporter.errors import UnsupportedOperatorError
 from exporter.graph_context import GraphContext
 
@@ -94,16 +94,6 @@ def pass_through(g: GraphContext, x: ir.Value) -> ir.Value:
     out = g.op("Identity", x)
     out.kind, out.dtype, out.shape, out.is_number = ir.OPTIONAL, x.dtype, x.shape, x.is_number
     return out
-
-
-def declared_element_type(ts_value) -> int | None:
-    """The element type TorchScript recorded for a ``Tensor?`` (or ``Tensor``) value, where it recorded one."""
-    ts_type = ts_value.type()
-    if ts_type.kind() == "OptionalType":
-        ts_type = ts_type.getElementType()
-    if ts_type.kind() != "TensorType" or ts_type.scalarType() not in dtypes.SCALAR_NAME_TO_TORCH:
-        return None
-    return dtypes.onnx_from_torch(dtypes.SCALAR_NAME_TO_TORCH[ts_type.scalarType()])
 
 
 def merged_shape(shapes: list[tuple | None]) -> tuple | None:

@@ -301,7 +301,7 @@ def _reduce_bags(g, rows, weights, mode):
     return g.op("Div", total, unsqueeze(g, g.op("Add", sizes, empty), [1]))
 
 
-@symbolic("aten::embedding_renorm_", since=9)
+@symbolic("aten::embedding_renorm_", "aten::embedding_renorm", since=9)
 @parse_args("v", "v", "f", "f")
 def embedding_renorm_(g, self, indices, max_norm, norm_type):
     """embedding_renorm_(weight, indices, max_norm, norm_type): the weight with every row that ``indices`` name

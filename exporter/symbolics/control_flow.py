@@ -33,7 +33,7 @@ from exporter.lowering.core import (
 from exporter.lowering.numbers import extremum
 from exporter.lowering.sequence import SEQUENCE_OPSET, as_sequence, has_sequences, sequence_length
 from exporter.registry import symbolic, unsupported
-from exporter.ts_types import ts_value_type
+from exporter.ts_types import declared_element_type, ts_value_type
 
 DOUBLE = TensorProto.DOUBLE
 _INT64_MAX = 2**63 - 1
@@ -136,7 +136,7 @@ def _unify_optional(g, then_graph: ir.Graph, else_graph: ir.Graph, index: int, t
         raise SymbolicValueError("the branches of an if return None on one side and a list on the other")
     filled = [v for v in values if not optional.is_none(v)]
     seen = [v.dtype for v in filled if v.dtype is not None]
-    declared = optional.declared_element_type(ts_value)
+    declared = declared_element_type(ts_value)
     dtype = (declared or seen[0]) if len(set(seen)) > 1 else (seen[0] if seen else declared)
     shape = optional.merged_shape([v.shape for v in filled])
     for graph, value in zip(branches, values):
@@ -491,7 +491,7 @@ def _carried_initial(g, value, ts_value) -> ir.Value:
     if may_be_none and optional.flows_through_control(g):
         start = optional.wrap(g, value)
         if start.dtype is None:
-            start.dtype = optional.declared_element_type(ts_value)
+            start.dtype = declared_element_type(ts_value)
         return start
     if value is None or optional.is_optional(value):
         optional.require_optional(g, "a loop carries a value that is None", opset=optional.CONTROL_FLOW_OPTIONAL_OPSET)

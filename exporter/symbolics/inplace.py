@@ -45,7 +45,7 @@ def _static(x) -> bool:
     return x is None or not is_value(x) or is_constant(x)
 
 
-@symbolic("aten::copy_")
+@symbolic("aten::copy_", "aten::copy")
 def copy_(g, self, src, non_blocking=None):
     """``self.copy_(src)``: ``src`` cast to ``self``'s type and broadcast to its shape."""
 

@@ -13,7 +13,7 @@ from exporter.lowering.core import (
 from exporter.lowering.normalization import normalize_batch
 from exporter.lowering.reductions import vector_norm
 from exporter.lowering.shape import pad_op
-from exporter.registry import parse_args, symbolic, unsupported
+from exporter.registry import REGISTRY, parse_args, symbolic, unsupported
 
 
 def _conv(g, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
@@ -224,6 +224,30 @@ def native_batch_norm(g, input, weight, bias, running_mean, running_var, trainin
     """batch_norm as torch.export's programs hold it: (output, save_mean, save_invstd). The saved statistics serve
     the backward pass only; no export reads them."""
     return normalize_batch(g, input, weight, bias, running_mean, running_var, training, momentum, eps), None, None
+
+
+@symbolic("aten::_native_batch_norm_legit")
+def batch_norm_legit(g, input, weight, bias, *args):
+    """torch.export's batch_norm with its own statistics: (output, save_mean, save_invstd). The ``no_stats``
+    overload has no running statistics; the default one updates them in place, which an ONNX model cannot hold."""
+    if g.overload == "no_stats":
+        return native_batch_norm(g, input, weight, bias, None, None, *args)
+    return native_batch_norm(g, input, weight, bias, *args)
+
+
+@symbolic("aten::_native_batch_norm_legit_functional")
+def batch_norm_functional(g, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Training-mode batch_norm of torch.export's functional programs: (output, save_mean, save_invstd, updated
+    running_mean, updated running_var). The updated statistics go back into the model's buffers, which an ONNX model
+    has none of: the ONNX model returns the output only, as a training-mode TorchScript export does."""
+    out, _, _ = native_batch_norm(g, input, weight, bias, running_mean, running_var, training, momentum, eps)
+    return out, None, None, running_mean, running_var
+
+
+@symbolic("aten::native_dropout")
+def native_dropout(g, input, p, train):
+    """dropout as torch.export's programs hold it: (output, mask); the mask serves the backward pass only."""
+    return REGISTRY.lookup("aten::dropout", g.opset)(g, input, p, train), None
 
 
 @symbolic("aten::_native_batch_norm_legit_no_training")

@@ -180,7 +180,7 @@ def normal(g, mean, std, *args):
     return g.op("Add", g.op("Mul", standard, std), mean)
 
 
-@symbolic("aten::normal_")
+@symbolic("aten::normal_", "aten::normal_functional")
 def normal_(g, self, mean=0.0, std=1.0, generator=None):
     """self.normal_(mean, std): self's shape and type, normal with that mean and std."""
     dtype = g.dtype(self)
