@@ -109,10 +109,10 @@ class FxConverter:
             kind = op_kind(node)
             if kind in ASSERTION_OPS:
                 return
-            args = [_materialize(arg, env) for arg in schema_arguments(node)]
+            args = [_materialize(arg, env, self.session.opset) for arg in schema_arguments(node)]
         elif target in _SYMBOLIC_OF:
             kind = op_kind(node)
-            args = [_materialize(arg, env) for arg in node.args]
+            args = [_materialize(arg, env, self.session.opset) for arg in node.args]
         else:
             raise UnsupportedOperatorError(op_kind(node), self.session.opset,
                                            reason="a Python function the FX driver does not convert")
@@ -208,16 +208,16 @@ def _recorded(node: torch.fx.Node) -> list[Any]:
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
-def _materialize(arg: Any, env: dict) -> Any:
+def _materialize(arg: Any, env: dict, opset: int) -> Any:
     """An FX argument as a symbolic receives it from the TorchScript driver: nodes by their values, lists as lists,
     dtypes as ScalarType codes, layouts and memory formats as their TorchScript ints."""
     if isinstance(arg, torch.fx.Node):
         return env[arg]
     if isinstance(arg, (list, tuple)):
-        return [_materialize(item, env) for item in arg]
+        return [_materialize(item, env, opset) for item in arg]
     if isinstance(arg, torch.dtype):
         if arg in (torch.quint8, torch.qint8, torch.qint32, torch.quint4x2, torch.quint2x4):
-            raise UnsupportedOperatorError(f"a {arg} tensor", 0, reason="quantized tensors in a torch.export program "
+            raise UnsupportedOperatorError(f"a {arg} tensor", opset, reason="quantized tensors in a torch.export program "
                                            "are not converted; export a quantized model with dynamo=False")
         return dtypes.code_from_torch_dtype(arg)
     if isinstance(arg, torch.layout):

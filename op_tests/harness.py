@@ -35,6 +35,10 @@ from exporter.registry import MAX_OPSET, MIN_OPSET
 from op_tests.schemas import schema_problems
 
 OPSETS = tuple(range(MIN_OPSET, MAX_OPSET + 1))
+# The opsets at which the op cases run under the torch.export capture: 18 in the test suite (where dynamo=True callers
+# are), every opset in ``nox -s ops_export`` (OP_TESTS_EXPORT_OPSETS=all, or a comma-separated list).
+EXPORT_OPSETS = OPSETS if os.environ.get("OP_TESTS_EXPORT_OPSETS") == "all" else tuple(
+    int(opset) for opset in os.environ.get("OP_TESTS_EXPORT_OPSETS", "18").split(","))
 
 # ONNX Runtime's CUDA provider refuses what its CPU provider computes (seen on an NVIDIA H200 and an H100 with
 # onnxruntime-gpu 1.31.1, 2026-11-27, at every opset that exports the model): a reduction over an empty axis
@@ -63,6 +67,10 @@ class OpCase:
     # opset -> reason naming the gap of ONNX Runtime's CUDA provider, seen on a GPU, where its CPU provider passes
     cuda_known_failures: dict[int, str] = field(default_factory=dict)
     compare: str = "values"  # "values", or "distribution" for random outputs (see the module docstring)
+    # Why the torch.export capture (dynamo=True) cannot export this case, where it cannot: the export must then fail
+    # (at capture, or refused by the converter), never pass unnoticed. A scripted model needs no reason: torch.export
+    # takes an nn.Module, and the export says so.
+    export_unsupported: str = ""
 
     def known_failures_on(self, provider: str, dynamic: bool) -> dict[int, str]:
         """The expected failures on ``provider`` of the static or dynamic export: ``known_failures``, the dynamic

@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 
 from op_tests.cases import all_cases
-from op_tests.harness import OPSETS, record, run_case
+import torch
+
+from op_tests.harness import EXPORT_OPSETS, OPSETS, record, run_case
 
 CASES = all_cases()
 
@@ -24,9 +26,18 @@ def _params():
 PARAMS = list(_params())
 
 
-def _check(case, opset, dynamic, provider):
-    result = run_case(case, opset, dynamic, provider)
-    record(case, opset, dynamic, provider, result)
+def _export_params():
+    for case in CASES:
+        for opset in EXPORT_OPSETS:
+            modes = ["static", "dynamic"] if case.has_dynamic_variant() and opset >= case.min_opset else ["static"]
+            for mode in modes:
+                yield pytest.param(case, opset, mode == "dynamic", id=f"{case.name}-opset{opset}-{mode}")
+
+
+def _check(case, opset, dynamic, provider, capture="trace"):
+    result = run_case(case, opset, dynamic, provider, capture=capture)
+    if capture == "trace":
+        record(case, opset, dynamic, provider, result)
     min_opset = case.min_opset_for(dynamic)
     if opset < min_opset:
         assert result.status == "unsupported", (
@@ -55,3 +66,19 @@ def test_op_cuda(case, opset, dynamic, cuda_available):
     if opset < case.min_opset:
         pytest.skip("the unsupported-opset error is provider independent; checked by test_op")
     _check(case, opset, dynamic, "cuda")
+
+
+@pytest.mark.parametrize("case, opset, dynamic", list(_export_params()))
+def test_op_export(case, opset, dynamic):
+    """The case through the torch.export capture (``dynamo=True``): the same expectations as through tracing, and
+    where torch.export cannot take the model, the export fails with the reason the case declares."""
+    if isinstance(case.build(), (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
+        result = run_case(case, opset, dynamic, "cpu", capture="export")
+        assert result.status == "export_error" and "takes an nn.Module" in result.error, result.error
+        return
+    if case.export_unsupported and opset >= case.min_opset_for(dynamic):
+        result = run_case(case, opset, dynamic, "cpu", capture="export")
+        assert result.status in ("capture_error", "unsupported"), (
+            f"{case.name} exports through torch.export now (remove export_unsupported): {result.status}")
+        pytest.xfail(case.export_unsupported)
+    _check(case, opset, dynamic, "cpu", capture="export")
