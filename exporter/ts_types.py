@@ -153,4 +153,4 @@ def declared_element_type(ts_value) -> int | None:
 
 
 def graph_output_count(graph) -> int:
-    return graph.outputsSize()
+    return len(list(graph.outputs()))
