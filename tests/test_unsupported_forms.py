@@ -90,3 +90,10 @@ def test_a_complex_input_or_output_raises_instead_of_a_model_onnx_runtime_cannot
         exporter.export(model, (torch.randn(3, 2, dtype=torch.cfloat),), io.BytesIO())
     with pytest.raises(exporter.errors.ExportArgumentError, match="output 'output' is a torch.complex64 tensor"):
         _export(lambda model, x: torch.view_as_complex(x), torch.randn(3, 2))
+
+
+def test_index_reduce_mean_raises():
+    """index_reduce 'mean' divides by counts that no ONNX scatter gives (and torch's integer mean rounds down)."""
+    with pytest.raises(UnsupportedOperatorError, match="index_reduce 'mean' has no exact ONNX form"):
+        _export(lambda model, x, i, s: x.index_reduce(0, i, s, "mean"), torch.randn(4, 2), torch.tensor([0, 0]),
+                torch.randn(2, 2), opset=20)

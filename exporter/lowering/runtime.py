@@ -121,6 +121,12 @@ NONZERO_AS_COMPARISON = declare(
         "int16, the wider unsigned ints, double, bfloat16)",
     plain_form="NonZero on the input's own type, as ONNX allows every type",
 )
+# symbolics.indexing.scatter_reduce (amax/amin of bools, opset 18+): on uint8 and cast back, exact (any / all).
+SCATTER_EXTREMES_OF_BOOLS_AS_UINT8 = declare(
+    "scatter_extremes_of_bools_as_uint8",
+    gap="ONNX Runtime's ScatterElements-18 refuses reduction 'max'/'min' on bool (every other type but bfloat16 runs)",
+    plain_form="ScatterElements reduction 'max'/'min' on the bool tensors, as ONNX allows",
+)
 # symbolics.sorting._unique: Unique on the input cast to int64 (exact for the integer and bool types), cast back.
 UNIQUE_AS_INT64 = declare(
     "unique_as_int64",
