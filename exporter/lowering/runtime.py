@@ -106,6 +106,12 @@ MIN_MAX_6_DOUBLES = declare(
     gap="ONNX Runtime implements Min-6 and Max-6 for float only, not double",
     plain_form="Min/Max on double at opset 7 (the type of doubles, and of integers, which Min-6 does not take)",
 )
+# lowering.shape.circular_pad (opset 19+): bfloat16 circular padding by Slices and Concat, as below opset 19.
+CIRCULAR_PAD_BFLOAT16_BY_SLICES = declare(
+    "circular_pad_bfloat16_by_slices",
+    gap="ONNX Runtime has no bfloat16 kernel for Pad-19 (in any mode)",
+    plain_form="Pad-19 in mode 'wrap' on the bfloat16 tensor, as ONNX allows",
+)
 # symbolics.resize (opset 11+): static-size resizes of doubles by PyTorch's own gathers and weights.
 RESIZE_DOUBLES = declare(
     "resize_doubles",

@@ -609,9 +609,9 @@ def replication_pad(g, input, padding):
     return pad_op(g, input, padding if isinstance(padding, list) else constant_value(padding), "replicate")
 
 
-@symbolic("aten::pad_circular")
+@symbolic("aten::_pad_circular", "aten::pad_circular")
 def pad_circular(g, input, padding):
-    """pad_circular: circular padding from Slices and Concat (ONNX Pad has no wrap mode before 19)."""
+    """_pad_circular: Pad-19 mode 'wrap'; before 19 (ONNX Pad has no wrap mode) Slices and a Concat."""
     return circular_pad(g, input, constant_value(padding), require_rank(g, input))
 
 
