@@ -64,6 +64,12 @@ def enabled_set(choice) -> frozenset[str] | None:
 
 # -- elementwise, comparison, activations, casting, random, distance, losses --------------------------------------
 
+# lowering.comparison.is_nan / not_nan (opsets 13-19): IsNaN of a bfloat16 tested in float (exact).
+ISNAN_BFLOAT16_IN_FLOAT = declare(
+    "isnan_bfloat16_in_float",
+    gap="ONNX Runtime has no bfloat16 kernel for IsNaN-13 (it has one for IsNaN-20)",
+    plain_form="IsNaN-13 on the bfloat16 input, as ONNX allows",
+)
 # lowering.arithmetic.unary_math: Asin, Acos, Atan and Erf (and gelu's Erf) of doubles.
 DOUBLE_MATH_IN_FLOAT32 = declare(
     "double_math_in_float32",
