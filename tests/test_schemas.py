@@ -59,3 +59,39 @@ def test_an_export_across_the_forms_that_changed_at_17_to_20_is_valid(opset):
     buffer = io.BytesIO()
     exporter.export(Model(), (torch.randn(2, 4, 3, 4), torch.rand(2, 3, 3, 2) * 2 - 1), buffer, opset_version=opset)
     assert schema_problems(onnx.load_from_string(buffer.getvalue())) == []
+
+
+@pytest.mark.parametrize("opset", range(MIN_OPSET, MAX_OPSET + 1))
+def test_the_issue_33_forms_are_valid_and_used_from_their_opsets(opset):
+    """fold, scatter_reduce amax, circular pad, affine_grid, isinf on float16, amax on bool and stft: each exported
+    in its newest ONNX form from the opset that brought it (Col2Im and ScatterElements max 18, Pad wrap 19,
+    AffineGrid, IsInf on float16 and ReduceMax on bool 20, STFT 17), valid against its opset's schemas."""
+    class Model(torch.nn.Module):
+        def forward(self, cols, x, index, src, theta, half, mask, signal):
+            outputs = [F.fold(cols, (4, 5), 2), F.pad(x, (1, 2), mode="circular"), torch.isinf(half), mask.amax(1)]
+            if opset >= 9:
+                outputs.append(x.scatter_reduce(2, index, src, "amax"))
+            if opset >= 20:
+                outputs.append(F.affine_grid(theta, [1, 1, 3, 4], align_corners=False))
+            if opset >= 17:
+                outputs.append(torch.view_as_real(torch.stft(signal, 8, window=torch.hann_window(8), return_complex=True)))
+            return tuple(outputs)
+
+    inputs = (torch.randn(1, 8, 12), torch.randn(1, 2, 5), torch.tensor([[[0, 4]]]), torch.randn(1, 1, 2),
+              torch.randn(1, 2, 3), torch.randn(3).half(), torch.rand(2, 3) > 0.5, torch.randn(1, 32))
+    buffer = io.BytesIO()
+    exporter.export(Model(), inputs, buffer, opset_version=opset)
+    model = onnx.load_from_string(buffer.getvalue())
+    assert schema_problems(model) == []
+    op_types = {node.op_type for node in model.graph.node}
+    newest = {"Col2Im": 18, "AffineGrid": 20, "STFT": 17}
+    for op_type, since in newest.items():
+        assert (op_type in op_types) == (opset >= since), (op_type, opset)
+
+    def has(op_type, mode):
+        return any(n.op_type == op_type and any(a.s == mode for a in n.attribute) for n in model.graph.node)
+
+    assert has("ScatterElements", b"max") == (opset >= 18)
+    assert has("Pad", b"wrap") == (opset >= 19)
+    assert any(n.op_type == "IsInf" and n.input[0] == "half" for n in model.graph.node) == (opset >= 20)
+    assert any(n.op_type == "ReduceMax" and n.input[0] == "mask" for n in model.graph.node) == (opset >= 20)

@@ -90,3 +90,23 @@ def test_a_complex_input_or_output_raises_instead_of_a_model_onnx_runtime_cannot
         exporter.export(model, (torch.randn(3, 2, dtype=torch.cfloat),), io.BytesIO())
     with pytest.raises(exporter.errors.ExportArgumentError, match="output 'output' is a torch.complex64 tensor"):
         _export(lambda model, x: torch.view_as_complex(x), torch.randn(3, 2))
+
+
+def test_index_reduce_mean_raises():
+    """index_reduce 'mean' divides by counts that no ONNX scatter gives (and torch's integer mean rounds down)."""
+    with pytest.raises(UnsupportedOperatorError, match="index_reduce 'mean' has no exact ONNX form"):
+        _export(lambda model, x, i, s: x.index_reduce(0, i, s, "mean"), torch.randn(4, 2), torch.tensor([0, 0]),
+                torch.randn(2, 2), opset=20)
+
+
+def test_stft_read_other_than_through_view_as_real_raises():
+    """ONNX has no complex numbers: stft's complex result exports only as view_as_real's real and imaginary parts."""
+    with pytest.raises(UnsupportedOperatorError, match="exports only through torch.view_as_real"):
+        _export(lambda model, x: torch.stft(x, 8, window=torch.hann_window(8), return_complex=True).abs(),
+                torch.randn(2, 32), opset=17)
+
+
+def test_stft_below_opset_17_names_it():
+    with pytest.raises(UnsupportedOperatorError, match="needs opset >= 17"):
+        _export(lambda model, x: torch.view_as_real(torch.stft(x, 8, window=torch.hann_window(8), return_complex=True)),
+                torch.randn(2, 32), opset=16)

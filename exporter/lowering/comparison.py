@@ -10,6 +10,7 @@ from onnx import TensorProto
 
 from exporter import dtypes
 from exporter.lowering.core import BOOL, DOUBLE, FLOAT, INT32, INT64, cast
+from exporter.lowering.runtime import ISNAN_BFLOAT16_IN_FLOAT, applies
 from exporter.registry import unsupported
 
 # The integer types Equal-7 takes; before Equal-11 narrower ones are widened to int32 (exact).
@@ -44,7 +45,7 @@ def not_nan(g, x):
     if not dtypes.is_float(g.dtype(x)):
         return equal(g, x, x)
     if g.opset >= 9:
-        return g.op("Not", g.op("IsNaN", x))
+        return g.op("Not", _isnan_node(g, x))
     inf = g.const(math.inf, g.dtype(x))
     return g.op("Or", g.op("Less", x, inf), g.op("Less", g.op("Neg", inf), x))
 
@@ -52,8 +53,16 @@ def not_nan(g, x):
 def is_nan(g, x):
     """True where ``x`` is NaN (never for integers)."""
     if dtypes.is_float(g.dtype(x)) and g.opset >= 9:
-        return g.op("IsNaN", x)
+        return _isnan_node(g, x)
     return g.op("Not", not_nan(g, x))
+
+
+def _isnan_node(g, x):
+    """IsNaN of a floating ``x`` (opset 9; bfloat16 from 13). Below 20 a bfloat16 is tested in float (exact): IsNaN-9
+    takes none, and ONNX Runtime has no bfloat16 IsNaN-13 kernel (``ISNAN_BFLOAT16_IN_FLOAT``; IsNaN-20 has one)."""
+    if g.dtype(x) == TensorProto.BFLOAT16 and g.opset < 20 and (g.opset < 13 or applies(g, ISNAN_BFLOAT16_IN_FLOAT)):
+        x = cast(g, x, FLOAT)
+    return g.op("IsNaN", x)
 
 
 def equal(g, a, b):

@@ -90,6 +90,8 @@ def cast(g: GraphContext, x: Any, to: int) -> ir.Value:
                                        reason="complex tensors: ONNX's Cast has no complex types")
     if x.const is not None and not x.is_param:
         return g.const(x.const, to)
+    if TensorProto.BFLOAT16 in (to, x.dtype):
+        require_opset(g, 13, "a cast to or from bfloat16 needs Cast-13")
     out = g.op("Cast", x, to_i=to)
     out.shape = x.shape
     return out

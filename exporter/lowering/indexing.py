@@ -7,8 +7,8 @@
 * ``scatter_elements``: Scatter at opsets 9-10, ScatterElements from 11, with a reduction from 16.
 * ``scatter_add_elements``: ScatterElements reduction 'add' from opset 16; below, the ``index == j`` summation
   (Where from opset 9, a 0/1 product before).
-* ``scatter_extreme_elements``: scatter_reduce amax/amin before ScatterElements' max/min (opset 18): the ``index == j``
-  spread with the type's extreme, ReduceMax/ReduceMin, Max/Min (Where: opset 9; integers: opset 12).
+* ``scatter_extreme_elements``: scatter_reduce amax/amin: ScatterElements reduction max/min from opset 18; below, the
+  ``index == j`` spread with the type's extreme, ReduceMax/ReduceMin, Max/Min (Where: opset 9; integers: opset 12).
 * ``crop_to``: a scatter's src cut to its index's shape (run-time sizes: Slice from 10, a Gather at 9).
 * ``add_rows``: rows added at row indices, duplicates summed: ScatterND reduction 'add' from opset 16; below, a
   one-hot MatMul (integers from opset 9, as MatMul takes them).
@@ -170,7 +170,7 @@ def gather_at(g, x, index, axis: int):
 # -- scatters ---------------------------------------------------------------------------------------------------
 def scatter_elements(g, x, dim: int, index, updates, reduction: str | None = None):
     """``x`` with ``updates`` written at ``index`` along ``dim``: Scatter at opsets 9-10, ScatterElements from 11
-    (a ``reduction`` from 16)."""
+    (a ``reduction`` 'add'/'mul' from 16, 'max'/'min' from 18)."""
     if g.opset >= 11:
         return typed(g.op("ScatterElements", x, index, updates, axis_i=dim, reduction_s=reduction), known_dims(g, x))
     return typed(g.op("Scatter", x, index, updates, axis_i=dim), known_dims(g, x))
@@ -231,7 +231,11 @@ def scatter_extreme_elements(g, x, dim: int, index, updates, largest: bool):
     (smallest) of ``x`` and the updates whose index is there. ScatterElements reduces by max/min only from opset 18;
     here, as in ``scatter_add_elements``, ``hits = (index[..., None] == 0..n-1)``, the updates spread where they hit and
     the type's extreme (-inf/+inf, or the integer limit) elsewhere, reduced over ``dim`` (ReduceMax/ReduceMin), then
-    Max/Min with ``x`` (Where: opset 9; Max/Min take integers from opset 12). Exact: no arithmetic on the values."""
+    Max/Min with ``x`` (Where: opset 9; Max/Min take integers from opset 12). Exact: no arithmetic on the values.
+    From opset 18 it is ScatterElements with reduction 'max'/'min', which starts from ``x`` as include_self does
+    (``scatter_extremes_18``)."""
+    if g.opset >= 18:
+        return scatter_extremes_18(g, x, dim, index, updates, largest)
     elem = g.dtype(x)
     require_extreme_scatter(g, elem)
     numbers = dtypes.numpy_from_onnx(elem)
@@ -249,6 +253,22 @@ def scatter_extreme_elements(g, x, dim: int, index, updates, largest: bool):
     reduced = typed(reduce_op(g, "ReduceMax" if largest else "ReduceMin", spread, [dim], keepdims=False), reduced_shape)
     contribution = transpose_perm(g, reduced, list(range(dim)) + [rank - 1] + list(range(dim, rank - 1)))
     return g.op("Max" if largest else "Min", x, _zero_extend(g, contribution, x, skip=dim, fill=extreme))
+
+
+def scatter_extremes_18(g, x, dim: int, index, updates, largest: bool):
+    """ScatterElements-18 with reduction 'max'/'min'. ONNX leaves NaN unspecified and both ONNX Runtime and
+    onnx.reference keep the current value when an update is NaN, where PyTorch's amax/amin propagate it: for floats,
+    a second scatter (reduction 'max' of uint8 NaN flags, a type both take) marks every position that saw a NaN, and
+    those become NaN."""
+    reduced = scatter_elements(g, x, dim, index, updates, "max" if largest else "min")
+    if not dtypes.is_float(g.dtype(x)):
+        return reduced
+    def nan_flags(v, like):  # (updates has index's shape)
+        return cast(g, typed(g.op("IsNaN", v), known_dims(g, like)), TensorProto.UINT8)
+
+    flags = scatter_elements(g, nan_flags(x, x), dim, index, nan_flags(updates, index), "max")
+    nan = g.const(np.array(np.nan, dtype=dtypes.numpy_from_onnx(g.dtype(x))))
+    return typed(g.op("Where", cast(g, flags, BOOL), nan, reduced), known_dims(g, x))
 
 
 def _zero_extend(g, x, like, skip: int, fill=0):

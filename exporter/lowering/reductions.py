@@ -37,11 +37,13 @@ def accumulation_type(elem_type: int | None) -> int | None:
 
 def extreme_type(g, elem_type: int | None) -> int | None:
     """The type ReduceMax/ReduceMin find the extremes of ``elem_type`` in (exact in any type that holds the values):
-    the type itself where ONNX takes it; bool, int16, and int8/uint8 before opset 12, in int32; bfloat16 in float32
-    before opset 13 and where ONNX Runtime lacks the kernel (``BFLOAT16_EXTREMES_IN_FLOAT``). Ask only where the
-    reduction is emitted."""
+    the type itself where ONNX takes it (bool from opset 20); bool before 20, int16, and int8/uint8 before opset 12,
+    in int32; bfloat16 in float32 before opset 13 and where ONNX Runtime lacks the kernel
+    (``BFLOAT16_EXTREMES_IN_FLOAT``). Ask only where the reduction is emitted."""
     if elem_type == TensorProto.BFLOAT16:
         return FLOAT if g.opset < 13 or applies(g, BFLOAT16_EXTREMES_IN_FLOAT) else elem_type
+    if elem_type == BOOL and g.opset >= 20:
+        return elem_type
     if elem_type in (BOOL, TensorProto.INT16) or (elem_type in NARROW_INTS and g.opset < 12):
         return INT32
     return elem_type

@@ -64,6 +64,12 @@ def enabled_set(choice) -> frozenset[str] | None:
 
 # -- elementwise, comparison, activations, casting, random, distance, losses --------------------------------------
 
+# lowering.comparison.is_nan / not_nan (opsets 13-19): IsNaN of a bfloat16 tested in float (exact).
+ISNAN_BFLOAT16_IN_FLOAT = declare(
+    "isnan_bfloat16_in_float",
+    gap="ONNX Runtime has no bfloat16 kernel for IsNaN-13 (it has one for IsNaN-20)",
+    plain_form="IsNaN-13 on the bfloat16 input, as ONNX allows",
+)
 # lowering.arithmetic.unary_math: Asin, Acos, Atan and Erf (and gelu's Erf) of doubles.
 DOUBLE_MATH_IN_FLOAT32 = declare(
     "double_math_in_float32",
@@ -106,6 +112,12 @@ MIN_MAX_6_DOUBLES = declare(
     gap="ONNX Runtime implements Min-6 and Max-6 for float only, not double",
     plain_form="Min/Max on double at opset 7 (the type of doubles, and of integers, which Min-6 does not take)",
 )
+# lowering.shape.circular_pad (opset 19+): bfloat16 circular padding by Slices and Concat, as below opset 19.
+CIRCULAR_PAD_BFLOAT16_BY_SLICES = declare(
+    "circular_pad_bfloat16_by_slices",
+    gap="ONNX Runtime has no bfloat16 kernel for Pad-19 (in any mode)",
+    plain_form="Pad-19 in mode 'wrap' on the bfloat16 tensor, as ONNX allows",
+)
 # symbolics.resize (opset 11+): static-size resizes of doubles by PyTorch's own gathers and weights.
 RESIZE_DOUBLES = declare(
     "resize_doubles",
@@ -120,6 +132,12 @@ NONZERO_AS_COMPARISON = declare(
     gap="ONNX Runtime has NonZero kernels only for bool, int32, int64, uint8, float16 and float (none for int8, "
         "int16, the wider unsigned ints, double, bfloat16)",
     plain_form="NonZero on the input's own type, as ONNX allows every type",
+)
+# symbolics.indexing.scatter_reduce (amax/amin of bools, opset 18+): on uint8 and cast back, exact (any / all).
+SCATTER_EXTREMES_OF_BOOLS_AS_UINT8 = declare(
+    "scatter_extremes_of_bools_as_uint8",
+    gap="ONNX Runtime's ScatterElements-18 refuses reduction 'max'/'min' on bool (every other type but bfloat16 runs)",
+    plain_form="ScatterElements reduction 'max'/'min' on the bool tensors, as ONNX allows",
 )
 # symbolics.sorting._unique: Unique on the input cast to int64 (exact for the integer and bool types), cast back.
 UNIQUE_AS_INT64 = declare(

@@ -2,7 +2,7 @@
 expands (Expand: opset 8), splits (Split takes its sizes as an attribute before opset 13, as an input from 13),
 zeroing outside a mask (Where: opset 9), permutations, index ranges (Range: opset 11, a constant before) and
 their comparisons (Less on int64: opset 9), padding (Pad takes its pads as an attribute before opset 11, as inputs
-from 11; circular padding from Slices and Concat)."""
+from 11; circular padding from Slices and Concat, Pad-19 mode 'wrap' from 19)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import operator
 
 import numpy as np
 import torch
+from onnx import TensorProto
 
 from exporter import dtypes
 from exporter.errors import SymbolicValueError
@@ -31,6 +32,7 @@ from exporter.lowering.core import (
     to_int64_list_value,
     unsqueeze,
 )
+from exporter.lowering.runtime import CIRCULAR_PAD_BFLOAT16_BY_SLICES, applies
 from exporter.registry import unsupported
 
 INT64_MAX = 2**63 - 1
@@ -240,7 +242,7 @@ def position_compare_type(g) -> int:
 
 
 def pad_op(g, x, pad: list, mode: str, value=None):
-    """ONNX Pad: ``pads``/``value`` attributes before opset 11, inputs from 11; circular via Slice + Concat."""
+    """ONNX Pad: ``pads``/``value`` attributes before opset 11, inputs from 11; circular: ``circular_pad``."""
     rank = require_rank(g, x)
     if mode == "circular":
         return circular_pad(g, x, pad, rank)
@@ -295,9 +297,14 @@ def _run_time_onnx_pads(g, pad, rank: int):
 
 
 def circular_pad(g, x, pad: list, rank: int):
+    """torch's circular padding (``pad`` in torch's order, last dim first): negative pads crop first, and what wraps
+    around comes from the cropped tensor. Pad-19 in mode 'wrap' from opset 19 (``_wrap_pad``); Slices and a Concat
+    per axis before, and for bfloat16 (ONNX Runtime has no bfloat16 Pad-19)."""
     if not all(is_constant(p) for p in pad):
         raise SymbolicValueError("circular padding needs constant pad sizes")
     pad = [int(constant_value(p)) for p in pad]
+    if g.opset >= 19 and not (g.dtype(x) == TensorProto.BFLOAT16 and applies(g, CIRCULAR_PAD_BFLOAT16_BY_SLICES)):
+        return _wrap_pad(g, x, pad, rank)
     out = x
     for i in range(len(pad) // 2):
         axis = rank - 1 - i
@@ -311,6 +318,24 @@ def circular_pad(g, x, pad: list, rank: int):
             parts.append(slice_op(g, core, [axis], [0], [end]))
         out = parts[0] if len(parts) == 1 else g.op("Concat", *parts, axis_i=axis)
     return out
+
+
+def _wrap_pad(g, x, pad: list, rank: int):
+    """Circular padding as Pad-19 (data, pads; mode 'wrap'). Negative pads crop with a Slice first, and the Pad
+    wraps the cropped tensor, as torch does (Pad-19 removes on negative pads too, and ONNX Runtime computes it so,
+    but onnx.reference refuses negative 'wrap' pads)."""
+    onnx_pads = _onnx_pads(pad, rank)
+    begins, ends = onnx_pads[:rank], onnx_pads[rank:]
+    dims = [None if d is None else d + min(begins[a], 0) + min(ends[a], 0) for a, d in enumerate(known_dims(g, x))]
+    cropped = [axis for axis in range(rank) if begins[axis] < 0 or ends[axis] < 0]
+    if cropped:
+        x = typed(slice_op(g, x, cropped, [max(-begins[a], 0) for a in cropped],
+                           [ends[a] if ends[a] < 0 else INT64_MAX for a in cropped]), dims)
+    grown = [max(p, 0) for p in onnx_pads]
+    if not any(grown):
+        return x
+    out = g.op("Pad", x, g.const(np.array(grown, dtype=np.int64)), mode_s="wrap")
+    return typed(out, [None if d is None else d + grown[a] + grown[rank + a] for a, d in enumerate(dims)])
 
 
 # -- squeeze/unsqueeze along dims known only at run time -----------------------------------------------------------

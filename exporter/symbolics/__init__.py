@@ -27,6 +27,7 @@ from exporter.symbolics import (  # noqa: F401
     sequence,
     shape,
     sorting,
+    spectral,
     tensor_factories,
     torchvision_ops,
 )

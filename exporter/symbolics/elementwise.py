@@ -504,9 +504,17 @@ def isinf(g, self):
 
 @symbolic("aten::isinf", since=10)
 def isinf_op(g, self):
-    """IsInf (opset 10); it takes float16 only from opset 20."""
+    """IsInf (opset 10) takes float and double only: float16 and bfloat16 are tested in float (exact)."""
     dtype = g.dtype(self)
-    if not dtypes.is_float(dtype) or dtype == TensorProto.FLOAT16:
+    if not dtypes.is_float(dtype):
+        return _beyond_finite(g, self)
+    return g.op("IsInf", cast(g, self, FLOAT) if dtype in (TensorProto.FLOAT16, TensorProto.BFLOAT16) else self)
+
+
+@symbolic("aten::isinf", since=20)
+def isinf_20(g, self):
+    """IsInf-20 takes float16 and bfloat16 as well."""
+    if not dtypes.is_float(g.dtype(self)):
         return _beyond_finite(g, self)
     return g.op("IsInf", self)
 

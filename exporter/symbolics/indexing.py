@@ -62,6 +62,7 @@ from exporter.lowering.shape import (
     transpose_perm,
     typed,
 )
+from exporter.lowering.runtime import SCATTER_EXTREMES_OF_BOOLS_AS_UINT8, applies
 from exporter.registry import parse_args, symbolic, unsupported
 
 
@@ -410,8 +411,10 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
     """scatter_reduce 'sum' / 'prod' / 'amax' / 'amin' (include_self either way); 'mean' needs ONNX 18."""
     reduce = str(constant_value(reduce))
     include_self = True if include_self is None else bool(constant_value(include_self))
-    if reduce in ("amax", "amin") and g.dtype(self) == BOOL:
-        # Max/Min take no bools: 'amax' is any and 'amin' all, computed on uint8 and cast back.
+    if reduce in ("amax", "amin") and g.dtype(self) == BOOL and (
+            g.opset < 18 or applies(g, SCATTER_EXTREMES_OF_BOOLS_AS_UINT8)):
+        # Max/Min take no bools (ScatterElements max/min do from 18, where ONNX Runtime refuses them): 'amax' is any
+        # and 'amin' all, computed on uint8 and cast back.
         uint8 = dtypes.onnx_from_torch(torch.uint8)
         result = scatter_reduce(g, cast(g, self, uint8), dim, index, cast(g, src, uint8), reduce, include_self)
         return cast(g, result, BOOL)
@@ -504,6 +507,26 @@ def index_copy(g, self, dim, index, source):
     source = cast(g, g.value(source), g.dtype(self))
     index = cast(g, reshape_to(g, g.value(index), [-1]), INT64)
     return scatter_elements(g, self, dim, _index_along(g, index, dim, rank, shape_of(g, source)), source)
+
+
+@symbolic("aten::index_reduce", "aten::index_reduce_")
+def index_reduce(g, self, dim, index, source, reduce, include_self=True):
+    """index_reduce(dim, index, source, reduce, include_self): scatter_reduce with the index laid along dim and
+    broadcast to source's shape, so 'amax'/'amin' are ScatterElements max/min from opset 18 (the index == j
+    reduction below, from 9, integers 12) and 'prod' ScatterElements 'mul' (16). 'mean' is refused: ONNX has no
+    scatter that counts, and torch's integer mean rounds down."""
+    reduce_name = str(constant_value(reduce))
+    if reduce_name not in ("prod", "amax", "amin"):
+        raise unsupported(g.node.kind(), g.opset, f"index_reduce '{reduce_name}' has no exact ONNX form (ScatterElements "
+                                                  "reduces by add, mul, max and min only)")
+    rank = require_rank(g, self)
+    if rank == 0:  # as the 1-element reduce (ONNX's scatters need rank >= 1)
+        return _as_0d(g, index_reduce(g, _flat(g, self), 0, index, _flat(g, source), reduce, include_self))
+    dim = normalize_dim(int(constant_value(dim)), rank)
+    source = cast(g, g.value(source), g.dtype(self))
+    index = cast(g, reshape_to(g, g.value(index), [-1]), INT64)
+    laid = typed(_index_along(g, index, dim, rank, shape_of(g, source)), known_dims(g, source))
+    return scatter_reduce(g, self, dim, laid, source, reduce_name, include_self)
 
 
 @symbolic("aten::index_fill", "aten::index_fill_", since=9)

@@ -438,3 +438,48 @@ def _grid_sample(g, input, grid, mode: str, padding_mode: int, align_corners: bo
     sampled = g.op("GridSample", cast(g, input, work), cast(g, grid, work), mode_s=mode,
                    padding_mode_s=_GRID_PADDING[padding_mode], align_corners_i=int(align_corners))
     return cast(g, sampled, dtype) if dtype is not None else sampled
+
+
+# -- affine grids ------------------------------------------------------------------------------------------------
+@symbolic("aten::affine_grid_generator")
+def affine_grid_before_20(g, theta, size, align_corners):
+    """Registered from opset 7 so that the error names the opset affine_grid needs: 20 (AffineGrid)."""
+    require_opset(g, 20, "affine_grid needs AffineGrid")
+
+
+@symbolic("aten::affine_grid_generator", since=20)
+def affine_grid_generator(g, theta, size, align_corners):
+    """F.affine_grid as AffineGrid-20 (theta, size; align_corners): theta [N, 2, 3] with size [N, C, H, W] gives
+    [N, H, W, 2], theta [N, 3, 4] with size [N, C, D, H, W] gives [N, D, H, W, 3], the base grid at -1..1 across
+    the pixel centres (or the corner pixels with align_corners) times theta^T, as PyTorch computes it. The size may
+    be known only at run time.
+
+    With align_corners, PyTorch puts the one position of a spatial dim of size 1 at 0, where the spec divides by
+    size - 1 = 0 (ONNX Runtime gives 1, onnx.reference -1, both finite): theta's column for each such dim is zeroed,
+    which takes that coordinate as 0 whatever the runtime made of it."""
+    corners = bool(constant_value(align_corners))
+    sizes = to_int64_list_value(g, size)
+    mask = _columns_of_non_unit_dims(g, theta, size, sizes) if corners else None
+    if mask is not None:
+        theta = g.op("Mul", theta, mask)
+    grid = g.op("AffineGrid", theta, sizes, align_corners_i=int(corners))
+    if isinstance(size, (list, tuple)):  # its length is the grid's rank
+        known = [int(constant_value(s)) if not is_value(s) or s.const is not None else None for s in size]
+        grid.shape = (known[0], *known[2:], len(known) - 2)
+    return grid
+
+
+def _columns_of_non_unit_dims(g, theta, size, sizes):
+    """1 for each column of theta whose spatial dim has a size other than 1, and for the translation column; 0 for
+    the others (None where a static size has no dim of 1). Theta's columns run x, y(, z): the spatial dims last to
+    first."""
+    if isinstance(size, (list, tuple)) and all(not is_value(s) or s.const is not None for s in size):
+        spatial = [int(constant_value(s)) for s in size[2:]]
+        if 1 not in spatial:
+            return None
+        mask = np.array([float(n != 1) for n in reversed(spatial)] + [1.0], dtype=dtypes.numpy_from_onnx(g.dtype(theta)))
+        return g.const(mask)
+    reversed_spatial = g.op("Slice", sizes, g.const([-1], torch.int64), g.const([1], torch.int64),
+                            g.const([0], torch.int64), g.const([-1], torch.int64))
+    non_unit = cast(g, g.op("Not", g.op("Equal", reversed_spatial, g.const([1], torch.int64))), g.dtype(theta))
+    return g.op("Concat", non_unit, g.const(np.ones(1, dtype=dtypes.numpy_from_onnx(g.dtype(theta)))), axis_i=0)

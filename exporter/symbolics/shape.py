@@ -605,9 +605,9 @@ def replication_pad(g, input, padding):
     return pad_op(g, input, padding if isinstance(padding, list) else constant_value(padding), "replicate")
 
 
-@symbolic("aten::pad_circular")
+@symbolic("aten::_pad_circular", "aten::pad_circular")
 def pad_circular(g, input, padding):
-    """pad_circular: circular padding from Slices and Concat (ONNX Pad has no wrap mode before 19)."""
+    """_pad_circular: Pad-19 mode 'wrap'; before 19 (ONNX Pad has no wrap mode) Slices and a Concat."""
     return circular_pad(g, input, constant_value(padding), require_rank(g, input))
 
 
@@ -726,11 +726,16 @@ def im2col(g, self, kernel_size, dilation, padding, stride):
 @symbolic("aten::col2im")
 @parse_args("v", "is", "is", "is", "is", "is")
 def col2im(g, self, output_size, kernel_size, dilation, padding, stride):
-    """col2im (F.fold): the grouped ConvTranspose of im2col's one-hot kernels, which sums overlaps."""
+    """col2im (F.fold): the grouped ConvTranspose of im2col's one-hot kernels, which sums overlaps (Col2Im from 18).
+    An unbatched input [C * kH * kW, L] folds as a batch of one."""
+    if require_rank(g, self) == 2:
+        return squeeze(g, col2im(g, unsqueeze(g, self, [0]), output_size, kernel_size, dilation, padding, stride), [0])
     taps = kernel_size[0] * kernel_size[1]
     dims = known_dims(g, self)
-    if require_rank(g, self) != 3 or dims[1] is None:
-        raise SymbolicValueError("col2im needs a 3-D input with a static channel count")
+    if require_rank(g, self) != 3:
+        raise SymbolicValueError("col2im needs a 2-D or 3-D input")
+    if dims[1] is None:
+        require_opset(g, 18, "col2im of a channel count known only at run time needs Col2Im")
     channels = dims[1] // taps
     span = [dilation[i] * (kernel_size[i] - 1) + 1 for i in range(2)]
     blocks = [(output_size[i] + 2 * padding[i] - span[i]) // stride[i] + 1 for i in range(2)]
@@ -741,6 +746,21 @@ def col2im(g, self, output_size, kernel_size, dilation, padding, stride):
     # Overlapping taps sum, exactly what ConvTranspose does; positions past the last block get no tap.
     return g.op("ConvTranspose", grid, weight, kernel_shape_i=kernel_size, dilations_i=dilation, strides_i=stride,
                 pads_i=[padding[0], padding[1], padding[0] - extra[0], padding[1] - extra[1]], group_i=channels)
+
+
+@symbolic("aten::col2im", since=18)
+@parse_args("v", "is", "is", "is", "is", "is")
+def col2im_18(g, self, output_size, kernel_size, dilation, padding, stride):
+    """col2im (F.fold) as Col2Im-18 (input, image_shape, block_shape; dilations, pads, strides). PyTorch's columns
+    [N, C * kH * kW, L] are Col2Im's layout (channel-major, the kernel's taps row-major, blocks row-major), and its
+    symmetric padding is Col2Im's pads [pH, pW, pH, pW]; overlaps sum in both. The channel count may be dynamic here.
+    An unbatched input [C * kH * kW, L] folds as a batch of one."""
+    rank = require_rank(g, self)
+    batched = self if rank == 3 else unsqueeze(g, self, [0])
+    folded = g.op("Col2Im", batched, g.const(np.array(output_size, dtype=np.int64)),
+                  g.const(np.array(kernel_size, dtype=np.int64)), dilations_i=dilation, pads_i=padding + padding,
+                  strides_i=stride)
+    return folded if rank == 3 else squeeze(g, folded, [0])
 
 
 # -- grids, triangles, diagonals --------------------------------------------------------------------------------

@@ -317,3 +317,64 @@ CASES += [
            module=lambda: torch.jit.script(_ScatterExtremesOfEmpty()),
            cuda_known_failures=dict.fromkeys(range(9, OPSETS[-1] + 1), CUDA_EMPTY_REDUCTION)),
 ]
+
+# scatter_reduce 'amax'/'amin' as ScatterElements-18 max/min. ONNX leaves NaN unspecified and ONNX Runtime and
+# onnx.reference keep the current value when an update is NaN; PyTorch propagates it, so from 18 a scatter of NaN flags
+# marks the positions that saw one. Below 18 the index == j form reduces with ReduceMax/ReduceMin, which ONNX Runtime
+# computes skipping NaN (onnx.reference agrees with PyTorch there: a runtime divergence).
+_NAN = float("nan")
+_ORT_REDUCE_SKIPS_NAN = {opset: "ONNX Runtime's ReduceMax/ReduceMin (the index == j form below opset 18) skip NaN where "
+                                "PyTorch propagates it; onnx.reference agrees with PyTorch (a runtime divergence)"
+                         for opset in range(9, 18)}
+_ORT_NO_BFLOAT16 = {opset: "ONNX Runtime's CPU provider has no bfloat16 kernel for Where (the index == j form and the "
+                           "NaN marking), nor for ScatterElements reduction max/min (18); onnx.reference computes it"
+                    for opset in range(13, OPSETS[-1] + 1)}
+
+
+class _ScatterExtremesInBfloat16(torch.nn.Module):
+    def forward(self, x, index, src):
+        return x.bfloat16().scatter_reduce(1, index, src.bfloat16(), reduce="amin").float()
+
+
+CASES += [
+    OpCase("scatter_reduce", lambda k: (torch.tensor([[1.0, _NAN, 3.0, 0.0, 5.0], [0.0] * 5] + [[2.0] * 5] * k),
+                                        torch.tensor([[0, 0, 2, 3], [1, 1, 1, 4]]),
+                                        torch.tensor([[_NAN, 2.0, 4.0, -1.0], [2.0, _NAN, 1.0, 7.0]])),
+           sample="amax_nan", min_opset=9, known_failures=_ORT_REDUCE_SKIPS_NAN,
+           fn=lambda x, i, s: x.scatter_reduce(1, i, s, reduce="amax")),
+    OpCase("scatter_reduce", lambda k: (torch.tensor([[1.0, _NAN, 3.0, 0.0, 5.0], [0.0] * 5]),
+                                        torch.tensor([[0, 0, 2, 3], [1, 1, 1, 4]]),
+                                        torch.tensor([[_NAN, 2.0, 4.0, -1.0], [2.0, _NAN, 1.0, 7.0]])),
+           sample="amin_nan_exclude_self", min_opset=9, dynamic=False, known_failures=_ORT_REDUCE_SKIPS_NAN,
+           fn=lambda x, i, s: x.scatter_reduce(1, i, s, reduce="amin", include_self=False)),
+    OpCase("scatter_reduce", lambda k: (_r(4 + k, 6, dtype=torch.float16), torch.tensor([[0, 5, 2], [5, 5, 1]]),
+                                        _r(3, 5, dtype=torch.float16)),
+           sample="amax_float16", min_opset=9, fn=lambda x, i, s: x.scatter_reduce(1, i, s, reduce="amax")),
+    OpCase("scatter_reduce", lambda k: (torch.randint(0, 200, (4, 6 + k), dtype=torch.uint8),
+                                        torch.tensor([[0, 3, 2], [3, 3, 1]]), torch.randint(0, 200, (3, 5), dtype=torch.uint8)),
+           sample="amin_uint8", min_opset=12, fn=lambda x, i, s: x.scatter_reduce(1, i, s, reduce="amin")),
+    # (bfloat16 tensors need Cast-13)
+    OpCase("scatter_reduce", _SCATTER_EXTREMES, sample="amin_bfloat16", min_opset=13, known_failures=_ORT_NO_BFLOAT16,
+           module=_ScatterExtremesInBfloat16),
+]
+
+# index_reduce: scatter_reduce with the 1-D index laid along dim and broadcast to source's shape ('amax'/'amin':
+# ScatterElements max/min from 18, the index == j form from 9 (integers 12); 'prod': ScatterElements 'mul', 16).
+# Duplicate indices reduce together; include_self either way.
+_INDEX_REDUCE = lambda k: (torch.randn(5, 3 + k), torch.tensor([0, 4, 0, 2]), torch.randn(4, 3 + k))
+CASES += [
+    OpCase("index_reduce", _INDEX_REDUCE, sample="amax", min_opset=9,
+           fn=lambda x, i, s: x.index_reduce(0, i, s, "amax")),
+    OpCase("index_reduce", _INDEX_REDUCE, sample="amin_exclude_self", min_opset=9,
+           fn=lambda x, i, s: x.index_reduce(0, i, s, "amin", include_self=False)),
+    OpCase("index_reduce", lambda k: (torch.randn(3 + k, 5), torch.tensor([4, 1, 4]), torch.randn(3 + k, 3)),
+           sample="prod_dim1", min_opset=16, fn=lambda x, i, s: x.index_reduce(1, i, s, "prod")),
+    OpCase("index_reduce", _INDEX_REDUCE, sample="prod_exclude_self", min_opset=16,
+           fn=lambda x, i, s: x.index_reduce(0, i, s, "prod", include_self=False)),
+    OpCase("index_reduce", lambda k: (torch.randint(-9, 9, (5, 2 + k)), torch.tensor([3, 3, 0]),
+                                      torch.randint(-9, 9, (3, 2 + k))),
+           sample="amax_int64_exclude_self", min_opset=12,
+           fn=lambda x, i, s: x.index_reduce(0, i, s, "amax", include_self=False)),
+    OpCase("index_reduce", lambda k: (torch.rand(5, 3 + k) > 0.5, torch.tensor([0, 4, 0, 2]), torch.rand(4, 3 + k) > 0.5),
+           sample="amin_bool", min_opset=12, fn=lambda x, i, s: x.index_reduce(0, i, s, "amin")),
+]

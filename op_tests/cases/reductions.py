@@ -150,3 +150,13 @@ CASES += [
     OpCase("norm", lambda k: (torch.randn(2 + k, 3, 4),), sample="scripted_l1_keepdim",
            module=lambda: torch.jit.script(_ScriptedNorm(1, True))),
 ]
+
+
+# ReduceMax/ReduceMin take bool from opset 20; below, bools reduce in int32 and cast back.
+CASES += [
+    OpCase("amax", lambda k: (torch.rand(3 + k, 4) > 0.5,), sample="bool", fn=lambda x: x.amax(-1)),
+    OpCase("amin", lambda k: (torch.rand(2, 3 + k, 4) > 0.3,), sample="bool_keepdim",
+           fn=lambda x: x.amin((0, 2), keepdim=True)),
+    OpCase("max", lambda k: (torch.rand(3 + k, 4) > 0.5,), sample="bool_all", fn=lambda x: x.max()),
+    OpCase("aminmax", lambda k: (torch.rand(3 + k, 4) > 0.5,), sample="bool", fn=lambda x: torch.aminmax(x, dim=1)),
+]

@@ -135,3 +135,41 @@ CASES += [
     for padding in ("zeros", "border", "reflection")
     for align in (False, True)
 ]
+
+
+# F.affine_grid as AffineGrid-20 (refused below 20, naming 20): 2-D and 3-D, align_corners either way, float and
+# double, a size read from the input at run time, and spatial dims of size 1, which with align_corners PyTorch puts at
+# 0 where the spec divides by zero (theta's column for such a dim is zeroed: at export time for a static size, at run
+# time for a size known only then).
+class _AffineGridOfInput(torch.nn.Module):
+    def __init__(self, align_corners: bool):
+        super().__init__()
+        self.align_corners = align_corners
+
+    def forward(self, theta, x):
+        return F.affine_grid(theta, list(x.size()), align_corners=self.align_corners)
+
+
+def _theta(n, spatial, dtype=torch.float32):
+    return torch.randn(n, spatial, spatial + 1, dtype=dtype)
+
+
+_AFFINE = dict(min_opset=20)
+CASES += [
+    OpCase("affine_grid_generator", lambda k: (_theta(2, 2),), sample="2d", **_AFFINE,
+           fn=lambda t: F.affine_grid(t, [2, 3, 4, 5], align_corners=False)),
+    OpCase("affine_grid_generator", lambda k: (_theta(2, 2, torch.float64),), sample="2d_align_corners_double",
+           **_AFFINE, fn=lambda t: F.affine_grid(t, [2, 1, 5, 3], align_corners=True)),
+    OpCase("affine_grid_generator", lambda k: (_theta(1, 3),), sample="3d", **_AFFINE,
+           fn=lambda t: F.affine_grid(t, [1, 2, 3, 4, 5], align_corners=False)),
+    OpCase("affine_grid_generator", lambda k: (_theta(2, 3),), sample="3d_align_corners", **_AFFINE,
+           fn=lambda t: F.affine_grid(t, [2, 2, 3, 4, 2], align_corners=True)),
+    OpCase("affine_grid_generator", lambda k: (_theta(2, 2),), sample="2d_align_corners_unit_dims", **_AFFINE,
+           fn=lambda t: F.affine_grid(t, [2, 3, 1, 4], align_corners=True)),
+    OpCase("affine_grid_generator", lambda k: (_theta(1, 3),), sample="3d_align_corners_unit_dims", **_AFFINE,
+           fn=lambda t: F.affine_grid(t, [1, 1, 1, 3, 1], align_corners=True)),
+    OpCase("affine_grid_generator", lambda k: (_theta(1 + k, 2), torch.randn(1 + k, 3, [1, 4][k], 5)),
+           sample="run_time_size_align_corners", **_AFFINE, module=lambda: _AffineGridOfInput(True)),
+    OpCase("affine_grid_generator", lambda k: (_theta(1 + k, 3), torch.randn(1 + k, 2, 3, 2 + k, 4)),
+           sample="3d_run_time_size", **_AFFINE, module=lambda: _AffineGridOfInput(False)),
+]

@@ -340,3 +340,28 @@ CASES += [
     OpCase("chunk", lambda k: (_r(3 + k, 5),), sample="run_time_count_negative_dim", dynamic_min_opset=10,
            fn=lambda x: torch.chunk(x, x.size(0), dim=-1)),
 ]
+
+# F.fold as Col2Im-18 (PyTorch's [N, C * kH * kW, L] columns are Col2Im's layout; pads [pH, pW, pH, pW]); below 18 the
+# grouped ConvTranspose of one-hot kernels, which needs a static channel count: a run-time one needs Col2Im (18).
+CASES += [
+    OpCase("col2im", lambda k: (_r(2, (2 + k) * 6, 15),), sample="run_time_channels", dynamic_min_opset=18,
+           fn=lambda x: F.fold(x, (5, 7), (2, 3), dilation=(2, 1), padding=(1, 0), stride=(1, 2))),
+    OpCase("col2im", lambda k: (_r(3 * 4, 9 + 3 * k),), sample="unbatched", dynamic=False,
+           fn=lambda x: F.fold(x, (4, 4), 2, stride=1)),
+    OpCase("col2im", lambda k: (_r(1 + k, 2 * 4, 9, dtype=torch.float16),), sample="float16",
+           fn=lambda x: F.fold(x, (4, 4), 2, stride=1)),
+]
+
+# Circular padding as Pad-19 mode 'wrap' (negative pads crop with a Slice first: torch wraps the cropped tensor, and
+# onnx.reference refuses negative 'wrap' pads); Slices and a Concat per axis below 19. Pads as large as the dim, three
+# padded dims, integers, bools, and _pad_circular itself. (bfloat16 keeps the Slices: ONNX Runtime has no
+# bfloat16 Pad-19, a declared workaround with its probe.)
+CASES += [
+    OpCase("pad", lambda k: (_r(1 + k, 2, 3, 4, 5),), sample="circular_3d_whole_dims",
+           fn=lambda x: F.pad(x, (5, 5, 0, 4, 3, 1), mode="circular")),
+    OpCase("pad", lambda k: (_r(1 + k, 3, 6, dtype=torch.int64),), sample="circular_int64_crop_one_side",
+           fn=lambda x: F.pad(x, (2, -1), mode="circular")),
+    OpCase("pad", lambda k: (_r(2 + k, 3, 6, dtype=torch.bool),), sample="circular_bool",
+           fn=lambda x: F.pad(x, (0, 4), mode="circular")),
+    OpCase("_pad_circular", lambda k: (_r(1 + k, 2, 5),), fn=lambda x: torch._C._nn._pad_circular(x, [1, 3])),
+]

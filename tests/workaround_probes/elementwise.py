@@ -25,4 +25,6 @@ PROBES = [
     Probe("activations_decomposed_for_double", fn=lambda x: F.softshrink(x, 1000.0), gap="diverges",
           inputs=lambda: (torch.tensor([1000.0001, -1000.0003, 5.0, 1000.5], dtype=torch.float64),), opset=13),
     Probe("clip_double_as_max_min", fn=lambda x: torch.clamp(x, -0.5, 0.5), inputs=_doubles, opset=11),
+    Probe("isnan_bfloat16_in_float", fn=lambda x: torch.isnan(x.bfloat16()),
+          inputs=lambda: (torch.tensor([1.0, float("nan"), float("inf"), -2.0]),), opset=13),
 ]

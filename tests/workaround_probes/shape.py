@@ -26,4 +26,6 @@ PROBES = [
           inputs=lambda: (_rand(3, 4), _rand(2, 5)), opset=7),
     Probe("resize_doubles", fn=lambda x: F.interpolate(x, scale_factor=2.0, mode="bilinear"),
           inputs=lambda: (_rand(1, 2, 3, 4, dtype=torch.float64),), opset=11),
+    Probe("circular_pad_bfloat16_by_slices", fn=lambda x: F.pad(x.bfloat16(), (1, 2), mode="circular").float(),
+          inputs=lambda: (_rand(1, 2, 4),), opset=19),
 ]
