@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
+from torch.utils import _pytree as pytree
 
 from exporter.capture.common import EXPORT, Capture, flatten, split_args
 from exporter.errors import CaptureError, ExportArgumentError
@@ -60,7 +61,10 @@ def at_opset(captured: Capture, opset: int) -> Capture:
     library has no symbolic at ``opset``, and only there (the capture itself is left as it is)."""
     try:
         with _torch_export_quiet():
-            program = captured.program.run_decompositions({})
+            # One pass in the common case: functionalize, decomposing the ops of the captured program that have no
+            # symbolic; functionalization itself may bring ops that need one (rarely), hence further rounds.
+            program = captured.program.run_decompositions(
+                _decompositions_of(_ops_without_symbolics(captured.program, opset)))
             for _ in range(_DECOMPOSITION_ROUNDS):
                 table = _decompositions_of(_ops_without_symbolics(program, opset))
                 if not table:
@@ -195,17 +199,13 @@ def dynamic_shapes_from_axes(model: torch.nn.Module, args: Any, axes_by_position
     shapes: dict[str, Any] = {}
     index = 0
     for name, value in bound.arguments.items():
-        leaves, _ = flatten(value)
-        if isinstance(value, torch.Tensor):
-            axes = axes_by_position.get(index)
-            shapes[name] = {axis: torch.export.Dim.DYNAMIC for axis in axes} if axes else None
-        else:
-            if any(index + k in axes_by_position for k in range(len(leaves))):
-                raise ExportArgumentError(
-                    f"dynamic_axes names axes of the tensors inside argument {name!r} (a {type(value).__name__}); "
-                    "with dynamo=True give dynamic_shapes in torch.export's form for nested arguments")
-            shapes[name] = None
-        index += len(leaves)
+        leaves, structure = pytree.tree_flatten(value)
+        specs = []
+        for leaf in leaves:
+            axes = axes_by_position.get(index) if isinstance(leaf, torch.Tensor) else None
+            specs.append({axis: torch.export.Dim.DYNAMIC for axis in axes} if axes else None)
+            index += isinstance(leaf, torch.Tensor)
+        shapes[name] = pytree.tree_unflatten(specs, structure) if any(specs) else None
     return shapes
 
 

@@ -375,7 +375,7 @@ def _scan_as_sequence(g, stacked: ir.Value) -> ir.Value:
     size a number or a named dynamic axis): a scan output needs all of them of one shape, which a list need not be."""
     element = None if stacked.shape is None else stacked.shape[1:]
     if element is None or not all(isinstance(dim, int) or dim in _input_dim_names(g.graph) for dim in element):
-        raise unsupported(g.node.kind(), g.opset, f"a list carried through a loop, whose items may differ in shape: "
+        raise unsupported(g.op_kind, g.opset, f"a list carried through a loop, whose items may differ in shape: "
                           f"needs opset >= {SEQUENCE_LOOP_OPSET}")
     out = g.op("SplitToSequence", stacked, keepdims_i=0)
     out.kind, out.dtype, out.shape, out.elem_shape = ir.SEQUENCE, stacked.dtype, None, tuple(element)
@@ -631,7 +631,7 @@ def len_(g, self):
 def range_length(g, low, high, step):
     """Iterations of ``range(low, high, step)``: max(0, ceil((high - low) / step)); ``step`` must be known."""
     if not _is_static(step):
-        raise unsupported(g.node.kind(), g.opset, "a range step computed at run time is not supported")
+        raise unsupported(g.op_kind, g.opset, "a range step computed at run time is not supported")
     step = int(constant_value(step))
     span = g.op("Sub", cast(g, high, INT64), cast(g, low, INT64)) if step > 0 else (
         g.op("Sub", cast(g, low, INT64), cast(g, high, INT64))
@@ -653,7 +653,7 @@ def derive_index(g, index, start, step):
 def min_max(g, *args):
     """``min``/``max`` of two numbers or of one list of numbers."""
     items = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
-    op_type = "Min" if g.node.kind() == "prim::min" else "Max"
+    op_type = "Min" if g.op_kind == "prim::min" else "Max"
     if all(_is_static(x) for x in items):
         values = [constant_value(x) for x in items]
         return min(values) if op_type == "Min" else max(values)

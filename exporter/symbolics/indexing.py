@@ -517,7 +517,7 @@ def index_reduce(g, self, dim, index, source, reduce, include_self=True):
     scatter that counts, and torch's integer mean rounds down."""
     reduce_name = str(constant_value(reduce))
     if reduce_name not in ("prod", "amax", "amin"):
-        raise unsupported(g.node.kind(), g.opset, f"index_reduce '{reduce_name}' has no exact ONNX form (ScatterElements "
+        raise unsupported(g.op_kind, g.opset, f"index_reduce '{reduce_name}' has no exact ONNX form (ScatterElements "
                                                   "reduces by add, mul, max and min only)")
     rank = require_rank(g, self)
     if rank == 0:  # as the 1-element reduce (ONNX's scatters need rank >= 1)

@@ -166,7 +166,7 @@ def side_effect_only(g, *args):
 def tensor_from_data(g, data, dtype=None, device=None, *unused):
 
     target = torch_dtype_arg(dtype)
-    if target is None and g.node.kind() == "aten::scalar_tensor":
+    if target is None and g.op_kind == "aten::scalar_tensor":
         target = torch.get_default_dtype()  # scalar_tensor makes the default float type, whatever its value's
     if not is_value(data) and not (isinstance(data, list) and any(is_value(d) for d in data)):
         return torch.tensor(constant_value(data), dtype=target)

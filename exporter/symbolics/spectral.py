@@ -40,11 +40,11 @@ def stft(g, self, n_fft, hop_length=None, win_length=None, window=None, normaliz
     hop = int(_argument(hop_length, n_fft // 4))
     win = int(_argument(win_length, n_fft))
     if bool(_argument(align_to_window, False)):
-        raise unsupported(g.node.kind(), g.opset, "stft with align_to_window=True has no ONNX form")
+        raise unsupported(g.op_kind, g.opset, "stft with align_to_window=True has no ONNX form")
     if bool(_argument(return_complex, False)):
-        readers = {use.user.kind() for use in g.node.output().uses()}
+        readers = {kind for kind, _, _ in g.output_readers(0)}
         if readers != {"aten::view_as_real"}:
-            raise unsupported(g.node.kind(), g.opset, "stft's complex result exports only through torch.view_as_real "
+            raise unsupported(g.op_kind, g.opset, "stft's complex result exports only through torch.view_as_real "
                               f"(ONNX has no complex numbers); here it is read by {sorted(readers)}")
     rank = require_rank(g, self)
     if rank not in (1, 2) or not dtypes.is_float(g.dtype(self)):
@@ -75,7 +75,7 @@ def _full_window(g, window, win: int, n_fft: int, elem: int):
 def view_as_real(g, self):
     """view_as_real of stft's result, which STFT already gives as real and imaginary parts on a trailing axis of 2.
     ONNX has no complex numbers: any other complex tensor is refused."""
-    if g.node.inputsAt(0).node().kind() != "aten::stft":
-        raise unsupported(g.node.kind(), g.opset, "view_as_real of a complex tensor other than stft's result "
+    if g.input_producer(0)[0] != "aten::stft":
+        raise unsupported(g.op_kind, g.opset, "view_as_real of a complex tensor other than stft's result "
                           "(ONNX has no complex numbers)")
     return self
