@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--training", choices=[m.name.lower() for m in exporter.TrainingMode], default="eval",
                         help="export mode (default eval)")
     parser.add_argument("--no-constant-folding", action="store_true", help="do not fold constants")
+    parser.add_argument("--dynamo", action="store_true",
+                        help="capture with torch.export instead of TorchScript (dynamo=True), at any opset")
     parser.add_argument("--list-unconvertible", action="store_true",
                         help="list the ops that cannot be converted at --opset instead of exporting")
     parser.add_argument("--verbose", action="store_true", help="print the exported graph and log the stages")
@@ -125,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             model, args, options.output, verbose=options.verbose, training=training, input_names=options.input_names,
             output_names=options.output_names, opset_version=options.opset,
             do_constant_folding=not options.no_constant_folding, dynamic_axes=dynamic_axes(options.dynamic_axis),
+            dynamo=options.dynamo,
         )
     except OnnxExporterError as error:
         print(f"export failed: {type(error).__name__}: {error}", file=sys.stderr)

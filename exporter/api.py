@@ -323,6 +323,8 @@ def export(
         dynamic_axes = dict(dynamic_axes or {})
         _check_dynamic_axes_shape(dynamic_axes)
         _check_custom_opsets(custom_opsets)
+        if dynamo:
+            _check_export_capture_options(operator_export_type, export_modules_as_functions)
         if export_modules_as_functions:
             local_functions.check_request(model, export_modules_as_functions, opset)
         if keep_initializers_as_inputs is None:
@@ -488,6 +490,16 @@ def _check_capture_choice(dynamo: Any, dynamic_shapes: Any, model: Any) -> None:
                                   "with dynamo=False give dynamic_axes")
     if dynamo:
         check_dynamic_shapes(dynamic_shapes)
+
+
+def _check_export_capture_options(operator_export_type: OperatorExportTypes, export_modules_as_functions: Any) -> None:
+    """What the torch.export capture does not do yet is refused before any work, not ignored."""
+    if operator_export_type != OperatorExportTypes.ONNX:
+        raise ExportArgumentError(f"operator_export_type={operator_export_type.name} needs dynamo=False: the torch.export "
+                                  "capture converts every op or raises (no ATen or fallthrough nodes)")
+    if export_modules_as_functions:
+        raise ExportArgumentError("export_modules_as_functions needs dynamo=False: local functions are made from "
+                                  "TorchScript's module scopes")
 
 
 def _dynamic_shapes(model: Any, args: Any, dynamic_shapes: Any, dynamic_axes: dict, input_names) -> Any:

@@ -113,6 +113,11 @@ def test_argument_errors():
         exporter.export(model, (x,), io.BytesIO(), dynamo="yes")
     with pytest.raises(ExportArgumentError, match="nn.Module"):
         exporter.export(torch.jit.script(model), (x,), io.BytesIO(), dynamo=True)
+    with pytest.raises(ExportArgumentError, match="needs dynamo=False"):
+        exporter.export(model, (x,), io.BytesIO(), dynamo=True, export_modules_as_functions=True)
+    with pytest.raises(ExportArgumentError, match="needs dynamo=False"):
+        exporter.export(model, (x,), io.BytesIO(), dynamo=True,
+                        operator_export_type=exporter.OperatorExportTypes.ONNX_FALLTHROUGH)
     with pytest.raises(ExportArgumentError, match="not both"):
         exporter.export(model, (x,), io.BytesIO(), dynamo=True, dynamic_axes={"input": [0]},
                         dynamic_shapes={"input": {0: torch.export.Dim.DYNAMIC}})
