@@ -20,6 +20,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import onnx
 import onnxruntime as ort
@@ -338,18 +339,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    opsets = sorted({opset for group in args.opsets for opset in group})
-    torch.set_num_threads(max(1, (os.cpu_count() or 2)))
-    out = Path(args.out)
+def bench_all(models: list[str], opset_groups: list[tuple[int, ...]], bench: Callable[[str, int], dict], out: Path,
+              name: str) -> list[dict]:
+    """``bench(model, opset)`` for every model and opset, the rows so far kept in ``out/name.json`` as they come."""
+    opsets = sorted({opset for group in opset_groups for opset in group})
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for name in args.models:
+    for model in models:
         for opset in opsets:
-            print(f"benchmarking {name} at opset {opset} ...", file=sys.stderr, flush=True)
-            rows.append(bench_one(name, opset, args.runs, args.latency_repeats))
-            (out / "bench.json").write_text(json.dumps(rows, indent=1))
+            print(f"benchmarking {model} at opset {opset} ...", file=sys.stderr, flush=True)
+            rows.append(bench(model, opset))
+            (out / f"{name}.json").write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    torch.set_num_threads(max(1, (os.cpu_count() or 2)))
+    out = Path(args.out)
+    rows = bench_all(args.models, args.opsets, lambda model, opset: bench_one(model, opset, args.runs,
+                                                                              args.latency_repeats), out, "bench")
     table = markdown_table(rows)
     if args.conformance:
         print("timing the conformance quick tier ...", file=sys.stderr, flush=True)

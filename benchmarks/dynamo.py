@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import statistics
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -24,6 +22,7 @@ import onnxruntime as ort
 import torch
 
 import exporter
+from benchmarks.__main__ import bench_all
 from benchmarks.models import MODELS
 from conformance import arguments
 from conformance.arguments import StrictParser
@@ -134,15 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    opsets = sorted({opset for group in args.opsets for opset in group})
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for name in args.models:
-        for opset in opsets:
-            print(f"benchmarking {name} at opset {opset} ...", file=sys.stderr, flush=True)
-            rows.append(bench_one(name, opset, args.runs))
-            (out / "dynamo.json").write_text(json.dumps(rows, indent=1))
+    rows = bench_all(args.models, args.opsets, lambda model, opset: bench_one(model, opset, args.runs), out, "dynamo")
     table = markdown_table(rows)
     (out / "dynamo.md").write_text(table + "\n")
     print(table)

@@ -15,23 +15,15 @@ from op_tests.harness import EXPORT_OPSETS, OPSETS, record, run_case
 CASES = all_cases()
 
 
-def _params():
+def _params(opsets=OPSETS):
     for case in CASES:
-        for opset in OPSETS:
+        for opset in opsets:
             modes = ["static", "dynamic"] if case.has_dynamic_variant() and opset >= case.min_opset else ["static"]
             for mode in modes:
                 yield pytest.param(case, opset, mode == "dynamic", id=f"{case.name}-opset{opset}-{mode}")
 
 
 PARAMS = list(_params())
-
-
-def _export_params():
-    for case in CASES:
-        for opset in EXPORT_OPSETS:
-            modes = ["static", "dynamic"] if case.has_dynamic_variant() and opset >= case.min_opset else ["static"]
-            for mode in modes:
-                yield pytest.param(case, opset, mode == "dynamic", id=f"{case.name}-opset{opset}-{mode}")
 
 
 def _check(case, opset, dynamic, provider, capture="trace"):
@@ -68,7 +60,7 @@ def test_op_cuda(case, opset, dynamic, cuda_available):
     _check(case, opset, dynamic, "cuda")
 
 
-@pytest.mark.parametrize("case, opset, dynamic", list(_export_params()))
+@pytest.mark.parametrize("case, opset, dynamic", list(_params(EXPORT_OPSETS)))
 def test_op_export(case, opset, dynamic):
     """The case through the torch.export capture (``dynamo=True``): the same expectations as through tracing, and
     where torch.export cannot take the model, the export fails with the reason the case declares."""

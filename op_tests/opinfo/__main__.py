@@ -95,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     runner.add_argument("--opsets", default=f"{expectations.OPSETS[0]}-{expectations.OPSETS[1]}")
     runner.add_argument("--samples", help="sample indices, e.g. 0-3,7 (default: all)")
     runner.add_argument("--workers", type=int, default=1)
+    runner.add_argument("--capture", choices=["trace", "export"], default="trace",
+                        help="trace (TorchScript, the default) or export (torch.export: dynamo=True)")
     runner.add_argument("--timeout", type=float, default=120.0, help="seconds one case may run")
     runner.add_argument("--redo", default="", help="re-run recorded cases of these statuses (or 'all'), e.g. after a fix")
     runner.add_argument("--repro-dir", help="where one-node repros of runtime divergences go (default: OUT.repro)")
@@ -118,7 +120,7 @@ def _command(args: argparse.Namespace) -> int:
         return 0
     if args.command == "run":
         plan = Plan(keys=_keys(args.ops), dtypes=args.dtypes.split(","), opsets=_int_list(args.opsets), out=args.out,
-                    samples=_int_list(args.samples) if args.samples else None, workers=args.workers,
+                    samples=_int_list(args.samples) if args.samples else None, workers=args.workers, capture=args.capture,
                     timeout_s=args.timeout, redo=tuple(filter(None, args.redo.split(","))), repro_dir=args.repro_dir or args.out + ".repro",
                     static_fields={"versions": versions(), "git_rev": git_revision()})
         _rows(args.out)  # an unreadable line stops the run here, before its workers read the file to resume

@@ -152,23 +152,30 @@ def modes_of(prepared: Prepared) -> tuple[str, ...]:
     return MODES if prepared.partner is not None else MODES[:1]
 
 
-def base_row(prepared: Prepared, opset: int, mode: str) -> dict:
+def base_row(prepared: Prepared, opset: int, mode: str, capture: str = "trace") -> dict:
     sample = prepared.sample
     row = empty_row()
-    row.update(case_id=case_id("op", f"opinfo/{sample.name}", opset, mode, "cpu"), kind="op", source="opinfo",
+    row.update(case_id=case_id("op", opinfo_case_name(sample.name, capture), opset, mode, "cpu"), kind="op",
+               source="opinfo", capture=capture,
                name=sample.name, op=sample.opinfo.name, variant=sample.opinfo.variant_test_name,
                sample=sample.index, dtype=dtype_name(sample.dtype), dtypes=[dtype_name(sample.dtype)],
                opset=opset, provider="cpu", mode=mode, exporter="engine", description=sample.describe(),
                rerun=f"python -m op_tests.opinfo run --ops {sample.key} --dtypes {dtype_name(sample.dtype)} "
-                     f"--samples {sample.index} --opsets {opset} --out results/opinfo.rerun.jsonl")
+                     f"--samples {sample.index} --opsets {opset} --capture {capture} --out results/opinfo.rerun.jsonl")
     if mode == "dynamic" and prepared.partner is not None:
         row["comparison"] = f"dynamic axes {prepared.dynamic_axes}; checked on sample {prepared.partner.index} too"
     return row
 
 
-def check(prepared: Prepared, opset: int, mode: str, repro_root: str | None = None) -> dict:
-    """The results row of ``prepared`` exported at ``opset`` in ``mode``."""
-    row = base_row(prepared, opset, mode)
+def opinfo_case_name(name: str, capture: str) -> str:
+    """The case name in case ids: the capture's apart from the TorchScript one, so both live in one results file."""
+    return f"opinfo/{name}" if capture == "trace" else f"opinfo-{capture}/{name}"
+
+
+def check(prepared: Prepared, opset: int, mode: str, repro_root: str | None = None, capture: str = "trace") -> dict:
+    """The results row of ``prepared`` exported at ``opset`` in ``mode``, captured by tracing (``trace``) or by
+    torch.export (``export``: ``dynamo=True``)."""
+    row = base_row(prepared, opset, mode, capture)
     started = time.perf_counter()
     if prepared.harness_error:
         row.update(status="crash", stage="setup", error=_truncate(prepared.harness_error))
@@ -176,7 +183,7 @@ def check(prepared: Prepared, opset: int, mode: str, repro_root: str | None = No
         row.update(status="not_capturable", stage="capture", reason=prepared.not_capturable)
     else:
         try:
-            _check(prepared, opset, mode, row, repro_root)
+            _check(prepared, opset, mode, row, repro_root, capture)
         except Exception as error:  # a harness bug still yields an honest row
             row.update(status="crash", error=_truncate(f"harness error: {type(error).__name__}: {error}\n"
                                                        f"{traceback.format_exc()}"))
@@ -184,9 +191,9 @@ def check(prepared: Prepared, opset: int, mode: str, repro_root: str | None = No
     return row
 
 
-def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str | None) -> None:
+def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str | None, capture: str) -> None:
     import exporter
-    from exporter.errors import CheckerError, UnsupportedOperatorError
+    from exporter.errors import CaptureError, CheckerError, UnsupportedOperatorError
 
     names = input_names(len(prepared.args))
     axes = prepared.dynamic_axes if mode == "dynamic" else None
@@ -194,9 +201,16 @@ def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str
     row["stage"] = "convert"
     started = time.perf_counter()
     try:
-        exported = exporter.export(prepared.model, prepared.args, buffer, opset_version=opset, input_names=names,
-                                   dynamic_axes=axes,
-                                   captured=prepared_capture(prepared.captures, prepared.model, prepared.args))
+        if capture == "export":
+            exported = exporter.export(prepared.model, prepared.args, buffer, opset_version=opset, input_names=names,
+                                       dynamic_axes=axes, dynamo=True)
+        else:
+            exported = exporter.export(prepared.model, prepared.args, buffer, opset_version=opset, input_names=names,
+                                       dynamic_axes=axes,
+                                       captured=prepared_capture(prepared.captures, prepared.model, prepared.args))
+    except CaptureError as error:
+        row.update(status="capture_error", stage="capture", error=_truncate(str(error)))
+        return
     except UnsupportedOperatorError as error:
         _unsupported(row, error)
         return

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from conformance.arguments import ALL_OPSETS
 
 PATH = os.path.join(os.path.dirname(__file__), "expectations.toml")
+# The torch.export capture's own (python -m op_tests.opinfo run --capture export ...; draft-expectations writes them).
+EXPORT_PATH = os.path.join(os.path.dirname(__file__), "expectations_export.toml")
 NEEDS_NO_EXCUSE = ("pass", "runtime_divergence", "inconclusive", "not_capturable")
 OPSETS = (ALL_OPSETS[0], ALL_OPSETS[-1])
 MODES = ("static", "dynamic")
@@ -41,10 +43,13 @@ class Expectation:
     opsets: tuple[int, int] = OPSETS
     modes: tuple[str, ...] = MODES
     dtypes: tuple[str, ...] = ("*",)
+    # The captures the entry speaks for: a TorchScript capture's entries (this file) or the torch.export capture's
+    # (EXPORT_PATH), whose programs reach the converter with other ops (decomposed where no symbolic exists).
+    captures: tuple[str, ...] = ("trace", "script")
 
     def matches(self, row: dict) -> bool:
         key = _key(row)
-        return (fnmatch.fnmatchcase(key, self.op)
+        return (row.get("capture", "trace") in self.captures and fnmatch.fnmatchcase(key, self.op)
                 and (self.samples == "*" or row.get("sample") in _indices(self.samples))
                 and self.opsets[0] <= row["opset"] <= self.opsets[1]
                 and row["mode"] in self.modes
@@ -80,7 +85,14 @@ def _indices(text: str) -> frozenset[int]:
 
 
 def load(path: str = PATH) -> list[Expectation]:
-    """The expectations in ``path``; an entry without a reason, or one expecting ``mismatch``, is an error."""
+    """The expectations in ``path`` (by default both captures' files); an entry without a reason, or one expecting
+    ``mismatch``, is an error."""
+    if path == PATH:
+        return _load(PATH) + _load(EXPORT_PATH)
+    return _load(path)
+
+
+def _load(path: str) -> list[Expectation]:
     if not os.path.exists(path):
         return []
     with open(path, "rb") as handle:
@@ -95,7 +107,7 @@ def load(path: str = PATH) -> list[Expectation]:
         expectations.append(Expectation(
             op=entry["op"], status=tuple(status), reason=entry["reason"], samples=str(entry.get("samples", "*")),
             opsets=tuple(entry.get("opsets", OPSETS)), modes=tuple(entry.get("modes", MODES)),
-            dtypes=tuple(entry.get("dtypes", ["*"]))))
+            dtypes=tuple(entry.get("dtypes", ["*"])), captures=tuple(entry.get("captures", ["trace", "script"]))))
     return expectations
 
 
@@ -141,6 +153,7 @@ def draft(rows: list[dict]) -> str:
     """
     all_samples: dict = collections.defaultdict(set)
     groups: dict = collections.defaultdict(lambda: collections.defaultdict(set))
+    captures = {_key(row): row.get("capture", "trace") for row in rows}
     for row in rows:
         all_samples[(_key(row), row.get("dtype"), row["mode"])].add(row.get("sample"))
         if row["status"] == "mismatch" or needs_no_excuse(row):
@@ -154,7 +167,7 @@ def draft(rows: list[dict]) -> str:
         for opsets, chosen in sorted(by_opsets.items(), key=lambda kv: min(kv[1])):
             samples = "*" if chosen == all_samples[(key, dtype, mode)] else _ranges(chosen)
             for low, high in _runs(sorted(opsets)):
-                entries.append(_entry(key, samples, (low, high), mode, dtype, status, reason))
+                entries.append(_entry(key, samples, (low, high), mode, dtype, status, reason, captures[key]))
     return "\n".join(entries)
 
 
@@ -180,9 +193,10 @@ def _ranges(samples: set) -> str:
     return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in _runs(sorted(samples)))
 
 
-def _entry(key, samples, opsets, mode, dtype, status, reason) -> str:
+def _entry(key, samples, opsets, mode, dtype, status, reason, capture) -> str:
     import json
 
+    captures = f"captures = [{json.dumps(capture)}]\n" if capture == "export" else ""
     return (f"[[expect]]\nop = {json.dumps(key)}\nsamples = {json.dumps(samples)}\nopsets = [{opsets[0]}, {opsets[1]}]\n"
-            f"modes = [{json.dumps(mode)}]\ndtypes = [{json.dumps(dtype)}]\nstatus = {json.dumps(status)}\n"
+            f"modes = [{json.dumps(mode)}]\ndtypes = [{json.dumps(dtype)}]\n{captures}status = {json.dumps(status)}\n"
             f"reason = {json.dumps(reason)}\n")

@@ -39,6 +39,7 @@ class Plan:
     timeout_s: float = 120.0
     repro_dir: str | None = None
     redo: tuple[str, ...] = ()  # statuses (or "all") whose recorded cases run again (after a fix)
+    capture: str = "trace"  # "trace" (TorchScript) or "export" (torch.export, dynamo=True)
     static_fields: dict = field(default_factory=dict)
 
 
@@ -86,21 +87,22 @@ def serve(conn, plan: Plan, work: list[tuple[str, str]]) -> None:
             prepared = None
             for opset in plan.opsets:
                 for mode in ("static", "dynamic"):
-                    case = _case_id(sample.name, opset, mode)
+                    case = _case_id(sample.name, opset, mode, plan.capture)
                     if case in done:
                         continue
                     prepared = prepared or prepare(sample, group)
                     if mode not in modes_of(prepared):
                         continue
                     conn.send(("start", case))
-                    conn.send(("row", check(prepared, opset, mode, plan.repro_dir)))
+                    conn.send(("row", check(prepared, opset, mode, plan.repro_dir, plan.capture)))
     conn.send(("done", None))
 
 
-def _case_id(name: str, opset: int, mode: str) -> str:
+def _case_id(name: str, opset: int, mode: str, capture: str = "trace") -> str:
     from conformance.schema import case_id
+    from op_tests.opinfo.check import opinfo_case_name
 
-    return case_id("op", f"opinfo/{name}", opset, mode, "cpu")
+    return case_id("op", opinfo_case_name(name, capture), opset, mode, "cpu")
 
 
 def _no_dtype(opinfo, plan: Plan) -> dict:
