@@ -96,6 +96,10 @@ class FxConverter:
             if spec.kind != OutputKind.USER_OUTPUT:
                 continue  # a buffer or input the program mutates: the ONNX model has no state to write back
             value = env[arg] if isinstance(arg, torch.fx.Node) else arg
+            if value is None and isinstance(arg, torch.fx.Node):
+                raise UnsupportedOperatorError(f"{op_kind(arg.args[0]) if arg.target is operator.getitem else op_kind(arg)}"
+                                               " (an output the model returns)", self.session.opset,
+                                               reason="the symbolic does not compute this output")
             outputs.append(value if isinstance(value, ir.Value) else ctx.const(value))
         return outputs
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import torch
+from onnx import TensorProto
+
+from exporter import dtypes
+
 from exporter.lowering.core import (
     cast,
     constant_value,
@@ -222,8 +227,15 @@ def batch_norm(g, input, weight, bias, running_mean, running_var, training, mome
 @parse_args("v", "v", "v", "v", "v", "b", "f", "f")
 def native_batch_norm(g, input, weight, bias, running_mean, running_var, training, momentum, eps):
     """batch_norm as torch.export's programs hold it: (output, save_mean, save_invstd). The saved statistics serve
-    the backward pass only; no export reads them."""
-    return normalize_batch(g, input, weight, bias, running_mean, running_var, training, momentum, eps), None, None
+    the backward pass: empty in eval mode, as PyTorch returns them; the batch's statistics in training mode, which
+    are not computed (an error where the model reads them)."""
+    out = normalize_batch(g, input, weight, bias, running_mean, running_var, training, momentum, eps)
+    if not training:
+        empty = g.const(torch.empty(0, dtype=dtypes.torch_from_onnx(g.dtype(input) or TensorProto.FLOAT)))
+        return out, empty, empty
+    if g.output_used(1) or g.output_used(2):
+        raise unsupported(g.op_kind, g.opset, "the saved batch statistics of a training-mode batch norm")
+    return out, None, None
 
 
 @symbolic("aten::_native_batch_norm_legit")
