@@ -157,11 +157,12 @@ def test_report_shows_the_capture_of_each_case_and_keeps_captures_apart(tmp_path
 
 # -- a real run under --capture export ------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_an_export_run_records_captures_refusals_and_scripted_models(tmp_path):
+def test_an_export_run_records_captures_refusals_and_scripted_models(tmp_path, _test_models):
     """One worker, opset 13, static: a model torch.export captures (pass), one it refuses (data-dependent control
     flow: an export_error row at the capture stage with torch.export's reason) and a scripted one (skipped: torch.export
-    takes an nn.Module). Then the TorchScript run of the same model into the same file: both captures' rows live there."""
-    env = {**os.environ, "PYTHONPATH": ROOT, "MODEL_ZOO_EXTRA": EXTRA}
+    takes an nn.Module). Then the TorchScript cases of two of them into the same file: both captures' rows live there."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
+           "MODEL_ZOO_EXTRA": EXTRA}
     argv = [sys.executable, "-m", "conformance", "run", "--tier", "full", "--opsets", "13", "--mode", "static",
             "--ep", "cpu", "--workers", "1", "--no-progress", "--out", "r.jsonl"]
     done = subprocess.run([*argv, "--capture", "export", "--models",
@@ -179,10 +180,17 @@ def test_an_export_run_records_captures_refusals_and_scripted_models(tmp_path):
     assert (scripted["status"], scripted["capture"]) == ("skipped", "export")
     assert "scripted model" in scripted["reason"]
 
-    plain = subprocess.run([*argv, "--models", "test_add_one,test_scripted_add_one"], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=600)
-    assert plain.returncode == 0, plain.stdout + plain.stderr
-    both = {(row["name"], row["capture"]): row["case_id"] for row in read_rows(str(tmp_path / "r.jsonl"))}
-    assert both[("test_add_one", "trace")] == "example/test_add_one/opset13/static/cpu"
-    assert both[("test_scripted_add_one", "script")] == "example/test_scripted_add_one/opset13/static/cpu"
-    assert len(both) == 5 and len(set(both.values())) == 5
+    # The TorchScript cases of the same models (run in this process), appended to the same file.
+    from conformance.cases import select
+    from conformance.results import ResultsWriter
+    from conformance.worker import WorkerState, configure_process, run_case
+
+    configure_process()
+    state, writer = WorkerState(str(tmp_path)), ResultsWriter(str(tmp_path / "r.jsonl"))
+    for case in select(tier="full", opsets=(13,), modes=("static",), models=["test_add_one", "test_scripted_add_one"]):
+        writer.append(run_case(case.as_dict(), state, None))
+    both = {(row["name"], row["capture"]): row for row in read_rows(str(tmp_path / "r.jsonl"))}
+    assert both[("test_add_one", "trace")]["case_id"] == "example/test_add_one/opset13/static/cpu"
+    assert both[("test_scripted_add_one", "script")]["case_id"] == "example/test_scripted_add_one/opset13/static/cpu"
+    assert {row["status"] for (_, capture), row in both.items() if capture != "export"} == {"pass"}
+    assert len(both) == 5 and len({row["case_id"] for row in both.values()}) == 5
