@@ -66,7 +66,9 @@ def _select(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list:
         exporter=getattr(args, "exporter", "engine"), exclude=_names(getattr(args, "exclude", None)),
         capture=args.capture)
     if not selected:
-        parser.error("these options select no case (`python -m conformance list` with the tier's options shows what each selects)")
+        export_ids = args.capture != "export" and any(p.endswith("/export") for p in getattr(args, "case", None) or [])
+        parser.error("these options select no case (`python -m conformance list` with the tier's options shows what each selects)"
+                     + ("; a case id ending in /export is a torch.export case: add --capture export" if export_ids else ""))
     return selected
 
 

@@ -91,7 +91,8 @@ def test_list_takes_the_capture_and_refuses_a_bad_one(tmp_path, capsys, _test_mo
                  "--ep", "cpu", "--capture", "export"]) == 0
     assert capsys.readouterr().out.split() == ["example/test_add_one/opset13/static/cpu/export"]
     for argv, says in ((["--capture", "dynamo"], "invalid choice: 'dynamo'"),
-                       (["--capture", "export", "--exporter", "peer"], "runs TorchScript captures only")):
+                       (["--capture", "export", "--exporter", "peer"], "runs TorchScript captures only"),
+                       (["--case", "example/test_add_one/opset13/static/cpu/export"], "add --capture export")):
         with pytest.raises(SystemExit) as stopped:
             main(["run", "--out", str(tmp_path / "r.jsonl"), *argv])
         assert stopped.value.code == 2 and says in capsys.readouterr().err
