@@ -27,7 +27,7 @@ import torch
 
 from conformance.compare import compare_arrays
 from conformance.results import ResultsWriter
-from conformance.schema import case_id, empty_row
+from conformance.schema import capture_choice, case_id, empty_row
 from conformance.session import fell_back, make_session, ort_level
 from conformance.tolerances import tolerance_for
 from conformance.verdict import KNOWN_FAILURE
@@ -328,12 +328,12 @@ def record(case: OpCase, opset: int, dynamic: bool, provider: str, result: CaseR
 def result_row(case: OpCase, opset: int, dynamic: bool, provider: str, result: CaseResult, capture: str = "torchscript") -> dict:
     """The results row of one op case (the conformance results schema, kind "op"), as op_tests and the conformance
     runner both record it. A failure at an opset the case lists in ``known_failures`` carries that limitation as
-    its reason ("known failure: ..."), which the release gate does not count as a failure. ``capture`` is the run's
-    choice ("torchscript" or "export"; conformance.schema.case_id)."""
+    its reason ("known failure: ..."), which the release gate does not count as a failure. ``capture``: "export"
+    for a torch.export case (its id ends in '/export', conformance.schema.case_id), else a TorchScript one."""
     mode = "dynamic" if dynamic else "static"
     known = result.status not in ("pass", "skipped") and case.known_failures_on(provider, dynamic).get(opset)
     row = empty_row()
-    row.update(case_id=case_id("op", case.name, opset, mode, provider, capture), kind="op", source="cases",
+    row.update(case_id=case_id("op", case.name, opset, mode, provider, capture_choice(capture)), kind="op", source="cases",
                name=case.name, op=case.op, opset=opset, provider=provider, mode=mode, exporter="engine",
                expected_min_opset=case.min_opset_for(dynamic))
     row.update(result.__dict__)

@@ -195,3 +195,38 @@ def test_an_export_run_records_captures_refusals_and_scripted_models(tmp_path, _
     assert both[("test_scripted_add_one", "script")]["case_id"] == "example/test_scripted_add_one/opset13/static/cpu"
     assert {row["status"] for (_, capture), row in both.items() if capture != "export"} == {"pass"}
     assert len(both) == 5 and len({row["case_id"] for row in both.values()}) == 5
+
+
+@pytest.mark.slow
+def test_the_worker_reuses_one_export_capture_per_mode_and_its_refusal_too():
+    """Exports from the worker's reused torch.export capture equal fresh ones; static and dynamic get a capture each
+    (the program fixes its dynamic axes), and a refused capture is refused again from the cache, not re-captured."""
+    import io
+
+    import torch
+
+    import exporter
+    from conformance.worker import prepared_capture
+    from exporter.errors import CaptureError
+    from tests.conformance_models import BranchesOnData
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 6 * 6, 5)).eval()
+    args = (torch.randn(2, 3, 8, 8),)
+    cache: dict = {}
+    for opset, axes in ((11, None), (16, {"x": {0: "n"}}), (18, None)):
+        fresh, reused = io.BytesIO(), io.BytesIO()
+        exporter.export(model, args, fresh, opset_version=opset, input_names=["x"], dynamic_axes=axes, dynamo=True)
+        captured = prepared_capture(cache, model, args, dynamo=True, dynamic_axes=axes, input_names=["x"])
+        assert captured.front_end == "export"
+        exporter.export(model, args, reused, opset_version=opset, input_names=["x"], dynamic_axes=axes, dynamo=True,
+                        captured=captured)
+        assert fresh.getvalue() == reused.getvalue(), f"opset {opset}"
+    assert len(cache) == 2
+    refused, x = BranchesOnData(), (torch.randn(2, 4),)
+    with pytest.raises(CaptureError, match="torch.export could not capture") as first:
+        prepared_capture(cache, refused, x, dynamo=True)
+    with pytest.raises(CaptureError) as again:
+        prepared_capture(cache, refused, x, dynamo=True)
+    assert again.value is first.value and len(cache) == 3
