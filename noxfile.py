@@ -53,7 +53,8 @@ def conformance(session: nox.Session) -> None:
 
     Arguments after ``--`` go to ``python -m conformance run``: ``--tier full --ep cuda``, ``--shard 0/4``,
     ``--opsets 9,11``, ``--models 'resnet*'``, ``--out FILE``, ``--workers N``, ``--timeout S``, ``--ort-level all``
-    (ONNX Runtime's own default optimization level instead of basic); ``--resume`` keeps
+    (ONNX Runtime's own default optimization level instead of basic), ``--capture export`` (torch.export, gated
+    against ``baselines/conformance_<tier>_export.jsonl``, or alone while there is none); ``--resume`` keeps
     the cases already in the results file instead of starting over. The session exits non-zero when the release
     gate fails: against the tier's baseline (``baselines/conformance_<tier>.jsonl``; a run of part of the tier is
     compared on the cases it ran) or, without one, when any case fails. The report's badge shows the same verdict.
@@ -97,8 +98,14 @@ _SCOPE_OPTIONS = ("--shard", "--models", "--exclude", "--case", "--opsets", "--m
 
 
 def _baseline_of(args: list[str]) -> str:
-    """The committed baseline of the run's tier: what the gate compares a run of that tier with."""
-    return os.path.join("baselines", f"conformance_{_option(args, '--tier') or 'quick'}.jsonl")
+    """The committed baseline of the run's tier and capture: what the gate compares a run of that tier with
+    (``baselines/conformance_<tier>.jsonl``; ``conformance_<tier>_export.jsonl`` for ``--capture export``)."""
+    return os.path.join("baselines", f"conformance_{_option(args, '--tier') or 'quick'}{_capture_suffix(args)}.jsonl")
+
+
+def _capture_suffix(args: list[str]) -> str:
+    """'_export' for a torch.export run (``--capture export``): its cases are not the TorchScript baseline's."""
+    return "_export" if _option(args, "--capture") == "export" else ""
 
 
 def _option(args: list[str], name: str) -> str | None:
@@ -111,11 +118,11 @@ def _option(args: list[str], name: str) -> str | None:
 
 
 def _default_results(args: list[str]) -> str:
-    """results/conformance_<tier>[_<ep>][.shard<i>of<n>].jsonl, so differently scoped runs never share a file."""
+    """results/conformance_<tier>[_export][_<ep>][.shard<i>of<n>].jsonl, so differently scoped runs never share a file."""
     tier = _option(args, "--tier") or "quick"
     ep = _option(args, "--ep")
     shard = _option(args, "--shard")
-    name = f"conformance_{tier}" + (f"_{ep.replace(',', '-')}" if ep else "")
+    name = f"conformance_{tier}{_capture_suffix(args)}" + (f"_{ep.replace(',', '-')}" if ep else "")
     name += f".shard{shard.replace('/', 'of')}" if shard else ""
     return os.path.join("results", name + ".jsonl")
 

@@ -4,6 +4,7 @@
     python -m conformance run --tier full --ep cuda     every model x opsets 7-20 on CUDA
     python -m conformance run --tier full --shard 0/4   a quarter of the models (by model, round robin)
     python -m conformance run --case 'model/resnet50/opset9/*'   exact cases (globs), re-run even if recorded
+    python -m conformance run --capture export         the quick tier captured with torch.export (dynamo=True)
     python -m conformance merge a.jsonl b.jsonl --out all.jsonl
     python -m conformance summary results/conformance_quick.jsonl
     python -m conformance report RESULTS --out DIR [--baseline B]   HTML report via `python -m reports build`
@@ -31,16 +32,17 @@ from pathlib import Path
 
 from conformance import arguments
 from conformance import results as results_io
-from conformance.schema import STATUSES
+from conformance.schema import CAPTURE_CHOICES, STATUSES, TORCHSCRIPT
 from conformance.session import ORT_LEVEL_VARIABLE, ORT_LEVELS, ort_level
 from conformance.summary import print_summary
 from conformance.verdict import is_failure
 
 
-def _default_out(tier: str, shard: tuple[int, int] | None, exporter: str = "engine") -> str:
+def _default_out(tier: str, shard: tuple[int, int] | None, exporter: str = "engine", capture: str = "torchscript") -> str:
     suffix = f".shard{shard[0]}of{shard[1]}" if shard else ""
     peer = "_peer" if exporter == "peer" else ""
-    return os.path.join("results", f"conformance_{tier}{peer}{suffix}.jsonl")
+    export = "_export" if capture == "export" else ""
+    return os.path.join("results", f"conformance_{tier}{peer}{export}{suffix}.jsonl")
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -56,19 +58,24 @@ def _select(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list:
         if problem:
             parser.error(f"{option}: {problem}")
     modes = ("static", "dynamic") if args.mode == "both" else (args.mode,)
+    if getattr(args, "exporter", "engine") == "peer" and args.capture == "export":
+        parser.error("--capture export: the peer (torch.onnx, dynamo=False) runs TorchScript captures only")
     selected = case_sel.select(
         tier=args.tier, opsets=args.opsets, providers=case_sel.providers_for(args.ep, args.tier), modes=modes,
         models=_names(args.models), kinds=args.kinds, shard=args.shard or (0, 1), case_ids=getattr(args, "case", None),
-        exporter=getattr(args, "exporter", "engine"), exclude=_names(getattr(args, "exclude", None)))
+        exporter=getattr(args, "exporter", "engine"), exclude=_names(getattr(args, "exclude", None)),
+        capture=args.capture)
     if not selected:
-        parser.error("these options select no case (`python -m conformance list` with the tier's options shows what each selects)")
+        export_ids = args.capture != "export" and any(p.endswith("/export") for p in getattr(args, "case", None) or [])
+        parser.error("these options select no case (`python -m conformance list` with the tier's options shows what each selects)"
+                     + ("; a case id ending in /export is a torch.export case: add --capture export" if export_ids else ""))
     return selected
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``run``: the selected cases, recorded in the results file that this process alone writes while it runs."""
     selected = _select(args, parser)
-    out = args.out or _default_out(args.tier, args.shard, args.exporter)
+    out = args.out or _default_out(args.tier, args.shard, args.exporter, args.capture)
     level = _session_level(args, parser)
     with results_io.sole_writer(out):  # before --fresh discards anything: the file may be another run's
         return _record(args, parser, selected, out, level)
@@ -195,6 +202,10 @@ def _add_selection(command: argparse.ArgumentParser) -> None:
     command.add_argument("--kinds", type=arguments.choice_list(arguments.KINDS),
                          help="comma-separated kinds of case: model, example, op (default: all)")
     command.add_argument("--shard", type=arguments.shard, help="i/n (0-based): the i-th of n shards, split by name")
+    command.add_argument("--capture", choices=CAPTURE_CHOICES, default=TORCHSCRIPT,
+                         help="torchscript (default): each model traced, or scripted where it is a script; export: "
+                              "captured with torch.export (exporter.export(..., dynamo=True)); export cases have ids "
+                              "of their own, ending in /export")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -206,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(run_p)
     run_p.add_argument("--exclude", help="comma-separated names or globs to leave out")
     run_p.add_argument("--case", action="append", help="exact case id or glob; repeatable; re-runs even if recorded")
-    run_p.add_argument("--out", help="results JSONL (default results/conformance_<tier>[.shard<i>of<n>].jsonl)")
+    run_p.add_argument("--out", help="results JSONL (default results/conformance_<tier>[_peer][_export][.shard<i>of<n>].jsonl)")
     run_p.add_argument("--repro-dir", help="where repro bundles go (default <out without .jsonl>.repro)")
     run_p.add_argument("--workers", type=arguments.positive_int, default=os.environ.get("CONFORMANCE_WORKERS", "2"),
                        help="parallel worker processes (default $CONFORMANCE_WORKERS or 2)")

@@ -10,7 +10,7 @@ from typing import Callable
 import model_zoo
 from conformance import op_cases
 from conformance.arguments import ALL_OPSETS
-from conformance.schema import case_id
+from conformance.schema import EXPORT, TORCHSCRIPT, case_id
 
 TIERS = ("quick", "full")
 PROVIDERS = ("cpu", "cuda")
@@ -26,10 +26,13 @@ class Case:
     provider: str
     cost: float
     exporter: str = "engine"  # "engine" (ours) or "peer" (torch.onnx, dynamo=False: validates the zoo itself)
+    # The run's capture: "torchscript" (each model traced, or scripted where it is a script) or "export" (torch.export,
+    # dynamo=True). Export cases have ids of their own ('.../export'); the row's ``capture`` says trace, script or export.
+    capture: str = TORCHSCRIPT
 
     @property
     def case_id(self) -> str:
-        return case_id(self.kind, self.name, self.opset, self.mode, self.provider)
+        return case_id(self.kind, self.name, self.opset, self.mode, self.provider, self.capture)
 
     def as_dict(self) -> dict:
         return {**asdict(self), "case_id": self.case_id}
@@ -95,18 +98,22 @@ def unknown_names(tier: str, patterns: list[str]) -> str:
 def select(tier: str = "quick", opsets: tuple[int, ...] | None = None, providers: tuple[str, ...] = ("cpu",),
            modes: tuple[str, ...] = ("static", "dynamic"), models: list[str] | None = None,
            kinds: tuple[str, ...] | None = None, shard: tuple[int, int] = (0, 1), case_ids: list[str] | None = None, exporter: str = "engine",
-           exclude: list[str] | None = None) -> list[Case]:
+           exclude: list[str] | None = None, capture: str = TORCHSCRIPT) -> list[Case]:
     """The cases of ``tier`` (optionally narrowed), grouped by model or op case so one worker serves all of its cases.
 
     The quick tier takes each zoo entry's ``quick_opsets`` and each op case's (``conformance.op_cases``); the full
     tier every opset. ``kinds`` keeps models, examples or op cases; ``models`` and ``exclude`` match their names (globs). Sharding splits by
     name (round robin over the names in order), so a model's trace is never repeated across shards. ``case_ids``
-    selects exact cases (or globs) from everything, whatever the tier.
+    selects exact cases (or globs) from everything, whatever the tier. ``capture`` ("torchscript" or "export")
+    is the capture every case is exported with; export cases have ids of their own (ending in '/export').
     """
     if tier not in TIERS:
         raise ValueError(f"unknown tier {tier!r}; choose from {TIERS}")
     quick = tier == "quick" and not case_ids
     subjects = _subjects("quick" if quick else "full")
+    if exporter == "peer" and capture == EXPORT:
+        raise ValueError("the peer (torch.onnx, dynamo=False) runs TorchScript captures only; --capture export is for "
+                         "this exporter")
     if exporter == "peer":  # the peer validates the model zoo; op cases have no peer path
         subjects = [s for s in subjects if s.kind != "op"]
     if kinds:
@@ -127,7 +134,7 @@ def select(tier: str = "quick", opsets: tuple[int, ...] | None = None, providers
                 for opset in opsets or (subject.quick_opsets if quick else ALL_OPSETS):
                     if mode in subject.modes_at(opset):
                         cases.append(Case(subject.kind, subject.name, subject.family, opset, mode, provider,
-                                          subject.cost, exporter))
+                                          subject.cost, exporter, capture))
     if case_ids:
         cases = [c for c in cases if _matches(c.case_id, case_ids)]
     return cases

@@ -1,6 +1,8 @@
 """Release gate: compare a conformance run with a committed baseline and fail on regressions.
 
-A regression is a case that passed in the baseline and now does not, a case that now fails where the baseline
+Rows are compared like with like: a baseline row only with this run's row of the same case and capture (trace,
+script or export; torch.export cases have ids of their own, and a case whose capture changed counts as the baseline's
+case vanished and a new case). A regression is a case that passed in the baseline and now does not, a case that now fails where the baseline
 did not fail, a new case (absent from the baseline) that fails, a passing case whose error drifted or whose
 tolerance was loosened beyond the bands of ``conformance.verdict``, or a baseline case that vanished from the run.
 Without a baseline (``--no-baseline``) every case is new, so any failure fails the gate. A run that executed no case
@@ -21,12 +23,13 @@ from pathlib import Path
 from conformance import results as results_io
 from conformance import verdict
 from conformance.arguments import StrictParser, existing_path
+from conformance.schema import EXPORT_SUFFIX, default_capture
 
 DEFAULT_BASELINE = Path("baselines/conformance_quick.jsonl")
 DEFAULT_ALLOWLIST = Path("baselines/flaky_allowlist.json")
 # opset, expected_min_opset and reason tell an expected unsupported case or a known failure from a real failure.
 BASELINE_FIELDS = ("case_id", "status", "opset", "expected_min_opset", "reason", "max_abs_error", "max_rel_error",
-                   "rtol", "atol", "error", "stage")
+                   "rtol", "atol", "error", "stage", "capture")
 
 
 @dataclass
@@ -133,12 +136,22 @@ def compare(results: dict[str, dict], baseline: dict[str, dict], allowlist: list
     gate = GateResult(no_evidence=missing_evidence(results, baseline))
     if partial:
         baseline = {case_id: row for case_id, row in baseline.items() if case_id in results}
+    # Like with like: a baseline row is judged only against a row of the same capture. A case whose capture changed
+    # (a model now scripted where it was traced) is the baseline's case gone and a new case, never a verdict of one
+    # capture read as the other's. (TorchScript and torch.export cases never meet: their ids differ.)
+    unlike = {case_id for case_id, before in baseline.items()
+              if case_id in results and capture_of(before) != capture_of(results[case_id])}
     for case_id, before in sorted(baseline.items()):
-        finding = _judge(case_id, before, results.get(case_id))
+        if case_id in unlike:
+            finding = Finding(case_id, "vanished", f"{_describe(before)} [{capture_of(before)}]",
+                              f"not run with the baseline's capture ({capture_of(before)}): this run's row is "
+                              f"{capture_of(results[case_id])}")
+        else:
+            finding = _judge(case_id, before, results.get(case_id))
         if finding is not None:
             finding.allowed_because = _allowed(case_id, allowlist) if finding.is_regression else ""
             gate.findings.append(finding)
-    for case_id in sorted(set(results) - set(baseline)):
+    for case_id in sorted(set(results) - set(baseline) | unlike):
         after = results[case_id]
         if verdict.is_failure(after):
             gate.findings.append(Finding(case_id, "new_case_failing", "not in the baseline", _describe(after),
@@ -151,13 +164,19 @@ def compare(results: dict[str, dict], baseline: dict[str, dict], allowlist: list
     return gate
 
 
+def capture_of(row: dict) -> str:
+    """The row's capture ('trace', 'script' or 'export'); a row that records none, as ``read_rows`` would read it."""
+    return row.get("capture") or default_capture(row)
+
+
 def missing_evidence(results: dict[str, dict], baseline: dict[str, dict]) -> str:
     """Why ``results`` prove nothing against ``baseline``, in one line, or '' when they executed one of its cases
     (without a baseline: any case). A run with no row, none of the baseline's cases, or only skipped ones (``--ep
     cuda`` without a GPU) has no regression to find, and must not PASS for it, --partial or not."""
     if not results:
         return "the results hold no case"
-    relevant = [row for case_id, row in results.items() if not baseline or case_id in baseline]
+    relevant = [row for case_id, row in results.items()
+                if not baseline or (case_id in baseline and capture_of(row) == capture_of(baseline[case_id]))]
     if not relevant:
         return f"the run holds none of the baseline's {len(baseline)} cases"
     if all(row.get("status") == "skipped" for row in relevant):
@@ -202,7 +221,7 @@ def verdict_line(gate: GateResult) -> str:
 
 def cuda_notes(results: dict[str, dict], baseline: dict[str, dict]) -> list[str]:
     """A line when the baseline has CUDA cases and this run ran fewer (their regressions are listed above)."""
-    expected = [case_id for case_id in baseline if case_id.endswith("/cuda")]
+    expected = [case_id for case_id in baseline if case_id.removesuffix(EXPORT_SUFFIX).endswith("/cuda")]
     ran = [row for row in results.values() if row.get("provider") == "cuda" and row.get("status") != "skipped"]
     if expected and len(ran) < len(expected):
         return [f"CUDA: the baseline has {len(expected)} CUDA cases; this run ran {len(ran)}"]

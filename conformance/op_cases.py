@@ -47,7 +47,8 @@ def run(case: dict, row: dict) -> None:
 
     op_case = by_name()[case["name"]]
     dynamic = case["mode"] == "dynamic"
-    result = run_case(op_case, case["opset"], dynamic, case["provider"])
+    capture = case.get("capture") or "torchscript"
+    result = run_case(op_case, case["opset"], dynamic, case["provider"], capture="export" if capture == "export" else "trace")
     # Keep what the runner already knows (family, ...) where the op row has nothing to say.
-    op_row = result_row(op_case, case["opset"], dynamic, case["provider"], result)
+    op_row = result_row(op_case, case["opset"], dynamic, case["provider"], result, capture)
     row.update({key: value for key, value in op_row.items() if value is not None})

@@ -18,6 +18,8 @@ import sys
 from importlib import metadata
 from typing import Iterable, Iterator
 
+from conformance.schema import default_capture
+
 # What makes a line a row: the case it is about and its status (conformance.schema); every other field may be null.
 REQUIRED_FIELDS = ("case_id", "status")
 
@@ -33,7 +35,8 @@ def read_rows(path: str) -> list[dict]:
     The last line, unterminated and not JSON, is a run killed while writing it: it is dropped with a warning on
     stderr, so its case counts as not run (a resumed run runs it again). Any other line that is not JSON, not an
     object, or lacks a REQUIRED_FIELDS value raises ResultsFileError: a report or a gate built on a file with
-    unreadable lines in it would count only what it could read, and say nothing.
+    unreadable lines in it would count only what it could read, and say nothing. A row without a ``capture`` (written
+    before rows recorded it) reads with the TorchScript capture that made it (``conformance.schema.default_capture``).
     """
     if not os.path.exists(path):
         return []
@@ -91,6 +94,8 @@ def _row(line: str, where: str) -> dict:
     missing = [name for name in REQUIRED_FIELDS if not row.get(name) or not isinstance(row[name], str)]
     if missing:
         raise ResultsFileError(f"{where}: the row has no {' and no '.join(missing)}")
+    if not row.get("capture"):  # a row (or baseline) written before rows said how the model was captured
+        row["capture"] = default_capture(row)
     return row
 
 

@@ -20,7 +20,7 @@ from multiprocessing.connection import wait
 
 from conformance.cases import Case
 from conformance.results import ResultsWriter
-from conformance.schema import empty_row
+from conformance.schema import EXPORT, TORCHSCRIPT, capture_choice, default_capture, empty_row
 from conformance.worker import serve
 
 STARTUP_LIMIT_S = 600.0
@@ -38,10 +38,11 @@ class RunOptions:
     static_fields: dict = field(default_factory=dict)  # versions, git_rev: the same on every row
 
 
-def rerun_command(case_id: str, out: str, exporter: str = "engine") -> str:
+def rerun_command(case_id: str, out: str, exporter: str = "engine", capture: str = TORCHSCRIPT) -> str:
     rerun_out = out[: -len(".jsonl")] + ".rerun.jsonl" if out.endswith(".jsonl") else out + ".rerun"
     peer = " --exporter peer" if exporter == "peer" else ""
-    return f"python -m conformance run --case {shlex.quote(case_id)}{peer} --out {shlex.quote(rerun_out)}"
+    export = " --capture export" if capture_choice(capture) == EXPORT else ""
+    return f"python -m conformance run --case {shlex.quote(case_id)}{peer}{export} --out {shlex.quote(rerun_out)}"
 
 
 class _Slot:
@@ -104,7 +105,7 @@ def run(cases: list[Case], options: RunOptions) -> list[dict]:
         row.update(options.static_fields)
         row["started_at"] = slot.started_at
         if row["status"] not in ("pass", "skipped") and not (row["status"] == "unsupported" and row.get("reason", "").startswith("expected")):
-            row["rerun"] = rerun_command(row["case_id"], options.out, row.get("exporter") or "engine")
+            row["rerun"] = rerun_command(row["case_id"], options.out, row.get("exporter") or "engine", row.get("capture"))
         writer.append(row)
         rows.append(row)
         slot.case = None
@@ -177,8 +178,9 @@ def _on_death(slot: _Slot, finish) -> None:
 
 def _failure_row(case: Case, status: str, error: str) -> dict:
     row = empty_row()
-    row.update({k: v for k, v in case.as_dict().items() if k in row})
-    row.update(status=status, error=error)
+    row.update({k: v for k, v in case.as_dict().items() if k in row and k != "capture"})
+    # The worker died before saying how it captured: export, or the TorchScript capture the case is known by.
+    row.update(status=status, error=error, capture=EXPORT if case.capture == EXPORT else default_capture(row))
     return row
 
 

@@ -27,7 +27,8 @@ STATUSES = (
 STAGES = ("setup", "capture", "convert", "checker", "ort_load", "ort_run", "accuracy")
 
 FIELDS = {
-    "case_id": "unique id: '{kind}/{name}/opset{opset}/{mode}/{provider}'",
+    "case_id": "unique id: '{kind}/{name}/opset{opset}/{mode}/{provider}', with '/export' appended for the torch.export "
+               "capture (``run --capture export``), so the two captures' rows of one case can share a results file",
     "kind": "'model' (torchvision, transformers), 'example' (the documentation's examples) or 'op' (an op_tests case)",
     "dtypes": "op rows: the dtypes of the example inputs",
     "name": "model zoo entry name (torchvision model name, hf_<architecture> for transformers, or the example's name)",
@@ -38,6 +39,10 @@ FIELDS = {
                 "model cases whose entry allows it (cuda_reference), on the CPU for the others and for op cases)",
     "mode": "'static' (no dynamic axes) or 'dynamic' (the entry's dynamic_axes; checked on a second input size)",
     "exporter": "'engine' (this project's exporter) or 'peer' (torch.onnx, dynamo=False, run only to validate the zoo)",
+    "capture": "how the model was captured: 'trace' (torch.jit.trace; scripted functions called inside included) or "
+               "'script' (a ScriptModule or scripted function's own graph), the TorchScript captures of a plain run, "
+               "or 'export' (torch.export, dynamo=True: ``run --capture export``); rows written before the field "
+               "existed read as their TorchScript capture (conformance.schema.default_capture)",
     "status": "one of STATUSES",
     "stage": "the stage that failed (one of STAGES); the last stage reached on pass/inconclusive",
     "error": "error text of the failure (empty on pass)",
@@ -94,8 +99,56 @@ FIELDS = {
 FAILURES = ("mismatch", "export_error", "checker_error", "ort_error", "timeout", "crash", "env_error")
 
 
-def case_id(kind: str, name: str, opset: int, mode: str, provider: str) -> str:
-    return f"{kind}/{name}/opset{opset}/{mode}/{provider}"
+# The captures a row records (exporter.capture's TRACE, SCRIPT, EXPORT, written out so that reading results needs no
+# torch), and the choice ``run --capture`` offers: TorchScript (each model traced or scripted, as it is written) or
+# torch.export (``exporter.export(..., dynamo=True)``).
+TRACE, SCRIPT, EXPORT = "trace", "script", "export"
+CAPTURES = (TRACE, SCRIPT, EXPORT)
+TORCHSCRIPT = "torchscript"
+CAPTURE_CHOICES = (TORCHSCRIPT, EXPORT)
+EXPORT_SUFFIX = "/" + EXPORT
+
+# The cases whose TorchScript capture is a script (a ScriptModule or scripted function), as they stood when rows began
+# to record their capture: rows written before then carry no ``capture`` and are read as these say (every other one
+# was traced). Frozen on purpose: every row written since says its capture itself, so this never needs to grow.
+SCRIPTED_BEFORE_CAPTURE_FIELD = frozenset({
+    "example/list_loop", "example/implicit_cast_type",
+    *(f"op/{name}" for name in (
+        "glu_scripted", "to_scripted", "loop_scripted_for", "loop_while", "loop_nested_if", "if_data_dependent",
+        "floordiv_numbers", "select_scatter_loop_index", "loop_python_numbers_only", "mul__after_add_in_loop",
+        "tensor_loop_built_list", "stack_loop_carried_list", "upsample_bilinear2d_scripted_scale_factor",
+        "slice_scripted_list", "slice_scripted_sizes_list", "__getitem___scripted_sizes_list",
+        "scatter_reduce_extremes_of_empty", "tensordot_scripted_int_dims", "kl_div_scripted_mean_warns",
+        "norm_scripted_fro", "norm_scripted_l1_keepdim", "lstm_cell", "gru_cell", "gru_cell_bias_false",
+        "rnn_tanh_cell", "rnn_relu_cell", "append_bools_in_nested_loops", "pop_known_list", "pop_run_time_position",
+        "pop_grown_list", "Delete_in_loops", "append_twice_per_iteration", "append_list_in_loop",
+        "append_len_of_growing_list", "__getitem___run_time_index", "unbind_scripted_run_time_count",
+        "split_scripted_run_time_count", "squeeze_run_time_dim", "squeeze_run_time_dim_not_one",
+        "unsqueeze_run_time_dim", "unsqueeze_run_time_dim_ends", "tril_run_time_diagonal", "triu_run_time_diagonal",
+        "unique_scripted_counts", "range", "tensor", "_dim_arange", "range_float_bounds_int64")),
+})
+
+
+def case_id(kind: str, name: str, opset: int, mode: str, provider: str, capture: str = TORCHSCRIPT) -> str:
+    """The case's id; ``capture`` is the run's choice (``TORCHSCRIPT``, or ``EXPORT``, whose ids end in '/export')."""
+    if capture not in CAPTURE_CHOICES:
+        raise ValueError(f"unknown capture {capture!r}; choose from {CAPTURE_CHOICES}")
+    return f"{kind}/{name}/opset{opset}/{mode}/{provider}" + (EXPORT_SUFFIX if capture == EXPORT else "")
+
+
+def capture_choice(capture: str | None) -> str:
+    """The run choice a row's capture belongs to: ``EXPORT`` for 'export', ``TORCHSCRIPT`` for 'trace' and 'script'."""
+    return EXPORT if capture == EXPORT else TORCHSCRIPT
+
+
+def default_capture(row: dict) -> str:
+    """The capture of a row that records none (written before the field existed, or a runner's timeout/crash row of
+    a TorchScript case): 'export' for an export case id, 'script' for the cases scripted then, else 'trace'."""
+    ident = str(row.get("case_id") or "")
+    if ident.endswith(EXPORT_SUFFIX):
+        return EXPORT
+    subject = "/".join(ident.split("/")[:-3])  # '{kind}/{name}' (a name may hold '/': op/opinfo/...)
+    return SCRIPT if subject in SCRIPTED_BEFORE_CAPTURE_FIELD else TRACE
 
 
 def empty_row() -> dict:

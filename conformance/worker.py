@@ -27,7 +27,7 @@ import torch
 import model_zoo
 from conformance import op_cases, repro
 from conformance.compare import Verdict, arbitrate, compare_arrays, compare_detections, reference_problem
-from conformance.schema import empty_row
+from conformance.schema import EXPORT, SCRIPT, TRACE, empty_row
 from conformance.session import fell_back, make_session, ort_level
 
 PERTURBED_SEED = 1
@@ -166,14 +166,42 @@ class WorkerState:
         return prepared.device_models[device]
 
 
-def prepared_capture(cache: dict, model, args):
-    """One TorchScript capture per (model, args) within this worker, reused by every export of them."""
+def prepared_capture(cache: dict, model, args, dynamo: bool = False, dynamic_axes=None, input_names=None):
+    """One capture per (model, args) within this worker, reused by every export of them: TorchScript's, or with
+    ``dynamo`` torch.export's, one per set of ``dynamic_axes`` (its program fixes which axes are dynamic). A capture
+    that failed fails again at once, with the same error, for every export that would reuse it (torch.export is not
+    asked again at each opset)."""
     import exporter
 
-    key = (id(model), id(args))
+    key = (id(model), id(args), dynamo, repr(sorted((dynamic_axes or {}).items())) if dynamo else None)
     if key not in cache:
-        cache[key] = exporter.prepare_capture(model, args)
+        try:
+            cache[key] = exporter.prepare_capture(model, args, dynamo=dynamo, dynamic_axes=dynamic_axes,
+                                                  input_names=input_names) if dynamo else exporter.prepare_capture(model, args)
+        except Exception as error:
+            cache[key] = error
+    if isinstance(cache[key], Exception):
+        raise cache[key]
     return cache[key]
+
+
+def torchscript_capture(model) -> str:
+    """The TorchScript capture the exporter makes of ``model``: 'script' for a ScriptModule or scripted function
+    (its own graph), 'trace' otherwise (scripted functions it calls stay scripted inside the trace)."""
+    return SCRIPT if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)) else TRACE
+
+
+def aten_ops_of(captured) -> list[str]:
+    """The captured graph's op kinds: TorchScript node kinds, or for a torch.export capture the ATen ops its program
+    calls ('aten::convolution'), as converted at the case's opset."""
+    if getattr(captured, "front_end", None) != EXPORT:
+        return aten_ops(captured.graph)
+    kinds = set()
+    for node in captured.graph.nodes:
+        if node.op == "call_function":
+            name = getattr(node.target, "name", None)
+            kinds.add(name().partition(".")[0] if callable(name) else f"python::{getattr(node.target, '__name__', node.target)}")
+    return sorted(kinds)
 
 
 def _truncate(text: str) -> str:
@@ -279,6 +307,7 @@ def run_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:
     """Run one case and return its results row (everything but versions, git revision and rerun command)."""
     row = empty_row()
     row.update({k: case[k] for k in ("case_id", "kind", "name", "family", "opset", "provider", "mode", "exporter")})
+    row["capture"] = EXPORT if case.get("capture") == EXPORT else None  # TorchScript's: known once the model is built
     start = time.perf_counter()
     artifacts: dict[str, Any] = {}
     # Op cases export to memory; a model case writes its model (and external data) into a folder of its own.
@@ -339,6 +368,14 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
     entry = prepared.entry
     device = reference_device(entry, provider)
     row["expected_min_opset"] = entry.min_opset
+    dynamo = row["capture"] == EXPORT
+    if prepared.model is not None and not dynamo:
+        row["capture"] = torchscript_capture(prepared.model)
+    if dynamo and prepared.model is not None and torchscript_capture(prepared.model) == SCRIPT:
+        row.update(status="skipped", stage="capture",
+                   reason=f"{type(prepared.model).__name__} is a scripted model: torch.export (dynamo=True) takes an "
+                          "nn.Module; its TorchScript case covers it")
+        return
     if prepared.setup_error:
         row.update(status="export_error", stage="setup", error=_truncate(prepared.setup_error),
                    reason="the model could not be built or run in PyTorch; nothing was exported")
@@ -373,12 +410,16 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         if case.get("exporter") == "peer":
             result = _peer_export(prepared, path, opset, dynamic_axes)
         else:
+            captured = prepared_capture(prepared.captures, prepared.model, prepared.export_args, dynamo=dynamo,
+                                        dynamic_axes=dynamic_axes, input_names=entry.input_names)
+            row["stage"] = "convert"
             result = exporter.export(prepared.model, prepared.export_args, path, opset_version=opset,
                                      input_names=entry.input_names, output_names=entry.output_names,
-                                     dynamic_axes=dynamic_axes,
-                                     captured=prepared_capture(prepared.captures, prepared.model, prepared.export_args))
+                                     dynamic_axes=dynamic_axes, dynamo=dynamo, captured=captured)
     except CaptureError as error:
-        row.update(status="export_error", stage="capture", error=_truncate(str(error)))
+        row.update(status="export_error", stage="capture", error=_truncate(str(error)),
+                   reason=("torch.export could not capture the model (dynamo=True): nothing was converted" if dynamo
+                           else "TorchScript could not capture the model: nothing was converted"))
         return
     except UnsupportedOperatorError as error:
         row.update(status="unsupported", stage="convert", error=_truncate(str(error)), reason=_unsupported_reason(entry, opset))
@@ -387,7 +428,7 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         row.update(status="checker_error", stage="checker", error=_truncate(str(error)))
         return
     except Exception as error:
-        row.update(status="export_error", stage="convert", error=_truncate(f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-6)}"))
+        row.update(status="export_error", stage=row["stage"], error=_truncate(f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-6)}"))
         return
     finally:
         row["export_seconds"] = round(time.perf_counter() - started, 4)
@@ -395,7 +436,7 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
     row["node_count"] = len(result.model.graph.node)
     row["op_types"] = onnx_op_types(result.model)
     row["workarounds"] = list(getattr(result, "workarounds", []))  # the peer's result records none
-    row["aten_ops"] = aten_ops(result.capture.graph) if result.capture is not None else []
+    row["aten_ops"] = aten_ops_of(result.capture) if result.capture is not None else []
     row["file_size"] = sum(os.path.getsize(os.path.join(workdir, f)) for f in os.listdir(workdir))
 
     row["stage"] = "ort_load"
@@ -412,6 +453,9 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         return
 
     names = [i.name for i in session.get_inputs()]
+    # exporter.verify re-judges and localizes a disagreement node by node on a TorchScript capture; the peer's export
+    # and torch.export captures have no such judgment, so their verdict rests on the outputs alone.
+    judged = case.get("exporter") != "peer" and not dynamo
     verdict: Verdict | None = None
     failing_label = ""
     tied: list[str] = []  # checks whose final detections all sit on near-ties
@@ -446,19 +490,23 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         row.update(status="mismatch", error=verdict.message)
     elif prepared.problem:
         row.update(status="inconclusive", reason=prepared.problem, error=verdict.message)
-    elif verdict.compared_nothing and case.get("exporter") != "peer":
+    elif verdict.compared_nothing and judged:
         _judge_before_selection(prepared, row, artifacts, opset, dynamic_axes, tied, workdir)
     elif verdict.compared_nothing:
-        row.update(status="inconclusive", reason="a check had nothing to compare", error=verdict.message)
+        row.update(status="inconclusive", error=verdict.message,
+                   reason="a check had nothing to compare" + ("" if case.get("exporter") == "peer" else
+                                                               f" ({NOT_LOCALIZED})"))
     else:
         row.update(status="pass", error=verdict.message)
     if opset < entry.min_opset and row["status"] == "pass":
         row["reason"] = f"exports below the zoo's expected minimum opset {entry.min_opset}"
-    if row["status"] == "mismatch" and entry.comparison == "detection" and case.get("exporter") != "peer":
+    if row["status"] in LOCALIZED and dynamo:
+        row["localization"] = {"error": NOT_LOCALIZED, "check": failing_label or "input 0"}
+    elif row["status"] == "mismatch" and entry.comparison == "detection" and judged:
         # Detections beyond tolerance: judged, and localized, before and after the selection on the failing checks.
         _judge_before_selection(prepared, row, artifacts, opset, dynamic_axes, [label for label, _, _ in failing],
                                 workdir, mismatch=True)
-    elif row["status"] in LOCALIZED and case.get("exporter") != "peer" and not row.get("selection"):
+    elif row["status"] in LOCALIZED and judged and not row.get("selection"):
         result = _localize(prepared, row, artifacts, opset, dynamic_axes, failing_label or "input 0", workdir)
         if row["status"] == "mismatch" and _rounding_only(entry, failing):
             _judge_rounding_growth(prepared, row, opset, dynamic_axes, failing, result)
@@ -523,6 +571,8 @@ def _judge_rounding_growth(prepared: Prepared, row: dict, opset: int, dynamic_ax
 
 # Rows whose verdict leaves a question that exporter.verify answers: which node diverges first, and whose fault.
 LOCALIZED = ("mismatch", "inconclusive")
+NOT_LOCALIZED = ("not judged node by node: exporter.verify localizes TorchScript captures, not torch.export's; the "
+                 "verdict rests on the outputs alone")
 # Local checks per localization: enough for the graphs of the zoo, bounded so a localization fits the case's time.
 LOCAL_CHECKS = 300
 

@@ -27,7 +27,7 @@ import torch
 
 from conformance.compare import compare_arrays
 from conformance.results import ResultsWriter
-from conformance.schema import case_id, empty_row
+from conformance.schema import capture_choice, case_id, empty_row
 from conformance.session import fell_back, make_session, ort_level
 from conformance.tolerances import tolerance_for
 from conformance.verdict import KNOWN_FAILURE
@@ -136,6 +136,8 @@ class CaseResult:
     session_providers: list[str] = field(default_factory=list)  # the ONNX Runtime session's, in priority order
     gpu: str | None = None  # CUDA cases: the GPU's name
     ort_level: str | None = None  # the session's graph optimization level (conformance.session.ort_level)
+    capture: str | None = None  # "trace", "script" or "export" (conformance.schema.CAPTURES)
+    reason: str = ""  # why a case is skipped
 
 
 def input_names(count: int) -> list[str]:
@@ -223,8 +225,9 @@ def compare_distributions(expected: list[torch.Tensor], actual: list[np.ndarray]
 
 def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", capture: str = "trace") -> CaseResult:
     """Export ``case`` at ``opset`` and compare ONNX Runtime with PyTorch (on both size variants if dynamic).
-    ``capture`` "export" captures with torch.export (``dynamo=True``); a model it cannot capture is a
-    ``capture_error`` with its reason."""
+    ``capture`` "export" captures with torch.export (``dynamo=True``): a model it cannot capture is an
+    ``export_error`` at the capture stage with its reason, and a scripted case is skipped (torch.export takes an
+    nn.Module). The result's ``capture`` says which capture made it: trace, script or export."""
     import exporter
     from exporter.errors import CaptureError, CheckerError, UnsupportedOperatorError
 
@@ -236,13 +239,21 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", cap
         names = [name for name, x in zip(names, example) if isinstance(x, torch.Tensor)]
     axes = case.dynamic_axes(names) if dynamic else None
     result = CaseResult(status="pass", dtypes=sorted({str(t.dtype).replace("torch.", "") for t in example if isinstance(t, torch.Tensor)}))
+    scripted = isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction))
+    dynamo = capture == "export"
+    result.capture = "export" if dynamo else "script" if scripted else "trace"
+    if dynamo and scripted:
+        result.status, result.stage = "skipped", "capture"
+        result.reason = (f"{type(model).__name__} is a scripted model: torch.export (dynamo=True) takes an nn.Module; "
+                         "its TorchScript case covers it")
+        return result
     buffer = io.BytesIO()
     start = time.perf_counter()
     try:
         exported = exporter.export(model, tuple(example), buffer, opset_version=opset, input_names=names, dynamic_axes=axes,
-                                   dynamo=capture == "export")
+                                   dynamo=dynamo)
     except CaptureError as error:
-        result.status, result.stage, result.error = "capture_error", "capture", str(error)
+        result.status, result.stage, result.error = "export_error", "capture", str(error)
         return result
     except UnsupportedOperatorError as error:
         result.status, result.stage, result.error = "unsupported", "convert", str(error)
@@ -324,17 +335,20 @@ def record(case: OpCase, opset: int, dynamic: bool, provider: str, result: CaseR
     write_row(path, result_row(case, opset, dynamic, provider, result))
 
 
-def result_row(case: OpCase, opset: int, dynamic: bool, provider: str, result: CaseResult) -> dict:
+def result_row(case: OpCase, opset: int, dynamic: bool, provider: str, result: CaseResult, capture: str = "torchscript") -> dict:
     """The results row of one op case (the conformance results schema, kind "op"), as op_tests and the conformance
     runner both record it. A failure at an opset the case lists in ``known_failures`` carries that limitation as
-    its reason ("known failure: ..."), which the release gate does not count as a failure."""
+    its reason ("known failure: ..."), which the release gate does not count as a failure. ``capture``: "export"
+    for a torch.export case (its id ends in '/export', conformance.schema.case_id), else a TorchScript one."""
     mode = "dynamic" if dynamic else "static"
-    known = result.status != "pass" and case.known_failures_on(provider, dynamic).get(opset)
+    known = result.status not in ("pass", "skipped") and case.known_failures_on(provider, dynamic).get(opset)
     row = empty_row()
-    row.update(case_id=case_id("op", case.name, opset, mode, provider), kind="op", source="cases", name=case.name,
-               op=case.op, opset=opset, provider=provider, mode=mode, exporter="engine",
-               expected_min_opset=case.min_opset_for(dynamic), reason=f"{KNOWN_FAILURE}: {known}" if known else "")
+    row.update(case_id=case_id("op", case.name, opset, mode, provider, capture_choice(capture)), kind="op", source="cases",
+               name=case.name, op=case.op, opset=opset, provider=provider, mode=mode, exporter="engine",
+               expected_min_opset=case.min_opset_for(dynamic))
     row.update(result.__dict__)
+    if known:
+        row["reason"] = f"{KNOWN_FAILURE}: {known}"
     return row
 
 

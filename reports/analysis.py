@@ -11,6 +11,7 @@ import datetime as dt
 import statistics
 from typing import Any
 
+from conformance.schema import default_capture
 from reports.registry_snapshot import SymbolicIndex
 from reports.results import (
     BUCKETS,
@@ -46,6 +47,7 @@ def compact_rows(rows: list[dict], index: SymbolicIndex) -> list[dict[str, Any]]
             "opset": opset_of(row),
             "mode": text(row, "mode") or "static",
             "provider": text(row, "provider") or "cpu",
+            "capture": text(row, "capture") or default_capture(row),
             "dtypes": [str(d) for d in dtypes],
             "status": text(row, "status") or "unknown",
             "outcome": outcome_key(row, registered),
@@ -246,19 +248,21 @@ def _max(values) -> float | None:
 
 
 def models(cases: list[dict]) -> list[dict[str, Any]]:
-    """One entry per model or example: its rows (indices into cases) by opset, and its worst outcome."""
-    by_name: dict[tuple[str, str], list[int]] = collections.defaultdict(list)
+    """One entry per model or example and capture (a model run with TorchScript and with torch.export is two
+    entries): its rows (indices into cases) by opset, and its worst outcome."""
+    by_name: dict[tuple[str, str, str], list[int]] = collections.defaultdict(list)
     for position, case in enumerate(cases):
         if case["kind"] in ("model", "example"):
-            by_name[(case["kind"], case["name"])].append(position)
+            by_name[(case["kind"], case["name"], case["capture"])].append(position)
     entries = []
-    for (kind, name), positions in sorted(by_name.items()):
+    for (kind, name, capture), positions in sorted(by_name.items()):
         exports = [cases[p]["export_seconds"] for p in positions if cases[p]["export_seconds"] is not None]
         cells = {str(opset): {"outcome": worst(cases[p]["outcome"] for p in positions if cases[p]["opset"] == opset),
                               "rows": [p for p in positions if cases[p]["opset"] == opset]} for opset in OPSETS}
         entries.append({
             "kind": kind,
             "name": name,
+            "capture": capture,
             "rows": positions,
             "cells": cells,
             "worst": worst(cases[p]["outcome"] for p in positions),

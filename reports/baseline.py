@@ -9,6 +9,7 @@ import tempfile
 from dataclasses import asdict
 from typing import Any
 
+from conformance.gate import capture_of
 from conformance.results import engine_cases
 from reports.results import bucket, text
 
@@ -33,6 +34,8 @@ def compare(current: list[dict], baseline: list[dict], source: str, partial: boo
     new_failures, new_passes, changed, added_failing = [], [], [], []
     for key, row in after.items():
         old = before.get(key)
+        if old is not None and capture_of(old) != capture_of(row):  # like with like, as the gate (conformance.gate)
+            old = None
         now = bucket(row)
         if old is None:
             if now == "failed":

@@ -331,9 +331,10 @@ def _models(models: list[dict[str, Any]], cases: list[dict]) -> str:
         cells = "".join(
             f'<td class="cell-td">{_cell_button("model", index, opset, model["cells"][str(opset)], _model_tip(model, opset, cases))}</td>'
             for opset in OPSETS)
-        grid_rows.append(f'<tr><td class="opname">{escape(model["name"])}</td><td>{escape(model["kind"])}</td>{cells}</tr>')
+        grid_rows.append(f'<tr><td class="opname">{escape(model["name"])}</td><td>{escape(model["kind"])}</td>'
+                         f'<td>{escape(model["capture"])}</td>{cells}</tr>')
     head = "".join(f'<th class="opset">{opset}</th>' for opset in OPSETS)
-    grid = (f'<div class="scroll"><table class="matrix" id="models-grid"><thead><tr><th>Model</th><th>Kind</th>{head}</tr></thead>'
+    grid = (f'<div class="scroll"><table class="matrix" id="models-grid"><thead><tr><th>Model</th><th>Kind</th><th>Capture</th>{head}</tr></thead>'
             f'<tbody>{"".join(grid_rows)}</tbody></table></div>')
     positions = [p for model in models for p in model["rows"]]
     rows = [_model_row(cases[p]) for p in positions]
@@ -343,10 +344,11 @@ def _models(models: list[dict[str, Any]], cases: list[dict]) -> str:
                f'{_select("models", "opset", "Opset", [(v, v) for v in sorted(values("opset"), key=int)])}'
                f'{_select("models", "mode", "Mode", [(v, v) for v in values("mode")])}'
                f'{_select("models", "provider", "Provider", [(v, v) for v in values("provider")])}'
+               f'{_select("models", "capture", "Capture", [(v, v) for v in values("capture")])}'
                f'{_select("models", "bucket", "Result", [(b, b) for b in BUCKETS])}'
                f'<span class="shown" data-shown="models"></span></div>')
     table = (f'<div class="scroll"><table id="models-table"><thead><tr><th>Model</th><th>Kind</th><th class="num">Opset</th>'
-             f'<th>Mode</th><th>Provider</th><th>Status</th><th>Comparison</th><th class="num">Max abs</th>'
+             f'<th>Mode</th><th>Provider</th><th>Capture</th><th>Status</th><th>Comparison</th><th class="num">Max abs</th>'
              f'<th class="num">Max rel</th><th class="num">Export</th><th class="num">Nodes</th><th class="num">Size</th>'
              f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
     lead = "Every model and example at every opset, static and dynamic axes, per execution provider."
@@ -356,8 +358,8 @@ def _models(models: list[dict[str, Any]], cases: list[dict]) -> str:
 def _model_tip(model: dict[str, Any], opset: int, cases: list[dict]) -> str:
     rows = [cases[p] for p in model["cells"][str(opset)]["rows"]]
     if not rows:
-        return f"{model['name']} @ opset {opset}: no result"
-    return f"{model['name']} @ opset {opset}: " + "; ".join(
+        return f"{model['name']} ({model['capture']}) @ opset {opset}: no result"
+    return f"{model['name']} ({model['capture']}) @ opset {opset}: " + "; ".join(
         f"{r['mode']}/{r['provider']} {OUTCOME_BY_KEY.get(r['outcome'], NO_DATA).label}" for r in rows)
 
 
@@ -365,9 +367,10 @@ def _model_row(case: dict[str, Any]) -> str:
     """The case's row, followed for failures by a full-width row with the error, re-run command and repro link."""
     outcome = OUTCOME_BY_KEY.get(case["outcome"], NO_DATA)
     main = (f'<tr data-name="{escape(case["name"])}" data-kind="{case["kind"]}" data-opset="{case["opset"]}" '
-            f'data-mode="{escape(case["mode"])}" data-provider="{escape(case["provider"])}" data-bucket="{case["bucket"]}">'
+            f'data-mode="{escape(case["mode"])}" data-provider="{escape(case["provider"])}" '
+            f'data-capture="{escape(case["capture"])}" data-bucket="{case["bucket"]}">'
             f'<td class="opname">{escape(case["name"])}</td><td>{case["kind"]}</td><td class="num">{case["opset"]}</td>'
-            f'<td>{escape(case["mode"])}</td><td>{escape(case["provider"])}</td>'
+            f'<td>{escape(case["mode"])}</td><td>{escape(case["provider"])}</td><td>{escape(case["capture"])}</td>'
             f'<td><span class="badge o-{outcome.key}">{escape(outcome.label)}</span></td><td>{escape(case["comparison"] or "–")}</td>'
             f'<td class="num">{_sci(case["max_abs_error"])}</td><td class="num">{_sci(case["max_rel_error"])}</td>'
             f'<td class="num">{_sec(case["export_seconds"])}</td><td class="num">{_int(case["node_count"])}</td>'
@@ -383,7 +386,7 @@ def _model_row(case: dict[str, Any]) -> str:
         return main
     style = "err" if case["bucket"] == "failed" else "note"  # a skip's or an expected limit's reason is no error
     text = f'<pre class="{style}">{escape(detail)}</pre>' if detail else ""
-    return main + f'<tr class="detail"><td colspan="12">{text}{links}</td></tr>'
+    return main + f'<tr class="detail"><td colspan="13">{text}{links}</td></tr>'
 
 
 def _localization(found: dict[str, Any] | None) -> str:

@@ -41,6 +41,16 @@ class BakesARandomNumber(torch.nn.Module):
         return x + random.random() + 1.0
 
 
+class BranchesOnData(torch.nn.Module):
+    """Python control flow on a tensor's value: a trace records the branch taken; torch.export refuses to capture it
+    (a data-dependent guard), which a ``--capture export`` run must record with torch.export's reason."""
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return x + 1.0
+        return x - 1.0
+
+
 class ConstantOutput(torch.nn.Module):
     def forward(self, x):
         return torch.zeros_like(x) + 2.0
@@ -95,6 +105,8 @@ def entries() -> list[ZooEntry]:
         entry("test_kills_its_process", KillsItsProcess),
         entry("test_bakes_a_random_number", BakesARandomNumber),
         entry("test_constant_output", ConstantOutput),
+        entry("test_branches_on_data", BranchesOnData),
+        entry("test_scripted_add_one", lambda: torch.jit.script(AddOne())),
         ZooEntry(name="test_tied_detector", kind="model", family="detection", build=TiedDetector,
                  inputs=tied_detector_inputs, input_names=["image"], output_names=["boxes", "scores", "labels"],
                  min_opset=11, comparison="detection"),

@@ -37,7 +37,7 @@ const FILTERS = {
     rows: () => document.querySelectorAll("#models-table tbody tr[data-name]"),
     matches(row, state) {
       if (state.q && !row.dataset.name.toLowerCase().includes(state.q.toLowerCase())) return false;
-      for (const key of ["kind", "opset", "mode", "provider", "bucket"]) {
+      for (const key of ["kind", "opset", "mode", "provider", "capture", "bucket"]) {
         if (state[key] && row.dataset[key] !== state[key]) return false;
       }
       return true;
@@ -110,7 +110,7 @@ function caseRowsTable(positions) {
   const body = positions.map((p) => {
     const c = DATA.cases[p];
     const tolerance = c.rtol === null && c.atol === null ? "–" : `${formatNumber(c.rtol)} / ${formatNumber(c.atol)}`;
-    const main = `<tr><td>${escapeHtml(c.name)}</td><td>${escapeHtml(c.mode)}</td><td>${escapeHtml(c.dtypes.join(", ") || "–")}</td>
+    const main = `<tr><td>${escapeHtml(c.name)}</td><td>${escapeHtml(c.mode)}</td><td>${escapeHtml(c.capture)}</td><td>${escapeHtml(c.dtypes.join(", ") || "–")}</td>
       <td>${escapeHtml(c.provider)}</td><td>${badge(c.outcome)}</td><td>${escapeHtml(c.stage || "–")}</td>
       <td class="num">${formatNumber(c.max_abs_error)}</td><td class="num">${formatNumber(c.max_rel_error)}</td>
       <td class="num">${tolerance}</td></tr>`;
@@ -120,9 +120,9 @@ function caseRowsTable(positions) {
       c.repro_href && c.bucket === "failed" ? `<div><a href="${escapeHtml(c.repro_href)}">repro bundle</a></div>` : "",
     ].join("");
     if (!detail && !links) return main;
-    return main + `<tr class="detail"><td colspan="9">${detail ? `<pre class="${c.bucket === "failed" ? "err" : "note"}">${escapeHtml(detail)}</pre>` : ""}${links}</td></tr>`;
+    return main + `<tr class="detail"><td colspan="10">${detail ? `<pre class="${c.bucket === "failed" ? "err" : "note"}">${escapeHtml(detail)}</pre>` : ""}${links}</td></tr>`;
   }).join("");
-  return `<div class="scroll-x"><table class="cases"><thead><tr><th>Sample</th><th>Mode</th><th>Dtypes</th><th>Provider</th><th>Outcome</th>
+  return `<div class="scroll-x"><table class="cases"><thead><tr><th>Sample</th><th>Mode</th><th>Capture</th><th>Dtypes</th><th>Provider</th><th>Outcome</th>
     <th>Stage</th><th class="num">Max abs</th><th class="num">Max rel</th><th class="num">rtol / atol</th></tr></thead><tbody>${body}</tbody></table></div>`;
 }
 
@@ -148,7 +148,7 @@ function showOpCell(opIndex, opset) {
 function showModelCell(modelIndex, opset) {
   const entry = DATA.models[modelIndex];
   const cell = entry.cells[opset];
-  openPanel(`${entry.name} at opset ${opset}`, `<p>${badge(cell.outcome)}</p><h3>Result rows</h3>${caseRowsTable(cell.rows)}`);
+  openPanel(`${entry.name} (${entry.capture}) at opset ${opset}`, `<p>${badge(cell.outcome)}</p><h3>Result rows</h3>${caseRowsTable(cell.rows)}`);
 }
 
 function openPanel(title, html) {
