@@ -90,10 +90,13 @@ _CAPTURE_LOGGERS = ("torch.fx.experimental.symbolic_shapes", "torch._export", "t
 @contextlib.contextmanager
 def _torch_export_quiet():
     """torch.export's internal deprecation notices (pytree's LeafSpec, ...) concern PyTorch's own code, not the
-    caller's, and its failure logs repeat the error the export raises: neither is shown."""
+    caller's, and its failure logs repeat the error the export raises: neither is shown. Tracing is size-oblivious."""
     loggers = [logging.getLogger(name) for name in _CAPTURE_LOGGERS]
     levels = [logger.level for logger in loggers]
-    with warnings.catch_warnings():
+    # Size-oblivious tracing, for the capture and for every decomposition (which traces again): an example size of 0
+    # or 1 on a dynamic axis is not taken as that axis's value (the zoo's batch of 1), as PyTorch's own
+    # torch.export-based exporter captures. A decomposition traced without it bakes such a size in silently.
+    with warnings.catch_warnings(), torch.fx.experimental._config.patch(backed_size_oblivious=True):
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.|copyreg")
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.")
         for logger in loggers:
@@ -205,7 +208,8 @@ def dynamic_shapes_from_axes(model: torch.nn.Module, args: Any, axes_by_position
             axes = axes_by_position.get(index) if isinstance(leaf, torch.Tensor) else None
             specs.append({axis: torch.export.Dim.DYNAMIC for axis in axes} if axes else None)
             index += isinstance(leaf, torch.Tensor)
-        shapes[name] = pytree.tree_unflatten(specs, structure) if any(specs) else None
+        # torch.export wants a container argument's spec in the container's structure, None at each static leaf
+        shapes[name] = pytree.tree_unflatten(specs, structure)
     return shapes
 
 

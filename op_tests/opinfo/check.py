@@ -209,7 +209,7 @@ def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str
                                        dynamic_axes=axes,
                                        captured=prepared_capture(prepared.captures, prepared.model, prepared.args))
     except CaptureError as error:
-        row.update(status="capture_error", stage="capture", error=_truncate(str(error)))
+        row.update(status="export_error", stage="capture", error=_truncate(str(error)))
         return
     except UnsupportedOperatorError as error:
         _unsupported(row, error)
