@@ -80,7 +80,18 @@ def test_dynamic_shapes_in_torch_export_form():
 
 class _FixedBatch(torch.nn.Module):
     def forward(self, x):
+        return x + torch.ones(2, 3)  # broadcasting fixes x's first axis to 2
+
+
+class _Regroup(torch.nn.Module):
+    def forward(self, x):
         return x.reshape(2, -1) * 2
+
+
+def test_a_size_computed_from_a_dynamic_axis_stays_computed():
+    _, written = _export(_Regroup(), (torch.randn(2, 3),), 18, dynamic_axes={"x": [0]})
+    (got,) = _run(written, {"x": torch.arange(12.0).reshape(4, 3)})
+    np.testing.assert_array_equal(got, _Regroup()(torch.arange(12.0).reshape(4, 3)).numpy())
 
 
 def test_an_axis_the_code_fixes_is_refused_and_nothing_is_written(tmp_path):
