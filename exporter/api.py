@@ -341,10 +341,8 @@ def export(
             if dynamo and captured_here:
                 captured = capture_program(model, args, _dynamic_shapes(model, args, dynamic_shapes, dynamic_axes,
                                                                         input_names))
-            elif not captured_here and captured.front_end == EXPORT and dynamic_shapes is not None:
-                raise ExportArgumentError("dynamic_shapes is given with a capture: pass it to prepare_capture")
             else:
-                captured = capture(model, args) if captured_here else _unshared(captured)
+                captured = capture(model, args) if captured_here else _unshared(captured, dynamic_shapes)
             if captured.front_end == EXPORT:
                 captured = at_opset(captured, opset)
             elif opset < SEQUENCE_OPSET:  # no ONNX sequences: one input per item
@@ -437,10 +435,12 @@ def prepare_capture(
         return capture(model, args)
 
 
-def _unshared(captured: Capture) -> Capture:
+def _unshared(captured: Capture, dynamic_shapes: Any) -> Capture:
     if not isinstance(captured, Capture):
         raise ExportArgumentError(
             f"captured must be a Capture from exporter.prepare_capture, got {type(captured).__name__}")
+    if dynamic_shapes is not None:
+        raise ExportArgumentError("dynamic_shapes is given with a capture: pass it to prepare_capture")
     if captured.front_end == EXPORT:  # at_opset decomposes a copy of the program
         return captured
     # The converter's passes rewrite the TorchScript graph they read: each export gets its own copy.

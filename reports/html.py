@@ -82,7 +82,7 @@ def _page_data(data: dict[str, Any]) -> str:
         "outcomes": [{"key": o.key, "label": o.label} for o in [*OUTCOMES, NO_DATA]],
         "cases": data["cases"],
         "matrix": [{"op": row["op"], "cells": row["cells"]} for row in data["op_matrix"]],
-        "models": [{"name": m["name"], "cells": m["cells"]} for m in data["models"]],
+        "models": [{"name": m["name"], "capture": m["capture"], "cells": m["cells"]} for m in data["models"]],
     }
     return json.dumps(page, separators=(",", ":")).replace("</", "<\\/").replace("<!--", "<\\!--")
 

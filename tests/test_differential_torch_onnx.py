@@ -612,9 +612,7 @@ CALLS: list[Call] = [
     Call("model_is_a_plain_function", lambda: _function, pair23, rejects="argument"),
     Call("model_raises", Raises, x23, rejects="capture"),
     Call("wrong_argument_count", TwoInputs, x23, rejects="capture"),
-    Call("dynamo_true", Affine, x4, {"dynamo": True},
-         differs="dynamo=True is torch's other (torch.export-based) exporter; this one is the TorchScript-based "
-                 "export and says so instead of silently exporting another way", ours="argument", theirs=None),
+    Call("dynamo_true", Affine, x4, {"dynamo": True}),
     Call("unsupported_op", Fft, x23, rejects="unsupported"),
     Call("op_below_its_opset", GridSample, lambda: (torch.randn(1, 1, 4, 4), torch.rand(1, 2, 2, 2) * 2 - 1),
          {"opset_version": 15}, rejects="unsupported"),

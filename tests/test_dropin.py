@@ -66,11 +66,13 @@ def test_a_value_that_is_no_training_mode_is_an_argument_error(bad):
         export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), training=bad)
 
 
-def test_dynamo_false_is_this_exporter_and_dynamo_true_a_clear_error():
-    data, _ = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), dynamo=False)
-    assert data
-    with pytest.raises(ExportArgumentError, match="dynamo=True.*TorchScript-based"):
-        export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), dynamo=True)
+def test_dynamo_false_traces_and_dynamo_true_captures_with_torch_export():
+    data, result = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), dynamo=False)
+    assert data and result.capture.front_end == "trace"
+    data, result = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), dynamo=True)
+    assert data and result.capture.front_end == "export"
+    with pytest.raises(ExportArgumentError, match="dynamo must be"):
+        export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), dynamo=1)
 
 
 def test_kwargs_argument_is_the_models_keyword_arguments():

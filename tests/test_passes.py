@@ -251,12 +251,12 @@ class _RandomInPlace(torch.nn.Module):
 
 
 def test_random_in_place_ops_are_never_computed_at_export_time():
-    from exporter.convert import _foldable_kind
+    from exporter.convert import foldable_kind
 
     buffer = io.BytesIO()
     exporter.export(_RandomInPlace(), (torch.randn(1000),), buffer, opset_version=13)
     assert "RandomUniform" in {node.op_type for node in onnx.load_from_string(buffer.getvalue()).graph.node}
     for kind in ("aten::uniform_", "aten::normal_", "aten::bernoulli_", "aten::random_", "aten::exponential_",
                  "aten::geometric_", "aten::cauchy_", "aten::log_normal_", "aten::resize_", "aten::set_"):
-        assert not _foldable_kind(kind), kind
-    assert _foldable_kind("aten::fill_") and _foldable_kind("aten::masked_fill_")
+        assert not foldable_kind(kind), kind
+    assert foldable_kind("aten::fill_") and foldable_kind("aten::masked_fill_")

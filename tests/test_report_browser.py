@@ -126,7 +126,7 @@ def test_cell_drill_down(page):
     page.evaluate("document.querySelector('#drilldown .close').click()")
     assert page.evaluate("document.getElementById('drilldown').hidden") is True
     page.evaluate("document.querySelector('#models-grid button[data-opset=\"9\"][data-outcome=mismatch]').click()")
-    assert "fcn_resnet50 at opset 9" in page.evaluate("document.getElementById('drilldown').innerText")
+    assert "fcn_resnet50 (trace) at opset 9" in page.evaluate("document.getElementById('drilldown').innerText")
     page.evaluate("document.querySelector('#drilldown .close').click()")
     assert page.problems() == []
 

@@ -41,7 +41,7 @@ from exporter.lowering.core import (
     unsqueeze,
 )
 from exporter.lowering.factories import filled
-from exporter.lowering.runtime import NONZERO_AS_COMPARISON, applies
+from exporter.lowering.runtime import NONZERO_AS_COMPARISON, SCATTER_EXTREMES_OF_BOOLS_AS_UINT8, applies
 from exporter.lowering.shape import (
     arange_indices,
     dims_or_sizes,
@@ -349,3 +349,9 @@ def repeat_indices(g, counts) -> ir.Value:
     out = reduce_op(g, "ReduceSum", cast(g, reached, INT64), [1], False)
     out.dtype, out.shape = INT64, (None,)
     return out
+
+
+def bool_extremes_as_uint8(g) -> bool:
+    """Whether a scatter's max/min of bools is computed on uint8: Max/Min take no bools before ScatterElements
+    max/min (opset 18), and from there ONNX Runtime refuses bool ones (a declared runtime workaround)."""
+    return g.opset < 18 or applies(g, SCATTER_EXTREMES_OF_BOOLS_AS_UINT8)

@@ -35,6 +35,7 @@ from exporter.lowering.core import (
 )
 from exporter.lowering.indexing import (
     add_rows,
+    bool_extremes_as_uint8,
     crop_to,
     gather_at,
     gather_elements,
@@ -62,7 +63,6 @@ from exporter.lowering.shape import (
     transpose_perm,
     typed,
 )
-from exporter.lowering.runtime import SCATTER_EXTREMES_OF_BOOLS_AS_UINT8, applies
 from exporter.registry import parse_args, symbolic, unsupported
 
 
@@ -411,8 +411,7 @@ def scatter_reduce(g, self, dim, index, src, reduce, include_self=True):
     """scatter_reduce 'sum' / 'prod' / 'amax' / 'amin' (include_self either way); 'mean' needs ONNX 18."""
     reduce = str(constant_value(reduce))
     include_self = True if include_self is None else bool(constant_value(include_self))
-    if reduce in ("amax", "amin") and g.dtype(self) == BOOL and (
-            g.opset < 18 or applies(g, SCATTER_EXTREMES_OF_BOOLS_AS_UINT8)):
+    if reduce in ("amax", "amin") and g.dtype(self) == BOOL and bool_extremes_as_uint8(g):
         # Max/Min take no bools (ScatterElements max/min do from 18, where ONNX Runtime refuses them): 'amax' is any
         # and 'amin' all, computed on uint8 and cast back.
         uint8 = dtypes.onnx_from_torch(torch.uint8)
