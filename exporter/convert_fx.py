@@ -84,6 +84,8 @@ class FxConverter:
                     env[node] = example
             elif spec.kind == InputKind.CONSTANT_TENSOR:
                 env[node] = state_tensor(program, spec.target)
+            elif spec.kind == InputKind.TOKEN:  # orders the program's side effects: nothing an ONNX graph holds
+                env[node] = None
             else:
                 env[node] = params[spec.target]
             if self.record and isinstance(env[node], ir.Value):
@@ -108,6 +110,9 @@ class FxConverter:
         target = node.target
         if target is operator.getitem:
             env[node] = self._item(ctx, node, env)
+            return
+        if target is torch.ops.higher_order.with_effects:
+            env[node] = self._effect(node)
             return
         if isinstance(target, torch._ops.OpOverload):
             kind = op_kind(node)
@@ -150,6 +155,16 @@ class FxConverter:
         if isinstance(item, ir.Value):
             self._annotate(item, node.meta.get("val"))
         return item
+
+    def _effect(self, node: torch.fx.Node) -> tuple:
+        """``with_effects(token, op, ...)``: an op run for its side effect, ordered by a token. The assertions torch
+        raises at run time (``_linalg_check_errors``) are dropped as the other assertions are; any other effect
+        has no ONNX form."""
+        op = node.args[1]
+        kind = op.name().partition(".")[0] if isinstance(op, torch._ops.OpOverload) else str(op)
+        if kind not in ASSERTION_OPS:
+            raise UnsupportedOperatorError(kind, self.session.opset, reason="an op with side effects (with_effects)")
+        return (None,) * len(_recorded(node))
 
     def _evaluate(self, node: torch.fx.Node, env: dict) -> Any:
         """The node computed with PyTorch on its constant arguments."""

@@ -31,6 +31,7 @@ ASSERTION_OPS = frozenset({
     "aten::_assert_scalar", "aten::_assert_async", "aten::_assert_tensor_metadata", "aten::sym_constrain_range",
     "aten::sym_constrain_range_for_size", "aten::_functional_sym_constrain_range",
     "aten::_functional_sym_constrain_range_for_size", "aten::_functional_assert_async", "aten::_print",
+    "aten::_linalg_check_errors",
 })
 
 
@@ -70,6 +71,7 @@ def at_opset(captured: Capture, opset: int) -> Capture:
                 if not table:
                     break
                 program = program.run_decompositions(table)
+            program = _with_further_decompositions(program, opset)
     except Exception as error:
         raise CaptureError(f"decomposing the exported program failed: {type(error).__name__}: "
                            f"{_first_lines(str(error))}") from error
@@ -118,6 +120,25 @@ def _ops_without_symbolics(program, opset: int) -> set:
             and not REGISTRY.is_supported(_kind_of(node.target), opset)}
 
 
+def _with_further_decompositions(program, opset: int):
+    """``program`` with PyTorch's decompositions beyond the core ATen set (``torch._decomp``: native_group_norm,
+    ldexp, ...) applied to the ops still without a symbolic, where that leaves fewer such ops and brings no new
+    one; else ``program`` as it is, so that an error names the op the model called (not ``prims::exp2``), and a
+    decomposition that fails (one that is not functional) costs nothing."""
+    from torch._decomp import decomposition_table
+
+    missing = _ops_without_symbolics(program, opset)
+    table = {op: decomposition_table[op] for op in missing if op in decomposition_table}
+    if not table:
+        return program
+    try:
+        decomposed = program.run_decompositions(table)
+    except Exception:
+        return program
+    left = _ops_without_symbolics(decomposed, opset)
+    return decomposed if left < missing else program
+
+
 def _decompositions_of(ops: set) -> dict:
     """torch.export's decompositions of ``ops``, where it has one (else an op's own implicit one)."""
     table = torch.export.default_decompositions()
@@ -146,7 +167,8 @@ def _capture_of(program, positional: tuple, kwargs: dict) -> Capture:
             user_examples += isinstance(node.meta.get("val"), torch.Tensor)
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             params.append((spec.target, state_tensor(program, spec.target)))
-        elif spec.kind != InputKind.CONSTANT_TENSOR:  # lifted constants stay constants (convert_fx.py)
+        elif spec.kind not in (InputKind.CONSTANT_TENSOR, InputKind.TOKEN):  # constants stay constants; effect
+            # tokens order side effects (convert_fx.py drops the assertions they order)
             raise CaptureError(f"the exported program takes a {spec.kind.name} input ({spec.target}), which ONNX "
                                "cannot hold (a script object or an effect token)")
     tensors = [t for t in flatten((positional, kwargs))[0] if isinstance(t, torch.Tensor)]
