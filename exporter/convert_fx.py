@@ -35,7 +35,7 @@ _SYMBOLIC_OF = {
     operator.neg: "aten::neg", operator.eq: "aten::eq", operator.ne: "aten::ne", operator.lt: "aten::lt",
     operator.le: "aten::le", operator.gt: "aten::gt", operator.ge: "aten::ge", torch.sym_max: "aten::maximum",
     torch.sym_min: "aten::minimum", torch.sym_float: "aten::Float", torch.sym_int: "aten::Int",
-    math.floor: "aten::floor", math.ceil: "aten::ceil",
+    math.floor: "aten::floor", math.ceil: "aten::ceil", math.trunc: "aten::trunc", operator.pow: "aten::pow",
 }
 
 

@@ -67,10 +67,6 @@ class OpCase:
     # opset -> reason naming the gap of ONNX Runtime's CUDA provider, seen on a GPU, where its CPU provider passes
     cuda_known_failures: dict[int, str] = field(default_factory=dict)
     compare: str = "values"  # "values", or "distribution" for random outputs (see the module docstring)
-    # Why the torch.export capture (dynamo=True) cannot export this case, where it cannot: the export must then fail
-    # (at capture, or refused by the converter), never pass unnoticed. A scripted model needs no reason: torch.export
-    # takes an nn.Module, and the export says so.
-    export_unsupported: str = ""
 
     def known_failures_on(self, provider: str, dynamic: bool) -> dict[int, str]:
         """The expected failures on ``provider`` of the static or dynamic export: ``known_failures``, the dynamic

@@ -11,6 +11,7 @@ from op_tests.cases import all_cases
 import torch
 
 from op_tests.harness import EXPORT_OPSETS, OPSETS, record, run_case
+from op_tests.torch_export_limits import unsupported_modes
 
 CASES = all_cases()
 
@@ -68,9 +69,11 @@ def test_op_export(case, opset, dynamic):
         result = run_case(case, opset, dynamic, "cpu", capture="export")
         assert result.status == "skipped", result.status
         pytest.skip(result.reason)  # torch.export takes no ScriptModule (tests/test_dynamo_export.py checks the refusal)
-    if case.export_unsupported and opset >= case.min_opset_for(dynamic):
+    modes, reason = unsupported_modes(case.name)
+    if ("dynamic" if dynamic else "static") in modes and opset >= case.min_opset_for(dynamic):
         result = run_case(case, opset, dynamic, "cpu", capture="export")
         assert result.status == "unsupported" or (result.status, result.stage) == ("export_error", "capture"), (
-            f"{case.name} exports through torch.export now (remove export_unsupported): {result.status}")
-        pytest.xfail(case.export_unsupported)
+            f"{case.name} exports through torch.export now (remove it from op_tests/torch_export_limits.py): "
+            f"{result.status}")
+        pytest.xfail(reason)
     _check(case, opset, dynamic, "cpu", capture="export")

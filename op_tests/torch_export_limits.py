@@ -1,0 +1,74 @@
+"""What the torch.export capture (``dynamo=True``) cannot take among the op cases, with why: one table, reviewed in
+one place. ``test_op_export`` requires each listed export to fail (at capture, or refused by the converter) and
+fails when one passes, so an entry leaves the table when torch.export or the engine learns the case.
+
+Measured with torch 2.13 (torch.export, non-strict, size-oblivious) at opset 18. Each reason is torch.export's own
+limit unless it says the engine's.
+"""
+
+from __future__ import annotations
+
+BOTH, DYNAMIC = ("static", "dynamic"), ("dynamic",)
+
+_QUANTIZED = ("eager-mode quantized tensors, kernels and packed parameters: torch.export traces none of them (its "
+              "quantization path is PT2E), and the engine converts no quantized dtype from a program; quantized "
+              "models export with dynamo=False")
+_FAKE_QUANTIZE_DYNAMIC = ("fake_quantize's cachemask kernels have no symbolic-shape (meta) implementation: "
+                          "torch.export cannot trace them with a dynamic axis")
+_DATA_DEPENDENT = ("a size or bound read from tensor data (.item()): torch.export cannot guard on it "
+                   "(GuardOnDataDependentSymNode)")
+_SPECIALIZED = ("the model's code fixes the size of the axis the case makes dynamic: torch.export refuses to keep it "
+                "dynamic (\"marked as dynamic but your code specialized it\")")
+_RNN_SEQUENCE = ("PyTorch's RNN kernels fix the sequence and batch sizes under torch.export (its own exporter patches "
+                 "their decompositions); the engine does not")
+_PACKED = "pack_padded_sequence reads its lengths as data: torch.export cannot trace it"
+
+LIMITS: dict[str, tuple[tuple[str, ...], str]] = {
+    **{name: (BOTH, _QUANTIZED) for name in (
+        "quantize_per_tensor_quint8", "quantize_per_tensor_qint8", "quantize_per_channel", "quantized_conv2d",
+        "quantized_conv2d_relu", "quantized_conv1d", "quantized_conv_transpose2d", "quantized_linear", "quantized_add",
+        "quantized_add_relu", "quantized_mul", "quantized_cat", "quantized_hardswish", "quantized_max_pool2d",
+        "quantized_relu_flatten", "quantized_sigmoid", "quantized_conv_transpose3d_output_padding_not_below_stride",
+        "quantized_conv_transpose3d_output_padding_and_end_pads")},
+    **{name: (DYNAMIC, _FAKE_QUANTIZE_DYNAMIC) for name in (
+        "fake_quantize_per_tensor_affine_int8", "fake_quantize_per_tensor_affine_0_127_zero_point",
+        "fake_quantize_per_tensor_affine_run_time_parameters", "fake_quantize_per_channel_affine_uint8_then_int8",
+        "fake_quantize_per_channel_affine_0_127_run_time")},
+    **{name: (BOTH, _DATA_DEPENDENT) for name in (
+        "slice_run_time_step", "slice_scatter_run_time_step", "one_hot_infer_classes", "one_hot_0d_infer_classes",
+        "one_hot_run_time_classes", "tensor_split_tensor_sections", "arange_float_bounds_int64",
+        "arange_float_bounds_int32", "arange_float_bounds_float64", "linspace_run_time_steps",
+        "linspace_run_time_steps_int64")},
+    **{name: (DYNAMIC, _SPECIALIZED) for name in (
+        "take_along_dim_negative", "conv_tbc", "linalg_norm_matrix_inf", "linalg_matrix_norm_neg1_dims_2_0_keepdim",
+        "linalg_matrix_norm_neg_inf", "linalg_matrix_norm_one_empty_axis", "_dim_arange_traced", "chunk_run_time_count",
+        "chunk_run_time_count_negative_dim", "diff_n_beyond_length", "hann_window", "hann_window_symmetric_float64")},
+    **{name: (DYNAMIC, _RNN_SEQUENCE) for name in (
+        "lstm", "lstm_bias_false", "lstm_batch_first", "lstm_two_layers_bidirectional",
+        "lstm_two_layers_bidirectional_h0_c0", "lstm_docs_four_layers_bidirectional", "gru", "gru_bias_false",
+        "gru_batch_first_bidirectional", "gru_three_layers_bidirectional_h0", "rnn_tanh",
+        "rnn_tanh_two_layers_bidirectional_h0", "rnn_relu_batch_first_bias_false", "rnn_relu_two_layers_h0")},
+    **{name: (BOTH, _PACKED) for name in (
+        "pack_padded_sequence_lstm", "pack_padded_sequence_lstm_two_layers_bidirectional_batch_first_h0_c0",
+        "pack_padded_sequence_gru_bidirectional_h0_padding_value", "pack_padded_sequence_rnn_relu_unsorted")},
+    "set_": (BOTH, "set_ on an input that is also mutated otherwise: torch.export's functionalization refuses it"),
+    "_shape_as_tensor": (BOTH, "_shape_as_tensor reads a fake tensor's data: torch.export cannot trace it"),
+    "repeat_interleave_run_time_one_or_per_slice": (DYNAMIC, "torch.export cannot prove the repeats' length equals "
+                                                             "the dynamic axis"),
+    "tensor_split_tensor_indices": (BOTH, "the engine's gap: the view's storage offset (aten::sym_storage_offset) "
+                                          "has no symbolic"),
+    "tensor_split_tensor_indices_dim1": (BOTH, "the engine's gap: the view's storage offset "
+                                               "(aten::sym_storage_offset) has no symbolic"),
+    "chunk_dynamic_dim": (DYNAMIC, "the engine's gap: torch.export's chunk of a dynamic axis is a split whose sizes "
+                                   "are computed at run time, which the split symbolic takes only as constants"),
+    "nll_loss_weight_ignore_index_none": (DYNAMIC, "the engine's gap, found by this case: with the program's partly "
+                                                   "static shapes, nll_loss's per-sample loss is recorded 0-d and the "
+                                                   "ONNX checker refuses the model (nothing is written)"),
+    "as_strided_overlapping_offset": (DYNAMIC, "the engine refuses as_strided where the program does not record the "
+                                               "input's strides as contiguous"),
+}
+
+
+def unsupported_modes(name: str) -> tuple[tuple[str, ...], str]:
+    """(the modes whose export torch.export cannot take, why) for the case ``name``; ((), "") where it can."""
+    return LIMITS.get(name, ((), ""))
