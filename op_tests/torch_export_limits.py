@@ -1,6 +1,7 @@
 """What the torch.export capture (``dynamo=True``) cannot take among the op cases, with why: one table, reviewed in
-one place. ``test_op_export`` requires each listed export to fail (at capture, or refused by the converter) and
-fails when one passes, so an entry leaves the table when torch.export or the engine learns the case.
+one place. ``test_op_export`` requires each listed export to fail (at capture, refused by the converter, or by the
+ONNX checker: never a written model) and fails when one passes, so an entry leaves the table when torch.export or
+the engine learns the case.
 
 Measured with torch 2.13 (torch.export, non-strict, size-oblivious) at opset 18. Each reason is torch.export's own
 limit unless it says the engine's.
