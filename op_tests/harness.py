@@ -35,10 +35,13 @@ from exporter.registry import MAX_OPSET, MIN_OPSET
 from op_tests.schemas import schema_problems
 
 OPSETS = tuple(range(MIN_OPSET, MAX_OPSET + 1))
-# The opsets at which the op cases run under the torch.export capture: 18 in the test suite (where dynamo=True callers
-# are), every opset in ``nox -s ops_export`` (OP_TESTS_EXPORT_OPSETS=all, or a comma-separated list).
+# The opsets and modes at which the op cases run under the torch.export capture. By default opset 18 (where dynamo=True
+# callers are), each case once: dynamic where it has a dynamic variant (symbolic shapes are where torch.export's
+# programs differ most), else static. OP_TESTS_EXPORT_OPSETS=all (or a comma-separated list) and
+# OP_TESTS_EXPORT_MODES=static,dynamic widen it.
 EXPORT_OPSETS = OPSETS if os.environ.get("OP_TESTS_EXPORT_OPSETS") == "all" else tuple(
     int(opset) for opset in os.environ.get("OP_TESTS_EXPORT_OPSETS", "18").split(","))
+EXPORT_MODES = tuple(os.environ.get("OP_TESTS_EXPORT_MODES", "dynamic").split(","))
 
 # ONNX Runtime's CUDA provider refuses what its CPU provider computes (seen on an NVIDIA H200 and an H100 with
 # onnxruntime-gpu 1.31.1, 2026-11-27, at every opset that exports the model): a reduction over an empty axis

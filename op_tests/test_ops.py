@@ -10,16 +10,17 @@ import pytest
 from op_tests.cases import all_cases
 import torch
 
-from op_tests.harness import EXPORT_OPSETS, OPSETS, record, run_case
+from op_tests.harness import EXPORT_MODES, EXPORT_OPSETS, OPSETS, record, run_case
 from op_tests.torch_export_limits import unsupported_modes
 
 CASES = all_cases()
 
 
-def _params(opsets=OPSETS):
+def _params(opsets=OPSETS, modes_wanted=("static", "dynamic")):
     for case in CASES:
         for opset in opsets:
             modes = ["static", "dynamic"] if case.has_dynamic_variant() and opset >= case.min_opset else ["static"]
+            modes = [mode for mode in modes if mode in modes_wanted] or modes[:1]
             for mode in modes:
                 yield pytest.param(case, opset, mode == "dynamic", id=f"{case.name}-opset{opset}-{mode}")
 
@@ -61,7 +62,7 @@ def test_op_cuda(case, opset, dynamic, cuda_available):
     _check(case, opset, dynamic, "cuda")
 
 
-@pytest.mark.parametrize("case, opset, dynamic", list(_params(EXPORT_OPSETS)))
+@pytest.mark.parametrize("case, opset, dynamic", list(_params(EXPORT_OPSETS, EXPORT_MODES)))
 def test_op_export(case, opset, dynamic):
     """The case through the torch.export capture (``dynamo=True``): the same expectations as through tracing, and
     where torch.export cannot take the model, the export fails with the reason the case declares."""
