@@ -430,21 +430,25 @@ def test_ctrl_c_stops_the_run_at_once_and_says_how_to_resume(tmp_path):
     command = [sys.executable, "-m", "conformance", "run", "--tier", "full", "--models", "test_add_one,test_sleeps",
                "--opsets", "13", "--ep", "cpu", "--out", str(out), "--workers", "1", "--no-progress",
                "--timeout", "600"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and len(_rows(out)) < 2:
-            time.sleep(0.5)
-        time.sleep(1.0)
-        os.killpg(process.pid, signal.SIGINT)
-        interrupted_at = time.monotonic()
-        _, stderr = process.communicate(timeout=60)
-        stopped_after = time.monotonic() - interrupted_at
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+    # stderr goes to a file, not a pipe: a pipe nobody reads until the end blocks the run once it holds 64 KiB
+    # (warnings on a loaded machine), and a blocked run neither records rows nor stops.
+    with open(tmp_path / "stderr.txt", "w") as stderr_file:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr_file,
+                                   text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline and len(_rows(out)) < 2:
+                time.sleep(0.5)
+            time.sleep(1.0)
+            os.killpg(process.pid, signal.SIGINT)
+            interrupted_at = time.monotonic()
+            process.wait(timeout=60)
+            stopped_after = time.monotonic() - interrupted_at
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    stderr = (tmp_path / "stderr.txt").read_text()
     assert process.returncode == 130, stderr
     assert stopped_after < 30
     assert f"interrupted: 2 cases are recorded in {out}; the same command resumes the run" in stderr
