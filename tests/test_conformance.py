@@ -433,8 +433,11 @@ def test_ctrl_c_stops_the_run_at_once_and_says_how_to_resume(tmp_path):
     # stderr goes to a file, not a pipe: a pipe nobody reads until the end blocks the run once it holds 64 KiB
     # (warnings on a loaded machine), and a blocked run neither records rows nor stops.
     with open(tmp_path / "stderr.txt", "w") as stderr_file:
+        # SIGINT restored to its default in the run, as a terminal starts a foreground program: a shell's background
+        # job (`.ci/run &`) ignores SIGINT, and an ignored signal stays ignored across exec.
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr_file,
-                                   text=True, start_new_session=True)
+                                   text=True, start_new_session=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline and len(_rows(out)) < 2:
