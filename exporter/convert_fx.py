@@ -20,7 +20,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from exporter import dtypes, ir, provenance
 from exporter.capture.common import Capture
 from exporter.capture.export import ASSERTION_OPS, state_tensor
-from exporter.capture.fx_facts import FX_FACTS, op_kind, schema_arguments, value_type
+from exporter.capture.fx_facts import FX_FACTS, op_kind, returns_several, schema_arguments, value_type
 from exporter.convert import any_empty, call_symbolic, foldable_kind
 from exporter.errors import UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
@@ -130,7 +130,7 @@ class FxConverter:
             return
         empty = _empty_results(node, args)
         if empty is not None:
-            env[node] = empty if _returns_several(node) else empty[0]
+            env[node] = empty if returns_several(node) else empty[0]
             return
         ctx.node = node
         ctx.scope = _scope_prefix(node)
@@ -212,10 +212,6 @@ def _empty_results(node: torch.fx.Node, args: list[Any]) -> tuple | None:
                for v in recorded):
         return None
     return tuple(torch.empty(tuple(v.shape), dtype=v.dtype) for v in recorded)
-
-
-def _returns_several(node: torch.fx.Node) -> bool:
-    return isinstance(node.target, torch._ops.OpOverload) and len(node.target._schema.returns) > 1
 
 
 def _is_symbolic(example: Any, axis: int) -> bool:

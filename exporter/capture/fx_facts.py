@@ -57,10 +57,11 @@ def value_type(value: Any, static_shapes: bool) -> tuple[int | None, tuple | Non
 
 def _outputs(node: torch.fx.Node) -> list[Any]:
     value = node.meta.get("val")
-    return list(value) if isinstance(value, (tuple, list)) and _returns_several(node) else [value]
+    return list(value) if isinstance(value, (tuple, list)) and returns_several(node) else [value]
 
 
-def _returns_several(node: torch.fx.Node) -> bool:
+def returns_several(node: torch.fx.Node) -> bool:
+    """Whether the node's op returns several values (a tuple torch.export reads with getitem)."""
     target = node.target
     return isinstance(target, torch._ops.OpOverload) and len(target._schema.returns) > 1
 
@@ -123,7 +124,7 @@ class FxFacts(NodeFacts):
         return value_type(_outputs(node)[index], static_shapes)
 
     def output_readers(self, node, index: int) -> list[tuple[str, str, int]]:
-        if _returns_several(node):
+        if returns_several(node):
             readers = [user for user in node.users if user.target is operator.getitem and user.args[1] == index]
             return [reader for user in readers for reader in self.output_readers(user, 0)]
         found = []
