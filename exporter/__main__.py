@@ -20,10 +20,15 @@ from typing import Any, Sequence
 import torch
 
 import exporter
-from exporter.errors import OnnxExporterError
+from exporter.errors import ExportArgumentError, OnnxExporterError
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
            "int64": torch.int64, "int32": torch.int32, "bool": torch.bool}
+
+
+# resnet18's forward takes ``x``: inputs are named after forward's parameters unless --input-names says otherwise.
+EXAMPLE = ("python -m exporter torchvision.models:resnet18 --input-shape 1,3,224,224 -o resnet18.onnx "
+           "--dynamic-axis x:0:batch")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,8 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m exporter",
         description=f"Export a PyTorch model to ONNX (opsets {exporter.MIN_OPSET}-{exporter.MAX_OPSET}, default "
                     f"{exporter.DEFAULT_OPSET}) with the TorchScript-era exporter semantics of PyTorch.",
-        epilog="Example: python -m exporter torchvision.models:resnet18 --input-shape 1,3,224,224 -o resnet18.onnx "
-               "--dynamic-axis input:0:batch",
+        epilog=f"Example: {EXAMPLE}",
     )
     parser.add_argument("model", help="module:callable naming a model instance, or a class/function building one")
     parser.add_argument("-o", "--output", help="the .onnx file to write (required unless --list-unconvertible)")
@@ -129,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             do_constant_folding=not options.no_constant_folding, dynamic_axes=dynamic_axes(options.dynamic_axis),
             dynamo=options.dynamo,
         )
+    except ExportArgumentError as error:  # a wrong option (a --dynamic-axis naming no input, say): a usage error
+        parser.error(str(error))
     except OnnxExporterError as error:
         print(f"export failed: {type(error).__name__}: {error}", file=sys.stderr)
         return 1

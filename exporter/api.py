@@ -9,7 +9,6 @@ import io
 import logging
 import re
 import sys
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping, Sequence
 
@@ -280,7 +279,8 @@ def export(
     ``input_names``/``output_names`` name the graph inputs (the flat arguments, then every parameter and buffer
     in state_dict order, as PyTorch's exporter counts them) and outputs in order; a shorter list names a prefix, a longer
     one is an :class:`ExportArgumentError`. ``dynamic_axes`` maps an input or output name to ``{axis: name}`` or
-    to a list of axes (named ``<name>_dynamic_axes_<k>``); a key naming neither an input nor an output warns.
+    to a list of axes (named ``<name>_dynamic_axes_<k>``); a key naming neither an input nor an output (a parameter,
+    say) is an :class:`ExportArgumentError`, where torch.onnx warns and writes a static model.
     ``keep_initializers_as_inputs`` also lists parameters as graph inputs (always on below opset 9);
     ``export_params=False`` leaves the parameters out, so they become plain inputs. ``training`` selects
     eval, preserve or training mode; ``operator_export_type`` chooses how unconvertible ops are handled;
@@ -312,6 +312,7 @@ def export(
     times = StageTimes()
     with times.stage("arguments"):
         _check_capture_choice(dynamo, dynamic_shapes, model)
+        _check_argument_kinds(input_names, output_names, dynamic_axes, kwargs)
         workarounds = _check_workarounds(runtime_workarounds)
         args = _with_keyword_arguments(args, kwargs)
         opset = _check_opset(opset_version)
@@ -353,7 +354,7 @@ def export(
             names_in = naming.input_names(model, args, captured, input_names)
             names_out = naming.output_names(captured, output_names)
             naming.refuse_shared_names(names_in, names_out)
-            _check_dynamic_axes_names(dynamic_axes, names_in, names_out)
+            _check_dynamic_axes_names(dynamic_axes, names_in, names_out, len(captured.user_inputs))
             naming.refuse_complex_boundary(captured, names_in, names_out)
             axes = _normalize_dynamic_axes(dynamic_axes)
             static_shapes = not axes
@@ -423,6 +424,7 @@ def prepare_capture(
     ``is_in_onnx_export()`` true), for ``export(..., captured=...)`` to reuse: tracing once, exporting many times.
     ``dynamo=True`` captures with torch.export, whose program fixes which axes are dynamic: give ``dynamic_shapes``
     or ``dynamic_axes`` (with the ``input_names`` they refer to) here, and the same ``dynamic_axes`` to the exports."""
+    _check_argument_kinds(input_names, None, dynamic_axes, kwargs)
     args = _with_keyword_arguments(args, kwargs)
     _check_tensors_hold_data(_state_tensors(model), args)
     _check_capture_choice(dynamo, dynamic_shapes, model)
@@ -565,6 +567,18 @@ def _check_opset(opset_version: int | None) -> int:
     return opset
 
 
+def _check_argument_kinds(input_names: Any, output_names: Any, dynamic_axes: Any, kwargs: Any) -> None:
+    """An argument of the wrong kind is an error that names it, not a TypeError from deep inside the export."""
+    for what, names in (("input_names", input_names), ("output_names", output_names)):
+        if names is not None and (isinstance(names, str) or not isinstance(names, Sequence)
+                                  or not all(isinstance(name, str) for name in names)):
+            raise ExportArgumentError(f"{what} must be a list of str, got {names!r}")
+    if dynamic_axes is not None and not isinstance(dynamic_axes, Mapping):
+        raise ExportArgumentError(f"dynamic_axes must be a dict {{input or output name: axes}}, got {dynamic_axes!r}")
+    if kwargs is not None and not (isinstance(kwargs, Mapping) and all(isinstance(key, str) for key in kwargs)):
+        raise ExportArgumentError(f"kwargs must be a dict of keyword arguments by name, got {kwargs!r}")
+
+
 def _check_dynamic_axes_shape(dynamic_axes: dict) -> None:
     for key, axes in dynamic_axes.items():
         if not isinstance(key, str):
@@ -588,16 +602,18 @@ def _check_custom_opsets(custom_opsets: Mapping[str, int] | None) -> None:
                                       "opset_version; custom_opsets versions custom domains only")
 
 
-def _check_dynamic_axes_names(dynamic_axes: dict, names_in: list[str], names_out: list[str]) -> None:
-    """Warn about (and ignore) a ``dynamic_axes`` key that is neither an input nor an output, as PyTorch's exporter does."""
-    known = set(names_in) | set(names_out)
+def _check_dynamic_axes_names(dynamic_axes: dict, names_in: list[str], names_out: list[str], user_count: int) -> None:
+    """A ``dynamic_axes`` key names a graph input or output. Anything else is refused: ignoring it (torch.onnx warns and
+    does) writes a static model where the caller asked for a dynamic one. A parameter's or buffer's shape is its
+    data's."""
+    inputs, state = names_in[:user_count], set(names_in[user_count:])
     for key in dynamic_axes:
-        if key not in known:
-            warnings.warn(
-                f"dynamic_axes names {key!r}, which is neither an input nor an output; it is ignored "
-                f"(inputs: {names_in[:8]}{'...' if len(names_in) > 8 else ''}, outputs: {names_out})",
-                stacklevel=3,
-            )
+        if key in inputs or key in names_out:
+            continue
+        what = "a parameter or buffer of the model, whose data fixes its shape" if key in state else \
+            "which is neither an input nor an output"
+        raise ExportArgumentError(f"dynamic_axes names {key!r}, {what}; dynamic axes are for the inputs "
+                                  f"{_shortened(inputs)} and the outputs {_shortened(names_out)}")
 
 
 def _normalize_dynamic_axes(dynamic_axes: dict) -> dict[str, dict[int, str]]:

@@ -87,9 +87,7 @@ def _default_user_input_names(model: Any, args: Any, user_inputs: list) -> list[
     count = len(user_inputs)
     positional, kwargs = split_args(args)
     try:
-        forward = model.forward if isinstance(model, torch.nn.Module) else model
-        signature = inspect.signature(forward)
-        bound = signature.bind(*positional, **kwargs)
+        bound = _signature(model).bind(*positional, **kwargs)
     except (TypeError, ValueError):
         return [f"input_{i}" for i in range(count)]
     names = []
@@ -103,6 +101,15 @@ def _default_user_input_names(model: Any, args: Any, user_inputs: list) -> list[
     if len(names) != count or len(set(names)) != count:
         return [f"input_{i}" for i in range(count)]
     return names
+
+
+def _signature(model: Any) -> inspect.Signature:
+    """``forward``'s signature, or a function's. A scripted function has no Python signature: its schema names the
+    parameters."""
+    if isinstance(model, torch.jit.ScriptFunction):
+        return inspect.Signature([inspect.Parameter(argument.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                  for argument in model.schema.arguments])
+    return inspect.signature(model.forward if isinstance(model, torch.nn.Module) else model)
 
 
 def _apply_names(names: list[str], given: Sequence[str] | None, kind: str, what: str) -> None:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import logging
 import os
+import re
+import shutil
 import stat
 import sys
 import tempfile
@@ -22,6 +25,8 @@ from onnx import helper, numpy_helper
 
 from exporter import __version__, ir, passes
 from exporter.errors import ExportArgumentError
+
+logger = logging.getLogger("exporter")
 
 if TYPE_CHECKING:
     from exporter.graph_context import ExportSession
@@ -271,6 +276,20 @@ def check_destination(f: Any) -> None:
         raise ExportArgumentError(f"f must be a file path or a binary file object, got {type(f).__name__}")
     if isinstance(f, io.TextIOBase):
         raise ExportArgumentError("f must be opened in binary mode")
+    if not _accepts_writes(f):
+        raise ExportArgumentError(f"f is a file object that cannot be written (opened {getattr(f, 'mode', 'read-only')!r}); "
+                                  "open it with 'wb'")
+
+
+def _accepts_writes(f: Any) -> bool:
+    """A file object's own ``writable()`` where it has one (a closed file cannot be written either)."""
+    if getattr(f, "closed", False):
+        return False
+    writable = getattr(f, "writable", None)
+    try:
+        return writable() if callable(writable) else True
+    except ValueError:  # io raises it for an operation on a closed file
+        return False
 
 
 def _check_target_path(target: Path, given: str) -> None:
@@ -282,10 +301,45 @@ def _check_target_path(target: Path, given: str) -> None:
     if target.exists() and not _is_writable_file(target):
         raise ExportArgumentError(f"cannot write {given!r}: the file is read-only")
     try:  # the only sure test, for any user (root included) and file system: create a file there
-        probe = _create_file(parent, f".{target.name}.probe")
+        probe = _create_file(parent, _temporary_prefix(target))
     except OSError as error:
         raise ExportArgumentError(f"cannot write {given!r}: directory {str(parent)!r} is not writable ({error.strerror})") from error
     probe.unlink()
+    _remove_stale_temporaries(target)
+
+
+def _temporary_prefix(target: Path) -> str:
+    """Temporary files and folders beside ``target`` are hidden and carry the writer's process id, so a later export
+    to the same path can tell those of a process that was killed mid-write (SIGKILL runs no cleanup) from those of
+    an export still running."""
+    return f".{target.name}.{os.getpid()}-"
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Remove what exports to ``target`` by processes no longer alive left beside it."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.(\d+)-")
+    for entry in target.parent.iterdir():
+        match = pattern.match(entry.name)
+        if not match or _process_alive(int(match.group(1))):
+            continue
+        logger.info("removing %s, left by an export to %s that did not finish (process %s is gone)",
+                    entry, target, match.group(1))
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
 
 
 def _is_writable_file(target: Path) -> bool:
@@ -323,7 +377,7 @@ def write(model: onnx.ModelProto | bytes, f: Any, apart: StreamedWeights | None 
 def _atomic_write(target: Path, parts: Iterable[bytes | memoryview]) -> None:
     """Write a temporary file beside ``target`` and rename it into place. The file gets the permissions a direct
     ``open(target, "wb")`` would give: an existing file's own mode, else 0666 less the umask."""
-    tmp = _create_file(target.parent, f".{target.name}.")
+    tmp = _create_file(target.parent, _temporary_prefix(target))
     try:
         if target.exists():
             os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
@@ -526,7 +580,7 @@ class ExternalDataStage:
         require_path_for_external_data(f)
         self.target = Path(f).expanduser().resolve()
         self.location = external_data_location(self.target)
-        self.staging = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", dir=self.target.parent))
+        self.staging = Path(tempfile.mkdtemp(prefix=_temporary_prefix(self.target), dir=self.target.parent))
         self._data = open(self.staging / self.location, "wb")
 
     def __enter__(self) -> ExternalDataStage:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import pathlib
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -14,7 +15,7 @@ import pytest
 import torch
 
 import exporter
-from exporter.__main__ import main
+from exporter.__main__ import EXAMPLE, build_parser, main
 from exporter.registry import REGISTRY
 from tests.conftest import run_onnx
 
@@ -104,6 +105,25 @@ def test_bad_command_lines_are_usage_errors(argv):
     with pytest.raises(SystemExit) as stopped:
         main(argv)
     assert stopped.value.code == 2
+
+
+def test_an_option_the_export_refuses_is_a_usage_error_and_writes_nothing(tmp_path, capsys):
+    target = tmp_path / "net.onnx"
+    with pytest.raises(SystemExit) as stopped:
+        main(["tests.test_cli:build_two_input_net", "--input-shape", "2,4", "--input-shape", "3", "-o", str(target),
+              "--dynamic-axis", "input:0:batch"])
+    assert stopped.value.code == 2 and "'input', which is neither an input nor an output" in capsys.readouterr().err
+    assert not target.exists()
+
+
+def test_the_help_example_runs_as_written_and_makes_the_batch_dynamic(tmp_path, monkeypatch, capsys):
+    argv = shlex.split(EXAMPLE)
+    assert argv[:3] == ["python", "-m", "exporter"]
+    monkeypatch.chdir(tmp_path)
+    assert main(argv[3:]) == 0
+    model = onnx.load(str(tmp_path / argv[argv.index("-o") + 1]))
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert EXAMPLE in " ".join(build_parser().format_help().split())
 
 
 def test_version_is_the_package_version_and_the_producer_version():

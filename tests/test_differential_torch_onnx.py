@@ -58,7 +58,7 @@ class Call:
     rejects: str | None = None  # both exporters must reject the call with this kind of error (REJECTIONS)
     kept: tuple[int, ...] | None = None  # indices of the flattened example arguments that remain graph inputs
     run: bool = True  # False: ONNX Runtime has no kernel (ATen nodes, bfloat16 Gemm): compared by structure only
-    target: str = "buffer"  # where f points: buffer, path, directory, missing_dir, readonly_dir
+    target: str = "buffer"  # where f points: buffer, path, directory, missing_dir, text_file, binary_reader
     other_args: Callable[[], Any] | None = None  # a second feed at other sizes (dynamic axes)
     differs: str | None = None  # why our outcome deliberately differs from torch's
     ours: str | None = None  # with differs: "exports" or the REJECTIONS kind we raise
@@ -515,10 +515,13 @@ CALLS: list[Call] = [
     Call("dynamic_axes_list", ConvBnRelu, image,
          {"input_names": ["img"], "output_names": ["out"], "dynamic_axes": {"img": [0, 2, 3], "out": [0]}},
          other_args=lambda: (torch.randn(3, 3, 11, 6),)),
-    Call("dynamic_axes_unknown_key_warns", Affine, x4,
+    Call("dynamic_axes_unknown_key", Affine, x4,
          {"input_names": ["x"], "dynamic_axes": {"x": {0: "n"}, "nothing": {0: "m"}}},
-         other_args=lambda: (torch.randn(7, 4),)),
-    Call("dynamic_axes_unknown_key_only", Affine, x4, {"dynamic_axes": {"nothing": [0]}}),
+         differs="a dynamic_axes key naming no input or output: torch.onnx warns and ignores it (a static model where "
+                 "the caller asked for a dynamic one); we refuse the call", ours="argument", theirs="exports"),
+    Call("dynamic_axes_parameter_key", Affine, x4, {"dynamic_axes": {"fc.weight": [0]}},
+         differs="a dynamic_axes key naming a parameter: torch.onnx ignores it without a word; we refuse the call",
+         ours="argument", theirs="exports"),
     Call("dynamic_axes_default_input_name", TwoInputs, pair23, {"dynamic_axes": {"x": [0], "y": [0]}},
          other_args=lambda: (torch.randn(5, 3), torch.randn(5, 3)),
          differs="without input_names our inputs are named after forward's arguments, so {'x': ...} names an "
@@ -609,6 +612,7 @@ CALLS: list[Call] = [
     Call("f_is_a_directory", Affine, x4, target="directory", rejects="destination"),
     Call("f_in_a_missing_directory", Affine, x4, target="missing_dir", rejects="destination"),
     Call("f_is_a_text_file_object", Affine, x4, target="text_file", rejects="destination"),
+    Call("f_is_a_file_opened_for_reading", Affine, x4, target="binary_reader", rejects="destination"),
     Call("model_is_a_plain_function", lambda: _function, pair23, rejects="argument"),
     Call("model_raises", Raises, x23, rejects="capture"),
     Call("wrong_argument_count", TwoInputs, x23, rejects="capture"),
@@ -642,6 +646,9 @@ def _destination(call: Call, tmp_path, tag: str):
         return str(tmp_path / "missing" / f"{tag}.onnx")
     if call.target == "text_file":
         return open(tmp_path / f"{tag}.txt", "w")  # noqa: SIM115 (closed by the caller)
+    if call.target == "binary_reader":
+        (tmp_path / f"{tag}.bin").write_bytes(b"")
+        return open(tmp_path / f"{tag}.bin", "rb")  # noqa: SIM115 (closed by the caller)
     raise AssertionError(call.target)
 
 

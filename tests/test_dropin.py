@@ -87,13 +87,6 @@ def test_kwargs_argument_is_the_models_keyword_arguments():
 
 
 # -- names and dynamic axes ------------------------------------------------------------------------------------------
-def test_dynamic_axes_naming_neither_input_nor_output_warns_and_export_goes_on():
-    with pytest.warns(UserWarning, match="'nothing'.*neither an input nor an output"):
-        data, _ = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), input_names=["x"],
-                               dynamic_axes={"x": {0: "batch"}, "nothing": {0: "n"}})
-    assert run_onnx(data, {"x": np.ones((5, 2), np.float32)})[0].shape == (5, 2)
-
-
 @pytest.mark.parametrize("kind", ["input_names", "output_names"])
 def test_more_names_than_values_is_an_argument_error(kind):
     names = {"input_names": ["x", "w", "b", "extra"], "output_names": ["y", "extra"]}[kind]

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import io
 import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -13,6 +18,8 @@ import torch
 import exporter
 from exporter.errors import CaptureError, CheckerError, ExportArgumentError, OnnxExporterError, UnsupportedOperatorError
 from tests.conftest import export_bytes, run_onnx
+
+PROJECT = pathlib.Path(__file__).resolve().parents[1]
 
 
 class TwoLayer(torch.nn.Module):
@@ -38,13 +45,47 @@ def test_unsupported_opset_is_rejected_before_writing(tmp_path, opset):
     assert not target.exists()
 
 
-def test_dynamic_axes_name_that_is_not_an_input_or_output_warns_and_is_ignored(tmp_path):
+@pytest.mark.parametrize("key, what", [("z", "which is neither an input nor an output"),
+                                       ("fc1.weight", "a parameter or buffer of the model")])
+def test_dynamic_axes_key_that_names_no_input_or_output_is_refused_before_writing(tmp_path, key, what):
     target = tmp_path / "m.onnx"
-    with pytest.warns(UserWarning, match="'z'.*neither an input nor an output"):
+    with pytest.raises(ExportArgumentError, match=f"dynamic_axes names '{key}', {what}.*inputs \\['x'\\]"):
         exporter.export(_model(), torch.randn(2, 4), str(target), input_names=["x"], output_names=["y"],
-                        dynamic_axes={"z": [0], "x": [0]})
-    model = onnx.load(str(target))
-    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "x_dynamic_axes_1"
+                        dynamic_axes={key: [0], "x": [0]})
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"input_names": [1]}, "input_names must be a list of str"),
+    ({"input_names": "x"}, "input_names must be a list of str"),
+    ({"output_names": [None]}, "output_names must be a list of str"),
+    ({"dynamic_axes": ["x"]}, "dynamic_axes must be a dict"),
+    ({"kwargs": [1]}, "kwargs must be a dict of keyword arguments"),
+    ({"kwargs": {1: torch.ones(1)}}, "kwargs must be a dict of keyword arguments"),
+])
+def test_an_argument_of_the_wrong_kind_is_an_argument_error_naming_it(tmp_path, options, message):
+    target = tmp_path / "m.onnx"
+    with pytest.raises(ExportArgumentError, match=message):
+        exporter.export(_model(), torch.randn(2, 4), str(target), **options)
+    assert not target.exists()
+
+
+def test_a_file_object_opened_for_reading_is_refused_before_any_work(tmp_path):
+    (tmp_path / "m.onnx").write_bytes(b"kept")
+    with open(tmp_path / "m.onnx", "rb") as readable:
+        with pytest.raises(ExportArgumentError, match="cannot be written.*'rb'"):
+            exporter.export(_model(), torch.randn(2, 4), readable)
+    assert (tmp_path / "m.onnx").read_bytes() == b"kept"
+
+
+def test_a_scripted_functions_inputs_are_named_after_its_parameters():
+    @torch.jit.script
+    def scaled_sum(values, scale):
+        return values * scale + 1
+
+    data, result = export_bytes(scaled_sum, (torch.randn(3), torch.tensor(2.0)))
+    assert result.input_names == ["values", "scale"]
+    assert [i.name for i in onnx.load_from_string(data).graph.input] == ["values", "scale"]
 
 
 def test_dynamic_axes_must_be_dict_or_list():
@@ -109,6 +150,37 @@ def test_path_and_file_object_produce_the_same_model(tmp_path):
     a, b = onnx.load(str(tmp_path / "a.onnx")), onnx.load(str(tmp_path / "b.onnx"))
     assert a.graph == b.graph
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "temporary files left behind"
+
+
+_KILLED_MID_WRITE = """
+import os, signal, sys, torch, exporter
+os.replace = lambda *_: os.kill(os.getpid(), signal.SIGKILL)  # dies with the model written, before the rename
+exporter.export(torch.nn.Linear(64, 64), torch.randn(2, 64), sys.argv[1])
+"""
+
+
+def test_an_export_killed_mid_write_leaves_a_temporary_that_the_next_export_there_removes(tmp_path):
+    target = tmp_path / "m.onnx"
+    killed = subprocess.run([sys.executable, "-c", _KILLED_MID_WRITE, str(target)], cwd=PROJECT, timeout=300,
+                            capture_output=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
+    left = list(tmp_path.iterdir())
+    assert len(left) == 1 and re.fullmatch(r"\.m\.onnx\.\d+-[0-9a-f]{8}\.tmp", left[0].name) and left[0].stat().st_size
+    exporter.export(_model(), torch.randn(2, 4), str(target))
+    assert [p.name for p in tmp_path.iterdir()] == ["m.onnx"]
+
+
+def test_temporaries_of_live_exports_and_other_targets_are_left_alone(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".m.onnx.{dead.pid}-abcd1234"
+    stale.mkdir()
+    (stale / "m.onnx.data").write_bytes(b"x" * 10)
+    kept = [tmp_path / ".m.onnx.1-abcd1234.tmp", tmp_path / f".other.onnx.{dead.pid}-abcd1234.tmp"]
+    for path in kept:  # process 1 is alive; the other belongs to another target
+        path.write_bytes(b"x")
+    exporter.export(_model(), torch.randn(2, 4), str(tmp_path / "m.onnx"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([p.name for p in kept] + ["m.onnx"])
 
 
 def test_default_names_come_from_forward_signature_and_state_dict():
