@@ -15,6 +15,7 @@ import operator
 from typing import Any
 
 import torch
+from onnx import TensorProto
 from torch.export.graph_signature import InputKind, OutputKind
 
 from exporter import dtypes, ir, provenance
@@ -55,16 +56,25 @@ class FxConverter:
         ctx = GraphContext(self.session, graph)
         graph.inputs = list(input_values)
         env = self._bind_placeholders(ctx, captured, input_values)
-        for node in program.graph.nodes:
+        output_node = self._convert_nodes(ctx, program.graph_module, env)
+        graph.outputs = self._outputs(ctx, program, output_node, env)
+        ctx.node = None
+        return graph
+
+    def _convert_nodes(self, ctx: GraphContext, module: torch.fx.GraphModule, env: dict) -> torch.fx.Node:
+        """Convert every op call of ``module``'s graph into ``ctx``'s graph (its placeholders bound in ``env``);
+        its output node."""
+        for node in module.graph.nodes:
             if node.op == "call_function":
                 self._convert_node(ctx, node, env)
+            elif node.op == "get_attr":  # a branch or loop body of cond / while_loop: a GraphModule
+                env[node] = getattr(module, node.target)
             elif node.op == "output":
-                graph.outputs = self._outputs(ctx, program, node, env)
+                return node
             elif node.op != "placeholder":
                 raise UnsupportedOperatorError(f"a {node.op} node ({node.target})", self.session.opset,
                                                reason="the FX driver converts ATen op calls only")
-        ctx.node = None
-        return graph
+        raise AssertionError("an FX graph without an output node")
 
     # -- the program's boundary -----------------------------------------------------------------------------------
     def _bind_placeholders(self, ctx: GraphContext, captured: Capture, input_values: list[ir.Value]) -> dict:
@@ -114,6 +124,12 @@ class FxConverter:
         if target is torch.ops.higher_order.with_effects:
             env[node] = self._effect(node)
             return
+        if target in (torch.ops.higher_order.cond, torch.ops.higher_order.while_loop):
+            ctx.node = node
+            ctx.scope = _scope_prefix(node)
+            control = self._cond if target is torch.ops.higher_order.cond else self._while_loop
+            self._bind(node, control(ctx, node, env), env)
+            return
         if isinstance(target, torch._ops.OpOverload):
             kind = op_kind(node)
             if kind in ASSERTION_OPS:
@@ -144,6 +160,67 @@ class FxConverter:
             if ctx.scope:
                 self.node_scopes.setdefault(onnx_node.name, ctx.scope)
         self._bind(node, result, env)
+
+    # -- control flow: torch.cond and torch.while_loop -------------------------------------------------------------
+    def _cond(self, ctx: GraphContext, node: torch.fx.Node, env: dict) -> tuple:
+        """``cond(pred, true_graph, false_graph, operands)``: ONNX If, whose branches read the operands from the
+        enclosing graph; a predicate known at export time keeps only the taken branch."""
+        pred, true_graph, false_graph, operands = node.args
+        condition = _materialize(pred, env, self.session.opset)
+        operands = [_materialize(operand, env, self.session.opset) for operand in operands]
+        if not _holds_value(condition):
+            taken = true_graph if bool(condition) else false_graph
+            return tuple(self._inline(ctx, env[taken], operands, env))
+        branches = [self._subgraph(ctx, env[gm], operands, [], name, env)
+                    for gm, name in ((true_graph, "then_branch"), (false_graph, "else_branch"))]
+        condition = ctx.op("Cast", condition, to_i=TensorProto.BOOL) if ctx.dtype(condition) != TensorProto.BOOL else condition
+        results = ctx.op("If", condition, then_branch_g=branches[0], else_branch_g=branches[1],
+                         outputs=len(branches[0].outputs))
+        return _typed_like(results, branches[0].outputs)
+
+    def _while_loop(self, ctx: GraphContext, node: torch.fx.Node, env: dict) -> tuple:
+        """``while_loop(cond_graph, body_graph, carried, additional)``: ONNX Loop with no trip count. The condition is
+        computed once before the loop on the initial values, and in the body on the values it computed; the
+        additional inputs are read from the enclosing graph."""
+        cond_graph, body_graph, carried, additional = node.args
+        opset = self.session.opset
+        initial = [ctx.value(_materialize(value, env, opset)) for value in carried]
+        additional = [_materialize(value, env, opset) for value in additional]
+        condition = ctx.value(self._inline(ctx, env[cond_graph], [*initial, *additional], env)[0])
+        iteration = self._loop_input("iteration", TensorProto.INT64, ())
+        running = self._loop_input("condition", TensorProto.BOOL, ())
+        carried_in = [self._loop_input("carried", value.dtype, _loose_shape(example))
+                      for value, example in zip(initial, _recorded(node))]
+        body = self._subgraph(ctx, env[body_graph], [*carried_in, *additional], [iteration, running, *carried_in],
+                              "loop_body", env, then=env[cond_graph])
+        results = ctx.op("Loop", None, condition, *initial, body_g=body, outputs=len(initial))
+        return _typed_like(results, initial)
+
+    def _subgraph(self, ctx: GraphContext, module: torch.fx.GraphModule, bound: list[Any], inputs: list[ir.Value],
+                  name: str, env: dict, then: torch.fx.GraphModule | None = None) -> ir.Graph:
+        """``module`` converted into an ONNX subgraph with ``inputs``, its placeholders bound to ``bound``; with
+        ``then`` (a while_loop's condition), the condition of the results comes first among the outputs."""
+        graph = ir.Graph(self.session.fresh_name(name), parent=ctx.graph, inputs=inputs)
+        sub = ctx.subcontext(graph)
+        results = self._inline(sub, module, bound, env)
+        if then is not None:
+            results = [self._inline(sub, then, [*results, *bound[len(results):]], env)[0], *results]
+        graph.outputs = [_local_output(sub, result) for result in results]
+        return graph
+
+    def _inline(self, ctx: GraphContext, module: torch.fx.GraphModule, bound: list[Any], env: dict) -> list[Any]:
+        """The results of ``module``'s graph converted into ``ctx``'s graph, its placeholders bound to ``bound``
+        (the enclosing graph's values stay visible: a subgraph reads them from the outer scope)."""
+        inner = dict(env)
+        placeholders = [node for node in module.graph.nodes if node.op == "placeholder"]
+        inner.update(zip(placeholders, bound))
+        output_node = self._convert_nodes(ctx, module, inner)
+        results = output_node.args[0]
+        results = results if isinstance(results, (tuple, list)) else [results]
+        return [_materialize(result, inner, self.session.opset) for result in results]
+
+    def _loop_input(self, hint: str, dtype: int | None, shape: tuple | None) -> ir.Value:
+        return ir.Value(self.session.fresh_name(hint), dtype=dtype, shape=shape)
 
     def _item(self, ctx: GraphContext, node: torch.fx.Node, env: dict) -> Any:
         """``results[i]`` of an op with several results or a list result (a sequence: SequenceAt)."""
@@ -199,6 +276,35 @@ class FxConverter:
         if value.shape is None and shape is not None and value.kind == ir.TENSOR:
             value.shape = shape if self.session.static_shapes else tuple(
                 d if isinstance(d, int) and not _is_symbolic(example, i) else None for i, d in enumerate(shape))
+
+
+def _local_output(ctx: GraphContext, result: Any) -> ir.Value:
+    """``result`` as an output of ``ctx``'s subgraph: a constant made there, and a value of an enclosing graph passed
+    through an Identity (an ONNX subgraph's outputs are its own values)."""
+    if not isinstance(result, ir.Value):
+        return ctx.const(result)
+    if result.producer is not None and result.producer in ctx.graph.nodes:
+        return result
+    local = ctx.op("Identity", result)
+    local.dtype, local.shape, local.kind = result.dtype, result.shape, result.kind
+    return local
+
+
+def _typed_like(results: ir.Value | tuple, values: list[ir.Value]) -> tuple:
+    """The results of an If or Loop, each of the element type of the branch output or loop-carried value it gives
+    (what ``GraphContext.op`` infers from the op's first input, the condition, is not theirs); the sizes come from
+    the program."""
+    results = results if isinstance(results, tuple) else (results,)
+    for result, value in zip(results, values):
+        result.dtype, result.shape, result.kind = value.dtype, None, value.kind
+    return results
+
+
+def _loose_shape(example: Any) -> tuple | None:
+    """A loop-carried value's shape: the sizes the program records as fixed, the others unknown."""
+    if not isinstance(example, torch.Tensor):
+        return ()
+    return tuple(d if isinstance(d, int) else None for d in example.shape)
 
 
 def _empty_results(node: torch.fx.Node, args: list[Any]) -> tuple | None:

@@ -218,3 +218,72 @@ def test_keyword_arguments():
     x, scale = torch.randn(2, 3), torch.randn(3)
     _, written = _export(_Keywords(), (x,), 18, kwargs={"scale": scale})
     np.testing.assert_allclose(_run(written, {"x": x, "scale": scale})[0], (x * scale).numpy(), rtol=1e-6)
+
+
+# -- control flow: torch.cond -> If, torch.while_loop -> Loop ----------------------------------------------------------
+class _Branches(torch.nn.Module):
+    """torch.cond on a data-dependent predicate; a branch reads a parameter and returns reductions and a copy of an
+    operand (torch.cond refuses a branch that returns an operand itself)."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.tensor([0.5, -2.0, 3.0]))
+
+    def forward(self, x, y):
+        def positive(x, y):
+            return (x * self.scale + y).sin(), x.sum(dim=1), y.clone()
+
+        def negative(x, y):
+            return (x - y).cos(), y.amax(dim=1), x.clone()
+
+        return torch.cond(x.sum() > 0, positive, negative, (x, y))
+
+
+class _Doubling(torch.nn.Module):
+    """torch.while_loop whose bound is an input; its body holds a torch.cond (a subgraph inside a subgraph)."""
+
+    def forward(self, x, limit):
+        def keep_going(step, acc):
+            return step < limit.sum()
+
+        def body(step, acc):
+            grown = torch.cond(acc.sum() > 100.0, lambda a: a - 1.0, lambda a: a * 2.0 + 1.0, (acc,))
+            return step + 1, grown
+
+        return torch.while_loop(keep_going, body, (torch.zeros((), dtype=torch.int64), x))
+
+
+def _check_feeds(model, result, written, feeds_list):
+    for feeds in feeds_list:
+        actual = _run(written, dict(zip(result.input_names, feeds)))
+        expected = model(*feeds)
+        assert len(actual) == len(expected)
+        for got, want in zip(actual, expected):
+            np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("opset", [9, 13, 20])
+def test_torch_cond_becomes_an_if_that_takes_either_branch(opset, dynamic):
+    torch.manual_seed(0)
+    model = _Branches()
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    axes = {"x": {0: "batch"}, "y": {0: "batch"}} if dynamic else None
+    result, written = _export(model, (x, y), opset, dynamic_axes=axes)
+    assert [node.op_type for node in onnx.load_from_string(written).graph.node].count("If") == 1
+    rows = 4 if dynamic else 2
+    _check_feeds(model, result, written, [(torch.ones(rows, 3), torch.randn(rows, 3)),
+                                          (-torch.ones(rows, 3), torch.randn(rows, 3))])
+
+
+@pytest.mark.parametrize("opset", [9, 13, 20])
+def test_torch_while_loop_becomes_a_loop_with_the_condition_in_its_body(opset):
+    model = _Doubling()
+    result, written = _export(model, (torch.randn(3), torch.tensor([3])), opset)
+    graph = onnx.load_from_string(written).graph
+    loop = next(node for node in graph.node if node.op_type == "Loop")
+    assert loop.input[0] == ""  # no trip count: the condition alone ends it
+    body = next(attribute.g for attribute in loop.attribute if attribute.name == "body")
+    assert [node.op_type for node in body.node].count("If") == 1
+    _check_feeds(model, result, written, [(torch.randn(3), torch.tensor([7])), (torch.randn(3), torch.tensor([0])),
+                                          (torch.full((3,), 60.0), torch.tensor([4]))])
