@@ -1,4 +1,5 @@
-"""The OpInfo suite's own parts: the arbiter's rulings, strict expectations, the op-matrix page."""
+"""The OpInfo suite's own parts: the arbiter's rulings, strict expectations, the op-matrix page, and its command line
+(``python -m op_tests.opinfo``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import torch
 from onnx import TensorProto, helper
 
 from conformance.tolerances import tolerance_for
+from op_tests.opinfo import __main__ as opinfo_cli
 from op_tests.opinfo import expectations
 from op_tests.opinfo.arbiter import arbitrate
 from reports import op_matrix
@@ -92,3 +94,42 @@ def test_op_matrix_shows_both_sources_per_opset():
     assert "cases+opinfo" in page and "ORT diverges" in page
     data = op_matrix.aggregate(rows)
     assert data["per_opset"][(13, "opinfo")] == {"pass": 1, "runtime_divergence": 1}
+
+
+@pytest.fixture
+def no_run(monkeypatch):
+    """``run`` with no OpInfo database or worker: the command fails the test if it gets past parsing."""
+    monkeypatch.setattr(opinfo_cli, "_keys", lambda patterns: pytest.fail("the command went on to run"))
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--opsets", "99"], "opsets must lie within 7-20"),
+    (["--opsets", "6-13"], "opsets must lie within 7-20"),
+    (["--opsets", "13-"], "expected opsets like"),
+    (["--samples", "two"], "expected indices like"),
+    (["--samples", "-1"], "expected indices like"),
+    (["--workers", "0"], "must be at least 1"),
+    (["--workers", "-2"], "must be at least 1"),
+    (["--timeout", "0"], "must be greater than 0"),
+    (["--dtypes", "float32,float64"], "choose from primary, float32, int64, bool, float16"),
+    (["--capture", "script"], "invalid choice"),
+    (["--redo", "timout"], "choose from pass"),
+])
+def test_a_bad_run_option_is_a_one_line_error_before_any_work(tmp_path, capsys, no_run, argv, says):
+    out = tmp_path / "opinfo.jsonl"
+    with pytest.raises(SystemExit) as exited:
+        opinfo_cli.main(["run", "--out", str(out), *argv])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exited.value.code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("python -m op_tests.opinfo run: error: ") and says in lines[0]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["summary", "check", "draft-expectations", "report"])
+def test_a_missing_results_file_is_an_error_not_an_empty_verdict(tmp_path, monkeypatch, capsys, command):
+    monkeypatch.chdir(tmp_path)  # report writes under results/ of the working folder
+    with pytest.raises(SystemExit) as exited:
+        opinfo_cli.main([command, "missing.jsonl"])
+    assert exited.value.code == 2 and "missing.jsonl: no such file" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+

@@ -17,21 +17,14 @@ import collections
 import fnmatch
 import sys
 
+from conformance import arguments
 from conformance.results import ResultsFileError, git_revision, latest_by_case, read_rows, versions
 from op_tests.opinfo import expectations
-from op_tests.opinfo.runner import Plan, run
+from op_tests.opinfo.runner import PRIMARY, Plan, run
 from op_tests.opinfo.samples import DTYPES, dtype_name
 
 STATUS_ORDER = ("pass", "runtime_divergence", "mismatch", "unsupported", "no_symbolic", "not_capturable",
                 "inconclusive", "export_error", "checker_error", "ort_error", "timeout", "crash")
-
-
-def _int_list(text: str) -> list[int]:
-    values: list[int] = []
-    for part in text.split(","):
-        low, _, high = part.partition("-")
-        values.extend(range(int(low), int(high or low) + 1))
-    return values
 
 
 def _keys(patterns: str | None) -> list[str]:
@@ -84,27 +77,31 @@ def check(rows: list[dict], whole: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m op_tests.opinfo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.StrictParser(prog="python -m op_tests.opinfo", description=__doc__,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     runner = commands.add_parser("run", help="check OpInfo samples at opsets, appending rows (resumable)")
     runner.add_argument("--out", default="results/opinfo.jsonl")
     runner.add_argument("--ops", help="comma-separated globs over OpInfo keys (name or name.variant)")
-    runner.add_argument("--dtypes", default="primary", help=f"comma-separated, of {[dtype_name(d) for d in DTYPES]}, or "
-                        "'primary': float32 where listed, else the OpInfo's first listed dtype (the default)")
-    runner.add_argument("--opsets", default=f"{expectations.OPSETS[0]}-{expectations.OPSETS[1]}")
-    runner.add_argument("--samples", help="sample indices, e.g. 0-3,7 (default: all)")
-    runner.add_argument("--workers", type=int, default=1)
+    runner.add_argument("--dtypes", type=arguments.choice_list((PRIMARY, *(dtype_name(d) for d in DTYPES))),
+                        default=PRIMARY, help=f"comma-separated, of {[dtype_name(d) for d in DTYPES]}, or "
+                        f"'{PRIMARY}': float32 where listed, else the OpInfo's first listed dtype (the default)")
+    runner.add_argument("--opsets", type=arguments.opsets, default=f"{expectations.OPSETS[0]}-{expectations.OPSETS[1]}",
+                        help="e.g. 11, 9,11,14 or 7-10, within the exporter's "
+                             f"{expectations.OPSETS[0]}-{expectations.OPSETS[1]} (the default: all of them)")
+    runner.add_argument("--samples", type=arguments.indices, help="sample indices, e.g. 0-3,7 (default: all)")
+    runner.add_argument("--workers", type=arguments.positive_int, default=1)
     runner.add_argument("--capture", choices=["trace", "export"], default="trace",
                         help="trace (TorchScript, the default) or export (torch.export: dynamo=True)")
-    runner.add_argument("--timeout", type=float, default=120.0, help="seconds one case may run")
-    runner.add_argument("--redo", default="", help="re-run recorded cases of these statuses (or 'all'), e.g. after a fix")
+    runner.add_argument("--timeout", type=arguments.positive_float, default=120.0, help="seconds one case may run")
+    runner.add_argument("--redo", type=arguments.choice_list(STATUS_ORDER + ("all",)), default=(),
+                        help="re-run recorded cases of these statuses (or 'all'), e.g. after a fix")
     runner.add_argument("--repro-dir", help="where one-node repros of runtime divergences go (default: OUT.repro)")
     for name in ("summary", "check", "draft-expectations"):
         sub = commands.add_parser(name)
-        sub.add_argument("results")
+        sub.add_argument("results", type=arguments.existing_path)
     report = commands.add_parser("report")
-    report.add_argument("results", nargs="+")
+    report.add_argument("results", nargs="+", type=arguments.existing_path)
     report.add_argument("--out", default="results/reports/ops")
     commands.add_parser("list")
     args = parser.parse_args(argv)
@@ -119,9 +116,9 @@ def _command(args: argparse.Namespace) -> int:
         print("\n".join(_keys(None)))
         return 0
     if args.command == "run":
-        plan = Plan(keys=_keys(args.ops), dtypes=args.dtypes.split(","), opsets=_int_list(args.opsets), out=args.out,
-                    samples=_int_list(args.samples) if args.samples else None, workers=args.workers, capture=args.capture,
-                    timeout_s=args.timeout, redo=tuple(filter(None, args.redo.split(","))), repro_dir=args.repro_dir or args.out + ".repro",
+        plan = Plan(keys=_keys(args.ops), dtypes=list(args.dtypes), opsets=list(args.opsets), out=args.out,
+                    samples=list(args.samples) if args.samples else None, workers=args.workers, capture=args.capture,
+                    timeout_s=args.timeout, redo=args.redo, repro_dir=args.repro_dir or args.out + ".repro",
                     static_fields={"versions": versions(), "git_rev": git_revision()})
         _rows(args.out)  # an unreadable line stops the run here, before its workers read the file to resume
         written = run(plan)
