@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -96,6 +97,11 @@ def test_op_matrix_shows_both_sources_per_opset():
     assert data["per_opset"][(13, "opinfo")] == {"pass": 1, "runtime_divergence": 1}
 
 
+def _cli_row(status: str, op: str = "made_up_op", opset: int = 13, **extra) -> dict:
+    """A row as ``run`` writes it (with the name and capture the summary and the judgement read)."""
+    return _row(status, op=op, opset=opset, name=f"{op}/float32/s0", capture="trace", **extra)
+
+
 @pytest.fixture
 def no_run(monkeypatch):
     """``run`` with no OpInfo database or worker: the command fails the test if it gets past parsing."""
@@ -133,3 +139,34 @@ def test_a_missing_results_file_is_an_error_not_an_empty_verdict(tmp_path, monke
     assert exited.value.code == 2 and "missing.jsonl: no such file" in capsys.readouterr().err
     assert os.listdir(tmp_path) == []
 
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """``run`` with no OpInfo database or worker: it appends the rows given to the fixture to the results file."""
+    rows: list[dict] = []
+
+    def run(plan) -> int:
+        with open(plan.out, "a") as handle:
+            handle.writelines(json.dumps(row) + "\n" for row in rows)
+        return len(rows)
+
+    monkeypatch.setattr(opinfo_cli, "_keys", lambda patterns: ["made_up_op"])
+    monkeypatch.setattr(opinfo_cli, "run", run)
+    return rows
+
+
+@pytest.mark.parametrize("status", ["mismatch", "export_error"])
+def test_run_exits_1_when_its_results_fail_the_expectations_unless_it_only_records(tmp_path, capsys, recorded,
+                                                                                    status):
+    recorded.append(_cli_row(status))
+    out = str(tmp_path / "opinfo.jsonl")
+    assert opinfo_cli.main(["run", "--out", out, "--opsets", "13"]) == 1
+    assert f"FAIL: the results fail the expectations: `python -m op_tests.opinfo check {out}` lists them" in (
+        capsys.readouterr().err)
+    assert opinfo_cli.main(["run", "--out", out, "--opsets", "13", "--record-only"]) == 0
+    assert "recorded only (--record-only)" in capsys.readouterr().err
+
+
+def test_run_exits_0_when_its_results_meet_the_expectations(tmp_path, recorded):
+    recorded.extend([_cli_row("pass"), _cli_row("unsupported", opset=9, lowest_opset=11)])
+    assert opinfo_cli.main(["run", "--out", str(tmp_path / "opinfo.jsonl"), "--opsets", "9,13"]) == 0

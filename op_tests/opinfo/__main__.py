@@ -1,7 +1,8 @@
 """``python -m op_tests.opinfo``: the full OpInfo matrix (resumable), its summary, and the expectations check.
 
     python -m op_tests.opinfo run --out results/opinfo.jsonl [--ops 'gather,nn.functional.*pool*'] \\
-        [--dtypes float32] [--opsets 7-20] [--samples 0-3] [--workers 1]
+        [--dtypes float32] [--opsets 7-20] [--samples 0-3] [--workers 1] [--record-only]
+                                                                   exit 1 as check does, unless --record-only
     python -m op_tests.opinfo summary results/opinfo.jsonl         per-opset counts and the expectations verdict
     python -m op_tests.opinfo check results/opinfo.jsonl           exit 1 on a mismatch, unexpected failure or pass
     python -m op_tests.opinfo draft-expectations results/opinfo.jsonl > op_tests/opinfo/expectations.toml
@@ -43,8 +44,9 @@ def _rows(path: str) -> list[dict]:
     return list(latest_by_case(read_rows(path)).values())
 
 
-def summary(rows: list[dict]) -> str:
-    """Per-opset status counts, OpInfos and samples attempted, and the expectations verdict."""
+def summary(rows: list[dict], judgement: expectations.Judgement) -> str:
+    """Per-opset status counts, OpInfos and samples attempted, and the expectations verdict (``judgement`` of
+    ``rows``)."""
     lines = [f"OpInfos attempted: {len({expectations._key(r) for r in rows})}, samples (x dtype): "
              f"{len({r['name'] for r in rows})}, rows: {len(rows)}"]
     statuses = [s for s in STATUS_ORDER if any(r["status"] == s for r in rows)]
@@ -54,11 +56,15 @@ def summary(rows: list[dict]) -> str:
         total = sum(counts.values())
         lines.append(f"{opset:>5} " + " ".join(f"{counts[s]:>18}" for s in statuses)
                      + f"   {counts['pass'] / total:.1%}")
-    judgement = expectations.judge(rows, expectations.load(), report_stale=False)
     lines.append(f"expected non-passes: {len(judgement.expected)}; mismatches: {len(judgement.mismatches)}; "
                  f"unexpected failures: {len(judgement.unexpected_failures)}; "
                  f"unexpected passes: {len(judgement.unexpected_passes)}")
     return "\n".join(lines)
+
+
+def _judge(rows: list[dict]) -> expectations.Judgement:
+    """The expectations verdict without stale entries (what ``summary`` and ``run`` show)."""
+    return expectations.judge(rows, expectations.load(), report_stale=False)
 
 
 def check(rows: list[dict], whole: bool) -> int:
@@ -97,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     runner.add_argument("--redo", type=arguments.choice_list(STATUS_ORDER + ("all",)), default=(),
                         help="re-run recorded cases of these statuses (or 'all'), e.g. after a fix")
     runner.add_argument("--repro-dir", help="where one-node repros of runtime divergences go (default: OUT.repro)")
+    runner.add_argument("--record-only", action="store_true",
+                        help="exit 0 even when the results fail the expectations: only record (check judges later)")
     for name in ("summary", "check", "draft-expectations"):
         sub = commands.add_parser(name)
         sub.add_argument("results", type=arguments.existing_path)
@@ -116,15 +124,7 @@ def _command(args: argparse.Namespace) -> int:
         print("\n".join(_keys(None)))
         return 0
     if args.command == "run":
-        plan = Plan(keys=_keys(args.ops), dtypes=list(args.dtypes), opsets=list(args.opsets), out=args.out,
-                    samples=list(args.samples) if args.samples else None, workers=args.workers, capture=args.capture,
-                    timeout_s=args.timeout, redo=args.redo, repro_dir=args.repro_dir or args.out + ".repro",
-                    static_fields={"versions": versions(), "git_rev": git_revision()})
-        _rows(args.out)  # an unreadable line stops the run here, before its workers read the file to resume
-        written = run(plan)
-        print(f"{written} rows appended to {args.out}")
-        print(summary(_rows(args.out)))
-        return 0
+        return _run(args)
     if args.command == "report":
         from reports import op_matrix
 
@@ -134,12 +134,40 @@ def _command(args: argparse.Namespace) -> int:
         return 0
     rows = _rows(args.results)
     if args.command == "summary":
-        print(summary(rows))
+        print(summary(rows, _judge(rows)))
         return 0
     if args.command == "check":
         return check(rows, whole=True)
     print(expectations.draft(rows))
     return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    plan = Plan(keys=_keys(args.ops), dtypes=list(args.dtypes), opsets=list(args.opsets), out=args.out,
+                samples=list(args.samples) if args.samples else None, workers=args.workers, capture=args.capture,
+                timeout_s=args.timeout, redo=args.redo, repro_dir=args.repro_dir or args.out + ".repro",
+                static_fields={"versions": versions(), "git_rev": git_revision()})
+    _rows(args.out)  # an unreadable line stops the run here, before its workers read the file to resume
+    written = run(plan)
+    print(f"{written} rows appended to {args.out}")
+    rows = _rows(args.out)
+    judgement = _judge(rows)
+    print(summary(rows, judgement))
+    return _run_status(judgement, args.out, args.record_only)
+
+
+def _run_status(judgement: expectations.Judgement, out: str, record_only: bool) -> int:
+    """``run``'s exit status: the verdict of ``check`` on the results file its summary shows (1 on a mismatch, an
+    unexpected failure or an unexpected pass), so that a CI job running it fails; 0 when only recording (a later
+    ``check`` judges them: nox -s opinfo writes its report first)."""
+    if judgement.ok:
+        return 0
+    listing = f"`python -m op_tests.opinfo check {out}` lists them"
+    if record_only:
+        print(f"the results fail the expectations; recorded only (--record-only): {listing}", file=sys.stderr)
+        return 0
+    print(f"FAIL: the results fail the expectations: {listing}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
