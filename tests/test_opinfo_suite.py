@@ -66,7 +66,6 @@ def test_expectations_are_strict():
     assert not expectations.judge([_row("pass", opset=9)], [entry]).ok  # unexpected pass: remove the entry
     assert not expectations.judge([_row("export_error", opset=9)], [entry]).ok  # another status is not excused
     assert not expectations.judge([_row("no_symbolic", opset=11)], [entry]).ok  # outside the opset range
-    assert expectations.judge([_row("pass", opset=11)], [entry]).stale == [entry]
     assert expectations.judge([_row("unsupported", opset=11, lowest_opset=12)], []).ok  # the exporter names the opset
 
 
@@ -97,9 +96,29 @@ def test_op_matrix_shows_both_sources_per_opset():
     assert data["per_opset"][(13, "opinfo")] == {"pass": 1, "runtime_divergence": 1}
 
 
+def test_stale_expectations_are_only_those_whose_cases_ran():
+    """Rows of gather's samples 0 and 1 (float32, traced, static) at opset 13: an entry is stale only when they ran
+    its cases and it matched none of them; results of part of the matrix say nothing about the other entries."""
+    ran = [_row("pass", opset=13), _row("no_symbolic", sample=1, opset=13)]
+    dynamic = _expect(opsets=(13, 13), modes=("dynamic",))  # sample 0 ran and passed, and has no dynamic form
+    met = _expect(samples="1", opsets=(11, 14))
+    not_run = [_expect(op="abs", opsets=(13, 13)), _expect(opsets=(7, 10)), _expect(samples="5", opsets=(13, 13)),
+               _expect(opsets=(13, 13), dtypes=("int64",)), _expect(opsets=(13, 13), captures=("export",))]
+    assert expectations.judge(ran, [dynamic, met, *not_run]).stale == [dynamic]
+
+
 def _cli_row(status: str, op: str = "made_up_op", opset: int = 13, **extra) -> dict:
     """A row as ``run`` writes it (with the name and capture the summary and the judgement read)."""
     return _row(status, op=op, opset=opset, name=f"{op}/float32/s0", capture="trace", **extra)
+
+
+def test_check_of_one_op_at_one_opset_reports_no_stale_entry_of_the_other_ops(tmp_path, capsys):
+    results = tmp_path / "opinfo.jsonl"
+    results.write_text(json.dumps(_cli_row("pass", op="abs")) + "\n")
+    assert opinfo_cli.main(["check", str(results)]) == 0
+    stale = [line for line in capsys.readouterr().out.splitlines() if line.startswith("STALE")]
+    # Only a traced entry for abs at opset 13 could be stale, never one of the other ops (over 1,000 entries were).
+    assert all(line.startswith("STALE expectation abs ") for line in stale), stale
 
 
 @pytest.fixture

@@ -67,8 +67,8 @@ def _judge(rows: list[dict]) -> expectations.Judgement:
     return expectations.judge(rows, expectations.load(), report_stale=False)
 
 
-def check(rows: list[dict], whole: bool) -> int:
-    judgement = expectations.judge(rows, expectations.load(), report_stale=whole)
+def check(rows: list[dict]) -> int:
+    judgement = expectations.judge(rows, expectations.load())
     for row in judgement.mismatches:
         print(f"MISMATCH {row['case_id']}: {row['error']} [{row.get('arbiter')}]")
     for row in judgement.unexpected_failures:
@@ -137,7 +137,7 @@ def _command(args: argparse.Namespace) -> int:
         print(summary(rows, _judge(rows)))
         return 0
     if args.command == "check":
-        return check(rows, whole=True)
+        return check(rows)
     print(expectations.draft(rows))
     return 0
 
