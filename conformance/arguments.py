@@ -1,4 +1,5 @@
-"""Strict command-line parsing shared by ``python -m conformance`` (and its ``gate``) and ``python -m benchmarks``.
+"""Strict command-line parsing shared by ``python -m conformance`` (and its ``gate``), ``python -m benchmarks`` and
+``python -m op_tests.opinfo``.
 
 Every value is checked by argparse before any work starts: a bad one ends the command with a one-line error and
 exit status 2, having written nothing.
@@ -24,20 +25,31 @@ class StrictParser(argparse.ArgumentParser):
 
 def opsets(text: str) -> tuple[int, ...]:
     """'7-20', '9,11,14' or '11' -> sorted opsets, each within ALL_OPSETS."""
-    found: set[int] = set()
+    spans = _spans(text, f"opsets like 11, 9,11,14 or {ALL_OPSETS[0]}-{ALL_OPSETS[-1]}")
+    if any(span.start not in ALL_OPSETS or span[-1] not in ALL_OPSETS for span in spans):
+        raise argparse.ArgumentTypeError(f"{text!r}: opsets must lie within {ALL_OPSETS[0]}-{ALL_OPSETS[-1]}")
+    return tuple(sorted({opset for span in spans for opset in span}))
+
+
+def indices(text: str) -> tuple[int, ...]:
+    """'0-3,7' or '4' -> sorted indices (whole numbers from 0: a minus sign cannot parse)."""
+    return tuple(sorted({index for span in _spans(text, "indices like 4, 0,2 or 0-3,7") for index in span}))
+
+
+def _spans(text: str, expected: str) -> list[range]:
+    """The inclusive ranges of a comma-separated list of 'a' and 'a-b' items; ``expected`` says what a bad one
+    should have looked like."""
+    spans = []
     for part in text.split(","):
         low, dash, high = part.strip().partition("-")
         try:
             span = range(int(low), int(high if dash else low) + 1)
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{text!r}: expected opsets like 11, 9,11,14 or {ALL_OPSETS[0]}-{ALL_OPSETS[-1]}") from None
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {expected}") from None
         if not span:
             raise argparse.ArgumentTypeError(f"{text!r}: the range {part} is empty")
-        if span.start not in ALL_OPSETS or span[-1] not in ALL_OPSETS:
-            raise argparse.ArgumentTypeError(f"{text!r}: opsets must lie within {ALL_OPSETS[0]}-{ALL_OPSETS[-1]}")
-        found.update(span)
-    return tuple(sorted(found))
+        spans.append(span)
+    return spans
 
 
 def shard(text: str) -> tuple[int, int]:

@@ -1,7 +1,9 @@
-"""The OpInfo suite's own parts: the arbiter's rulings, strict expectations, the op-matrix page."""
+"""The OpInfo suite's own parts: the arbiter's rulings, strict expectations, the op-matrix page, and its command line
+(``python -m op_tests.opinfo``)."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -11,6 +13,7 @@ import torch
 from onnx import TensorProto, helper
 
 from conformance.tolerances import tolerance_for
+from op_tests.opinfo import __main__ as opinfo_cli
 from op_tests.opinfo import expectations
 from op_tests.opinfo.arbiter import arbitrate
 from reports import op_matrix
@@ -63,7 +66,6 @@ def test_expectations_are_strict():
     assert not expectations.judge([_row("pass", opset=9)], [entry]).ok  # unexpected pass: remove the entry
     assert not expectations.judge([_row("export_error", opset=9)], [entry]).ok  # another status is not excused
     assert not expectations.judge([_row("no_symbolic", opset=11)], [entry]).ok  # outside the opset range
-    assert expectations.judge([_row("pass", opset=11)], [entry]).stale == [entry]
     assert expectations.judge([_row("unsupported", opset=11, lowest_opset=12)], []).ok  # the exporter names the opset
 
 
@@ -92,3 +94,98 @@ def test_op_matrix_shows_both_sources_per_opset():
     assert "cases+opinfo" in page and "ORT diverges" in page
     data = op_matrix.aggregate(rows)
     assert data["per_opset"][(13, "opinfo")] == {"pass": 1, "runtime_divergence": 1}
+
+
+def test_stale_expectations_are_only_those_whose_cases_ran():
+    """Rows of gather's samples 0 and 1 (float32, traced, static) at opset 13: an entry is stale only when they ran
+    its cases and it matched none of them; results of part of the matrix say nothing about the other entries."""
+    ran = [_row("pass", opset=13), _row("no_symbolic", sample=1, opset=13)]
+    dynamic = _expect(opsets=(13, 13), modes=("dynamic",))  # sample 0 ran and passed, and has no dynamic form
+    met = _expect(samples="1", opsets=(11, 14))
+    not_run = [_expect(op="abs", opsets=(13, 13)), _expect(opsets=(7, 10)), _expect(samples="5", opsets=(13, 13)),
+               _expect(opsets=(13, 13), dtypes=("int64",)), _expect(opsets=(13, 13), captures=("export",))]
+    assert expectations.judge(ran, [dynamic, met, *not_run]).stale == [dynamic]
+
+
+def _cli_row(status: str, op: str = "made_up_op", opset: int = 13, **extra) -> dict:
+    """A row as ``run`` writes it (with the name and capture the summary and the judgement read)."""
+    return _row(status, op=op, opset=opset, name=f"{op}/float32/s0", capture="trace", **extra)
+
+
+def test_check_of_one_op_at_one_opset_reports_no_stale_entry_of_the_other_ops(tmp_path, capsys):
+    results = tmp_path / "opinfo.jsonl"
+    results.write_text(json.dumps(_cli_row("pass", op="abs")) + "\n")
+    assert opinfo_cli.main(["check", str(results)]) == 0
+    stale = [line for line in capsys.readouterr().out.splitlines() if line.startswith("STALE")]
+    # Only a traced entry for abs at opset 13 could be stale, never one of the other ops (over 1,000 entries were).
+    assert all(line.startswith("STALE expectation abs ") for line in stale), stale
+
+
+@pytest.fixture
+def no_run(monkeypatch):
+    """``run`` with no OpInfo database or worker: the command fails the test if it gets past parsing."""
+    monkeypatch.setattr(opinfo_cli, "_keys", lambda patterns: pytest.fail("the command went on to run"))
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--opsets", "99"], "opsets must lie within 7-20"),
+    (["--opsets", "6-13"], "opsets must lie within 7-20"),
+    (["--opsets", "13-"], "expected opsets like"),
+    (["--samples", "two"], "expected indices like"),
+    (["--samples", "-1"], "expected indices like"),
+    (["--workers", "0"], "must be at least 1"),
+    (["--workers", "-2"], "must be at least 1"),
+    (["--timeout", "0"], "must be greater than 0"),
+    (["--dtypes", "float32,float64"], "choose from primary, float32, int64, bool, float16"),
+    (["--capture", "script"], "invalid choice"),
+    (["--redo", "timout"], "choose from pass"),
+])
+def test_a_bad_run_option_is_a_one_line_error_before_any_work(tmp_path, capsys, no_run, argv, says):
+    out = tmp_path / "opinfo.jsonl"
+    with pytest.raises(SystemExit) as exited:
+        opinfo_cli.main(["run", "--out", str(out), *argv])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exited.value.code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("python -m op_tests.opinfo run: error: ") and says in lines[0]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["summary", "check", "draft-expectations", "report"])
+def test_a_missing_results_file_is_an_error_not_an_empty_verdict(tmp_path, monkeypatch, capsys, command):
+    monkeypatch.chdir(tmp_path)  # report writes under results/ of the working folder
+    with pytest.raises(SystemExit) as exited:
+        opinfo_cli.main([command, "missing.jsonl"])
+    assert exited.value.code == 2 and "missing.jsonl: no such file" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """``run`` with no OpInfo database or worker: it appends the rows given to the fixture to the results file."""
+    rows: list[dict] = []
+
+    def run(plan) -> int:
+        with open(plan.out, "a") as handle:
+            handle.writelines(json.dumps(row) + "\n" for row in rows)
+        return len(rows)
+
+    monkeypatch.setattr(opinfo_cli, "_keys", lambda patterns: ["made_up_op"])
+    monkeypatch.setattr(opinfo_cli, "run", run)
+    return rows
+
+
+@pytest.mark.parametrize("status", ["mismatch", "export_error"])
+def test_run_exits_1_when_its_results_fail_the_expectations_unless_it_only_records(tmp_path, capsys, recorded,
+                                                                                    status):
+    recorded.append(_cli_row(status))
+    out = str(tmp_path / "opinfo.jsonl")
+    assert opinfo_cli.main(["run", "--out", out, "--opsets", "13"]) == 1
+    assert f"FAIL: the results fail the expectations: `python -m op_tests.opinfo check {out}` lists them" in (
+        capsys.readouterr().err)
+    assert opinfo_cli.main(["run", "--out", out, "--opsets", "13", "--record-only"]) == 0
+    assert "recorded only (--record-only)" in capsys.readouterr().err
+
+
+def test_run_exits_0_when_its_results_meet_the_expectations(tmp_path, recorded):
+    recorded.extend([_cli_row("pass"), _cli_row("unsupported", opset=9, lowest_opset=11)])
+    assert opinfo_cli.main(["run", "--out", str(tmp_path / "opinfo.jsonl"), "--opsets", "9,13"]) == 0

@@ -1,7 +1,8 @@
 """``python -m op_tests.opinfo``: the full OpInfo matrix (resumable), its summary, and the expectations check.
 
     python -m op_tests.opinfo run --out results/opinfo.jsonl [--ops 'gather,nn.functional.*pool*'] \\
-        [--dtypes float32] [--opsets 7-20] [--samples 0-3] [--workers 1]
+        [--dtypes float32] [--opsets 7-20] [--samples 0-3] [--workers 1] [--record-only]
+                                                                   exit 1 as check does, unless --record-only
     python -m op_tests.opinfo summary results/opinfo.jsonl         per-opset counts and the expectations verdict
     python -m op_tests.opinfo check results/opinfo.jsonl           exit 1 on a mismatch, unexpected failure or pass
     python -m op_tests.opinfo draft-expectations results/opinfo.jsonl > op_tests/opinfo/expectations.toml
@@ -17,21 +18,14 @@ import collections
 import fnmatch
 import sys
 
+from conformance import arguments
 from conformance.results import ResultsFileError, git_revision, latest_by_case, read_rows, versions
 from op_tests.opinfo import expectations
-from op_tests.opinfo.runner import Plan, run
+from op_tests.opinfo.runner import PRIMARY, Plan, run
 from op_tests.opinfo.samples import DTYPES, dtype_name
 
 STATUS_ORDER = ("pass", "runtime_divergence", "mismatch", "unsupported", "no_symbolic", "not_capturable",
                 "inconclusive", "export_error", "checker_error", "ort_error", "timeout", "crash")
-
-
-def _int_list(text: str) -> list[int]:
-    values: list[int] = []
-    for part in text.split(","):
-        low, _, high = part.partition("-")
-        values.extend(range(int(low), int(high or low) + 1))
-    return values
 
 
 def _keys(patterns: str | None) -> list[str]:
@@ -50,8 +44,9 @@ def _rows(path: str) -> list[dict]:
     return list(latest_by_case(read_rows(path)).values())
 
 
-def summary(rows: list[dict]) -> str:
-    """Per-opset status counts, OpInfos and samples attempted, and the expectations verdict."""
+def summary(rows: list[dict], judgement: expectations.Judgement) -> str:
+    """Per-opset status counts, OpInfos and samples attempted, and the expectations verdict (``judgement`` of
+    ``rows``)."""
     lines = [f"OpInfos attempted: {len({expectations._key(r) for r in rows})}, samples (x dtype): "
              f"{len({r['name'] for r in rows})}, rows: {len(rows)}"]
     statuses = [s for s in STATUS_ORDER if any(r["status"] == s for r in rows)]
@@ -61,15 +56,19 @@ def summary(rows: list[dict]) -> str:
         total = sum(counts.values())
         lines.append(f"{opset:>5} " + " ".join(f"{counts[s]:>18}" for s in statuses)
                      + f"   {counts['pass'] / total:.1%}")
-    judgement = expectations.judge(rows, expectations.load(), report_stale=False)
     lines.append(f"expected non-passes: {len(judgement.expected)}; mismatches: {len(judgement.mismatches)}; "
                  f"unexpected failures: {len(judgement.unexpected_failures)}; "
                  f"unexpected passes: {len(judgement.unexpected_passes)}")
     return "\n".join(lines)
 
 
-def check(rows: list[dict], whole: bool) -> int:
-    judgement = expectations.judge(rows, expectations.load(), report_stale=whole)
+def _judge(rows: list[dict]) -> expectations.Judgement:
+    """The expectations verdict without stale entries (what ``summary`` and ``run`` show)."""
+    return expectations.judge(rows, expectations.load(), report_stale=False)
+
+
+def check(rows: list[dict]) -> int:
+    judgement = expectations.judge(rows, expectations.load())
     for row in judgement.mismatches:
         print(f"MISMATCH {row['case_id']}: {row['error']} [{row.get('arbiter')}]")
     for row in judgement.unexpected_failures:
@@ -84,27 +83,33 @@ def check(rows: list[dict], whole: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m op_tests.opinfo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.StrictParser(prog="python -m op_tests.opinfo", description=__doc__,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     runner = commands.add_parser("run", help="check OpInfo samples at opsets, appending rows (resumable)")
     runner.add_argument("--out", default="results/opinfo.jsonl")
     runner.add_argument("--ops", help="comma-separated globs over OpInfo keys (name or name.variant)")
-    runner.add_argument("--dtypes", default="primary", help=f"comma-separated, of {[dtype_name(d) for d in DTYPES]}, or "
-                        "'primary': float32 where listed, else the OpInfo's first listed dtype (the default)")
-    runner.add_argument("--opsets", default=f"{expectations.OPSETS[0]}-{expectations.OPSETS[1]}")
-    runner.add_argument("--samples", help="sample indices, e.g. 0-3,7 (default: all)")
-    runner.add_argument("--workers", type=int, default=1)
+    runner.add_argument("--dtypes", type=arguments.choice_list((PRIMARY, *(dtype_name(d) for d in DTYPES))),
+                        default=PRIMARY, help=f"comma-separated, of {[dtype_name(d) for d in DTYPES]}, or "
+                        f"'{PRIMARY}': float32 where listed, else the OpInfo's first listed dtype (the default)")
+    runner.add_argument("--opsets", type=arguments.opsets, default=f"{expectations.OPSETS[0]}-{expectations.OPSETS[1]}",
+                        help="e.g. 11, 9,11,14 or 7-10, within the exporter's "
+                             f"{expectations.OPSETS[0]}-{expectations.OPSETS[1]} (the default: all of them)")
+    runner.add_argument("--samples", type=arguments.indices, help="sample indices, e.g. 0-3,7 (default: all)")
+    runner.add_argument("--workers", type=arguments.positive_int, default=1)
     runner.add_argument("--capture", choices=["trace", "export"], default="trace",
                         help="trace (TorchScript, the default) or export (torch.export: dynamo=True)")
-    runner.add_argument("--timeout", type=float, default=120.0, help="seconds one case may run")
-    runner.add_argument("--redo", default="", help="re-run recorded cases of these statuses (or 'all'), e.g. after a fix")
+    runner.add_argument("--timeout", type=arguments.positive_float, default=120.0, help="seconds one case may run")
+    runner.add_argument("--redo", type=arguments.choice_list(STATUS_ORDER + ("all",)), default=(),
+                        help="re-run recorded cases of these statuses (or 'all'), e.g. after a fix")
     runner.add_argument("--repro-dir", help="where one-node repros of runtime divergences go (default: OUT.repro)")
+    runner.add_argument("--record-only", action="store_true",
+                        help="exit 0 even when the results fail the expectations: only record (check judges later)")
     for name in ("summary", "check", "draft-expectations"):
         sub = commands.add_parser(name)
-        sub.add_argument("results")
+        sub.add_argument("results", type=arguments.existing_path)
     report = commands.add_parser("report")
-    report.add_argument("results", nargs="+")
+    report.add_argument("results", nargs="+", type=arguments.existing_path)
     report.add_argument("--out", default="results/reports/ops")
     commands.add_parser("list")
     args = parser.parse_args(argv)
@@ -119,15 +124,7 @@ def _command(args: argparse.Namespace) -> int:
         print("\n".join(_keys(None)))
         return 0
     if args.command == "run":
-        plan = Plan(keys=_keys(args.ops), dtypes=args.dtypes.split(","), opsets=_int_list(args.opsets), out=args.out,
-                    samples=_int_list(args.samples) if args.samples else None, workers=args.workers, capture=args.capture,
-                    timeout_s=args.timeout, redo=tuple(filter(None, args.redo.split(","))), repro_dir=args.repro_dir or args.out + ".repro",
-                    static_fields={"versions": versions(), "git_rev": git_revision()})
-        _rows(args.out)  # an unreadable line stops the run here, before its workers read the file to resume
-        written = run(plan)
-        print(f"{written} rows appended to {args.out}")
-        print(summary(_rows(args.out)))
-        return 0
+        return _run(args)
     if args.command == "report":
         from reports import op_matrix
 
@@ -137,12 +134,40 @@ def _command(args: argparse.Namespace) -> int:
         return 0
     rows = _rows(args.results)
     if args.command == "summary":
-        print(summary(rows))
+        print(summary(rows, _judge(rows)))
         return 0
     if args.command == "check":
-        return check(rows, whole=True)
+        return check(rows)
     print(expectations.draft(rows))
     return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    plan = Plan(keys=_keys(args.ops), dtypes=list(args.dtypes), opsets=list(args.opsets), out=args.out,
+                samples=list(args.samples) if args.samples else None, workers=args.workers, capture=args.capture,
+                timeout_s=args.timeout, redo=args.redo, repro_dir=args.repro_dir or args.out + ".repro",
+                static_fields={"versions": versions(), "git_rev": git_revision()})
+    _rows(args.out)  # an unreadable line stops the run here, before its workers read the file to resume
+    written = run(plan)
+    print(f"{written} rows appended to {args.out}")
+    rows = _rows(args.out)
+    judgement = _judge(rows)
+    print(summary(rows, judgement))
+    return _run_status(judgement, args.out, args.record_only)
+
+
+def _run_status(judgement: expectations.Judgement, out: str, record_only: bool) -> int:
+    """``run``'s exit status: the verdict of ``check`` on the results file its summary shows (1 on a mismatch, an
+    unexpected failure or an unexpected pass), so that a CI job running it fails; 0 when only recording (a later
+    ``check`` judges them: nox -s opinfo writes its report first)."""
+    if judgement.ok:
+        return 0
+    listing = f"`python -m op_tests.opinfo check {out}` lists them"
+    if record_only:
+        print(f"the results fail the expectations; recorded only (--record-only): {listing}", file=sys.stderr)
+        return 0
+    print(f"FAIL: the results fail the expectations: {listing}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
