@@ -172,16 +172,25 @@ def export_for_generation(model: torch.nn.Module, prompt: torch.Tensor, director
     mask_axes = {0: "batch", 1: "total_sequence"}
     outputs = ["logits", *present_names]
     output_axes = {"logits": _TOKEN_AXES, **_axes(present_names, _cache_axes("total_sequence"))}
+    (step_inputs, _), step_axes = decode_step_axes(len(example_past) // 2)
     prefill_path, decode_path = os.path.join(directory, "prefill.onnx"), os.path.join(directory, "decode.onnx")
     exporter.export(Prefill(model).eval(), (prompt, mask), prefill_path, opset_version=opset,
                     input_names=["input_ids", "attention_mask"], output_names=outputs,
                     dynamic_axes={"input_ids": _TOKEN_AXES, "attention_mask": mask_axes, **output_axes})
     step = (prompt[:, -1:], torch.ones(prompt.shape[0], prompt.shape[1] + 1, dtype=mask.dtype), *example_past)
     exporter.export(DecodeStep(model).eval(), step, decode_path, opset_version=opset,
-                    input_names=["input_ids", "attention_mask", *past_names], output_names=outputs,
-                    dynamic_axes={"input_ids": _TOKEN_AXES, "attention_mask": mask_axes,
-                                  **_axes(past_names, _cache_axes("past_sequence")), **output_axes})
+                    input_names=step_inputs, output_names=outputs, dynamic_axes=step_axes)
     return prefill_path, decode_path
+
+
+def decode_step_axes(layers: int) -> tuple[tuple[list[str], list[str]], dict[str, dict[int, str]]]:
+    """A decoder-only decode step's (input names, output names) and dynamic axes: batch, the new tokens
+    (``sequence``), the cache's ``past_sequence`` in and ``total_sequence`` out."""
+    past_names, present_names = cache_names(layers)
+    axes = {"input_ids": _TOKEN_AXES, "attention_mask": {0: "batch", 1: "total_sequence"},
+            **_axes(past_names, _cache_axes("past_sequence")), "logits": _TOKEN_AXES,
+            **_axes(present_names, _cache_axes("total_sequence"))}
+    return (["input_ids", "attention_mask", *past_names], ["logits", *present_names]), axes
 
 
 def export_seq2seq_for_generation(model: torch.nn.Module, source: torch.Tensor, directory: str,

@@ -161,6 +161,13 @@ class Architecture:
         model = getattr(transformers, self.model_class)(config)
         return Plain(model.eval(), self.kind.input_keys, self.output)
 
+    def causal_lm(self) -> torch.nn.Module:
+        """The model itself, in eval mode, with its key/value cache on (the form generation runs)."""
+        import transformers
+
+        config = getattr(transformers, self.config_class)(**{**self.config, "use_cache": True})
+        return getattr(transformers, self.model_class)(config).eval()
+
     def entry(self) -> ZooEntry:
         min_opset = max((opset for opset, _ in self.floors), default=MIN_OPSET)
         return ZooEntry(
@@ -305,6 +312,36 @@ def architectures() -> list[Architecture]:
     ]
 
 
+# (batch, past length) of the decode step's variant 0 (exported) and variant 1 (the dynamic check)
+DECODE_SHAPES = ((2, 5), (3, 9))
+KV_HEADS = 2  # hf_llama's grouped-query attention: 4 query heads share 2 key/value heads
+
+
+def _decode_step_inputs(variant: int, seed: int) -> tuple:
+    """One new token per row after a cache of ``past`` positions; the last row's first position is padding (left
+    padding, as batched generation pads), the cache random."""
+    batch, past = DECODE_SHAPES[variant]
+    g = generator(seed)
+    mask = torch.ones(batch, past + 1, dtype=torch.int64)
+    mask[-1, 0] = 0
+    cache = tuple(torch.randn(batch, KV_HEADS, past, HIDDEN // HEADS, generator=g) for _ in range(2 * LAYERS))
+    return (token_ids(batch, 1, g), mask, *cache)
+
+
+def decode_step_entry() -> ZooEntry:
+    """hf_llama's decode step as generation exports it: the key/value cache as inputs (``past_key_values.N.key``)
+    and outputs (``present.N.key``), dynamic batch, past length and sequence (``model_zoo.generation``)."""
+    from model_zoo.generation import DecodeStep, decode_step_axes
+
+    llama = next(arch for arch in architectures() if arch.name == "hf_llama")
+    names, axes = decode_step_axes(LAYERS)
+    entry = llama.entry()
+    return replace(entry, name="hf_llama_decode_step", build=lambda: DecodeStep(llama.causal_lm()),
+                   inputs=_decode_step_inputs, calibration_inputs=None, input_names=names[0],
+                   output_names=names[1], dynamic_axes=axes,
+                   notes=f"{entry.notes}; one decode step, the cache in and out as tensors")
+
+
 def transformers_entries() -> list[ZooEntry]:
-    """One entry per architecture, of family ``transformers``."""
-    return [arch.entry() for arch in architectures()]
+    """One entry per architecture, of family ``transformers``, and the decode step of a rotary decoder."""
+    return [arch.entry() for arch in architectures()] + [decode_step_entry()]

@@ -56,3 +56,15 @@ def test_bart_static_export_masks_its_decoder(tmp_path):
     torch dtype as an ONNX type and added the mask as 1/0 instead of 0/-inf (silently wrong numbers)."""
     row = _run("hf_bart", MAX_OPSET, "static", tmp_path)
     assert row["status"] == "pass", (row["status"], row["error"])
+
+
+@pytest.mark.parametrize("mode", ["static", "dynamic"])
+def test_the_quick_tier_guards_a_decode_step_with_its_cache(mode, tmp_path):
+    entry = model_zoo.get("hf_llama_decode_step")
+    assert MAX_OPSET in entry.quick_opsets
+    assert entry.input_names[2:4] == ["past_key_values.0.key", "past_key_values.0.value"]
+    assert entry.output_names[1:3] == ["present.0.key", "present.0.value"]
+    row = _run("hf_llama_decode_step", MAX_OPSET, mode, tmp_path)
+    assert row["status"] == "pass", (row["status"], row["error"])
+    if mode == "dynamic":
+        assert "dynamic input 1" in row["comparison"]
