@@ -599,6 +599,20 @@ def test_the_supported_ops_table_shows_declared_lowest_opsets():
     assert "| indexing | `gather` |" in text and "| torchvision_ops | `roi_align` (10) |" in text and "`x`" not in text
 
 
+def test_every_form_from_opset_17_up_has_a_row_at_its_opset_naming_registered_ops():
+    from exporter.registry import REGISTRY
+    from reports.supported_ops import opset_forms, registry_name
+
+    rows = {(form["opset"], registry_name(op)) for form in opset_forms() for op in form["ops"]}
+    unknown = sorted(name for _, name in rows if not REGISTRY.variants(name))
+    assert not unknown, f"opset_forms.toml names ops the registry does not know: {unknown}"
+    variants = {(variant.since, name) for name in REGISTRY.names() for variant in REGISTRY.variants(name)
+                if variant.since >= 17}
+    assert variants, "no symbolic is registered from 17 up: the check would be vacuous"
+    missing = sorted(variants - rows)
+    assert not missing, f"symbolics registered from 17 up with no row at their opset in opset_forms.toml: {missing}"
+
+
 def test_the_workaround_table_names_runtime_gap_and_plain_form():
     from reports.registry_snapshot import take_snapshot
     from reports.supported_ops import workaround_table
