@@ -20,8 +20,8 @@ _DATA_DEPENDENT = ("a size or bound read from tensor data (.item()): torch.expor
                    "(GuardOnDataDependentSymNode)")
 _SPECIALIZED = ("the model's code fixes the size of the axis the case makes dynamic: torch.export refuses to keep it "
                 "dynamic (\"marked as dynamic but your code specialized it\")")
-_RNN_SEQUENCE = ("PyTorch's RNN kernels fix the sequence and batch sizes under torch.export (its own exporter patches "
-                 "their decompositions); the engine does not")
+_RNN_SEQUENCE = ("PyTorch's rnn_tanh/rnn_relu kernels fix the sequence and batch sizes under torch.export (the "
+                 "capture keeps only LSTM and GRU whole, through torch.export's while_loop forms of them)")
 _PACKED = "pack_padded_sequence reads its lengths as data: torch.export cannot trace it"
 
 LIMITS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -45,9 +45,7 @@ LIMITS: dict[str, tuple[tuple[str, ...], str]] = {
         "linalg_matrix_norm_neg_inf", "linalg_matrix_norm_one_empty_axis", "_dim_arange_traced", "chunk_run_time_count",
         "chunk_run_time_count_negative_dim", "diff_n_beyond_length", "hann_window", "hann_window_symmetric_float64")},
     **{name: (DYNAMIC, _RNN_SEQUENCE) for name in (
-        "lstm", "lstm_bias_false", "lstm_batch_first", "lstm_two_layers_bidirectional",
-        "lstm_two_layers_bidirectional_h0_c0", "lstm_docs_four_layers_bidirectional", "gru", "gru_bias_false",
-        "gru_batch_first_bidirectional", "gru_three_layers_bidirectional_h0", "rnn_tanh",
+        "rnn_tanh",
         "rnn_tanh_two_layers_bidirectional_h0", "rnn_relu_batch_first_bias_false", "rnn_relu_two_layers_h0")},
     **{name: (BOTH, _PACKED) for name in (
         "pack_padded_sequence_lstm", "pack_padded_sequence_lstm_two_layers_bidirectional_batch_first_h0_c0",

@@ -287,3 +287,20 @@ def test_torch_while_loop_becomes_a_loop_with_the_condition_in_its_body(opset):
     assert [node.op_type for node in body.node].count("If") == 1
     _check_feeds(model, result, written, [(torch.randn(3), torch.tensor([7])), (torch.randn(3), torch.tensor([0])),
                                           (torch.full((3,), 60.0), torch.tensor([4]))])
+
+
+@pytest.mark.parametrize("layer, onnx_op", [(torch.nn.LSTM, "LSTM"), (torch.nn.GRU, "GRU")])
+@pytest.mark.parametrize("opset", [9, 14, 20])
+def test_lstm_and_gru_stay_whole_with_a_dynamic_sequence(layer, onnx_op, opset):
+    torch.manual_seed(0)
+    model = layer(4, 5, num_layers=2, bidirectional=True).eval()
+    result, written = _export(model, (torch.randn(6, 2, 4),), opset, input_names=["x"],
+                              dynamic_axes={"x": {0: "sequence", 1: "batch"}})
+    assert [node.op_type for node in onnx.load_from_string(written).graph.node].count(onnx_op) == 2  # one per layer
+    for shape in ((6, 2, 4), (11, 3, 4), (1, 1, 4)):
+        x = torch.randn(shape)
+        expected = torch.utils._pytree.tree_leaves(model(x))  # LSTM: (output, (h, c))
+        actual = _run(written, {"x": x})
+        assert len(actual) == len(expected)
+        for got, want in zip(actual, expected):
+            np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-4, atol=1e-5)
