@@ -58,8 +58,6 @@ LIMITS: dict[str, tuple[tuple[str, ...], str]] = {
                                           "has no symbolic"),
     "tensor_split_tensor_indices_dim1": (BOTH, "the engine's gap: the view's storage offset "
                                                "(aten::sym_storage_offset) has no symbolic"),
-    "chunk_dynamic_dim": (DYNAMIC, "the engine's gap: torch.export's chunk of a dynamic axis is a split whose sizes "
-                                   "are computed at run time, which the split symbolic takes only as constants"),
     "nll_loss_weight_ignore_index_none": (DYNAMIC, "the engine's gap, found by this case: with the program's partly "
                                                    "static shapes, nll_loss's per-sample loss is recorded 0-d and the "
                                                    "ONNX checker refuses the model (nothing is written)"),

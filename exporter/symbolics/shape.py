@@ -318,7 +318,8 @@ def split(g, self, split_size, dim=0):
     run-time count."""
     rank = require_rank(g, self)
     dim = normalize_dim(int(constant_value(dim)), rank)
-    split_size = constant_value(split_size) if not isinstance(split_size, list) else split_size
+    if not isinstance(split_size, list) and not is_value(split_size):
+        split_size = constant_value(split_size)
     n = known_dims(g, self)[dim]
     if isinstance(split_size, list):
         if any(is_value(s) for s in split_size):
@@ -329,14 +330,16 @@ def split(g, self, split_size, dim=0):
         return split_sizes(g, self, dim, [int(s) for s in split_size]) if n is not None else split_at(
             g, self, dim, list(np.cumsum([0] + [int(s) for s in split_size[:-1]]))
         )
-    step = int(split_size)
-    if n is not None:
-        return split_sizes(g, self, dim, [min(step, n - i) for i in range(0, n, step)] or [0])
+    if is_value(split_size):  # a size computed at run time (torch.export's chunk of a dynamic axis)
+        step = split_size
+    else:
+        step = int(split_size)
+        if n is not None:
+            return split_sizes(g, self, dim, [min(step, n - i) for i in range(0, n, step)] or [0])
     count = list_output_count(g)
     if count is None:
-
         return split_to_sequence(g, self, step, dim)
-    return split_at(g, self, dim, [i * step for i in range(count)])
+    return split_at(g, self, dim, [size_arith(g, "Mul", step, i) for i in range(count)])
 
 
 @symbolic("aten::chunk", "aten::unsafe_chunk")
