@@ -1,7 +1,17 @@
-"""What the harness checks of a session on a GPU. Sessions themselves come from
+"""What the harness records about a session on a GPU. Sessions themselves come from
 ``exporter.ort_session.make_session``."""
 
 from __future__ import annotations
+
+import functools
+
+import torch
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_name() -> str:
+    """The name of the GPU that CUDA cases run on, recorded in their rows."""
+    return torch.cuda.get_device_name(0)
 
 
 def fell_back(session, provider: str) -> bool:

@@ -28,7 +28,7 @@ import model_zoo
 from conformance import op_cases, repro
 from conformance.compare import compare_detections, reference_problem
 from conformance.schema import EXPORT, SCRIPT, TRACE, empty_row
-from conformance.session import fell_back
+from conformance.session import fell_back, gpu_name
 from exporter.numerics import Verdict, arbitrate, compare_arrays
 from exporter.ort_session import make_session, ort_level
 
@@ -265,12 +265,6 @@ def cuda_environment() -> tuple[str, str]:
         return "env_error", ("PyTorch sees a GPU but ONNX Runtime could not start CUDAExecutionProvider and fell back to "
                              f"{providers}: {_last_lines(''.join(logged))}")
     return "", ""
-
-
-@functools.lru_cache(maxsize=1)
-def gpu_name() -> str:
-    """The name of the GPU that CUDA cases run on, recorded in their rows."""
-    return torch.cuda.get_device_name(0)
 
 
 def _probe_model() -> bytes:

@@ -27,7 +27,7 @@ import torch
 
 from conformance.results import ResultsWriter
 from conformance.schema import capture_choice, case_id, empty_row
-from conformance.session import fell_back
+from conformance.session import fell_back, gpu_name
 from conformance.verdict import KNOWN_FAILURE
 from exporter.numerics import compare_arrays
 from exporter.ort_session import make_session, ort_level
@@ -285,8 +285,6 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", cap
     result.session_providers = session.get_providers()
     result.ort_level = ort_level()
     if provider == "cuda":
-        from conformance.worker import gpu_name
-
         result.gpu = gpu_name()
         if fell_back(session, provider):
             result.status, result.stage = "env_error", "ort_load"
