@@ -1,140 +1,16 @@
-"""Comparing ONNX Runtime's outputs with PyTorch's, and deciding whether a comparison can say anything at all."""
+"""What the harness compares beyond the library's comparison (``exporter.numerics``): whether a reference output
+can say anything at all, and a detector's detections matched one to one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 
-from exporter.numerics import finite_errors, nonfinite_disagreement
+from exporter.numerics import Tolerance, Verdict, describe_scaling, finite_errors, nonfinite_disagreement, scale_of
 
 # Below this magnitude a float output is treated as numerically zero (random-weight models can collapse).
 NEAR_ZERO = 1e-10
 # A perturbed input must move some output by more than this (relative to the output's scale).
 MOVES = 1e-6
-
-
-@dataclass
-class Verdict:
-    ok: bool
-    message: str = ""
-    max_abs: float = 0.0
-    max_rel: float = 0.0
-    rtol: float = 0.0
-    atol: float = 0.0
-    comparison: str = ""
-    compared_nothing: bool = False  # nothing was left to compare (say, every detection on a near-tie)
-
-    def merge(self, other: "Verdict") -> "Verdict":
-        """Worst of both: the first failure's message, the largest errors and tolerances."""
-        return Verdict(
-            ok=self.ok and other.ok,
-            message=self.message if not self.ok else other.message,
-            max_abs=max(self.max_abs, other.max_abs),
-            max_rel=max(self.max_rel, other.max_rel),
-            rtol=max(self.rtol, other.rtol),
-            atol=max(self.atol, other.atol),
-            comparison=self.comparison or other.comparison,
-            compared_nothing=self.compared_nothing or other.compared_nothing,
-        )
-
-
-def scale_of(arrays: list[np.ndarray]) -> float:
-    """Largest finite magnitude over the float arrays (the output's scale)."""
-    values = [np.abs(a[np.isfinite(a)]).max() for a in arrays if a.dtype.kind == "f" and np.isfinite(a).any()]
-    return float(max(values)) if values else 0.0
-
-
-Tolerance = Callable[[float], "tuple[float, float]"]  # an output's scale (max |x|) -> (rtol, atol)
-
-
-def compare_arrays(expected: list[np.ndarray], actual: list[np.ndarray], tolerance: Tolerance) -> Verdict:
-    """Every output: same count, shape and dtype; integers and bools equal; floats agree in their NaN and infinities
-    (``exporter.numerics``: never within tolerance) and are allclose(rtol, atol) elsewhere, with the tolerance of
-    each output computed from that output's own scale."""
-    rtol, atol = tolerance(0.0)
-    verdict = Verdict(ok=True, rtol=rtol, atol=atol)
-    verdict.comparison = f"allclose(rtol={rtol:g}, atol={atol:.3g}{_scaled(tolerance)}) on {len(expected)} output(s)"
-    if len(expected) != len(actual):
-        verdict.ok, verdict.message = False, f"output count differs: torch {len(expected)}, onnx {len(actual)}"
-        return verdict
-    for index, (e, a) in enumerate(zip(expected, actual)):
-        a = np.asarray(a)
-        if e.shape != a.shape:
-            verdict.ok, verdict.message = False, f"output {index}: shape {a.shape} != torch {e.shape}"
-            return verdict
-        if e.dtype != a.dtype:
-            verdict.ok, verdict.message = False, f"output {index}: dtype {a.dtype} != torch {e.dtype}"
-            return verdict
-        if e.size == 0:
-            continue
-        max_abs, max_rel = finite_errors(e, a)
-        verdict.max_abs, verdict.max_rel = max(verdict.max_abs, max_abs), max(verdict.max_rel, max_rel)
-        if e.dtype.kind != "f":
-            if not np.array_equal(e, a):
-                verdict.ok, verdict.message = False, f"output {index}: {e.dtype} values differ (max abs {max_abs:g})"
-                return verdict
-            continue
-        rtol, atol = tolerance(scale_of([e]))
-        verdict.atol = max(verdict.atol, atol)
-        nonfinite = nonfinite_disagreement(e, a)
-        if nonfinite:
-            verdict.ok, verdict.message = False, f"output {index}: {nonfinite}"
-            return verdict
-        if not np.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
-            verdict.ok = False
-            verdict.message = (f"output {index}: max abs error {max_abs:.3g}, max rel error {max_rel:.3g} "
-                               f"(rtol {rtol:g}, atol {atol:.3g})")
-            return verdict
-    return verdict
-
-
-# A float32 mismatch is arbitrated by a float64 run of the same model: the export passes when its deviation from
-# float64 is at most this many times PyTorch's own float32 deviation (plus atol).
-ARBITRATION_FACTOR = 2.0
-# The float64 run arbitrates only if PyTorch's float32 run stays within this fraction of the output's scale of it:
-# float32 rounding does not move an output further, so a larger gap means the float64 run computes something else
-# (a random draw, a precision-dependent branch) and proves nothing.
-ARBITER_AGREEMENT = 1e-3
-
-
-def arbitrate(expected: list[np.ndarray], actual: list[np.ndarray], exact: list[np.ndarray], atol: float) -> Verdict:
-    """Decide a float32 disagreement between ONNX Runtime and PyTorch with a float64 PyTorch run.
-
-    Deep networks amplify float32 rounding: after 100+ layers two correct float32 implementations (PyTorch's and
-    ONNX Runtime's kernels, which sum in different orders) can differ by more than any fixed tolerance, while
-    both stay equally close to the float64 result. The export passes when every float output's largest deviation
-    from float64 is at most ``ARBITRATION_FACTOR`` times PyTorch's own (plus ``atol``); non-float outputs must
-    be equal. A wrong export lands far from float64 and fails. Arbitration settles rounding, never a NaN or an
-    infinity: outputs that differ from PyTorch's in their non-finite values fail whatever float64 says.
-    """
-    torch_off = onnx_off = scale = 0.0
-    for e, a, x in zip(expected, actual, exact):
-        a = np.asarray(a)
-        if e.shape != a.shape or e.shape != x.shape:
-            return Verdict(False, "float64 arbitration: shapes differ")
-        if e.dtype.kind != "f":
-            if not np.array_equal(e, a):
-                return Verdict(False, f"float64 arbitration: {e.dtype} outputs differ")
-            continue
-        nonfinite = nonfinite_disagreement(e, a)
-        if nonfinite:
-            text = f"no float64 arbitration: {nonfinite}"
-            return Verdict(False, text, comparison=text)
-        x = x.astype(np.float64)
-        torch_off = max(torch_off, finite_errors(x, e)[0])
-        onnx_off = max(onnx_off, finite_errors(x, a)[0])
-        scale = max(scale, scale_of([x]))
-    if torch_off > ARBITER_AGREEMENT * scale:
-        text = (f"no float64 arbitration: PyTorch's float32 and float64 runs differ by {torch_off:.3g}, more than "
-                f"{ARBITER_AGREEMENT:g} of the output's scale {scale:.3g}, so the float64 run computes something else")
-        return Verdict(False, text, comparison=text)
-    limit = ARBITRATION_FACTOR * torch_off + atol
-    ok = onnx_off <= limit
-    text = (f"float64 arbitration: onnx deviates {onnx_off:.3g} from float64, torch float32 {torch_off:.3g} "
-            f"(limit {ARBITRATION_FACTOR:g} x torch + atol = {limit:.3g})")
-    return Verdict(ok, "" if ok else text, comparison=text)
 
 
 def reference_problem(reference: list[np.ndarray], perturbed: list[np.ndarray]) -> str:
@@ -179,12 +55,6 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
     inter = (rb - lt).clip(0).prod(axis=2)
     return inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-12)
-
-
-def _scaled(tolerance: Tolerance) -> str:
-    base = tolerance(0.0)[1]
-    grows = tolerance(1.0)[1] - base
-    return f" + {grows:g} x the output's max |x|" if grows > 0 else ""
 
 
 def compare_detections(names: list[str], expected: list[np.ndarray], actual: list[np.ndarray],
@@ -246,7 +116,7 @@ def compare_detections(names: list[str], expected: list[np.ndarray], actual: lis
                           f"{len(stable)} tie-free torch detections matched (torch {len(scores_e)}, onnx "
                           f"{len(scores_a)} in all; {len(scores_e) - len(stable)} on near-ties not required); "
                           f"boxes/scores{'/' + '/'.join(n for n in names[3:]) if len(names) > 3 else ''} "
-                          f"allclose(rtol={rtol:g}, atol={atol:.3g}{_scaled(tolerance)})")
+                          f"allclose(rtol={rtol:g}, atol={atol:.3g}{describe_scaling(tolerance)})")
     if keypoint_ties:
         verdict.comparison += (f"; keypoints of {keypoint_ties} detection(s) not compared: torch's and ONNX's boxes "
                                "round up to different heatmap sizes")

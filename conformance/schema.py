@@ -75,7 +75,7 @@ FIELDS = {
     "description": "OpInfo rows: the sample's tensor shapes and constant arguments",
     "lowest_opset": "unsupported rows: the lowest opset the exporter says would work (null when unknown)",
     "arbiter": "mismatch / runtime_divergence rows: what onnx.reference.ReferenceEvaluator said",
-    "tolerance_reason": "why the tolerance used is what it is (conformance/tolerances.py)",
+    "tolerance_reason": "why the tolerance used is what it is (exporter/tolerances.py)",
     "localization": "mismatch / inconclusive model rows: exporter.verify's finding on the failing check: check, "
                     "compared, local_checks, localized, finding, summary and, when a node diverges, node, value, "
                     "op_types, kind, scope, source, inputs_agree, local_max_abs, culprit ('export' | 'onnxruntime' | "
@@ -91,7 +91,7 @@ FIELDS = {
                          "CUDA row whose session does not list CUDAExecutionProvider first is an env_error",
     "gpu": "CUDA rows: the GPU's name (torch.cuda.get_device_name)",
     "ort_level": "the ONNX Runtime graph optimization level the case's session ran at: 'basic' (the default), "
-                 "'extended' or 'all' (ONNX Runtime's own default); see conformance.session.ort_level",
+                 "'extended' or 'all' (ONNX Runtime's own default); see exporter.ort_session.ort_level",
 }
 
 # Failure statuses: of the exporter, or (env_error) of the machine the run was asked to use. conformance.verdict

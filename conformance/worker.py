@@ -26,9 +26,11 @@ import torch
 
 import model_zoo
 from conformance import op_cases, repro
-from conformance.compare import Verdict, arbitrate, compare_arrays, compare_detections, reference_problem
+from conformance.compare import compare_detections, reference_problem
 from conformance.schema import EXPORT, SCRIPT, TRACE, empty_row
-from conformance.session import fell_back, make_session, ort_level
+from conformance.session import fell_back, gpu_name
+from exporter.numerics import Verdict, arbitrate, compare_arrays
+from exporter.ort_session import make_session, ort_level
 
 PERTURBED_SEED = 1
 EXPORT_SEED = 0
@@ -263,12 +265,6 @@ def cuda_environment() -> tuple[str, str]:
         return "env_error", ("PyTorch sees a GPU but ONNX Runtime could not start CUDAExecutionProvider and fell back to "
                              f"{providers}: {_last_lines(''.join(logged))}")
     return "", ""
-
-
-@functools.lru_cache(maxsize=1)
-def gpu_name() -> str:
-    """The name of the GPU that CUDA cases run on, recorded in their rows."""
-    return torch.cuda.get_device_name(0)
 
 
 def _probe_model() -> bytes:
@@ -518,7 +514,7 @@ def _rounding_only(entry, failing: list) -> bool:
     models (a chaotic or wrong output cannot be); of any size for a quantized model, where each layer may land a
     step of its own output grid apart and the steps grow layer by layer (the node-by-node judgment bounds every
     quantized value to one step on PyTorch's own inputs)."""
-    from conformance.compare import ARBITER_AGREEMENT, scale_of
+    from exporter.numerics import ARBITER_AGREEMENT, scale_of
 
     if entry.comparison == "detection" or not failing:
         return False

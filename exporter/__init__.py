@@ -4,8 +4,6 @@ Opsets 7 to 20 (default 20). Our own engine: it captures with TorchScript and co
 it never calls PyTorch's own ONNX exporter.
 """
 
-__version__ = "0.1.0"  # the package version (pyproject.toml); also the producer_version of every exported model
-
 from exporter import symbolics as _symbolics  # noqa: F401  (registers the built-in symbolics)
 from exporter import errors
 from exporter.api import (
@@ -32,6 +30,7 @@ from exporter.errors import (
 )
 from exporter.registry import MAX_OPSET, MIN_OPSET, parse_args
 from exporter.verify import VerifyResult, verify
+from exporter.version import __version__
 
 __all__ = [
     "__version__",

@@ -654,8 +654,8 @@ def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, o
         logger.info("assembling the ModelProto (%d nodes, external data: %s)", len(graph.nodes), stage is not None)
         with _charging_folds(times, graph, "assemble"):
             model_proto = serialize.assemble(
-                graph, session, params_as_inputs, axes, examples, tensor_writer=stage.tensor if stage else None,
-                apart=apart,
+                graph, session.opset, session.custom_opsets, session.used_domains, params_as_inputs, axes, examples,
+                tensor_writer=stage.tensor if stage else None, apart=apart,
             )
             if outline is not None:
                 outline(model_proto)

@@ -16,20 +16,18 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import onnx
 import torch
 from onnx import helper, numpy_helper
 
-from exporter import __version__, ir, passes
+from exporter import ir, passes
 from exporter.errors import ExportArgumentError
+from exporter.version import __version__
 
 logger = logging.getLogger("exporter")
-
-if TYPE_CHECKING:
-    from exporter.graph_context import ExportSession
 
 PRODUCER_NAME = "onnx-export-engine"
 PRODUCER_VERSION = __version__
@@ -51,16 +49,18 @@ def ir_version_for(opset: int) -> int:
 
 
 def assemble(
-    graph: ir.Graph, session: ExportSession, params_as_inputs: bool, axes: dict, example_outputs: list[Any],
-    tensor_writer=None, apart: StreamedWeights | None = None,
+    graph: ir.Graph, opset: int, custom_opsets: dict[str, int], used_domains: set[str], params_as_inputs: bool,
+    axes: dict, example_outputs: list[Any], tensor_writer=None, apart: StreamedWeights | None = None,
 ) -> onnx.ModelProto:
-    """The ModelProto of ``graph``, its outputs shaped by ``example_outputs`` (one per output) and the dynamic
-    ``axes``; ``tensor_writer`` makes the initializers (see :func:`graph_to_proto`); ``apart`` keeps the large
-    ones out of the ModelProto, to be streamed into the file after it (see :class:`StreamedWeights`)."""
+    """The ModelProto of ``graph``, its opset imports as :func:`make_model`'s, its outputs shaped by
+    ``example_outputs`` (one per output) and the dynamic ``axes``; ``tensor_writer`` makes the initializers (see
+    :func:`graph_to_proto`); ``apart`` keeps the large ones out of the ModelProto, to be streamed into the file after
+    it (see :class:`StreamedWeights`). The opset facts come from the export session, which this module, below the
+    graph context that holds it, never imports."""
     uniquify_names(graph)
     shapes = output_shapes(graph, axes, example_outputs)
     # The graph is built inside the model: make_model(graph_proto) would copy every initializer's bytes once more.
-    model = make_model(onnx.GraphProto(), session.opset, session.custom_opsets, session.used_domains)
+    model = make_model(onnx.GraphProto(), opset, custom_opsets, used_domains)
     graph_to_proto(graph, params_as_inputs, shapes, apart.keep_apart if apart is not None else tensor_writer,
                    into=model.graph)
     untyped = any(not o.type.tensor_type.elem_type for o in model.graph.output if o.type.HasField("tensor_type"))

@@ -8,8 +8,9 @@ previous compared values (its subgraph), fed with PyTorch's own inputs. The firs
 is the divergence; its subgraph, with those inputs, is the minimal repro, run in ONNX Runtime and in the ONNX
 reference evaluator to say whose result is right.
 
-Comparisons use the harness's policy: ``conformance.compare.compare_arrays`` with the per-operator tolerance of
-``conformance.tolerances`` (by the TorchScript op's family), and ``conformance.session.make_session``.
+Comparisons follow the conformance harness's policy, which lives in the library: ``exporter.numerics.compare_arrays``
+with the per-operator tolerance of ``exporter.tolerances`` (by the TorchScript op's family), and sessions from
+``exporter.ort_session.make_session``.
 """
 
 from __future__ import annotations
@@ -28,12 +29,12 @@ from onnx import numpy_helper
 from exporter.api import ExportResult, export
 from exporter.capture import flatten, split_args
 from exporter.errors import ExportArgumentError
-from exporter.numerics import NONFINITE_WORDS
+from exporter.numerics import (ARBITER_AGREEMENT, ARBITRATION_WORDS, NONFINITE_WORDS, Verdict, arbitrate,
+                               compare_arrays, scale_of)
+from exporter.ort_session import make_session
 from exporter.provenance import Origin
+from exporter.tolerances import DEFAULT_ATOL, DEFAULT_FAMILY, DEFAULT_RTOL, family_of, tolerance_for
 from exporter.ts_types import blocks_of, inputs_of
-
-# conformance.compare.ARBITER_AGREEMENT: an error within this fraction of a value's scale can be float32 rounding
-ARBITER_AGREEMENT = 1e-3
 
 # A value out of tolerance in the full run is checked locally; past this many local checks without a failing one
 # the divergence is reported as not localized (the cost is bounded on huge graphs).
@@ -174,8 +175,8 @@ class VerifyResult:
     """
 
     ok: bool
-    outputs: Any  # conformance.compare.Verdict
-    capture: Any  # conformance.compare.Verdict
+    outputs: Verdict
+    capture: Verdict
     compared: int
     first_out_of_tolerance: Agreement | None
     divergence: Divergence | None
@@ -250,9 +251,10 @@ def verify(
     ``model``, ``args`` and ``export_options`` (``input_names``, ``dynamic_axes``, ...) are as for
     :func:`exporter.export` (the model is exported to memory). The comparison runs on ``check_args`` (default
     ``args``; another input size for a dynamic export), in PyTorch and on ONNX Runtime's CPU provider.
-    Intermediate values are judged by the harness's per-operator tolerance (``conformance.tolerances``) of the
+    Intermediate values are judged by the harness's per-operator tolerance (``exporter.tolerances``) of the
     TorchScript op that computes them; the model's outputs by ``output_tolerance`` (scale -> (rtol, atol)), or by
-    the same per-operator tolerance when None. Values inside control flow (If/Loop bodies) are not compared.
+    the zoo's default model tolerance (``exporter.tolerances.DEFAULT_RTOL``/``DEFAULT_ATOL``) when None. Values
+    inside control flow (If/Loop bodies) are not compared.
     ``repro_dir`` receives the diverging subgraph as an ONNX backend test. ``judge_selection`` also judges the
     model before its data-dependent selections (``VerifyResult.selection``, a :class:`SelectionCheck`): for
     detectors whose final outputs sit on near-ties. Returns a :class:`VerifyResult`.
@@ -293,8 +295,6 @@ _QUANTIZED_SCALAR_TYPES = frozenset({"QUInt8", "QInt8", "QInt32"})
 # -- tolerance ------------------------------------------------------------------------------------------------
 def _op_tolerance(kind: str, dtype: np.dtype) -> Callable[[float], tuple[float, float]]:
     """The harness's per-operator tolerance for a TorchScript op (``aten::_convolution`` -> the conv family)."""
-    from conformance.tolerances import DEFAULT_FAMILY, family_of, tolerance_for
-
     name = kind.partition("::")[2].strip("_")
     # OpInfo names put many ops under nn.functional (linear, layer_norm): try that spelling where the bare one
     # falls back to the default family.
@@ -309,9 +309,7 @@ def _nonfinite_part(message: str) -> str:
 
 
 def _model_tolerance(scale: float) -> tuple[float, float]:
-    """The harness's default tolerance for a model's outputs (``model_zoo.entry``)."""
-    from model_zoo.entry import DEFAULT_ATOL, DEFAULT_RTOL
-
+    """The default tolerance of a model's outputs, the zoo's for an entry that gives none."""
     return DEFAULT_RTOL, DEFAULT_ATOL
 
 
@@ -323,8 +321,6 @@ def _one_step(scale: float) -> tuple[float, float]:
 
 
 def _agreement(name: str, origin: Origin | None, expected: np.ndarray, actual: np.ndarray, tolerance) -> Agreement:
-    from conformance.compare import compare_arrays, scale_of
-
     if tolerance is _one_step:
         expected, actual = expected.astype(np.float64), np.asarray(actual).astype(np.float64)
     verdict = compare_arrays([expected], [actual], tolerance)
@@ -427,8 +423,6 @@ def _to_numpy(tensor: torch.Tensor | list) -> np.ndarray | list:
 
 def _run_onnx(model: onnx.ModelProto, feeds: dict[str, np.ndarray], extra: dict[str, int]) -> dict[str, np.ndarray]:
     """ONNX Runtime's value of every graph output and of each name in ``extra`` (name -> ONNX element type)."""
-    from conformance.session import make_session
-
     exposed = onnx.ModelProto()
     exposed.CopyFrom(model)
     present = {o.name for o in exposed.graph.output}
@@ -484,7 +478,6 @@ class _Verifier:
         return pairs
 
     def run(self, eager: Any, judge_selection: bool = False) -> VerifyResult:
-        from conformance.compare import compare_arrays
         from exporter.capture import flatten_outputs
 
         pairs = self._pairs()
@@ -514,7 +507,7 @@ class _Verifier:
                 break
             checks += 1
             local = self._local_check(name)
-            if local is not None and local.ok and _ARBITRATED in local.message:
+            if local is not None and local.ok and ARBITRATION_WORDS in local.message:
                 arbitrated.append(name)
             if local is not None and not local.ok:
                 subgraph, boundary = self._subgraph(name)
@@ -562,7 +555,7 @@ class _Verifier:
                 elif not local.ok:
                     return fail(local, "selection")
                 else:
-                    check.float64_arbitrated += _ARBITRATED in local.message
+                    check.float64_arbitrated += ARBITRATION_WORDS in local.message
                 continue
             check.pre_selection += 1
             if not agreement.ok:
@@ -570,7 +563,7 @@ class _Verifier:
                 local = self._local_check(name)
                 if local is not None and not local.ok:
                     return fail(local, "pre-selection")
-                check.float64_arbitrated += local is not None and _ARBITRATED in local.message
+                check.float64_arbitrated += local is not None and ARBITRATION_WORDS in local.message
             if ts.unique() in frontier_ts:
                 check.frontier += 1
                 judged = _agreement(name, self.provenance.value(name), self.expected[name], self.onnx[name],
@@ -590,10 +583,8 @@ class _Verifier:
 
     def _arbitrated(self, name: str, local: Agreement, actual: np.ndarray) -> Agreement:
         """A float32 local disagreement re-judged against PyTorch's float64 result of the same node on the same
-        inputs (``conformance.compare.arbitrate``, as the harness does for a model's outputs): ONNX Runtime's result
+        inputs (``exporter.numerics.arbitrate``, as the harness does for a model's outputs): ONNX Runtime's result
         passes when it deviates from float64 at most twice as much as PyTorch's own float32 result (plus atol)."""
-        from conformance.compare import arbitrate
-
         ts = self.pairs[name]
         if ts.node().blocks() and list(ts.node().blocks()):
             return local
@@ -700,8 +691,6 @@ class _Verifier:
 
     def _run_local(self, name: str, subgraph: list, boundary: list[str]):
         """The local check: ONNX Runtime's result of the subgraph on PyTorch's inputs (agreement, model, result)."""
-        from conformance.session import make_session
-
         local = self._local_model(name, subgraph, boundary)
         feeds = {b: self._boundary_value(b) for b in boundary}
         expected = self.expected[name]
@@ -797,7 +786,6 @@ def _for_reference(model: onnx.ModelProto) -> onnx.ModelProto:
     return redeclared
 
 
-_ARBITRATED = "float64 arbitration:"  # conformance.compare.arbitrate's verdict text
 # TorchScript ops ranking their first input along ``dim``: exactly equal elements may come in either order.
 _RANKING = ("aten::topk", "aten::sort", "aten::argsort")
 # Ops whose integer result depends on a float tensor's shape only: not decisions.

@@ -8,10 +8,8 @@ from typing import Any, Callable
 
 import torch
 
-# rtol/atol that the design measured torch's own exporter against on randomly initialised torchvision models
-# (96 of 108 within it), used unless an entry gives a reason for something else.
-DEFAULT_RTOL = 1e-3
-DEFAULT_ATOL = 1e-5
+from exporter.tolerances import DEFAULT_ATOL, DEFAULT_RTOL
+
 # A magnitude-scaled tolerance uses the output's scale rounded up to this many significant digits: the scale is
 # measured on every run and carries float noise (raft_small's 16.034074 one run, 16.034079 the next), which must not
 # reach the tolerance a verdict and the release gate rest on. Rounding up loosens by at most 1 % of the scaled part.

@@ -248,7 +248,7 @@ def greedy_through_onnx(prefill_path: str, decode_path: str, prompt: torch.Tenso
     """Greedy decoding of ``steps`` tokens through ONNX Runtime: the prefill graph on the prompt, then the decode
     graph once per further token, each fed the cache the previous graph returned. Returns the tokens
     (batch, steps) and each step's logits (batch, vocabulary)."""
-    from conformance.session import make_session
+    from exporter.ort_session import make_session
 
     prefill, decode = make_session(prefill_path, provider), make_session(decode_path, provider)
     past_names = [i.name for i in decode.get_inputs()][2:]
@@ -270,7 +270,7 @@ def greedy_seq2seq_through_onnx(paths: tuple[str, str, str], source: torch.Tenso
     then the decoder step once per further token, fed the self-attention cache the previous step returned and the
     cross-attention cache the first step returned. Returns the tokens (batch, steps) and each step's logits
     (batch, vocabulary)."""
-    from conformance.session import make_session
+    from exporter.ort_session import make_session
 
     encoder, first_step, decoder_step = (make_session(path, provider) for path in paths)
     past_names = [i.name for i in decoder_step.get_inputs()][2:]

@@ -25,13 +25,14 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from conformance.compare import compare_arrays
 from conformance.results import ResultsWriter
 from conformance.schema import capture_choice, case_id, empty_row
-from conformance.session import fell_back, make_session, ort_level
-from conformance.tolerances import tolerance_for
+from conformance.session import fell_back, gpu_name
 from conformance.verdict import KNOWN_FAILURE
+from exporter.numerics import compare_arrays
+from exporter.ort_session import make_session, ort_level
 from exporter.registry import MAX_OPSET, MIN_OPSET
+from exporter.tolerances import tolerance_for
 from op_tests.schemas import schema_problems
 
 OPSETS = tuple(range(MIN_OPSET, MAX_OPSET + 1))
@@ -134,7 +135,7 @@ class CaseResult:
     workarounds: list[str] = field(default_factory=list)  # runtime workarounds the exported model depends on
     session_providers: list[str] = field(default_factory=list)  # the ONNX Runtime session's, in priority order
     gpu: str | None = None  # CUDA cases: the GPU's name
-    ort_level: str | None = None  # the session's graph optimization level (conformance.session.ort_level)
+    ort_level: str | None = None  # the session's graph optimization level (exporter.ort_session.ort_level)
     capture: str | None = None  # "trace", "script" or "export" (conformance.schema.CAPTURES)
     reason: str = ""  # why a case is skipped
 
@@ -284,8 +285,6 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", cap
     result.session_providers = session.get_providers()
     result.ort_level = ort_level()
     if provider == "cuda":
-        from conformance.worker import gpu_name
-
         result.gpu = gpu_name()
         if fell_back(session, provider):
             result.status, result.stage = "env_error", "ort_load"

@@ -300,7 +300,8 @@ def test_keypoints_on_different_heatmap_grids_are_not_compared():
 
 def test_detections_all_on_near_ties_compare_nothing():
     """Scores within a hair of each other (a random-weight RetinaNet) leave no detection to judge: never a pass."""
-    from conformance.compare import Verdict, compare_detections
+    from conformance.compare import compare_detections
+    from exporter.numerics import Verdict
 
     names = ["boxes", "labels", "scores"]
     boxes = np.array([[0, 0, 10, 10], [2, 2, 12, 12], [50, 50, 60, 70]], np.float32)
@@ -311,7 +312,7 @@ def test_detections_all_on_near_ties_compare_nothing():
 
 
 def test_allclose_comparison_checks_shape_dtype_and_values():
-    from conformance.compare import compare_arrays
+    from exporter.numerics import compare_arrays
 
     a = np.ones((2, 3), np.float32)
     assert compare_arrays([a], [a + 1e-7], TOL).ok
@@ -322,7 +323,7 @@ def test_allclose_comparison_checks_shape_dtype_and_values():
 
 
 def test_non_finite_values_must_sit_at_the_same_positions_with_the_same_sign():
-    from conformance.compare import compare_arrays
+    from exporter.numerics import compare_arrays
 
     expected = np.array([0.0, np.inf, -np.inf, np.nan], np.float32)
     assert compare_arrays([expected], [expected.copy()], TOL).ok
@@ -484,7 +485,7 @@ def test_reusing_the_capture_across_opsets_changes_nothing(tmp_path):
 
 # -- float64 arbitration of float32 mismatches --------------------------------------------------------------
 def test_arbitration_accepts_an_export_as_close_to_float64_as_torch_is():
-    from conformance.compare import arbitrate
+    from exporter.numerics import arbitrate
 
     exact = [np.linspace(-2, 2, 1000)]
     torch_fp32 = [(exact[0] + 3e-4 * np.sin(np.arange(1000))).astype(np.float32)]
@@ -494,7 +495,7 @@ def test_arbitration_accepts_an_export_as_close_to_float64_as_torch_is():
 
 
 def test_arbitration_rejects_an_export_far_from_float64():
-    from conformance.compare import arbitrate
+    from exporter.numerics import arbitrate
 
     exact = [np.linspace(-2, 2, 1000)]
     torch_fp32 = [(exact[0] + 1e-5).astype(np.float32)]
@@ -504,7 +505,7 @@ def test_arbitration_rejects_an_export_far_from_float64():
 
 
 def test_arbitration_requires_equal_integer_outputs():
-    from conformance.compare import arbitrate
+    from exporter.numerics import arbitrate
 
     ints = np.arange(5)
     verdict = arbitrate([ints], [ints + 1], [ints], atol=1e-5)
@@ -513,7 +514,7 @@ def test_arbitration_requires_equal_integer_outputs():
 
 def test_arbitration_refuses_a_float64_run_that_computes_something_else():
     """A model that draws random numbers gives a different float64 answer: that run cannot be the arbiter."""
-    from conformance.compare import arbitrate
+    from exporter.numerics import arbitrate
 
     exact = [np.linspace(-2, 2, 1000)]
     verdict = arbitrate([(exact[0] + 0.3).astype(np.float32)], [(exact[0] + 0.7).astype(np.float32)], exact, atol=1e-5)

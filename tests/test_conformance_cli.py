@@ -188,7 +188,7 @@ def test_make_session_takes_the_level_from_the_environment(monkeypatch):
     import onnxruntime as ort
     from onnx import TensorProto, helper
 
-    from conformance.session import make_session
+    from exporter.ort_session import make_session
 
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],

@@ -14,8 +14,8 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
-from conformance.session import make_session
 from conformance.worker import NO_GPU, configure_process, cuda_environment
+from exporter.ort_session import make_session
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU)]
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from conformance.compare import compare_arrays
+from exporter.numerics import compare_arrays
 from exporter.registry import MAX_OPSET
 from model_zoo.entry import DEFAULT_ATOL, DEFAULT_RTOL
 from model_zoo.generation import (cache_names, export_for_generation, export_seq2seq_for_generation,

@@ -1,5 +1,7 @@
-"""The engine's layers, checked on the source: the symbolics (and the modules they build on) never import the
-converter or the public API, so no import circle runs through the converter, and none of them imports the harness. Every import counts, the ones inside functions too (a lazy import hides a circle, it does not remove it)."""
+"""The engine's layers and the project's import graph, checked on the source: the symbolics (and the modules they
+build on) never import the converter or the public API, the library never imports the harness, and no import circle
+runs through the engine or through the harness. Every import counts (see ``tests.import_graph``): the ones inside
+functions, the ones under ``if TYPE_CHECKING:`` and the package roots too."""
 
 from __future__ import annotations
 
@@ -9,57 +11,18 @@ import pathlib
 
 import pytest
 
-import exporter
+from tests.import_graph import HARNESS, LIBRARY, import_circle, import_graph, imports, project_modules, reaches
 
-ENGINE = pathlib.Path(exporter.__file__).parent
-# The top of the flow: what builds ONNX graphs from TorchScript ones and what users call. Below them: the registry,
-# the graph context, the TorchScript facts (ts_types), the options, the IR and the symbolics.
-UPPER = {"exporter.api", "exporter.convert", "exporter.convert_fx", "exporter.verify", "exporter.__main__"}
-HARNESS = ("conformance", "op_tests", "model_zoo", "reports", "benchmarks")
-
-
-def _module_name(path: pathlib.Path) -> str:
-    parts = path.relative_to(ENGINE.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _imports(path: pathlib.Path) -> set[str]:
-    """Every module ``path`` imports, at any depth, except under ``if TYPE_CHECKING:`` (never run)."""
-    names: set[str] = set()
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
-            node.body = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
+# The top of the flow: what builds ONNX graphs from TorchScript ones and what users call (the package root is the
+# public facade over the API and verify). Below them: the registry, the graph context, the TorchScript facts
+# (ts_types), the options, the IR and the symbolics.
+UPPER = {"exporter", "exporter.api", "exporter.convert", "exporter.convert_fx", "exporter.verify", "exporter.__main__"}
 
 
 @functools.lru_cache(maxsize=1)
 def _import_graph() -> dict[str, set[str]]:
-    """Module -> the engine modules it imports. The package itself (``exporter/__init__.py``, the public facade) is
-    left out: ``from exporter import ir`` imports ``exporter.ir``, not the facade's imports."""
-    modules = {_module_name(path): path for path in ENGINE.rglob("*.py") if path.name != "__init__.py" or
-               path.parent != ENGINE}
-    return {name: {imported for imported in _imports(path) if imported in modules} for name, path in modules.items()}
-
-
-def _reaches(graph: dict[str, set[str]], start: str, targets: set[str]) -> list[str] | None:
-    """An import path from ``start`` to one of ``targets``, or None."""
-    stack, seen = [[start]], {start}
-    while stack:
-        path = stack.pop()
-        for imported in sorted(graph.get(path[-1], ())):
-            if imported in targets:
-                return path + [imported]
-            if imported not in seen:
-                seen.add(imported)
-                stack.append(path + [imported])
-    return None
+    """Module -> the engine modules it imports."""
+    return import_graph((LIBRARY,))
 
 
 LOWER = sorted(name for name in _import_graph() if name not in UPPER)
@@ -67,21 +30,22 @@ LOWER = sorted(name for name in _import_graph() if name not in UPPER)
 
 @pytest.mark.parametrize("module", LOWER)
 def test_lower_layers_never_import_the_converter_or_the_api(module):
-    path = _reaches(_import_graph(), module, UPPER)
+    path = reaches(_import_graph(), module, UPPER)
     assert path is None, f"{module} reaches the upper layer: {' -> '.join(path)}"
 
 
-def test_the_conversion_layers_never_import_the_harness():
-    """Only exporter.verify, which compares with the harness's own tolerance policy by design, may use it."""
-    paths = {_module_name(path): path for path in ENGINE.rglob("*.py")}
-    offenders = {name: sorted(i for i in _imports(paths[name]) if i.split(".")[0] in HARNESS) for name in LOWER}
-    assert not {name: found for name, found in offenders.items() if found}
+def test_the_library_never_imports_the_harness():
+    """The harness builds on the library, never the other way: what both need (the comparison, the tolerance table,
+    the ONNX Runtime session) lives in the library."""
+    offenders = {name: sorted(i for i in imports(path) if i.split(".")[0] in HARNESS)
+                 for name, path in project_modules().items() if name.split(".")[0] == LIBRARY}
+    assert {name: found for name, found in offenders.items() if found} == {}
 
 
 def test_the_scan_sees_lazy_imports(tmp_path):
     source = tmp_path / "lazy.py"
     source.write_text("def f():\n    from exporter.convert import Converter\n")
-    assert "exporter.convert" in _imports(source)
+    assert "exporter.convert" in imports(source)
 
 
 # What a family module of the op library may build on: the registry, the lowering layer and the facts below them.
@@ -102,18 +66,28 @@ def test_the_lowering_layer_never_imports_a_family(module):
     assert sorted(name for name in _import_graph()[module] if name.startswith("exporter.symbolics")) == []
 
 
-def test_no_import_circle_in_the_engine():
-    graph = _import_graph()
-    for module in graph:
-        for imported in graph[module] - {module}:  # a package importing its own submodules is no circle
-            back = _reaches(graph, imported, {module})
-            assert back is None, f"import circle: {module} -> {' -> '.join(back)}"
+@pytest.mark.parametrize("packages", [(LIBRARY,), HARNESS], ids=["engine", "harness"])
+def test_no_import_circle(packages):
+    circle = import_circle(import_graph(packages))
+    assert circle is None, f"import circle: {' -> '.join(circle)}"
+
+
+def test_the_scan_sees_type_checking_imports_and_the_package_root(tmp_path):
+    source = tmp_path / "typed.py"
+    source.write_text("from typing import TYPE_CHECKING\nfrom exporter import __version__, ir\n"
+                      "if TYPE_CHECKING:\n    from exporter.graph_context import ExportSession\n")
+    assert imports(source) == {"exporter", "exporter.ir", "exporter.graph_context"}
+
+
+def test_the_circle_scan_finds_a_circle():
+    assert import_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert import_circle({"a": {"a", "b"}, "b": set()}) is None  # a package importing its own submodules
 
 
 def test_the_family_scan_sees_a_family_import(tmp_path):
     source = tmp_path / "family.py"
     source.write_text("from exporter.symbolics.shape import arange_indices\n")
-    assert "exporter.symbolics.shape" in _imports(source)
+    assert "exporter.symbolics.shape" in imports(source)
 
 
 # The TorchScript graph API (torch._C.Node / Value / Graph / Block methods). Only the TorchScript front end and the
@@ -151,6 +125,5 @@ def _graph_api_calls(path: pathlib.Path) -> list[str]:
 
 @pytest.mark.parametrize("module", sorted(name for name in _import_graph() if name not in _TORCHSCRIPT_READERS))
 def test_only_the_torchscript_front_end_reads_torchscript_graphs(module):
-    paths = {_module_name(path): path for path in ENGINE.rglob("*.py")}
-    assert not _graph_api_calls(paths[module]), (
+    assert not _graph_api_calls(project_modules()[module]), (
         f"{module} reads the TorchScript graph API; ask GraphContext's facts (NodeFacts) instead")

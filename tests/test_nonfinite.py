@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import exporter
-from conformance.compare import arbitrate, compare_arrays, compare_detections, reference_problem
-from exporter.numerics import finite_errors, nonfinite_disagreement
+from conformance.compare import compare_detections, reference_problem
+from exporter.numerics import arbitrate, compare_arrays, finite_errors, nonfinite_disagreement
 
 NAN, INF = float("nan"), float("inf")
 TOLERANCE = lambda scale: (1e-3, 1e-5)  # noqa: E731

@@ -12,7 +12,7 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
-from conformance.tolerances import tolerance_for
+from exporter.tolerances import tolerance_for
 from op_tests.opinfo import __main__ as opinfo_cli
 from op_tests.opinfo import expectations
 from op_tests.opinfo.arbiter import arbitrate

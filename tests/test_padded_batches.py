@@ -12,8 +12,8 @@ import torch
 import transformers
 
 import exporter
-from conformance.compare import compare_arrays
-from conformance.session import make_session
+from exporter.numerics import compare_arrays
+from exporter.ort_session import make_session
 from exporter.registry import MAX_OPSET
 
 # BERT's position and token-type slices take their bounds at run time in a dynamic export: Slice-10.

@@ -15,8 +15,8 @@ import torch
 from onnx.reference import ReferenceEvaluator
 
 import exporter
-from conformance.session import make_session
 from exporter.lowering.runtime import WORKAROUNDS
+from exporter.ort_session import make_session
 from op_tests.harness import FunctionModule
 from tests.workaround_probes import Probe, all_probes
 

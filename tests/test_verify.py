@@ -266,7 +266,7 @@ def test_a_wrong_nms_is_caught_after_the_selection():
 
 
 def _ort(model, args):
-    from conformance.session import make_session
+    from exporter.ort_session import make_session
 
     session = make_session(model.SerializeToString(), "cpu")
     return session.run(None, {session.get_inputs()[0].name: args[0][0].numpy()})
@@ -298,9 +298,9 @@ def test_a_local_disagreement_that_is_pytorchs_own_rounding_is_arbitrated_by_flo
 def _strict_mismatch(opset):
     """ResNet-18 from the zoo, exported, run in ONNX Runtime and compared with PyTorch at zero tolerance: a float
     mismatch of the kind float64 arbitration may leave (EfficientNet-B7's, at its scale), with a real model."""
-    from conformance.compare import compare_arrays
-    from conformance.session import make_session
     from conformance.worker import WorkerState, flat_outputs
+    from exporter.numerics import compare_arrays
+    from exporter.ort_session import make_session
 
     state = WorkerState("/tmp")
     prepared = state.prepare("resnet18")
@@ -335,8 +335,8 @@ def test_a_float_mismatch_with_a_diverging_node_stays_a_mismatch(planted_conv):
 
 
 def test_a_mismatch_beyond_what_rounding_can_explain_is_not_re_judged():
-    from conformance.compare import Verdict
     from conformance.worker import _rounding_only
+    from exporter.numerics import Verdict
 
     prepared, _, failing = _strict_mismatch(OPSET)
     (label, verdict, expected), = failing

@@ -3,7 +3,7 @@ fusion applied to a subset of the layers only; max |ORT - PyTorch float64| of th
 import sys, io, importlib, warnings; warnings.filterwarnings("ignore")
 import numpy as np, torch
 from conformance.worker import WorkerState, configure_process, flat_outputs
-from conformance.session import make_session
+from exporter.ort_session import make_session
 import exporter
 passes = importlib.import_module("exporter.passes")
 configure_process()

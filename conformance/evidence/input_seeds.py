@@ -3,7 +3,7 @@ harness's session) on the default export (Conv+BatchNorm fused) and on the expor
 import sys, io, importlib, warnings; warnings.filterwarnings("ignore")
 import numpy as np, torch, copy
 from conformance.worker import WorkerState, configure_process
-from conformance.session import make_session
+from exporter.ort_session import make_session
 import exporter
 passes = importlib.import_module("exporter.passes")
 configure_process()

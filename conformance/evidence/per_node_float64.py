@@ -17,7 +17,7 @@ ver = V._Verifier(result, ts_inputs, e.tolerance, None, 3000)
 r = ver.run(eager)
 names = [n for n in ver.pairs if ver.expected[n].dtype == np.float32 and not ver.pairs[n].node().kind().startswith("prim::")]
 exact = V._float64_values(ver.ts_graph, ver.ts_inputs, [ver.pairs[n] for n in names])
-from conformance.session import make_session
+from exporter.ort_session import make_session
 per_op = collections.defaultdict(lambda: [0.0, 0.0, 0])
 rows = []
 for n in names:

@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from conformance.compare import Tolerance, compare_arrays
+from exporter.numerics import Tolerance, compare_arrays
 
 
 @dataclass
@@ -56,7 +56,7 @@ def _one_node_repro(model: onnx.ModelProto, feeds: dict[str, np.ndarray], tolera
     reference's output: (repro directory or None, 'OpType(name)')."""
     from onnx.reference import ReferenceEvaluator
 
-    from conformance.session import make_session
+    from exporter.ort_session import make_session
 
     values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     values.update(feeds)

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from conformance.compare import compare_arrays
 from conformance.schema import case_id, empty_row
-from conformance.session import make_session
-from conformance.tolerances import tolerance_for
 from conformance.worker import onnx_op_types, prepared_capture
+from exporter.numerics import compare_arrays
+from exporter.ort_session import make_session
 from exporter.registry import MAX_OPSET, MIN_OPSET
+from exporter.tolerances import tolerance_for
 from op_tests.harness import feeds_by_name, input_names
 from op_tests.opinfo.arbiter import arbitrate
 from op_tests.opinfo.samples import OpSample, dtype_name, dynamic_partner
