@@ -16,7 +16,7 @@ import torch
 
 from exporter import dtypes, ir, passes
 from exporter.capture import Capture, flatten, split_args
-from exporter.errors import ExportArgumentError
+from exporter.errors import ExportArgumentError, SymbolicValueError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import quantized
 
@@ -56,12 +56,14 @@ def refuse_shared_names(names_in: list[str], names_out: list[str]) -> None:
 
 def refuse_complex_boundary(captured: Capture, names_in: list[str], names_out: list[str]) -> None:
     """ONNX declares complex element types, but its operators do not compute on them and ONNX Runtime loads no model
-    that holds one: a complex input or output is refused rather than written into a model no one runs."""
-    examples = [(f"input {n!r}", t) for n, t in zip(names_in, captured.user_inputs)]
-    examples += [(f"output {n!r}", t) for n, t in zip(names_out, output_examples(captured))]
-    for what, tensor in examples:
+    that holds one: a complex input (an :class:`ExportArgumentError`) or output (a value ONNX cannot express: a
+    :class:`SymbolicValueError`, as PyTorch's exporter raises) is refused rather than written into a model no one
+    runs."""
+    examples = [(f"input {n!r}", t, ExportArgumentError) for n, t in zip(names_in, captured.user_inputs)]
+    examples += [(f"output {n!r}", t, SymbolicValueError) for n, t in zip(names_out, output_examples(captured))]
+    for what, tensor, error in examples:
         if isinstance(tensor, torch.Tensor) and tensor.is_complex():
-            raise ExportArgumentError(
+            raise error(
                 f"{what} is a {tensor.dtype} tensor: ONNX operators do not compute on complex numbers and ONNX Runtime "
                 "cannot load complex tensors; pass torch.view_as_real() of it (a trailing axis of 2) and rebuild it "
                 "inside the model with torch.view_as_complex()"
