@@ -51,30 +51,30 @@ class Converter:
     # -- graphs and blocks ------------------------------------------------------------------------------
     def convert_graph(self, ts_graph, input_values: list[ir.Value]) -> ir.Graph:
         graph = ir.Graph("main_graph")
-        ctx = GraphContext(self.session, graph)
+        g = GraphContext(self.session, graph)
         env: dict[int, Any] = {}
         graph.inputs = [v for value in input_values for v in quantized.boundary_values(value)]
         for ts_input, value in zip(ts_graph.inputs(), input_values):
             if isinstance(value, quantized.QTensor):
-                value = quantized.typed_input(ctx, value)
+                value = quantized.typed_input(g, value)
             else:
                 self._annotate(value, ts_input)
                 value.argument = ts_input
-                if _optional_input(ts_input) and ctx.opset >= optional.OPTIONAL_OPSET:
+                if _optional_input(ts_input) and g.opset >= optional.OPTIONAL_OPSET:
                     # An ``Optional[Tensor]`` parameter: an optional input, which a caller may leave out (None).
                     value.kind = ir.OPTIONAL
                 if self.record:
                     value.origin = ts_input
-            env[ts_input.unique()] = _number_list_as_tensor(ctx, value)
-        self._convert_nodes(ctx, ts_graph.nodes(), env)
-        ctx.node = None
-        graph.outputs = [self._as_output(ctx, v, ts_output=ts_output) for ts_output in ts_graph.return_node().inputs()
+            env[ts_input.unique()] = _number_list_as_tensor(g, value)
+        self._convert_nodes(g, ts_graph.nodes(), env)
+        g.node = None
+        graph.outputs = [self._as_output(g, v, ts_output=ts_output) for ts_output in ts_graph.return_node().inputs()
                          for v in quantized.boundary_values(env[ts_output.unique()])]
         return graph
 
-    def _convert_block(self, ctx: GraphContext, block, input_values: list[ir.Value], name: str) -> ir.Graph:
-        graph = ir.Graph(self.session.fresh_name(name), parent=ctx.graph, inputs=list(input_values))
-        sub = ctx.subcontext(graph)
+    def _convert_block(self, g: GraphContext, block, input_values: list[ir.Value], name: str) -> ir.Graph:
+        graph = ir.Graph(self.session.fresh_name(name), parent=g.graph, inputs=list(input_values))
+        sub = g.subcontext(graph)
         env = dict(self._env_stack[-1])
         for ts_input, value in zip(block.inputs(), input_values):
             env[ts_input.unique()] = value
@@ -82,47 +82,47 @@ class Converter:
         graph.outputs = [self._as_output(sub, env[v.unique()], force_local=True) for v in block.returnNode().inputs()]
         return graph
 
-    def _inline_block(self, ctx: GraphContext, block, inputs: list[Any]) -> list[Any]:
-        """Convert a TorchScript block into ``ctx``'s own graph (a branch chosen at export time); its results."""
+    def _inline_block(self, g: GraphContext, block, inputs: list[Any]) -> list[Any]:
+        """Convert a TorchScript block into ``g``'s own graph (a branch chosen at export time); its results."""
         env = dict(self._env_stack[-1])
         for ts_input, value in zip(block.inputs(), inputs):
             env[ts_input.unique()] = value
-        self._convert_nodes(ctx, block.nodes(), env)
+        self._convert_nodes(g, block.nodes(), env)
         return [env[v.unique()] for v in block.returnNode().inputs()]
 
-    def _as_output(self, ctx: GraphContext, result: Any, force_local: bool = False, ts_output=None) -> ir.Value:
-        """``result`` as an output of ``ctx``'s graph. A None is an empty optional: a block's output (If and Loop
+    def _as_output(self, g: GraphContext, result: Any, force_local: bool = False, ts_output=None) -> ir.Value:
+        """``result`` as an output of ``g``'s graph. A None is an empty optional: a block's output (If and Loop
         decide what it becomes, see symbolics/control_flow.py) or, from opset 15, a graph output ONNX Runtime
         returns as None (``ts_output``, the TorchScript value, tells its element type where it has one)."""
         if result is None:
             if ts_output is not None:
-                optional.require_optional(ctx, "the model returns None", op="a None graph output")
-            return optional.empty(ctx, declared_element_type(ts_output) if ts_output is not None else None)
+                optional.require_optional(g, "the model returns None", op="a None graph output")
+            return optional.empty(g, declared_element_type(ts_output) if ts_output is not None else None)
         if isinstance(result, (list, tuple)) and any(isinstance(x, ir.Value) for x in result):
-            result = _sequence_output(ctx, result)
+            result = _sequence_output(g, result)
         if not isinstance(result, ir.Value):
-            return ctx.const(result)
-        produced_here = result.producer is not None and result.producer in ctx.graph.nodes
+            return g.const(result)
+        produced_here = result.producer is not None and result.producer in g.graph.nodes
         if force_local and not produced_here:
             if result.kind == ir.OPTIONAL:
-                return optional.pass_through(ctx, result)
-            return _copy_type(ctx.op("Identity", result), result)
+                return optional.pass_through(g, result)
+            return _copy_type(g.op("Identity", result), result)
         return result
 
     # -- nodes --------------------------------------------------------------------------------------------
     _env_stack: list[dict[int, Any]]
 
-    def _convert_nodes(self, ctx: GraphContext, nodes, env: dict[int, Any]) -> None:
+    def _convert_nodes(self, g: GraphContext, nodes, env: dict[int, Any]) -> None:
         if not hasattr(self, "_env_stack"):
             self._env_stack = []
         self._env_stack.append(env)
         try:
             for node in nodes:
-                self._convert_node(ctx, node, env)
+                self._convert_node(g, node, env)
         finally:
             self._env_stack.pop()
 
-    def _convert_node(self, ctx: GraphContext, node, env: dict[int, Any]) -> None:
+    def _convert_node(self, g: GraphContext, node, env: dict[int, Any]) -> None:
         kind = node.kind()
         if kind == "prim::Constant":
             output = node.output()
@@ -146,48 +146,48 @@ class Converter:
                         arg.read_by_folded_op = True
                 self._bind(node, empty[0] if len(empty) == 1 else empty, env)
                 return
-        ctx.node = node
+        g.node = node
         scope = node.scopeName()
-        ctx.scope = _scope_prefix(scope)
-        first_new = len(ctx.graph.nodes)
-        result = self._convert_with_fallback(ctx, node, args)
-        ctx.node = node
-        for onnx_node in ctx.graph.nodes[first_new:]:
+        g.scope = _scope_prefix(scope)
+        first_new = len(g.graph.nodes)
+        result = self._convert_with_fallback(g, node, args)
+        g.node = node
+        for onnx_node in g.graph.nodes[first_new:]:
             if self.record and onnx_node.origin is None:  # an inlined block's nodes already name their own
                 onnx_node.origin = node
             if scope:
                 self.node_scopes.setdefault(onnx_node.name, scope)
         if self.source_locations:
-            _record_source_location(node, ctx.graph.nodes[first_new:])
+            _record_source_location(node, g.graph.nodes[first_new:])
         self._bind(node, result, env)
-        _infer_missing_shapes(ctx, node, ctx.graph.nodes[first_new:], result)
+        _infer_missing_shapes(g, node, g.graph.nodes[first_new:], result)
 
-    def _convert_with_fallback(self, ctx: GraphContext, node, args: list[Any]) -> Any:
+    def _convert_with_fallback(self, g: GraphContext, node, args: list[Any]) -> Any:
         """Convert one node as ``operator_export_type`` asks: symbolic, ATen node, or the node as it is."""
         kind = node.kind()
         export_type = self.session.operator_export_type or OperatorExportTypes.ONNX
         is_aten = kind.startswith("aten::")
         if export_type == OperatorExportTypes.ONNX_ATEN and is_aten:
-            return _emit_aten(ctx, node, args)
+            return _emit_aten(g, node, args)
         if kind == PYTHON_OP and not REGISTRY.is_supported(PYTHON_OP, self.session.opset):
-            return self._convert_python_op(ctx, node, args, export_type)
+            return self._convert_python_op(g, node, args, export_type)
         try:
-            return self._call_symbolic(ctx, node, args)
+            return self._call_symbolic(g, node, args)
         except UnsupportedOperatorError:
             # Nodes a failed symbolic may have emitted are unused and removed by dead-code elimination.
             if export_type == OperatorExportTypes.ONNX_ATEN_FALLBACK and is_aten:
-                return _emit_aten(ctx, node, args)
+                return _emit_aten(g, node, args)
             if export_type == OperatorExportTypes.ONNX_FALLTHROUGH:
-                return _emit_unconverted(ctx, node, args)
+                return _emit_unconverted(g, node, args)
             raise
 
-    def _call_symbolic(self, ctx: GraphContext, node, args: list[Any]) -> Any:
+    def _call_symbolic(self, g: GraphContext, node, args: list[Any]) -> Any:
         kind = node.kind()
-        result = call_symbolic(ctx, self._lookup(kind), kind, args)
+        result = call_symbolic(g, self._lookup(kind), kind, args)
         if result is None and any(o.type().kind() == "TensorType" for o in outputs_of(node)):
             # As documented, a symbolic returns None when it cannot convert this use of the op.
             raise UnsupportedOperatorError(kind, self.session.opset, reason="its symbolic returned None")
-        return _keep_in_place_type(ctx, kind, args, result)
+        return _keep_in_place_type(g, kind, args, result)
 
     def _lookup(self, kind: str):
         found = self._symbolics.get(kind)
@@ -196,32 +196,32 @@ class Converter:
         return found
 
     # -- torch.autograd.Function calls ------------------------------------------------------------------
-    def _convert_python_op(self, ctx: GraphContext, node, args: list[Any], export_type: int) -> Any:
+    def _convert_python_op(self, g: GraphContext, node, args: list[Any], export_type: int) -> Any:
         """An autograd.Function: its static ``symbolic`` if it has one; else kept (fallthrough) or inlined."""
         function_class = python_op_class(node)
         symbolic_fn = getattr(function_class, "symbolic", None)
         if symbolic_fn is not None:
             try:
-                return symbolic_fn(ctx, *python_op_arguments(node, args))
+                return symbolic_fn(g, *python_op_arguments(node, args))
             except OnnxExporterError as error:
                 if isinstance(error, UnsupportedOperatorError):
                     raise
                 raise type(error)(f"{node.pyname()}.symbolic: {error}") from error
         if export_type in (OperatorExportTypes.ONNX_FALLTHROUGH, OperatorExportTypes.ONNX_ATEN_FALLBACK):
-            return _emit_unconverted(ctx, node, args)
+            return _emit_unconverted(g, node, args)
         if not node.hasAttribute("Subgraph"):
             raise UnsupportedOperatorError(
                 f"{PYTHON_OP} {node.pyname()}", self.session.opset,
                 reason="the autograd.Function has no `symbolic` and tracing recorded no subgraph to inline",
             )
-        return self._inline_subgraph(ctx, node.g("Subgraph"), args)
+        return self._inline_subgraph(g, node.g("Subgraph"), args)
 
-    def _inline_subgraph(self, ctx: GraphContext, subgraph, args: list[Any]) -> Any:
+    def _inline_subgraph(self, g: GraphContext, subgraph, args: list[Any]) -> Any:
         """Convert the ops the traced Function ran, in place of the Function node."""
         env: dict[int, Any] = {}
         for ts_input, value in zip(subgraph.inputs(), args):
             env[ts_input.unique()] = value
-        self._convert_nodes(ctx, subgraph.nodes(), env)
+        self._convert_nodes(g, subgraph.nodes(), env)
         results = [env[v.unique()] for v in subgraph.return_node().inputs()]
         return results[0] if len(results) == 1 else tuple(results)
 
@@ -280,25 +280,25 @@ def _optional_input(ts_input) -> bool:
     return all(use.user.kind() in _OPTIONAL_INPUT_USES for use in ts_input.uses())
 
 
-def _sequence_output(ctx: GraphContext, items: list) -> ir.Value:
+def _sequence_output(g: GraphContext, items: list) -> ir.Value:
     """A scripted model's list of tensors returned as an ONNX sequence, as PyTorch's exporter does (opset 11+)."""
     from exporter.lowering.sequence import SEQUENCE_OPSET, as_sequence
 
-    if ctx.opset < SEQUENCE_OPSET:
+    if g.opset < SEQUENCE_OPSET:
         raise UnsupportedOperatorError(
-            "a list of tensors as a graph output", ctx.opset, SEQUENCE_OPSET, f"needs ONNX sequences: needs opset >= {SEQUENCE_OPSET}"
+            "a list of tensors as a graph output", g.opset, SEQUENCE_OPSET, f"needs ONNX sequences: needs opset >= {SEQUENCE_OPSET}"
         )
-    return as_sequence(ctx, list(items))
+    return as_sequence(g, list(items))
 
 
-def _number_list_as_tensor(ctx: GraphContext, value: Any) -> Any:
+def _number_list_as_tensor(g: GraphContext, value: Any) -> Any:
     """A list-of-numbers input (an ONNX sequence of 0-d tensors) as the 1-d tensor that holds an int list whose items
     are known only at run time (``lowering.sequence.is_list_tensor``): its items stacked, in their own type."""
     if not (isinstance(value, ir.Value) and value.kind == ir.SEQUENCE and value.elem_shape == ()):
         return value
     from exporter.lowering.sequence import concat_from_sequence
 
-    out = concat_from_sequence(ctx, value, 0, new_axis=True)
+    out = concat_from_sequence(g, value, 0, new_axis=True)
     out.shape = (None,)
     return out
 
@@ -330,24 +330,24 @@ def python_op_arguments(node, tensor_args: list[Any]) -> list[Any]:
     return [next(tensors) if kind == "d" else next(scalars) for kind in node.cconv()]
 
 
-def _emit_aten(ctx: GraphContext, node, args: list[Any]) -> Any:
+def _emit_aten(g: GraphContext, node, args: list[Any]) -> Any:
     """An ``ATen`` node in domain org.pytorch.aten naming the operator (and overload), as documented."""
     name, overload = _schema_name(node)
-    return _emit_node(ctx, node, args, f"{ATEN_DOMAIN}::ATen", operator_s=name, overload_name_s=overload)
+    return _emit_node(g, node, args, f"{ATEN_DOMAIN}::ATen", operator_s=name, overload_name_s=overload)
 
 
-def _emit_unconverted(ctx: GraphContext, node, args: list[Any]) -> Any:
+def _emit_unconverted(g: GraphContext, node, args: list[Any]) -> Any:
     """The TorchScript node as it is, in a custom domain named after its namespace (ONNX_FALLTHROUGH)."""
     namespace, _, op_name = node.kind().partition("::")
     domain = ATEN_DOMAIN if namespace == "aten" else namespace
     if node.kind() == PYTHON_OP:
         function_class = python_op_class(node)
-        return _emit_node(ctx, node, args, f"{domain}::PythonOp", name_s=node.pyname(),
+        return _emit_node(g, node, args, f"{domain}::PythonOp", name_s=node.pyname(),
                           module_s=getattr(function_class, "__module__", ""))
-    return _emit_node(ctx, node, args, f"{domain}::{op_name}")
+    return _emit_node(g, node, args, f"{domain}::{op_name}")
 
 
-def _emit_node(ctx: GraphContext, node, args: list[Any], name: str, **attributes: Any) -> Any:
+def _emit_node(g: GraphContext, node, args: list[Any], name: str, **attributes: Any) -> Any:
     """Emit one unconverted node: constant arguments become Constant inputs, None an empty input."""
     inputs = []
     for arg in args:
@@ -356,15 +356,15 @@ def _emit_node(ctx: GraphContext, node, args: list[Any], name: str, **attributes
         elif isinstance(arg, (list, tuple)) and any(isinstance(a, ir.Value) for a in arg):
             from exporter.lowering.core import to_int64_list_value
 
-            inputs.append(to_int64_list_value(ctx, arg))
+            inputs.append(to_int64_list_value(g, arg))
         elif isinstance(arg, str):
-            inputs.append(ctx.const(np.array([arg], dtype=object)))
+            inputs.append(g.const(np.array([arg], dtype=object)))
         elif isinstance(arg, (torch.device, torch.dtype, torch.layout, torch.memory_format)):
             inputs.append(None)  # placement and storage choices mean nothing to the runtime
         else:
             inputs.append(arg)
     count = node.outputsSize()
-    return ctx.op(name, *inputs, outputs=count, **attributes)
+    return g.op(name, *inputs, outputs=count, **attributes)
 
 
 def _schema_name(node) -> tuple[str, str]:
@@ -379,14 +379,14 @@ def _schema_name(node) -> tuple[str, str]:
     return base.partition("::")[2], overload
 
 
-def _infer_missing_shapes(ctx: GraphContext, node, new_nodes: list, result: Any) -> None:
+def _infer_missing_shapes(g: GraphContext, node, new_nodes: list, result: Any) -> None:
     """Scripted code records no shapes: learn the ones symbolics need (ranks at least) from ONNX shape inference
     over just the nodes emitted for ``node``, when a result's shape is still unknown."""
     results = result if isinstance(result, (list, tuple)) else [result]
     if new_nodes and any(isinstance(v, ir.Value) and v.shape is None and v.kind == ir.TENSOR for v in results):
         from exporter.shape_inference import infer_local_shapes
 
-        infer_local_shapes(new_nodes, ctx.opset, ctx.session.used_domains)
+        infer_local_shapes(new_nodes, g.opset, g.session.used_domains)
 
 
 def _copy_type(value: ir.Value, like: ir.Value) -> ir.Value:
@@ -416,7 +416,7 @@ def _is_constant(arg: Any) -> bool:
     return True
 
 
-def call_symbolic(ctx: GraphContext, symbolic_fn: Callable, kind: str, args: list[Any]) -> Any:
+def call_symbolic(g: GraphContext, symbolic_fn: Callable, kind: str, args: list[Any]) -> Any:
     """Call ``symbolic_fn`` (the op library's conversion of ``kind``) on ``args``, whichever front end captured the
     op: optional arguments only where the op takes them, quantized ones dequantized unless the symbolic takes them
     as they are, and the symbolic's own errors prefixed with the op."""
@@ -430,8 +430,8 @@ def call_symbolic(ctx: GraphContext, symbolic_fn: Callable, kind: str, args: lis
     try:
         if (has_quantized and kind not in quantized.STRUCTURAL_OPS
                 and not getattr(symbolic_fn, "takes_quantized", False)):
-            return quantized.call_on_dequantized(ctx, symbolic_fn, args)
-        return symbolic_fn(ctx, *args)
+            return quantized.call_on_dequantized(g, symbolic_fn, args)
+        return symbolic_fn(g, *args)
     except OnnxExporterError as error:
         if isinstance(error, UnsupportedOperatorError) or str(error).startswith(kind):
             raise
@@ -451,7 +451,7 @@ def _special_arguments(args: list[Any]) -> tuple[bool, bool]:
     return has_optional, has_quantized
 
 
-def _keep_in_place_type(ctx: GraphContext, kind: str, args: list[Any], result: Any) -> Any:
+def _keep_in_place_type(g: GraphContext, kind: str, args: list[Any], result: Any) -> Any:
     """An in-place op writes into ``self``, so its result keeps ``self``'s type: ``half.add_(float)`` is half, where
     the functional form the symbolics share promotes to float."""
     if not (is_in_place(kind) and args and isinstance(args[0], ir.Value) and isinstance(result, ir.Value)):
@@ -460,7 +460,7 @@ def _keep_in_place_type(ctx: GraphContext, kind: str, args: list[Any], result: A
     if (self_type is None or result.dtype is None or result.dtype == self_type
             or ir.TENSOR != args[0].kind or result.kind != ir.TENSOR):
         return result
-    out = ctx.op("Cast", result, to_i=self_type)
+    out = g.op("Cast", result, to_i=self_type)
     out.dtype, out.shape, out.is_number = self_type, result.shape, result.is_number
     return out
 

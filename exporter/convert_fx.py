@@ -53,20 +53,20 @@ class FxConverter:
         ``naming.graph_inputs`` makes them for ``captured``."""
         program = captured.program
         graph = ir.Graph("main_graph")
-        ctx = GraphContext(self.session, graph)
+        g = GraphContext(self.session, graph)
         graph.inputs = list(input_values)
-        env = self._bind_placeholders(ctx, captured, input_values)
-        output_node = self._convert_nodes(ctx, program.graph_module, env)
-        graph.outputs = self._outputs(ctx, program, output_node, env)
-        ctx.node = None
+        env = self._bind_placeholders(g, captured, input_values)
+        output_node = self._convert_nodes(g, program.graph_module, env)
+        graph.outputs = self._outputs(g, program, output_node, env)
+        g.node = None
         return graph
 
-    def _convert_nodes(self, ctx: GraphContext, module: torch.fx.GraphModule, env: dict) -> torch.fx.Node:
-        """Convert every op call of ``module``'s graph into ``ctx``'s graph (its placeholders bound in ``env``);
+    def _convert_nodes(self, g: GraphContext, module: torch.fx.GraphModule, env: dict) -> torch.fx.Node:
+        """Convert every op call of ``module``'s graph into ``g``'s graph (its placeholders bound in ``env``);
         its output node."""
         for node in module.graph.nodes:
             if node.op == "call_function":
-                self._convert_node(ctx, node, env)
+                self._convert_node(g, node, env)
             elif node.op == "get_attr":  # a branch or loop body of cond / while_loop: a GraphModule
                 env[node] = getattr(module, node.target)
             elif node.op == "output":
@@ -77,7 +77,7 @@ class FxConverter:
         raise AssertionError("an FX graph without an output node")
 
     # -- the program's boundary -----------------------------------------------------------------------------------
-    def _bind_placeholders(self, ctx: GraphContext, captured: Capture, input_values: list[ir.Value]) -> dict:
+    def _bind_placeholders(self, g: GraphContext, captured: Capture, input_values: list[ir.Value]) -> dict:
         program = captured.program
         user_values = iter(input_values[:len(captured.user_inputs)])
         params = {name: value for (name, _), value in zip(captured.params, input_values[len(captured.user_inputs):])}
@@ -102,7 +102,7 @@ class FxConverter:
                 env[node].origin = node
         return env
 
-    def _outputs(self, ctx: GraphContext, program, output_node, env: dict) -> list[ir.Value]:
+    def _outputs(self, g: GraphContext, program, output_node, env: dict) -> list[ir.Value]:
         outputs = []
         for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0]):
             if spec.kind != OutputKind.USER_OUTPUT:
@@ -112,23 +112,23 @@ class FxConverter:
                 raise UnsupportedOperatorError(f"{op_kind(arg.args[0]) if arg.target is operator.getitem else op_kind(arg)}"
                                                " (an output the model returns)", self.session.opset,
                                                reason="the symbolic does not compute this output")
-            outputs.append(value if isinstance(value, ir.Value) else ctx.const(value))
+            outputs.append(value if isinstance(value, ir.Value) else g.const(value))
         return outputs
 
     # -- nodes ----------------------------------------------------------------------------------------------------
-    def _convert_node(self, ctx: GraphContext, node: torch.fx.Node, env: dict) -> None:
+    def _convert_node(self, g: GraphContext, node: torch.fx.Node, env: dict) -> None:
         target = node.target
         if target is operator.getitem:
-            env[node] = self._item(ctx, node, env)
+            env[node] = self._item(g, node, env)
             return
         if target is torch.ops.higher_order.with_effects:
             env[node] = self._effect(node)
             return
         if target in (torch.ops.higher_order.cond, torch.ops.higher_order.while_loop):
-            ctx.node = node
-            ctx.scope = _scope_prefix(node)
+            g.node = node
+            g.scope = _scope_prefix(node)
             control = self._cond if target is torch.ops.higher_order.cond else self._while_loop
-            self._bind(node, control(ctx, node, env), env)
+            self._bind(node, control(g, node, env), env)
             return
         if isinstance(target, torch._ops.OpOverload):
             kind = op_kind(node)
@@ -148,21 +148,21 @@ class FxConverter:
         if empty is not None:
             env[node] = empty if returns_several(node) else empty[0]
             return
-        ctx.node = node
-        ctx.scope = _scope_prefix(node)
-        first_new = len(ctx.graph.nodes)
-        result = call_symbolic(ctx, self._lookup(_SYMBOLIC_OF.get(target, _SYMBOLIC_OF.get(kind, kind))), kind, args)
+        g.node = node
+        g.scope = _scope_prefix(node)
+        first_new = len(g.graph.nodes)
+        result = call_symbolic(g, self._lookup(_SYMBOLIC_OF.get(target, _SYMBOLIC_OF.get(kind, kind))), kind, args)
         if result is None and any(isinstance(v, torch.Tensor) for v in _recorded(node)):
             raise UnsupportedOperatorError(kind, self.session.opset, reason="its symbolic returned None")
-        for onnx_node in ctx.graph.nodes[first_new:]:
+        for onnx_node in g.graph.nodes[first_new:]:
             if self.record and onnx_node.origin is None:
                 onnx_node.origin = node
-            if ctx.scope:
-                self.node_scopes.setdefault(onnx_node.name, ctx.scope)
+            if g.scope:
+                self.node_scopes.setdefault(onnx_node.name, g.scope)
         self._bind(node, result, env)
 
     # -- control flow: torch.cond and torch.while_loop -------------------------------------------------------------
-    def _cond(self, ctx: GraphContext, node: torch.fx.Node, env: dict) -> tuple:
+    def _cond(self, g: GraphContext, node: torch.fx.Node, env: dict) -> tuple:
         """``cond(pred, true_graph, false_graph, operands)``: ONNX If, whose branches read the operands from the
         enclosing graph; a predicate known at export time keeps only the taken branch."""
         pred, true_graph, false_graph, operands = node.args
@@ -170,51 +170,51 @@ class FxConverter:
         operands = [_materialize(operand, env, self.session.opset) for operand in operands]
         if not _holds_value(condition):
             taken = true_graph if bool(condition) else false_graph
-            return tuple(self._inline(ctx, env[taken], operands, env))
-        branches = [self._subgraph(ctx, env[gm], operands, [], name, env)
+            return tuple(self._inline(g, env[taken], operands, env))
+        branches = [self._subgraph(g, env[gm], operands, [], name, env)
                     for gm, name in ((true_graph, "then_branch"), (false_graph, "else_branch"))]
-        condition = ctx.op("Cast", condition, to_i=TensorProto.BOOL) if ctx.dtype(condition) != TensorProto.BOOL else condition
-        results = ctx.op("If", condition, then_branch_g=branches[0], else_branch_g=branches[1],
+        condition = g.op("Cast", condition, to_i=TensorProto.BOOL) if g.dtype(condition) != TensorProto.BOOL else condition
+        results = g.op("If", condition, then_branch_g=branches[0], else_branch_g=branches[1],
                          outputs=len(branches[0].outputs))
         return _typed_like(results, branches[0].outputs)
 
-    def _while_loop(self, ctx: GraphContext, node: torch.fx.Node, env: dict) -> tuple:
+    def _while_loop(self, g: GraphContext, node: torch.fx.Node, env: dict) -> tuple:
         """``while_loop(cond_graph, body_graph, carried, additional)``: ONNX Loop with no trip count. The condition is
         computed once before the loop on the initial values, and in the body on the values it computed; the
         additional inputs are read from the enclosing graph."""
         cond_graph, body_graph, carried, additional = node.args
         opset = self.session.opset
-        initial = [ctx.value(_materialize(value, env, opset)) for value in carried]
+        initial = [g.value(_materialize(value, env, opset)) for value in carried]
         additional = [_materialize(value, env, opset) for value in additional]
-        condition = ctx.value(self._inline(ctx, env[cond_graph], [*initial, *additional], env)[0])
+        condition = g.value(self._inline(g, env[cond_graph], [*initial, *additional], env)[0])
         iteration = self._loop_input("iteration", TensorProto.INT64, ())
         running = self._loop_input("condition", TensorProto.BOOL, ())
         carried_in = [self._loop_input("carried", value.dtype, _loose_shape(example))
                       for value, example in zip(initial, _recorded(node))]
-        body = self._subgraph(ctx, env[body_graph], [*carried_in, *additional], [iteration, running, *carried_in],
+        body = self._subgraph(g, env[body_graph], [*carried_in, *additional], [iteration, running, *carried_in],
                               "loop_body", env, then=env[cond_graph])
-        results = ctx.op("Loop", None, condition, *initial, body_g=body, outputs=len(initial))
+        results = g.op("Loop", None, condition, *initial, body_g=body, outputs=len(initial))
         return _typed_like(results, initial)
 
-    def _subgraph(self, ctx: GraphContext, module: torch.fx.GraphModule, bound: list[Any], inputs: list[ir.Value],
+    def _subgraph(self, g: GraphContext, module: torch.fx.GraphModule, bound: list[Any], inputs: list[ir.Value],
                   name: str, env: dict, then: torch.fx.GraphModule | None = None) -> ir.Graph:
         """``module`` converted into an ONNX subgraph with ``inputs``, its placeholders bound to ``bound``; with
         ``then`` (a while_loop's condition), the condition of the results comes first among the outputs."""
-        graph = ir.Graph(self.session.fresh_name(name), parent=ctx.graph, inputs=inputs)
-        sub = ctx.subcontext(graph)
+        graph = ir.Graph(self.session.fresh_name(name), parent=g.graph, inputs=inputs)
+        sub = g.subcontext(graph)
         results = self._inline(sub, module, bound, env)
         if then is not None:
             results = [self._inline(sub, then, [*results, *bound[len(results):]], env)[0], *results]
         graph.outputs = [_local_output(sub, result) for result in results]
         return graph
 
-    def _inline(self, ctx: GraphContext, module: torch.fx.GraphModule, bound: list[Any], env: dict) -> list[Any]:
-        """The results of ``module``'s graph converted into ``ctx``'s graph, its placeholders bound to ``bound``
+    def _inline(self, g: GraphContext, module: torch.fx.GraphModule, bound: list[Any], env: dict) -> list[Any]:
+        """The results of ``module``'s graph converted into ``g``'s graph, its placeholders bound to ``bound``
         (the enclosing graph's values stay visible: a subgraph reads them from the outer scope)."""
         inner = dict(env)
         placeholders = [node for node in module.graph.nodes if node.op == "placeholder"]
         inner.update(zip(placeholders, bound))
-        output_node = self._convert_nodes(ctx, module, inner)
+        output_node = self._convert_nodes(g, module, inner)
         results = output_node.args[0]
         results = results if isinstance(results, (tuple, list)) else [results]
         return [_materialize(result, inner, self.session.opset) for result in results]
@@ -222,12 +222,12 @@ class FxConverter:
     def _loop_input(self, hint: str, dtype: int | None, shape: tuple | None) -> ir.Value:
         return ir.Value(self.session.fresh_name(hint), dtype=dtype, shape=shape)
 
-    def _item(self, ctx: GraphContext, node: torch.fx.Node, env: dict) -> Any:
+    def _item(self, g: GraphContext, node: torch.fx.Node, env: dict) -> Any:
         """``results[i]`` of an op with several results or a list result (a sequence: SequenceAt)."""
         container, index = env[node.args[0]], node.args[1]
         if isinstance(container, ir.Value):
-            ctx.node = node
-            return call_symbolic(ctx, self._lookup("aten::__getitem__"), "aten::__getitem__", [container, index])
+            g.node = node
+            return call_symbolic(g, self._lookup("aten::__getitem__"), "aten::__getitem__", [container, index])
         item = container[index]
         if isinstance(item, ir.Value):
             self._annotate(item, node.meta.get("val"))
@@ -278,14 +278,14 @@ class FxConverter:
                 d if isinstance(d, int) and not _is_symbolic(example, i) else None for i, d in enumerate(shape))
 
 
-def _local_output(ctx: GraphContext, result: Any) -> ir.Value:
-    """``result`` as an output of ``ctx``'s subgraph: a constant made there, and a value of an enclosing graph passed
+def _local_output(g: GraphContext, result: Any) -> ir.Value:
+    """``result`` as an output of ``g``'s subgraph: a constant made there, and a value of an enclosing graph passed
     through an Identity (an ONNX subgraph's outputs are its own values)."""
     if not isinstance(result, ir.Value):
-        return ctx.const(result)
-    if result.producer is not None and result.producer in ctx.graph.nodes:
+        return g.const(result)
+    if result.producer is not None and result.producer in g.graph.nodes:
         return result
-    local = ctx.op("Identity", result)
+    local = g.op("Identity", result)
     local.dtype, local.shape, local.kind = result.dtype, result.shape, result.kind
     return local
 

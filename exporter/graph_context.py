@@ -111,8 +111,8 @@ class ExportSession:
     fold_params: bool = False
     operator_export_type: Any = None
     custom_opsets: dict[str, int] = field(default_factory=dict)
-    convert_block: Callable | None = None  # set by the converter: (ctx, ts_block, input_values) -> ir.Graph
-    inline_block: Callable | None = None  # set by the converter: (ctx, ts_block, inputs) -> block results
+    convert_block: Callable | None = None  # set by the converter: (g, ts_block, input_values) -> ir.Graph
+    inline_block: Callable | None = None  # set by the converter: (g, ts_block, inputs) -> block results
     _counter: Any = field(default_factory=lambda: itertools.count())
     used_domains: set[str] = field(default_factory=set)
     facts: NodeFacts | None = None  # set by the front end's driver: what symbolics may ask about its nodes

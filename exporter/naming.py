@@ -197,13 +197,13 @@ def lay_out_inputs(
 
 def name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> None:
     """Give outputs their names; an output that is an input, a parameter or a repeated value gets an Identity."""
-    ctx = GraphContext(session, graph)  # the export's own session: node names stay unique
+    g = GraphContext(session, graph)  # the export's own session: node names stay unique
     seen: set[int] = set()
     protected = {id(v) for v in graph.inputs} | {id(v) for v in graph.initializers}
     renamed = []
     for value, name in zip(graph.outputs, names):
         if id(value) in seen or id(value) in protected or value.producer is None:
-            copy = ctx.op("Identity", value)
+            copy = g.op("Identity", value)
             copy.dtype, copy.shape, copy.kind = value.dtype, value.shape, value.kind
             value = copy
         seen.add(id(value))
