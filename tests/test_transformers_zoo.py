@@ -68,3 +68,11 @@ def test_the_quick_tier_guards_a_decode_step_with_its_cache(mode, tmp_path):
     assert row["status"] == "pass", (row["status"], row["error"])
     if mode == "dynamic":
         assert "dynamic input 1" in row["comparison"]
+
+
+@pytest.mark.parametrize("opset", [10, 13])
+def test_convbert_dynamic_export_below_14_keeps_its_im2col_channels(opset, tmp_path):
+    """Shape inference loses the channel count of ConvBERT's im2col input at opsets 10-13 in a dynamic export;
+    the symbolic takes the captured count (it refused before)."""
+    row = _run("hf_convbert", opset, "dynamic", tmp_path)
+    assert row["status"] == "pass", (row["status"], row["error"])

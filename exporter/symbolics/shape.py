@@ -716,10 +716,13 @@ def _window_weight(channels: int, kernel: list[int], dtype: int) -> np.ndarray:
 @symbolic("aten::im2col")
 @parse_args("v", "is", "is", "is", "is")
 def im2col(g, self, kernel_size, dilation, padding, stride):
-    """im2col (F.unfold): a grouped Conv whose one-hot kernels copy every tap to its own channel."""
-    if require_rank(g, self) != 4 or known_dims(g, self)[1] is None:
+    """im2col (F.unfold): a grouped Conv whose one-hot kernels copy every tap to its own channel. Where shape
+    inference lost the channel count (ConvBERT's dynamic export at opsets 10-13) the captured size is taken: another
+    count at run time fails loudly in the Conv (its groups would not match the input's channels)."""
+    channels = known_dims(g, self)[1] if require_rank(g, self) == 4 else None
+    channels = channels if channels is not None else traced_dim(g, 1)
+    if require_rank(g, self) != 4 or channels is None:
         raise SymbolicValueError("im2col needs a 4-D input with a static channel count")
-    channels = known_dims(g, self)[1]
     weight = g.const(_window_weight(channels, kernel_size, g.dtype(self)))
     cols = g.op("Conv", self, weight, kernel_shape_i=kernel_size, dilations_i=dilation, strides_i=stride,
                 pads_i=padding + padding, group_i=channels)
