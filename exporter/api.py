@@ -101,7 +101,8 @@ def _check_custom_name(symbolic_name: str) -> None:
 def unconvertible_ops(
     model: Any, args: Any, training: TrainingMode = TrainingMode.EVAL, opset_version: int | None = None
 ) -> tuple[torch._C.Graph, list[str]]:
-    """The captured TorchScript graph and every op in it that has no symbolic at ``opset_version``, all at once.
+    """The captured TorchScript graph and every op in it that has no symbolic at ``opset_version`` (or one that
+    refuses every use there), all at once.
 
     Approximate, as documented: ops removed during conversion are listed too, and ops that are supported
     only for some arguments are not.

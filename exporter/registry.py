@@ -2,6 +2,11 @@
 
 Dispatch picks the variant with the highest ``since`` that is <= the target opset. User registrations
 (``register_custom_op_symbolic``) live in their own layer and win over built-ins at their opset and above.
+
+A variant may be a *refusal*: a symbolic that raises UnsupportedOperatorError for every input at the opsets it
+covers, registered for its message (the opset this form of the op needs, or the ONNX gap that rules it out).
+Dispatch still calls it, but the support queries (``is_supported``, ``supported_opsets``, ``lowest_opset``,
+``min_opset``) do not count it, so the registry never claims an opset at which no use of the op exports.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ MAX_OPSET = 20
 class Variant:
     since: int
     fn: Callable
+    refuses: bool = False  # a refusal: ``fn`` raises for every input from ``since`` up to the next variant
 
 
 class SymbolicRegistry:
@@ -30,10 +36,10 @@ class SymbolicRegistry:
         self._builtin: dict[str, list[Variant]] = {}
         self._custom: dict[str, list[Variant]] = {}
 
-    def register(self, name: str, since: int, fn: Callable, *, custom: bool = False) -> None:
+    def register(self, name: str, since: int, fn: Callable, *, custom: bool = False, refuses: bool = False) -> None:
         table = self._custom if custom else self._builtin
         variants = [v for v in table.get(name, []) if v.since != since]
-        variants.append(Variant(since, fn))
+        variants.append(Variant(since, fn, refuses))
         table[name] = sorted(variants, key=lambda v: v.since)
 
     def unregister(self, name: str, since: int) -> None:
@@ -44,18 +50,33 @@ class SymbolicRegistry:
             self._custom.pop(name, None)
 
     def lookup(self, name: str, opset: int) -> Callable:
-        """The symbolic for ``name`` at ``opset``; raises UnsupportedOperatorError naming the minimum opset."""
+        """The symbolic for ``name`` at ``opset`` (a refusal too, which raises the op's own error); raises
+        UnsupportedOperatorError naming the minimum opset where there is none."""
+        variant = self._dispatch(name, opset)
+        if variant is None:
+            raise UnsupportedOperatorError(name, opset, self.min_opset(name))
+        return variant.fn
+
+    def _dispatch(self, name: str, opset: int) -> Variant | None:
+        """The variant ``lookup`` calls: the user layer's where it has one at ``opset``, else the built-in one."""
         for table in (self._custom, self._builtin):
-            fn = _pick(table.get(name, []), opset)
-            if fn is not None:
-                return fn
-        raise UnsupportedOperatorError(name, opset, self.min_opset(name))
+            variant = _pick(table.get(name, []), opset)
+            if variant is not None:
+                return variant
+        return None
+
+    def has_symbolic(self, name: str, opset: int) -> bool:
+        """Whether ``lookup`` finds a symbolic for ``name`` at ``opset``, a refusal included: the torch.export
+        capture leaves such an op to it (whose error names the opset) rather than to PyTorch's decompositions."""
+        return self._dispatch(name, opset) is not None
 
     def is_supported(self, name: str, opset: int) -> bool:
-        return any(_pick(t.get(name, []), opset) for t in (self._custom, self._builtin))
+        """Whether ``name`` has a symbolic at ``opset`` that exports some use of it (not a refusal)."""
+        variant = self._dispatch(name, opset)
+        return variant is not None and not variant.refuses
 
     def min_opset(self, name: str) -> int | None:
-        sinces = [v.since for t in (self._custom, self._builtin) for v in t.get(name, [])]
+        sinces = [v.since for t in (self._custom, self._builtin) for v in t.get(name, []) if not v.refuses]
         return min(sinces) if sinces else None
 
     def names(self) -> list[str]:
@@ -66,11 +87,12 @@ class SymbolicRegistry:
 
     def supported_opsets(self, name: str) -> list[int]:
         """The opsets MIN_OPSET-MAX_OPSET at which ``name`` has a symbolic (a user registration or a built-in
-        variant), read from the declarations alone. A form of the op may need more (its error names the opset)."""
+        variant) that is not a refusal, read from the declarations alone. A form of the op may need more (its error
+        names the opset)."""
         return [opset for opset in range(MIN_OPSET, MAX_OPSET + 1) if self.is_supported(name, opset)]
 
     def lowest_opset(self, name: str) -> int | None:
-        """The lowest opset at which ``name`` has a symbolic, None when it has none."""
+        """The lowest opset at which ``name`` has a symbolic that is not a refusal, None when it has none."""
         opsets = self.supported_opsets(name)
         return opsets[0] if opsets else None
 
@@ -80,11 +102,11 @@ class SymbolicRegistry:
         return variants[-1].fn.__module__.rsplit(".", 1)[-1] if variants else None
 
 
-def _pick(variants: list[Variant], opset: int) -> Callable | None:
+def _pick(variants: list[Variant], opset: int) -> Variant | None:
     best = None
     for variant in variants:
         if variant.since <= opset:
-            best = variant.fn
+            best = variant
     return best
 
 
@@ -103,12 +125,14 @@ def lowest_opset(name: str) -> int | None:
     return REGISTRY.lowest_opset(name)
 
 
-def symbolic(*names: str, since: int = MIN_OPSET):
-    """Decorator registering a built-in symbolic for one or more TorchScript op names since an opset."""
+def symbolic(*names: str, since: int = MIN_OPSET, refuses: bool = False):
+    """Decorator registering a built-in symbolic for one or more TorchScript op names since an opset. ``refuses``
+    registers a refusal: the symbolic raises UnsupportedOperatorError for every input at the opsets it covers (up
+    to the op's next variant), which the support queries do not count (see the module docstring)."""
 
     def decorate(fn: Callable) -> Callable:
         for name in names:
-            REGISTRY.register(name, since, fn)
+            REGISTRY.register(name, since, fn, refuses=refuses)
         return fn
 
     return decorate

@@ -2,8 +2,9 @@
 from results).
 
 Operators: one row per op-library family, its TorchScript ops, each with the lowest opset it is declared from when
-that is above 7. Workarounds: one row per declaration of ``exporter/lowering/runtime.py``. Opset forms: what the
-exporter emits differently from opset 17 up, one row per entry of ``opset_forms.toml``.
+that is above 7; then the ops registered only to be refused (no opset exports them). Workarounds: one row per
+declaration of ``exporter/lowering/runtime.py``. Opset forms: what the exporter emits differently from opset 17 up,
+one row per entry of ``opset_forms.toml``.
 ``python -m reports supported-ops --readme README.md`` rewrites both tables between their markers; ``--check`` exits
 1 when the README's tables are not what the exporter declares (tests/test_reports.py runs it).
 """
@@ -48,18 +49,24 @@ def table(snapshot: dict) -> str:
     by_family: dict[str, list[str]] = collections.defaultdict(list)
     families = snapshot.get("families", {})
     for op, opsets in sorted(snapshot["ops"].items()):
-        if not opsets:
-            continue
-        lowest = min(opsets)
-        label = f"`{op.split('::', 1)[1] if op.startswith('aten::') else op}`"
-        by_family[families.get(op) or "user registrations"].append(label + (f" ({lowest})" if lowest > 7 else ""))
+        if opsets:
+            floor = f" ({min(opsets)})" if min(opsets) > 7 else ""
+            by_family[families.get(op) or "user registrations"].append(_label(op) + floor)
     declared = sum(len(ops) for ops in by_family.values())
     lines = [f"{declared} TorchScript ops (`aten::` unless another namespace is shown) have a symbolic; "
              "`(N)`: declared from opset N (otherwise from 7). Query one with "
              "`python -c \"from exporter.registry import supported_opsets; print(supported_opsets('aten::gather'))\"`.",
              "", "| family | ops |", "|---|---|"]
     lines += [f"| {family} | {' '.join(ops)} |" for family, ops in sorted(by_family.items())]
+    # Registered, but only to say why no opset exports them: listed, so that they are not taken for forgotten.
+    refused = [_label(op) for op, opsets in sorted(snapshot["ops"].items()) if not opsets]
+    if refused:
+        lines += ["", "Refused at every opset, each with the ONNX gap that rules it out: " + " ".join(refused) + "."]
     return "\n".join(lines)
+
+
+def _label(op: str) -> str:
+    return f"`{op.split('::', 1)[1] if op.startswith('aten::') else op}`"
 
 
 def workaround_table(snapshot: dict) -> str:

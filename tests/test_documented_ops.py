@@ -42,6 +42,7 @@ LOWEST_OPSET = {
     "aten::nonzero": (9, "NonZero exists from opset 9 (a data-dependent output size)"),
     "aten::index_copy": (9, "writing rows at tensor indices needs Scatter (opset 9)"),
     "aten::index_fill": (9, "filling at tensor indices needs Scatter (opset 9)"),
+    "aten::index_put": (9, "a mask needs Where (opset 9), index tensors ScatterND (opset 11)"),
     "aten::det": (11, "Det exists from opset 11"),
     "aten::linalg_det": (11, "Det exists from opset 11"),
     "aten::logdet": (11, "Det exists from opset 11"),

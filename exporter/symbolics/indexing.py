@@ -281,10 +281,15 @@ def _broadcast_indices(g, tensors: list) -> list:
     return [typed(g.op("Add", t, zero), shape) for t in tensors]
 
 
-@symbolic("aten::index_put", "aten::index_put_", "aten::_unsafe_index_put")
+_INDEX_PUTS = ("aten::index_put", "aten::index_put_", "aten::_unsafe_index_put")
+
+
+@symbolic(*_INDEX_PUTS, refuses=True)
+@symbolic(*_INDEX_PUTS, since=9)
 def index_put(g, self, indices, values, accumulate=False):
     """index_put(indices, values, accumulate): Where for a mask and one value, ScatterND otherwise;
-    accumulate sums duplicates."""
+    accumulate sums duplicates. Every form needs opset 9 at least: below it, registered as a refusal, it raises
+    the error naming the opset the form needs (9 for a mask, 11 for index tensors)."""
     accumulate = bool(constant_value(accumulate)) if accumulate is not None else False
     indices = list(indices)
     present = [i for i in indices if i is not None]

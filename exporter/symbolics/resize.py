@@ -366,7 +366,7 @@ _ANTIALIASED = ("aten::_upsample_bilinear2d_aa", "aten::_upsample_bicubic2d_aa")
 _ANTIALIASED_CUBIC_COEFF_A = -0.5
 
 
-@symbolic(*_ANTIALIASED)
+@symbolic(*_ANTIALIASED, refuses=True)
 def upsample_antialiased_before_18(g, *args):
     """F.interpolate(antialias=True) needs Resize's ``antialias`` (opset 18)."""
     require_opset(g, 18, "antialiased interpolation needs Resize antialias")
@@ -387,7 +387,7 @@ def upsample_antialiased(g, input, output_size, align_corners, *scales):
                       exclude_outside_i=1, cubic_coeff_a_f=_ANTIALIASED_CUBIC_COEFF_A)
 
 
-@symbolic("aten::_upsample_lanczos2d_aa")
+@symbolic("aten::_upsample_lanczos2d_aa", refuses=True)
 def upsample_lanczos(g, *args):
     raise unsupported(g.op_kind, g.opset, "ONNX Resize has no Lanczos filter at any opset")
 
@@ -403,7 +403,7 @@ _GRID_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
 _GRID_SAMPLERS = ("aten::grid_sampler", "aten::grid_sampler_2d", "aten::grid_sampler_3d")
 
 
-@symbolic(*_GRID_SAMPLERS)
+@symbolic(*_GRID_SAMPLERS, refuses=True)
 def grid_sampler_before_16(g, input, *args):
     """Registered from opset 7 so that the error names the opset this input needs: 16, or 20 for a volume."""
     _require_grid_sample(g, input)
@@ -441,7 +441,7 @@ def _grid_sample(g, input, grid, mode: str, padding_mode: int, align_corners: bo
 
 
 # -- affine grids ------------------------------------------------------------------------------------------------
-@symbolic("aten::affine_grid_generator")
+@symbolic("aten::affine_grid_generator", refuses=True)
 def affine_grid_before_20(g, theta, size, align_corners):
     """Registered from opset 7 so that the error names the opset affine_grid needs: 20 (AffineGrid)."""
     require_opset(g, 20, "affine_grid needs AffineGrid")

@@ -23,7 +23,7 @@ def _argument(x, default):
     return default if x is None else constant_value(x)
 
 
-@symbolic("aten::stft")
+@symbolic("aten::stft", refuses=True)
 def stft_before_17(g, self, *args):
     """Registered from opset 7 so that the error names the opset stft needs: 17 (STFT)."""
     require_opset(g, 17, "stft needs STFT")

@@ -46,15 +46,16 @@ def _rois_parts(g, rois):
     return cast(g, batch, INT64), boxes
 
 
-@symbolic("torchvision::roi_align")
+@symbolic("torchvision::roi_align", refuses=True)
+@symbolic("torchvision::roi_align", since=10)
 @parse_args("v", "v", "f", "i", "i", "i", "b")
 def roi_align(g, input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
     """roi_align as RoiAlign-10, whose sampling is aligned=False's.
 
     aligned=True shifts samples by half a pixel, which RoiAlign offers from opset 16. Shifting the boxes instead
     is not exact: RoiAlign-10 also widens boxes narrower than one pixel, which PyTorch's aligned mode does not.
-    Registered from opset 7 rather than 10 so that below 10 an aligned=True export names 16, the lowest opset
-    that works for it.
+    Registered below 10 too, as a refusal, so that there an aligned=True export names 16, the lowest opset that
+    works for it.
     """
     if aligned:
         require_opset(g, 16, "roi_align with aligned=True needs RoiAlign coordinate_transformation_mode half_pixel")
@@ -91,13 +92,13 @@ def roi_pool(g, input, rois, spatial_scale, pooled_height, pooled_width):
     return pooled, None
 
 
-@symbolic("torchvision::ps_roi_align", "torchvision::ps_roi_pool")
+@symbolic("torchvision::ps_roi_align", "torchvision::ps_roi_pool", refuses=True)
 def position_sensitive_roi(g, *args):
     """Position-sensitive RoI pooling has no ONNX operator at any opset."""
     raise unsupported(g.op_kind, g.opset, "position-sensitive RoI pooling has no ONNX operator")
 
 
-@symbolic("torchvision::deform_conv2d")
+@symbolic("torchvision::deform_conv2d", refuses=True)
 def deform_conv2d_before_19(g, *args):
     """Deformable convolution needs ONNX DeformConv (opset 19)."""
     require_opset(g, 19, "deformable convolution needs DeformConv")
