@@ -15,7 +15,6 @@ import operator
 from typing import Any
 
 import torch
-from onnx import TensorProto
 from torch.export.graph_signature import InputKind, OutputKind
 
 from exporter import dtypes, ir, provenance
@@ -173,7 +172,7 @@ class FxConverter:
             return tuple(self._inline(g, env[taken], operands, env))
         branches = [self._subgraph(g, env[gm], operands, [], name, env)
                     for gm, name in ((true_graph, "then_branch"), (false_graph, "else_branch"))]
-        condition = g.op("Cast", condition, to_i=TensorProto.BOOL) if g.dtype(condition) != TensorProto.BOOL else condition
+        condition = g.op("Cast", condition, to_i=dtypes.BOOL) if g.dtype(condition) != dtypes.BOOL else condition
         results = g.op("If", condition, then_branch_g=branches[0], else_branch_g=branches[1],
                          outputs=len(branches[0].outputs))
         return _typed_like(results, branches[0].outputs)
@@ -187,8 +186,8 @@ class FxConverter:
         initial = [g.value(_materialize(value, env, opset)) for value in carried]
         additional = [_materialize(value, env, opset) for value in additional]
         condition = g.value(self._inline(g, env[cond_graph], [*initial, *additional], env)[0])
-        iteration = self._loop_input("iteration", TensorProto.INT64, ())
-        running = self._loop_input("condition", TensorProto.BOOL, ())
+        iteration = self._loop_input("iteration", dtypes.INT64, ())
+        running = self._loop_input("condition", dtypes.BOOL, ())
         carried_in = [self._loop_input("carried", value.dtype, _loose_shape(example))
                       for value, example in zip(initial, _recorded(node))]
         body = self._subgraph(g, env[body_graph], [*carried_in, *additional], [iteration, running, *carried_in],

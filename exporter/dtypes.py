@@ -6,6 +6,13 @@ import numpy as np
 import torch
 from onnx import TensorProto
 
+# The ONNX element types the engine names most, defined here once (the others are read from TensorProto).
+BOOL = TensorProto.BOOL
+INT32 = TensorProto.INT32
+INT64 = TensorProto.INT64
+FLOAT = TensorProto.FLOAT
+DOUBLE = TensorProto.DOUBLE
+
 TORCH_TO_ONNX: dict[torch.dtype, int] = {
     torch.float32: TensorProto.FLOAT,
     torch.float64: TensorProto.DOUBLE,

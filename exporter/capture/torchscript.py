@@ -15,7 +15,6 @@ import os
 import time
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch

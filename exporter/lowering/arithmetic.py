@@ -11,18 +11,10 @@ import numpy as np
 import torch
 from onnx import TensorProto
 
+from exporter.dtypes import BOOL, DOUBLE, FLOAT, INT32
 from exporter import dtypes
 from exporter.lowering.comparison import WIDE_INTS, less, select
-from exporter.lowering.core import (
-    BOOL,
-    DOUBLE,
-    FLOAT,
-    INT32,
-    cast,
-    constant_value,
-    is_value,
-    promote,
-)
+from exporter.lowering.core import cast, constant_value, is_value, promote
 from exporter.lowering.runtime import (
     CLIP_DOUBLE_AS_MAX_MIN,
     DOUBLE_MATH_IN_FLOAT32,

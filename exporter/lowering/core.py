@@ -10,14 +10,10 @@ import torch
 from onnx import TensorProto
 
 from exporter import dtypes, ir
+from exporter.dtypes import FLOAT, INT64
 from exporter.errors import SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import GraphContext
 
-INT32 = TensorProto.INT32
-INT64 = TensorProto.INT64
-FLOAT = TensorProto.FLOAT
-DOUBLE = TensorProto.DOUBLE
-BOOL = TensorProto.BOOL
 
 
 def is_value(x: Any) -> bool:

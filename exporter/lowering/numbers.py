@@ -4,8 +4,9 @@ take floating types only)."""
 
 from __future__ import annotations
 
+from exporter.dtypes import DOUBLE, FLOAT
 from exporter import ir
-from exporter.lowering.core import DOUBLE, FLOAT, cast
+from exporter.lowering.core import cast
 from exporter.lowering.runtime import MIN_MAX_6_DOUBLES, applies
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from exporter.lowering.core import INT64, cast, is_constant, slice_op
+from exporter.dtypes import INT64
+from exporter.lowering.core import cast, is_constant, slice_op
 from exporter.lowering.shape import arange_indices
 
 

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
+from exporter.dtypes import DOUBLE, INT64
 from exporter import dtypes
-from exporter.lowering.core import (
-    DOUBLE,
-    INT64,
-    cast,
-    constant_value,
-    is_value,
-    slice_op,
-    to_int64_list_value,
-)
+from exporter.lowering.core import cast, constant_value, is_value, slice_op, to_int64_list_value
 from exporter.registry import unsupported
 
 

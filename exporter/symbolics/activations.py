@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from exporter.dtypes import FLOAT
 from exporter import dtypes
 from exporter.lowering.activations import (
     native_activation,
@@ -24,15 +25,7 @@ from exporter.lowering.arithmetic import (
     unary_math,
 )
 from exporter.lowering.comparison import less, select
-from exporter.lowering.core import (
-    FLOAT,
-    cast,
-    normalize_dim,
-    require_opset,
-    require_rank,
-    reshape,
-    unsqueeze,
-)
+from exporter.lowering.core import cast, normalize_dim, require_opset, require_rank, reshape, unsqueeze
 from exporter.lowering.shape import split_halves
 from exporter.registry import parse_args, symbolic, unsupported
 

@@ -8,16 +8,13 @@ opset, so other families can compare and select without caring about the opset.
 
 from __future__ import annotations
 
-from onnx import TensorProto
 
+from exporter.dtypes import BOOL, INT32
 from exporter import dtypes
 from exporter.lowering.comparison import WIDE_INTS, as_bool, equal, less, less_equal
-from exporter.lowering.core import BOOL, cast, promote_all, require_opset
+from exporter.lowering.core import cast, promote_all, require_opset
 from exporter.registry import symbolic, unsupported
 
-INT32 = TensorProto.INT32
-INT64 = TensorProto.INT64
-DOUBLE = TensorProto.DOUBLE
 
 
 # -- comparison symbolics ---------------------------------------------------------------------------------

@@ -17,25 +17,16 @@ import contextlib
 import torch
 from onnx import TensorProto
 
+from exporter.dtypes import BOOL, DOUBLE, INT64
 from exporter import dtypes, ir
 from exporter.errors import OnnxExporterError, SymbolicValueError
 from exporter.lowering import optional
-from exporter.lowering.core import (
-    BOOL,
-    INT64,
-    cast,
-    constant_value,
-    dim_size,
-    is_constant,
-    is_value,
-    require_opset,
-)
+from exporter.lowering.core import cast, constant_value, dim_size, is_constant, is_value, require_opset
 from exporter.lowering.numbers import extremum
 from exporter.lowering.sequence import SEQUENCE_OPSET, as_sequence, has_sequences, sequence_length
 from exporter.registry import symbolic, unsupported
 from exporter.ts_types import declared_element_type, ts_value_type
 
-DOUBLE = TensorProto.DOUBLE
 _INT64_MAX = 2**63 - 1
 _NUMBER_DTYPES = {"IntType": INT64, "FloatType": DOUBLE, "BoolType": BOOL}
 SEQUENCE_LOOP_OPSET = 13  # Loop-11 carries tensors only; sequence types joined its V at Loop-13

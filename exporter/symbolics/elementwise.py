@@ -15,6 +15,7 @@ import math
 import numpy as np
 from onnx import TensorProto
 
+from exporter.dtypes import BOOL, DOUBLE, FLOAT, INT32, INT64
 from exporter import dtypes
 from exporter.lowering.arithmetic import (
     arith,
@@ -28,16 +29,7 @@ from exporter.lowering.arithmetic import (
 )
 from exporter.lowering.arithmetic import typed_scalar as _scalar
 from exporter.lowering.comparison import equal, is_nan, less, not_nan, select
-from exporter.lowering.core import (
-    BOOL,
-    FLOAT,
-    cast,
-    constant_value,
-    is_value,
-    promote,
-    promote_all,
-    require_opset,
-)
+from exporter.lowering.core import cast, constant_value, is_value, promote, promote_all, require_opset
 from exporter.lowering.indexing import nonzero_vectors
 from exporter.lowering.rounding import (
     add_where,
@@ -51,9 +43,6 @@ from exporter.lowering.runtime import DOUBLE_MATH_BY_IDENTITY, applies
 from exporter.lowering.sequence import is_list, is_list_tensor, list_concat
 from exporter.registry import parse_args, symbolic, unsupported
 
-DOUBLE = TensorProto.DOUBLE
-INT32 = TensorProto.INT32
-INT64 = TensorProto.INT64
 
 
 # -- arithmetic ---------------------------------------------------------------------------------------------

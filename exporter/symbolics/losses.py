@@ -12,19 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from exporter.dtypes import INT64
 from exporter.lowering.activations import softmax_op, stable_softplus
 from exporter.lowering.arithmetic import clamp_value
 from exporter.lowering.comparison import equal, select
-from exporter.lowering.core import (
-    INT64,
-    cast,
-    dim_size,
-    reduce_op,
-    require_opset,
-    require_rank,
-    reshape,
-    unsqueeze,
-)
+from exporter.lowering.core import cast, dim_size, reduce_op, require_opset, require_rank, reshape, unsqueeze
 from exporter.lowering.shape import arange_indices
 from exporter.registry import parse_args, symbolic
 

@@ -11,13 +11,8 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from exporter.lowering.core import (
-    DOUBLE,
-    cast,
-    require_rank,
-    reshape,
-    shape_of,
-)
+from exporter.dtypes import DOUBLE
+from exporter.lowering.core import cast, require_rank, reshape, shape_of
 from exporter.lowering.normalization import normalize_batch, standardize
 from exporter.lowering.reductions import accumulation_type
 from exporter.lowering.runtime import INSTANCE_NORM_DOUBLE_DECOMPOSED, applies

@@ -5,15 +5,8 @@ from __future__ import annotations
 import functools
 import re
 
-from exporter.lowering.core import (
-    INT64,
-    reduce_op,
-    require_opset,
-    require_rank,
-    slice_op,
-    squeeze,
-    unsqueeze,
-)
+from exporter.dtypes import INT64
+from exporter.lowering.core import reduce_op, require_opset, require_rank, slice_op, squeeze, unsqueeze
 from exporter.lowering.pooling import average_pool, per_axis, pool
 from exporter.registry import parse_args, symbolic, unsupported
 

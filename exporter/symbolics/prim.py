@@ -5,17 +5,10 @@ from __future__ import annotations
 import torch
 from onnx import TensorProto
 
+from exporter.dtypes import INT64
 from exporter import dtypes, ir
 from exporter.errors import SymbolicValueError
-from exporter.lowering.core import (
-    INT64,
-    cast,
-    constant_value,
-    is_value,
-    reshape,
-    to_int64_list_value,
-    torch_dtype_arg,
-)
+from exporter.lowering.core import cast, constant_value, is_value, reshape, to_int64_list_value, torch_dtype_arg
 from exporter.lowering.indexing import gather_at
 from exporter.lowering.sequence import concat_from_sequence, is_list_tensor, sequence_at, unpack_sequence
 from exporter.registry import symbolic

@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
+from exporter.dtypes import FLOAT
 from exporter import ir
 from exporter.lowering.arithmetic import clamp_value
-from exporter.lowering.core import FLOAT, cast, require_rank, unsqueeze
+from exporter.lowering.core import cast, require_rank, unsqueeze
 from exporter.lowering.quantized import (
     PER_CHANNEL_OPSET,
     QDQ_OPSET,

@@ -14,20 +14,11 @@ from __future__ import annotations
 import torch
 from onnx import TensorProto
 
+from exporter.dtypes import FLOAT, INT64
 from exporter import dtypes
 from exporter.lowering.arithmetic import clamp_value
 from exporter.lowering.comparison import less
-from exporter.lowering.core import (
-    FLOAT,
-    INT64,
-    cast,
-    constant_value,
-    is_value,
-    require_rank,
-    squeeze,
-    torch_dtype_arg,
-    unsqueeze,
-)
+from exporter.lowering.core import cast, constant_value, is_value, require_rank, squeeze, torch_dtype_arg, unsqueeze
 from exporter.lowering.factories import filled
 from exporter.lowering.sorting import top_k
 from exporter.registry import symbolic, unsupported

@@ -11,20 +11,10 @@ from __future__ import annotations
 
 import math
 
-from onnx import TensorProto
 
+from exporter.dtypes import BOOL, INT32, INT64
 from exporter.lowering.core import (
-    BOOL,
-    INT64,
-    cast,
-    constant_value,
-    is_value,
-    normalize_dim,
-    reduce_op,
-    require_rank,
-    reshape,
-    squeeze,
-    torch_dtype_arg,
+    cast, constant_value, is_value, normalize_dim, reduce_op, require_rank, reshape, squeeze, torch_dtype_arg,
 )
 from exporter.lowering.reductions import (
     NARROW_INTS,
@@ -37,7 +27,6 @@ from exporter.lowering.reductions import (
 )
 from exporter.registry import REGISTRY, parse_args, symbolic, unsupported
 
-INT32 = TensorProto.INT32
 
 
 def _is_overload(g, name: str) -> bool:

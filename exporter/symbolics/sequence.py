@@ -7,7 +7,8 @@ The ``dtype`` of a sequence value is the element type of its tensors.
 
 from __future__ import annotations
 
-from exporter.lowering.core import INT64, cast, constant_value, is_value
+from exporter.dtypes import INT64
+from exporter.lowering.core import cast, constant_value, is_value
 from exporter.lowering.numbers import extremum
 from exporter.lowering.sequence import (
     as_sequence,

@@ -13,26 +13,13 @@ import math
 import numpy as np
 import torch
 
+from exporter.dtypes import INT64
 from exporter import dtypes, ir
 from exporter.errors import SymbolicValueError
 from exporter.lowering.comparison import equal, less, select
 from exporter.lowering.core import (
-    INT64,
-    cast,
-    constant_value,
-    dim_size,
-    is_constant,
-    is_value,
-    normalize_dim,
-    promote_all,
-    require_opset,
-    require_rank,
-    reshape,
-    shape_of,
-    slice_op,
-    squeeze,
-    to_int64_list_value,
-    unsqueeze,
+    cast, constant_value, dim_size, is_constant, is_value, normalize_dim, promote_all, require_opset, require_rank,
+    reshape, shape_of, slice_op, squeeze, to_int64_list_value, unsqueeze,
 )
 from exporter.lowering.indexing import gather_at, repeat_indices
 from exporter.lowering.runtime import DEPTH_TO_SPACE_INTEGERS, applies

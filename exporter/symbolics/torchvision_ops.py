@@ -8,16 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from exporter.lowering.core import (
-    INT64,
-    cast,
-    dim_size,
-    require_opset,
-    slice_op,
-    squeeze,
-    to_int64_list_value,
-    unsqueeze,
-)
+from exporter.dtypes import INT64
+from exporter.lowering.core import cast, dim_size, require_opset, slice_op, squeeze, to_int64_list_value, unsqueeze
 from exporter.registry import parse_args, symbolic, unsupported
 
 
