@@ -99,7 +99,7 @@ CLIP_DOUBLE_AS_MAX_MIN = declare(
 )
 
 # -- shape, tensor factories, sequence, control flow, prim, resize, attention -------------------------------------
-# symbolics.shape.pixel_shuffle: Reshape/Transpose/Reshape for tensors that are not floating point.
+# symbolics.rearrange.pixel_shuffle: Reshape/Transpose/Reshape for tensors that are not floating point.
 DEPTH_TO_SPACE_INTEGERS = declare(
     "depth_to_space_integers",
     gap="ONNX Runtime has DepthToSpace kernels for float, double, half, int8 and uint8 only (none for int32, int64 "

@@ -374,3 +374,22 @@ def unsqueeze_at(g, x, dim):
     out = g.op("Reshape", x, g.op("Gather", padded, index, axis_i=0))
     out.shape = (None,) * (rank + 1)
     return out
+
+
+# -- what the capture recorded, and cutting along a dim ---------------------------------------------------------
+def traced_dim(g, dim: int, input_index: int = 0) -> int | None:
+    """The size the trace recorded for ``dim`` of the node's input (the example's size, even if dynamic)."""
+
+    shape = g.input_layout(input_index)[0]
+    return shape[dim] if shape is not None and isinstance(shape[dim], int) else None
+
+
+def list_output_count(g) -> int | None:
+    """How many tensors the list returned by the current node holds, read from its ListUnpack consumer."""
+    return g.list_output_length(0)
+
+
+def split_at(g, x, dim: int, starts: list) -> list:
+    """Pieces of ``x`` between consecutive ``starts`` along ``dim`` (the last one runs to the end), via Slice."""
+    ends = list(starts[1:]) + [INT64_MAX]
+    return [slice_op(g, x, [dim], [s], [e]) for s, e in zip(starts, ends)]

@@ -21,6 +21,7 @@ from exporter.symbolics import (  # noqa: F401
     quantized,
     quantized_ops,
     random,
+    rearrange,
     reductions,
     resize,
     rnn,
