@@ -281,7 +281,7 @@ def export(
     in state_dict order, as PyTorch's exporter counts them) and outputs in order; a shorter list names a prefix, a longer
     one is an :class:`ExportArgumentError`. ``dynamic_axes`` maps an input or output name to ``{axis: name}`` or
     to a list of axes (named ``<name>_dynamic_axes_<k>``); a key naming neither an input nor an output (a parameter,
-    say) is an :class:`ExportArgumentError`, where torch.onnx warns and writes a static model.
+    say) is an :class:`ExportArgumentError`, where PyTorch's exporter warns and writes a static model.
     ``keep_initializers_as_inputs`` also lists parameters as graph inputs (always on below opset 9);
     ``export_params=False`` leaves the parameters out, so they become plain inputs. ``training`` selects
     eval, preserve or training mode; ``operator_export_type`` chooses how unconvertible ops are handled;
@@ -604,9 +604,9 @@ def _check_custom_opsets(custom_opsets: Mapping[str, int] | None) -> None:
 
 
 def _check_dynamic_axes_names(dynamic_axes: dict, names_in: list[str], names_out: list[str], user_count: int) -> None:
-    """A ``dynamic_axes`` key names a graph input or output. Anything else is refused: ignoring it (torch.onnx warns and
-    does) writes a static model where the caller asked for a dynamic one. A parameter's or buffer's shape is its
-    data's."""
+    """A ``dynamic_axes`` key names a graph input or output. Anything else is refused: ignoring it (PyTorch's
+    exporter warns and does) writes a static model where the caller asked for a dynamic one. A parameter's or
+    buffer's shape is its data's."""
     inputs, state = names_in[:user_count], set(names_in[user_count:])
     for key in dynamic_axes:
         if key in inputs or key in names_out:

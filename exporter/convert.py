@@ -106,7 +106,7 @@ class Converter:
         if force_local and not produced_here:
             if result.kind == ir.OPTIONAL:
                 return optional.pass_through(g, result)
-            return _copy_type(g.op("Identity", result), result)
+            return copy_type(g.op("Identity", result), result)
         return result
 
     # -- nodes --------------------------------------------------------------------------------------------
@@ -389,7 +389,7 @@ def _infer_missing_shapes(g: GraphContext, node, new_nodes: list, result: Any) -
         infer_local_shapes(new_nodes, g.opset, g.session.used_domains)
 
 
-def _copy_type(value: ir.Value, like: ir.Value) -> ir.Value:
+def copy_type(value: ir.Value, like: ir.Value) -> ir.Value:
     value.dtype, value.shape, value.kind, value.elem_shape = like.dtype, like.shape, like.kind, like.elem_shape
     return value
 

@@ -21,7 +21,7 @@ from exporter import dtypes, ir, provenance
 from exporter.capture.common import Capture
 from exporter.capture.export import ASSERTION_OPS, state_tensor
 from exporter.capture.fx_facts import FX_FACTS, op_kind, returns_several, schema_arguments, value_type
-from exporter.convert import any_empty, call_symbolic, foldable_kind
+from exporter.convert import copy_type, any_empty, call_symbolic, foldable_kind
 from exporter.errors import UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.registry import REGISTRY
@@ -284,9 +284,7 @@ def _local_output(g: GraphContext, result: Any) -> ir.Value:
         return g.const(result)
     if result.producer is not None and result.producer in g.graph.nodes:
         return result
-    local = g.op("Identity", result)
-    local.dtype, local.shape, local.kind = result.dtype, result.shape, result.kind
-    return local
+    return copy_type(g.op("Identity", result), result)
 
 
 def _typed_like(results: ir.Value | tuple, values: list[ir.Value]) -> tuple:
