@@ -12,6 +12,7 @@ INT32 = TensorProto.INT32
 INT64 = TensorProto.INT64
 FLOAT = TensorProto.FLOAT
 DOUBLE = TensorProto.DOUBLE
+BFLOAT16 = TensorProto.BFLOAT16
 
 TORCH_TO_ONNX: dict[torch.dtype, int] = {
     torch.float32: TensorProto.FLOAT,
@@ -84,6 +85,16 @@ def numpy_from_onnx(elem_type: int) -> np.dtype:
     from onnx.helper import tensor_dtype_to_np_dtype
 
     return tensor_dtype_to_np_dtype(elem_type)
+
+
+def tensor_to_numpy(tensor: torch.Tensor) -> np.ndarray:
+    """A CPU tensor's data as numpy in its own element type: bfloat16 through ml_dtypes (which onnx writes as
+    BFLOAT16), never widened to float32, so a bfloat16 constant keeps the type its consumers expect."""
+    if tensor.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return tensor.numpy()
 
 
 def onnx_from_numpy(dtype: np.dtype) -> int:

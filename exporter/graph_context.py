@@ -339,9 +339,7 @@ def _to_array(payload: Any, dtype: torch.dtype | int | None) -> np.ndarray:
         tensor = payload.detach().cpu()
         if dtype is not None:
             tensor = tensor.to(dtype if isinstance(dtype, torch.dtype) else dtypes.torch_from_onnx(dtype))
-        if tensor.dtype == torch.bfloat16:
-            tensor = tensor.float()
-        return tensor.numpy().copy()
+        return dtypes.tensor_to_numpy(tensor).copy()
     if isinstance(payload, np.ndarray):
         array = payload
     elif dtype is not None and (

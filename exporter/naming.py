@@ -11,7 +11,6 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
 from exporter import dtypes, ir, passes
@@ -144,7 +143,7 @@ def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params:
             inputs.append(ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(shape)))
     params = []
     for name, (_, tensor) in zip(names[user_count:], captured.params):
-        array = _param_array(tensor)
+        array = dtypes.tensor_to_numpy(tensor.detach().cpu())
         value = ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(tensor.shape), is_param=True)
         value.const = array if export_params else None
         params.append(value)
@@ -172,16 +171,6 @@ def _sequence_input(name: str, items: list[torch.Tensor], graph, position: int, 
     value.elem_shape = () if element.kind() in _NUMBER_LIST_TYPES else (
         (None,) * ranks.pop() if len(ranks) == 1 else None)
     return value
-
-
-def _param_array(tensor: torch.Tensor) -> np.ndarray:
-    """The tensor's data as numpy, in its own element type (bfloat16 through ml_dtypes, which onnx writes)."""
-    tensor = tensor.detach().cpu()
-    if tensor.dtype == torch.bfloat16:
-        import ml_dtypes
-
-        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return tensor.numpy()
 
 
 def lay_out_inputs(

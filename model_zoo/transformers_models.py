@@ -234,9 +234,7 @@ def architectures() -> list[Architecture]:
         _encoder("hf_deberta", "Deberta", (WHERE, SLICE)),
         _encoder("hf_deberta_v2", "DebertaV2", (WHERE, SLICE)),
         _encoder("hf_mpnet", "MPNet", (WHERE, CUMSUM), pad_token_id=1),
-        replace(_encoder("hf_convbert", "ConvBert", (WHERE, SLICE), embedding_size=16),
-                notes="engine gap: the dynamic export fails at opsets 10-13 (aten::im2col: the channel count of its "
-                      "input is not known statically there; from 14 it is)"),
+        _encoder("hf_convbert", "ConvBert", (WHERE, SLICE), embedding_size=16),
         _encoder("hf_modernbert", "ModernBert", (ERF, RANGE), global_attn_every_n_layers=2, local_attention=4,
                  cls_token_id=3, sep_token_id=2),
         Architecture("hf_distilbert", "DistilBertModel", "DistilBertConfig",
@@ -272,10 +270,7 @@ def architectures() -> list[Architecture]:
         # ALiBi positions
         _decoder("hf_bloom", "Bloom", (WHERE, CUMSUM)),
         _decoder("hf_mpt", "Mpt", (WHERE, SLICE), expansion_ratio=2),
-        replace(_decoder("hf_falcon_alibi", "Falcon", (BFLOAT16,), alibi=True),
-                notes="engine gap: the checker rejects the export at every opset (a bfloat16 constant is written as "
-                      "float32, so Mul mixes float and bfloat16); with that fixed, ONNX Runtime's CPU provider has "
-                      "no bfloat16 Mul"),
+        _decoder("hf_falcon_alibi", "Falcon", (BFLOAT16,), alibi=True),
         # encoder-decoders
         Architecture("hf_t5", "T5ForConditionalGeneration", "T5Config",
                      _text_config(d_model=HIDDEN, d_kv=8, d_ff=FFN, num_layers=LAYERS, num_heads=HEADS,

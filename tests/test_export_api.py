@@ -412,3 +412,22 @@ def test_the_garbage_collector_is_paused_while_exporting_and_restored_after():
         assert not gc.isenabled()  # a caller's choice to keep it off is kept
     finally:
         gc.enable()
+
+
+class _BFloat16Slopes(torch.nn.Module):
+    def forward(self, x):
+        slopes = torch.tensor([0.5, 0.3, 0.1], dtype=torch.bfloat16)  # a traced constant, as Falcon's ALiBi slopes
+        return (slopes * x.bfloat16()).float()
+
+
+def test_a_bfloat16_constant_is_written_as_bfloat16_and_runs_right():
+    x = torch.tensor([1.7, -2.3, 3.9])
+    plain, _ = export_bytes(_BFloat16Slopes(), (x,), opset_version=13, runtime_workarounds=False)
+    model = onnx.load_from_string(plain)
+    onnx.checker.check_model(model, full_check=True)
+    constants = [a.t for n in model.graph.node if n.op_type == "Constant" for a in n.attribute if a.name == "value"]
+    assert onnx.TensorProto.BFLOAT16 in {t.data_type for t in constants}
+    data, result = export_bytes(_BFloat16Slopes(), (x,), opset_version=13)
+    assert "bfloat16_arithmetic_in_float" in result.workarounds
+    (actual,) = run_onnx(data, {model.graph.input[0].name: x.numpy()})
+    np.testing.assert_array_equal(actual, _BFloat16Slopes()(x).numpy())

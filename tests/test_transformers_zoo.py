@@ -76,3 +76,17 @@ def test_convbert_dynamic_export_below_14_keeps_its_im2col_channels(opset, tmp_p
     the symbolic takes the captured count (it refused before)."""
     row = _run("hf_convbert", opset, "dynamic", tmp_path)
     assert row["status"] == "pass", (row["status"], row["error"])
+
+
+@pytest.mark.parametrize("opset", [13, MAX_OPSET])
+def test_falcon_alibi_keeps_its_bfloat16_slopes(opset, tmp_path):
+    """Falcon computes its ALiBi slopes in bfloat16: the constant was once written as float32 (the checker refused
+    the Mul), and ONNX Runtime's CPU provider has no bfloat16 Mul (the export records the float32 workaround)."""
+    row = _run("hf_falcon_alibi", opset, "dynamic", tmp_path)
+    assert row["status"] == "pass", (row["status"], row["error"])
+    assert "bfloat16_arithmetic_in_float" in row["workarounds"]
+
+
+def test_falcon_alibi_below_13_names_the_opset_bfloat16_needs(tmp_path):
+    row = _run("hf_falcon_alibi", 12, "static", tmp_path)
+    assert row["status"] == "unsupported" and "needs opset >= 13" in row["error"], row

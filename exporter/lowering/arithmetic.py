@@ -11,11 +11,12 @@ import numpy as np
 import torch
 from onnx import TensorProto
 
-from exporter.dtypes import BOOL, DOUBLE, FLOAT, INT32
+from exporter.dtypes import BFLOAT16, BOOL, DOUBLE, FLOAT, INT32
 from exporter import dtypes
 from exporter.lowering.comparison import WIDE_INTS, less, select
 from exporter.lowering.core import cast, constant_value, is_value, promote
 from exporter.lowering.runtime import (
+    BFLOAT16_ARITHMETIC_IN_FLOAT,
     CLIP_DOUBLE_AS_MAX_MIN,
     DOUBLE_MATH_IN_FLOAT32,
     applies,
@@ -30,9 +31,12 @@ def typed_scalar(g, value, like):
 
 def arithmetic_type(g, dtype):
     """The type Add/Sub/Mul/Div run in for ``dtype``: they take no bool, and int8/uint8/int16/uint16 only from
-    opset 14, so those widen to int32 (exact; the final cast wraps back as PyTorch's narrow types do)."""
+    opset 14, so those widen to int32 (exact; the final cast wraps back as PyTorch's narrow types do). bfloat16
+    computes in float32 where the runtime lacks its kernels, rounded back once as PyTorch's CPU kernels do."""
     if dtype == BOOL or (dtypes.is_integer(dtype) and dtype not in WIDE_INTS and g.opset < 14):
         return INT32
+    if dtype == BFLOAT16 and applies(g, BFLOAT16_ARITHMETIC_IN_FLOAT):
+        return FLOAT
     return dtype
 
 

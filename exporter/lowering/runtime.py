@@ -70,6 +70,13 @@ ISNAN_BFLOAT16_IN_FLOAT = declare(
     gap="ONNX Runtime has no bfloat16 kernel for IsNaN-13 (it has one for IsNaN-20)",
     plain_form="IsNaN-13 on the bfloat16 input, as ONNX allows",
 )
+# lowering.arithmetic.arith: Add/Sub/Mul/Div of bfloat16 computed in float32 and rounded back once (exact: PyTorch's CPU
+# kernels compute bfloat16 arithmetic the same way).
+BFLOAT16_ARITHMETIC_IN_FLOAT = declare(
+    "bfloat16_arithmetic_in_float",
+    gap="ONNX Runtime has no bfloat16 kernel for Add, Sub, Mul or Div (ONNX allows bfloat16 from opset 13)",
+    plain_form="Add/Sub/Mul/Div on the bfloat16 operands, as ONNX allows",
+)
 # lowering.arithmetic.unary_math: Asin, Acos, Atan and Erf (and gelu's Erf) of doubles.
 DOUBLE_MATH_IN_FLOAT32 = declare(
     "double_math_in_float32",

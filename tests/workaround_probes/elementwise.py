@@ -27,4 +27,7 @@ PROBES = [
     Probe("clip_double_as_max_min", fn=lambda x: torch.clamp(x, -0.5, 0.5), inputs=_doubles, opset=11),
     Probe("isnan_bfloat16_in_float", fn=lambda x: torch.isnan(x.bfloat16()),
           inputs=lambda: (torch.tensor([1.0, float("nan"), float("inf"), -2.0]),), opset=13),
+    # Falcon's ALiBi slopes: a bfloat16 constant times int64 positions.
+    Probe("bfloat16_arithmetic_in_float", fn=lambda x: (x.bfloat16() * torch.arange(4)).float(),
+          inputs=lambda: (torch.tensor([1.3, -2.7, 0.1, 3.3]),), opset=13),
 ]
