@@ -13,6 +13,7 @@ INT64 = TensorProto.INT64
 FLOAT = TensorProto.FLOAT
 DOUBLE = TensorProto.DOUBLE
 BFLOAT16 = TensorProto.BFLOAT16
+FLOAT16 = TensorProto.FLOAT16
 
 TORCH_TO_ONNX: dict[torch.dtype, int] = {
     torch.float32: TensorProto.FLOAT,

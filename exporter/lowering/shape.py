@@ -80,10 +80,14 @@ def reshape_to(g, x, sizes: list):
     dims = g.static_dims(x)
     if dims is not None and all(not is_value(s) for s in sizes):
         sizes = [dims[i] if int(constant_value(s)) == 0 else int(constant_value(s)) for i, s in enumerate(sizes)]
+        emitted = list(sizes)
         if -1 in sizes:
+            inferred = sizes.index(-1)
             known = int(np.prod([s for s in sizes if s != -1], dtype=np.int64))
-            sizes[sizes.index(-1)] = int(np.prod(dims, dtype=np.int64)) // known if known else 0
-        return typed(reshape(g, x, sizes), sizes)
+            sizes[inferred] = int(np.prod(dims, dtype=np.int64)) // known if known else 0
+            if sizes[inferred]:  # a 0 stays -1: Reshape reads a 0 as "copy the input's dim" (an empty tensor's)
+                emitted[inferred] = sizes[inferred]
+        return typed(reshape(g, x, emitted), sizes)
     return typed(reshape(g, x, sizes), [s if not is_value(s) and int(constant_value(s)) > 0 else None for s in sizes])
 
 

@@ -8,6 +8,7 @@ from exporter.symbolics import (  # noqa: F401
     comparison,
     control_flow,
     distance,
+    histograms,
     elementwise,
     indexing,
     inplace,
