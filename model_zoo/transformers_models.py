@@ -134,6 +134,7 @@ STRIDED_SLICE: Floor = (10, "the dynamic export takes a strided slice of a run-t
 CUMSUM: Floor = (11, "the dynamic export numbers positions by a cumulative sum along the run-time sequence "
                      "(CumSum, opset 11)")
 RESIZE: Floor = (11, "the decode head upsamples to a run-time size (Resize with sizes, opset 11)")
+EXPERT_SORT: Floor = (11, "the tokens are sorted by expert: an int64 sort needs TopK-11")
 BFLOAT16: Floor = (13, "the ALiBi slopes are computed in bfloat16 (Cast to bfloat16, opset 13)")
 
 # A representative of each kind in the quick tier, at its lowest opset and the highest we support.
@@ -262,11 +263,13 @@ def architectures() -> list[Architecture]:
         _decoder("hf_starcoder2", "Starcoder2", (SLICE,), num_key_value_heads=2),
         _decoder("hf_olmo", "Olmo", (SLICE,)),
         _decoder("hf_granite", "Granite", (SLICE,), num_key_value_heads=2),
-        # Mixture of experts, in the form that exports: transformers' default ("grouped_mm") sorts the tokens by expert
-        # and multiplies groups of data-dependent sizes (torch.histc offsets); "batched_mm" gathers each token's
-        # experts' weights, one fixed-shape graph for any routing.
+        # Mixture of experts in both of transformers' forms: "batched_mm" gathers each token's experts' weights;
+        # the default, "grouped_mm", sorts the tokens by expert and multiplies groups of data-dependent sizes
+        # (aten::_grouped_mm, the group ends from torch.histc counts).
         _decoder("hf_mixtral", "Mixtral", (SLICE,), num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
                  experts_implementation="batched_mm"),
+        _decoder("hf_mixtral_grouped_mm", "Mixtral", (SLICE, EXPERT_SORT), num_key_value_heads=2, num_local_experts=4,
+                 num_experts_per_tok=2),
         # ALiBi positions
         _decoder("hf_bloom", "Bloom", (WHERE, CUMSUM)),
         _decoder("hf_mpt", "Mpt", (WHERE, SLICE), expansion_ratio=2),

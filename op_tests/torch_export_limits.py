@@ -23,6 +23,8 @@ _SPECIALIZED = ("the model's code fixes the size of the axis the case makes dyna
 _RNN_SEQUENCE = ("PyTorch's rnn_tanh/rnn_relu kernels fix the sequence and batch sizes under torch.export (the "
                  "capture keeps only LSTM and GRU whole, through torch.export's while_loop forms of them)")
 _PACKED = "pack_padded_sequence reads its lengths as data: torch.export cannot trace it"
+_GROUPED_MM_META = ("_grouped_mm's meta kernel takes only bfloat16 operands (\"Expected inputs of BF16 type\"), where "
+                    "its CPU kernel takes float32: torch.export cannot trace the float32 case")
 
 LIMITS: dict[str, tuple[tuple[str, ...], str]] = {
     **{name: (BOTH, _QUANTIZED) for name in (
@@ -50,6 +52,8 @@ LIMITS: dict[str, tuple[tuple[str, ...], str]] = {
     **{name: (BOTH, _PACKED) for name in (
         "pack_padded_sequence_lstm", "pack_padded_sequence_lstm_two_layers_bidirectional_batch_first_h0_c0",
         "pack_padded_sequence_gru_bidirectional_h0_padding_value", "pack_padded_sequence_rnn_relu_unsorted")},
+    **{name: (BOTH, _GROUPED_MM_META) for name in (
+        "_grouped_mm_groups_with_an_empty_one", "_grouped_mm_routed_by_histc", "_grouped_mm_batched_without_offs")},
     "set_": (BOTH, "set_ on an input that is also mutated otherwise: torch.export's functionalization refuses it"),
     "_shape_as_tensor": (BOTH, "_shape_as_tensor reads a fake tensor's data: torch.export cannot trace it"),
     "repeat_interleave_run_time_one_or_per_slice": (DYNAMIC, "torch.export cannot prove the repeats' length equals "

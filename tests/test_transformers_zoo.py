@@ -14,6 +14,7 @@ REPRESENTATIVES = [
     ("hf_bert", "dynamic"),             # encoder, learned positions, padded attention mask
     ("hf_llama", "dynamic"),            # decoder-only, rotary positions, grouped-query attention
     ("hf_bloom", "dynamic"),            # decoder-only, ALiBi positions
+    ("hf_mixtral_grouped_mm", "dynamic"),  # mixture of experts, transformers' default: histc and _grouped_mm
     ("hf_whisper", "dynamic"),          # encoder-decoder on log-mel features (reaches aten::diff)
     ("hf_wav2vec2", "dynamic"),         # speech encoder: convolutional feature extractor, dynamic audio length
     ("hf_vit", "static"),               # vision transformer

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import string
 
+import torch
+
 from exporter.dtypes import BOOL, INT64
 from exporter import dtypes
-from exporter.lowering.comparison import equal, select
+from exporter.lowering.arithmetic import minimum_value
+from exporter.lowering.comparison import equal, less_equal, select
 from exporter.lowering.core import (
-    cast, constant_value, is_constant, is_value, normalize_dim, promote_all, reduce_op, require_opset, require_rank,
-    scalar_like, squeeze, unsqueeze,
+    cast, constant_value, dim_size, is_constant, is_value, normalize_dim, promote_all, reduce_op, require_opset,
+    require_rank, scalar_like, squeeze, torch_dtype_arg, unsqueeze,
 )
 from exporter.lowering.linalg import INTEGER_MATMUL_OPSET, gemm_takes, matmul_takes
+from exporter.lowering.shape import arange_indices, reshape_to
 from exporter.registry import REGISTRY, parse_args, symbolic, unsupported
 
 
@@ -32,6 +36,41 @@ def matmul(g, a, b):
 @symbolic("aten::matmul", "aten::mm", "aten::bmm", "aten::mv", "aten::dot", "aten::vdot")
 def matmul_(g, self, other):
     return matmul(g, self, other)
+
+
+@symbolic("aten::_grouped_mm")
+def grouped_mm(g, self, mat2, offs=None, bias=None, out_dtype=None):
+    """_grouped_mm(self, mat2, offs, bias, out_dtype), the mixture-of-experts product: the rows of ``self`` [T, K]
+    in groups that end at the cumulative counts ``offs`` [G], group j's rows times ``mat2[j]`` [K, N]. Every row
+    is multiplied by every group's matrix ([G, T, N]: memory of groups x rows x N, not the rows x K x N of a
+    per-row gather of the matrices) and Gather picks its own group's result; a row past the last end, which
+    PyTorch leaves unwritten, takes the last group's. Without ``offs``, the batched product of two 3-D operands.
+    A bias is refused, as PyTorch's own kernel refuses it."""
+    if not _absent(bias):
+        raise unsupported(g.op_kind, g.opset, "_grouped_mm with a bias (PyTorch's kernel does not take one yet)")
+    if _absent(offs):
+        return _in_type(g, matmul(g, self, mat2), out_dtype)
+    if g.rank(self) != 2 or g.rank(mat2) != 3:
+        raise unsupported(g.op_kind, g.opset, "_grouped_mm groups only the rows of a 2-D operand by the matrices "
+                                              "of a 3-D one (the mixture-of-experts form)")
+    row = arange_indices(g, dim_size(g, self, 0))
+    groups = g.value(dim_size(g, mat2, 0))
+    ended = less_equal(g, unsqueeze(g, cast(g, offs, INT64), [0]), unsqueeze(g, row, [1]))  # [T, G]: offs[j] <= r
+    group = minimum_value(g, reduce_op(g, "ReduceSum", cast(g, ended, INT64), [1], False),
+                          g.op("Sub", groups, g.const(1, torch.int64)))
+    products = g.op("Transpose", matmul(g, self, mat2), perm_i=[1, 0, 2])  # [T, G, N]
+    by_row_and_group = reshape_to(g, products, [-1, dim_size(g, mat2, 2)])
+    picked = g.op("Gather", by_row_and_group, g.op("Add", g.op("Mul", row, groups), group), axis_i=0)
+    return _in_type(g, picked, out_dtype)
+
+
+def _absent(x) -> bool:
+    return x is None or (not is_value(x) and constant_value(x) is None)
+
+
+def _in_type(g, product, out_dtype):
+    dtype = None if _absent(out_dtype) else torch_dtype_arg(out_dtype)
+    return product if dtype is None else cast(g, product, dtypes.onnx_from_torch(dtype))
 
 
 @symbolic("aten::outer", "aten::ger")

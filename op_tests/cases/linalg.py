@@ -102,3 +102,23 @@ CASES += [
     OpCase("einsum", lambda k: (torch.randn(3 + k, 4) > 0, torch.randn(3 + k, 4) > 0), sample="bool_product",
            fn=lambda x, y: torch.einsum("ij,ij->ij", x, y)),
 ]
+
+
+def _routed_product(a, b, expert):
+    """The mixture-of-experts flow of transformers' default experts: rows sorted by expert, the group ends from
+    histc's counts, then one grouped product."""
+    expert, order = torch.sort(expert)
+    counts = torch.histc(expert.float(), bins=b.shape[0], min=0, max=b.shape[0] - 1)
+    return torch._grouped_mm(a[order], b, offs=torch.cumsum(counts, 0, dtype=torch.int32))
+
+
+# _grouped_mm (CPU: float32 operands whose rows span a multiple of 16 bytes): the rows of a 2-D operand in groups
+# ending at offs, each group times its own matrix; an empty group included. Without offs: a batched product.
+CASES += [
+    OpCase("_grouped_mm", lambda k: (_r(7 + k, 8), _r(3, 8, 4), torch.tensor([2, 2, 7 + k], dtype=torch.int32)),
+           sample="groups_with_an_empty_one", dynamic_min_opset=9, fn=lambda a, b, offs: torch._grouped_mm(a, b, offs=offs)),
+    OpCase("_grouped_mm", lambda k: (_r(6 + 2 * k, 4), _r(4, 4, 8), torch.randint(0, 4, (6 + 2 * k,))),
+           sample="routed_by_histc", min_opset=11, fn=_routed_product),  # int64 sort: TopK-11
+    OpCase("_grouped_mm", lambda k: (_r(2, 3 + k, 4), _r(2, 4, 4)), sample="batched_without_offs",
+           fn=lambda a, b: torch._grouped_mm(a, b)),
+]
