@@ -1,6 +1,6 @@
 """Command line: ``python -m reports build RESULTS... --out DIR``, ``python -m reports registry --out FILE`` and
 ``python -m reports supported-ops --readme README.md`` (the README's supported-operator table) and
-``python -m reports torch-suite JUNIT... --readme README.md`` (the README's section on PyTorch's exporter suite).
+``python -m reports torch-suite JUNIT... --measurements MEASUREMENTS.md`` (the measured runs of PyTorch's exporter suite).
 
 ``build`` prints the path of the HTML it wrote as its last line, so wrappers (nox, the conformance runner)
 can show or pick it up.
@@ -38,9 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     ops.add_argument("--readme", help="rewrite the table between the markers of this file (default: print it)")
     ops.add_argument("--check", action="store_true", help="exit 1 when the README's table is out of date")
 
-    suite = commands.add_parser("torch-suite", help="the README's section on PyTorch's exporter suite, from its junit")
+    suite = commands.add_parser("torch-suite", help="MEASUREMENTS.md's section on PyTorch's exporter suite, from its junit")
     suite.add_argument("junit", nargs="+", help="junit XML files of ../shared/torch_suite/run.sh")
-    suite.add_argument("--readme", help="rewrite the section between the markers of this file (default: print it)")
+    suite.add_argument("--measurements", metavar="FILE",
+                       help="rewrite the section between the markers of this file, MEASUREMENTS.md (default: print it)")
     suite.add_argument("--peer", action="append", default=[], metavar="OPSET=PASSED/FAILED",
                        help="torch.onnx's own counts for an opset (or 'all'), e.g. 14=2930/4; repeatable")
     return parser
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "supported-ops":
         return _supported_ops(args.readme, args.check)
     if args.command == "torch-suite":
-        return _torch_suite(args.junit, args.readme, args.peer)
+        return _torch_suite(args.junit, args.measurements, args.peer)
     return _build(args)
 
 
@@ -107,7 +108,7 @@ def _supported_ops(readme: str | None, check: bool) -> int:
     return 0
 
 
-def _torch_suite(junit: list[str], readme: str | None, peer_counts: list[str]) -> int:
+def _torch_suite(junit: list[str], measurements: str | None, peer_counts: list[str]) -> int:
     from reports.torch_suite import load_causes, read_junit, rewrite, section
 
     peer = {}
@@ -116,14 +117,14 @@ def _torch_suite(junit: list[str], readme: str | None, peer_counts: list[str]) -
         passed, _, failed = counts.partition("/")
         peer[key] = (int(passed), int(failed))
     text = section(read_junit(junit), load_causes(), peer)
-    if readme is None:
+    if measurements is None:
         print(text)
         return 0
-    with open(readme, encoding="utf-8") as handle:
+    with open(measurements, encoding="utf-8") as handle:
         content = handle.read()
-    with open(readme, "w", encoding="utf-8") as handle:
+    with open(measurements, "w", encoding="utf-8") as handle:
         handle.write(rewrite(content, text))
-    print(f"{readme}: torch-suite section rewritten")
+    print(f"{measurements}: torch-suite section rewritten")
     return 0
 
 

@@ -670,7 +670,23 @@ def test_torch_suite_section_counts_per_opset_and_lists_each_failing_test_once(t
     assert "| all | 1 | 3 | 1 |  |" in text
     assert "| `test_grid` | 9s 14t | `exporter.errors.UnsupportedOperatorError: aten::grid_sampler is not exportable at opset 14` |" in text
     assert "| `test_loop_list` | 9s | ONNX Loop-11 carries no sequence |" in text
-    readme = f"before\n{BEGIN}\nold\n{END}\nafter"
-    assert rewrite(readme, text) == f"before\n{BEGIN}\n{text}\n{END}\nafter"
+    document = f"before\n{BEGIN}\nold\n{END}\nafter"
+    assert rewrite(document, text) == f"before\n{BEGIN}\n{text}\n{END}\nafter"
     with pytest.raises(ValueError):
         rewrite("no markers", text)
+
+
+def test_the_measurements_hold_the_generated_torch_suite_section_where_the_generator_writes_it():
+    from reports.__main__ import build_parser
+    from reports.torch_suite import BEGIN, END, SuiteResults, rewrite, section
+
+    assert "--measurements MEASUREMENTS.md" in BEGIN
+    assert build_parser().parse_args(["torch-suite", "j.xml", "--measurements", "M.md"]).measurements == "M.md"
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "MEASUREMENTS.md"),
+              encoding="utf-8") as handle:
+        measurements = handle.read()
+    assert measurements.count(BEGIN) == 1 and measurements.count(END) == 1
+    generated = measurements[measurements.index(BEGIN) + len(BEGIN):measurements.index(END)].strip("\n")
+    header = section(SuiteResults(), {}).splitlines()[0]
+    assert generated.splitlines()[0] == header, "the section between the markers is not the generator's table"
+    assert rewrite(measurements, generated) == measurements
