@@ -69,6 +69,16 @@ def test_expectations_are_strict():
     assert expectations.judge([_row("unsupported", opset=11, lowest_opset=12)], []).ok  # the exporter names the opset
 
 
+def test_an_op_without_any_symbolic_needs_no_entry_but_a_known_op_reported_as_none_fails():
+    """The registry is the list of unsupported ops: a no_symbolic row is excused where the registry indeed has no
+    symbolic for the op at any opset, and fails where it has one (a dispatch bug, not a missing op)."""
+    unknown = _row("no_symbolic", op="cauchy", reason="no symbolic for aten::cauchy_")
+    known = _row("no_symbolic", op="gather", reason="no symbolic for aten::gather")
+    assert expectations.judge([unknown], []).ok
+    judged = expectations.judge([known], [])
+    assert not judged.ok and judged.unexpected_failures == [known]
+
+
 def test_no_expectation_can_hide_a_mismatch(tmp_path):
     judged = expectations.judge([_row("mismatch", opset=9)], [_expect(status=("no_symbolic", "mismatch"))])
     assert judged.mismatches and not judged.ok

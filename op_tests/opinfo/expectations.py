@@ -7,8 +7,10 @@ expected status and the reason. Judging a results row:
 - ``mismatch`` always fails: the export is wrong, and no expectation may say otherwise (one that tries is
   rejected when the file is loaded);
 - a row whose status needs no excuse passes: ``pass``, ``runtime_divergence`` (the reference evaluator proved
-  ONNX Runtime wrong), ``inconclusive`` (random ops), ``not_capturable`` (not an ONNX model at all) and
-  ``unsupported`` with the lowest opset that works (an ONNX limit the exporter states);
+  ONNX Runtime wrong), ``inconclusive`` (random ops), ``not_capturable`` (not an ONNX model at all),
+  ``unsupported`` with the lowest opset that works (an ONNX limit the exporter states) and ``no_symbolic`` for an op
+  the registry indeed has no symbolic for at any opset (the registry is the list of what is not supported: a
+  ``no_symbolic`` for an op it does know is a dispatch bug, and fails);
 - any other status must match an expectation naming that status, or it fails;
 - a ``pass`` that matches an expectation fails too (the fix landed: delete the entry), so the file only shrinks;
 - an expectation that matches no row although the results ran its cases is stale and reported (results of part of
@@ -25,7 +27,9 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 
+import exporter  # noqa: F401  (registers the built-in symbolics the registry answers for)
 from conformance.arguments import ALL_OPSETS
+from exporter.registry import REGISTRY
 
 PATH = os.path.join(os.path.dirname(__file__), "expectations.toml")
 # The torch.export capture's own (python -m op_tests.opinfo run --capture export ...; draft-expectations writes them).
@@ -116,7 +120,18 @@ def _load(path: str) -> list[Expectation]:
 
 
 def needs_no_excuse(row: dict) -> bool:
-    return row["status"] in NEEDS_NO_EXCUSE or (row["status"] == "unsupported" and row.get("lowest_opset"))
+    return (row["status"] in NEEDS_NO_EXCUSE or (row["status"] == "unsupported" and row.get("lowest_opset"))
+            or (row["status"] == "no_symbolic" and _registry_has_none(row)))
+
+
+_NO_SYMBOLIC = re.compile(r"no symbolic for (\S+)$")
+
+
+def _registry_has_none(row: dict) -> bool:
+    """Whether the op a ``no_symbolic`` row names (its reason: "no symbolic for aten::X") has no symbolic in the
+    registry at any opset, a refusal included."""
+    named = _NO_SYMBOLIC.match(row.get("reason") or "")
+    return bool(named) and not any(REGISTRY.has_symbolic(named.group(1), opset) for opset in ALL_OPSETS)
 
 
 def judge(rows: list[dict], expectations: list[Expectation], report_stale: bool = True) -> Judgement:
