@@ -62,10 +62,13 @@ class FxConverter:
 
     def _convert_nodes(self, g: GraphContext, module: torch.fx.GraphModule, env: dict) -> torch.fx.Node:
         """Convert every op call of ``module``'s graph into ``g``'s graph (its placeholders bound in ``env``);
-        its output node."""
+        its output node. A computation whose results only run-time assertions read (a view's storage offset,
+        say) is skipped with them."""
+        checks_only = _feeding_assertions_only(module.graph)
         for node in module.graph.nodes:
             if node.op == "call_function":
-                self._convert_node(g, node, env)
+                if node not in checks_only:
+                    self._convert_node(g, node, env)
             elif node.op == "get_attr":  # a branch or loop body of cond / while_loop: a GraphModule
                 env[node] = getattr(module, node.target)
             elif node.op == "output":
@@ -364,3 +367,17 @@ def _scope_prefix(node: torch.fx.Node) -> str:
     path = list(stack.values())[-1][0]
     path = path.removeprefix("L['self'].").replace("L['self']", "")
     return f"/{path.replace('.', '/')}/" if path else "/"
+
+
+def _feeding_assertions_only(graph: torch.fx.Graph) -> set[torch.fx.Node]:
+    """The op calls of ``graph`` that are run-time assertions or whose results only such calls read, transitively:
+    the ONNX graph checks none of them (as a trace checks none)."""
+    skipped: set[torch.fx.Node] = set()
+    for node in reversed(graph.nodes):
+        if node.op != "call_function":
+            continue
+        asserts = isinstance(node.target, torch._ops.OpOverload) and op_kind(node) in ASSERTION_OPS
+        if asserts or (node.users and all(user in skipped for user in node.users)):
+            skipped.add(node)
+    return skipped
+

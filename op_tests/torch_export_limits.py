@@ -58,13 +58,6 @@ LIMITS: dict[str, tuple[tuple[str, ...], str]] = {
     "_shape_as_tensor": (BOTH, "_shape_as_tensor reads a fake tensor's data: torch.export cannot trace it"),
     "repeat_interleave_run_time_one_or_per_slice": (DYNAMIC, "torch.export cannot prove the repeats' length equals "
                                                              "the dynamic axis"),
-    "tensor_split_tensor_indices": (BOTH, "the engine's gap: the view's storage offset (aten::sym_storage_offset) "
-                                          "has no symbolic"),
-    "tensor_split_tensor_indices_dim1": (BOTH, "the engine's gap: the view's storage offset "
-                                               "(aten::sym_storage_offset) has no symbolic"),
-    "nll_loss_weight_ignore_index_none": (DYNAMIC, "the engine's gap, found by this case: with the program's partly "
-                                                   "static shapes, nll_loss's per-sample loss is recorded 0-d and the "
-                                                   "ONNX checker refuses the model (nothing is written)"),
     "as_strided_overlapping_offset": (DYNAMIC, "the engine refuses as_strided where the program does not record the "
                                                "input's strides as contiguous"),
 }

@@ -63,6 +63,8 @@ def _nll(g, log_probs, target, weight, reduction: int, ignore_index):
     kept_weights = g.op("Mul", weights, unsqueeze(g, cast(g, kept, g.dtype(log_probs)), [1]))
     picked = select(g, mask, g.op("Mul", log_probs, kept_weights), zero)
     loss = g.op("Neg", reduce_op(g, "ReduceSum", picked, [1], keepdims=False))
+    # Per sample: the target's shape (torch.export's program records nll_loss_nd's as 0-d with a dynamic batch).
+    loss.shape = loss.shape or g.shape(target)
     if reduction == _MEAN:
         total_weight = reduce_op(g, "ReduceSum", kept_weights, None, keepdims=False)
         return g.op("Div", reduce_op(g, "ReduceSum", loss, None, keepdims=False), total_weight)
