@@ -19,8 +19,8 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import onnx
 import onnxruntime as ort

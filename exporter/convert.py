@@ -8,18 +8,18 @@ what really depends on the inputs or parameters.
 from __future__ import annotations
 
 import functools
-
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 from exporter import dtypes, ir, provenance
 from exporter.capture import MODE_FRAME
+from exporter.capture.mutation import is_in_place
 from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import optional, quantized
-from exporter.capture.mutation import is_in_place
 from exporter.options import OperatorExportTypes
 from exporter.registry import REGISTRY
 from exporter.ts_types import TORCHSCRIPT_FACTS, declared_element_type, outputs_of, ts_value_type

@@ -21,7 +21,7 @@ from exporter import dtypes, ir, provenance
 from exporter.capture.common import Capture
 from exporter.capture.export import ASSERTION_OPS, state_tensor
 from exporter.capture.fx_facts import FX_FACTS, op_kind, returns_several, schema_arguments, value_type
-from exporter.convert import copy_type, any_empty, call_symbolic, foldable_kind
+from exporter.convert import any_empty, call_symbolic, copy_type, foldable_kind
 from exporter.errors import UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.registry import REGISTRY

@@ -8,8 +8,9 @@ list forms ``_is``/``_fs``/``_ss``); ``"domain::Name"`` emits into a custom doma
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch

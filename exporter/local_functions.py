@@ -14,8 +14,9 @@ Parameters and other values from outside are function inputs. Class attributes w
 from __future__ import annotations
 
 import typing
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Collection
+from typing import Any
 
 import onnx
 import torch

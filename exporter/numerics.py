@@ -11,8 +11,8 @@ the tolerance (``finite_errors``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -68,7 +68,7 @@ class Verdict:
     comparison: str = ""
     compared_nothing: bool = False  # nothing was left to compare (say, every detection on a near-tie)
 
-    def merge(self, other: "Verdict") -> "Verdict":
+    def merge(self, other: Verdict) -> Verdict:
         """Worst of both: the first failure's message, the largest errors and tolerances."""
         return Verdict(
             ok=self.ok and other.ok,

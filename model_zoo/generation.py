@@ -21,7 +21,8 @@ does, so tests can compare their tokens and logits with PyTorch's own ``generate
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch

@@ -13,9 +13,8 @@ has other sizes on both. Vision models fix their image size (position embeddings
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import torch
 

@@ -5,7 +5,6 @@ Each test exports a real model, runs it in ONNX Runtime and compares with PyTorc
 from __future__ import annotations
 
 import io
-import os
 import warnings
 
 import numpy as np

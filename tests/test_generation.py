@@ -13,8 +13,14 @@ import torch
 from exporter.numerics import compare_arrays
 from exporter.registry import MAX_OPSET
 from model_zoo.entry import DEFAULT_ATOL, DEFAULT_RTOL
-from model_zoo.generation import (cache_names, export_for_generation, export_seq2seq_for_generation,
-                                  greedy_seq2seq_through_onnx, greedy_through_onnx, redraw_output_head)
+from model_zoo.generation import (
+    cache_names,
+    export_for_generation,
+    export_seq2seq_for_generation,
+    greedy_seq2seq_through_onnx,
+    greedy_through_onnx,
+    redraw_output_head,
+)
 from model_zoo.transformers_models import FIRST_TOKEN, VOCAB, architectures, padded_mask
 
 STEPS = 8

@@ -5,8 +5,6 @@ run on the same inputs; below the opset that can express a case, the error names
 
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -43,32 +41,32 @@ def _optional_float(dim: str) -> onnx.TypeProto:
 
 # -- None and a tensor meeting at an If or a Loop --------------------------------------------------------------
 class NoneUnlessLong(torch.nn.Module):
-    def forward(self, x) -> Optional[Tensor]:
-        y: Optional[Tensor] = None
+    def forward(self, x) -> Tensor | None:
+        y: Tensor | None = None
         if x.size(0) > 1:
             y = x
         return y
 
 
 class NoneIfLong(torch.nn.Module):
-    def forward(self, x) -> Optional[Tensor]:
-        y: Optional[Tensor] = x
+    def forward(self, x) -> Tensor | None:
+        y: Tensor | None = x
         if x.size(0) > 1:
             y = None
         return y
 
 
 class SetByIterations(torch.nn.Module):
-    def forward(self, x) -> Optional[Tensor]:
-        y: Optional[Tensor] = None
+    def forward(self, x) -> Tensor | None:
+        y: Tensor | None = None
         for _ in range(x.size(0)):
             y = x
         return y
 
 
 class ClearedByIterations(torch.nn.Module):
-    def forward(self, x) -> Optional[Tensor]:
-        y: Optional[Tensor] = x
+    def forward(self, x) -> Tensor | None:
+        y: Tensor | None = x
         for _ in range(x.size(0)):
             y = None
         return y
@@ -77,8 +75,8 @@ class ClearedByIterations(torch.nn.Module):
 class GrownWhenSet(torch.nn.Module):
     """A carried optional read inside the body (refined by ``is None``), set on the first iteration."""
 
-    def forward(self, x) -> Optional[Tensor]:
-        y: Optional[Tensor] = None
+    def forward(self, x) -> Tensor | None:
+        y: Tensor | None = None
         for i in range(x.size(0)):
             if y is None:
                 y = x * 2
@@ -164,7 +162,7 @@ def test_none_output_needs_opset_15(opset):
 
 # -- Optional[Tensor] inputs ------------------------------------------------------------------------------------
 class FirstGiven(torch.nn.Module):
-    def forward(self, x: Optional[Tensor] = torch.ones(2, 3), y: Optional[Tensor] = torch.zeros(2, 3)):
+    def forward(self, x: Tensor | None = torch.ones(2, 3), y: Tensor | None = torch.zeros(2, 3)):
         if x is not None:
             return x * 3
         elif y is not None:
@@ -187,7 +185,7 @@ def test_optional_inputs_may_be_left_out():
 
 
 class TupleOfOptionals(torch.nn.Module):
-    def forward(self, x, y: tuple[Optional[Tensor], Optional[Tensor]]):
+    def forward(self, x, y: tuple[Tensor | None, Tensor | None]):
         first, second = y
         if first is not None:
             return x + first
@@ -212,8 +210,8 @@ def test_tuple_of_optional_inputs():
 class PassesOn(torch.nn.Module):
     """A branch returning the optional input itself (an Identity of an optional, Identity-16)."""
 
-    def forward(self, x, y: Optional[Tensor]) -> Optional[Tensor]:
-        z: Optional[Tensor] = None
+    def forward(self, x, y: Tensor | None) -> Tensor | None:
+        z: Tensor | None = None
         if x.sum() > 0:
             z = y
         return z
@@ -233,7 +231,7 @@ def test_branch_passing_an_optional_input_on():
 
 
 class LinearMaybeBiased(torch.nn.Module):
-    def forward(self, x, w, b: Optional[Tensor]):
+    def forward(self, x, w, b: Tensor | None):
         return torch.nn.functional.linear(x, w, b)
 
 
@@ -250,7 +248,7 @@ def test_optional_input_read_as_it_is_stays_a_tensor_input():
 
 class BiasDroppedWhenPositive(torch.nn.Module):
     def forward(self, x, w, b):
-        bias: Optional[Tensor] = b
+        bias: Tensor | None = b
         if x.sum() > 0:
             bias = None
         return torch.nn.functional.linear(x, w, bias)
@@ -265,7 +263,7 @@ def test_op_reading_a_value_that_may_be_none_is_refused():
 
 
 class Scaled(torch.nn.Module):
-    def forward(self, x, scale: Optional[Tensor] = None):
+    def forward(self, x, scale: Tensor | None = None):
         if scale is not None:
             return x * scale
         return x
@@ -290,7 +288,7 @@ def test_none_arguments_of_a_scripted_model(opset):
 
 
 class RaisesUnlessPositive(torch.nn.Module):
-    def forward(self, x, y: Optional[Tensor]) -> Optional[Tensor]:
+    def forward(self, x, y: Tensor | None) -> Tensor | None:
         if x.sum() > 0:
             z = y
         else:

@@ -5,7 +5,6 @@ Each export runs in ONNX Runtime and is compared with PyTorch."""
 from __future__ import annotations
 
 import copy
-from typing import Optional
 import io
 
 import numpy as np
@@ -441,7 +440,7 @@ def test_new_zeros_of_a_shape_slice_of_run_time_length(opset):
 
 # -- keyword arguments and defaults of scripted models ----------------------------------------------------------
 class WithDefaults(torch.nn.Module):
-    def forward(self, x, scale: Optional[torch.Tensor] = None, shift: torch.Tensor = torch.ones(2, 3)):
+    def forward(self, x, scale: torch.Tensor | None = None, shift: torch.Tensor = torch.ones(2, 3)):
         if scale is not None:
             x = x * scale
         return x + shift

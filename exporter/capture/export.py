@@ -15,7 +15,8 @@ import io
 import logging
 import sys
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch.export.graph_signature import InputKind, OutputKind

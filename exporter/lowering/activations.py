@@ -4,8 +4,8 @@ axis (Softmax-1..12 flatten everything after ``axis``; from opset 13 it takes on
 
 from __future__ import annotations
 
-from exporter.dtypes import DOUBLE, FLOAT
 from exporter import dtypes
+from exporter.dtypes import DOUBLE, FLOAT
 from exporter.lowering.arithmetic import typed_scalar
 from exporter.lowering.core import cast, normalize_dim, require_rank, reshape, torch_dtype_arg
 from exporter.lowering.runtime import ACTIVATIONS_DECOMPOSED_FOR_DOUBLE, applies

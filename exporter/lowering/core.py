@@ -3,7 +3,8 @@ and conversions between Python values and graph values."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -13,7 +14,6 @@ from exporter import dtypes, ir
 from exporter.dtypes import FLOAT, INT64
 from exporter.errors import SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import GraphContext
-
 
 
 def is_value(x: Any) -> bool:

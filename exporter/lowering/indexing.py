@@ -23,11 +23,19 @@ import numpy as np
 import torch
 from onnx import TensorProto
 
-from exporter.dtypes import BOOL, FLOAT, INT32, INT64
 from exporter import dtypes, ir
+from exporter.dtypes import BOOL, FLOAT, INT32, INT64
 from exporter.lowering.comparison import equal, less
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_value, reduce_op, require_opset, require_rank, slice_op, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    is_value,
+    reduce_op,
+    require_opset,
+    require_rank,
+    slice_op,
+    unsqueeze,
 )
 from exporter.lowering.factories import filled
 from exporter.lowering.runtime import NONZERO_AS_COMPARISON, SCATTER_EXTREMES_OF_BOOLS_AS_UINT8, applies

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 from onnx import TensorProto
 
-from exporter.dtypes import FLOAT
 from exporter import ir
+from exporter.dtypes import FLOAT
 from exporter.errors import UnsupportedOperatorError
 from exporter.lowering.core import cast
 from exporter.lowering.runtime import QDQ_BIAS_AFTER_OP_AT_OPSET_10, QDQ_FLOAT_WEIGHT_BIAS_AFTER_OP, applies

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from exporter.dtypes import INT64
 from exporter import ir
+from exporter.dtypes import INT64
 from exporter.errors import SymbolicValueError
 from exporter.lowering.core import cast, constant_value, is_value, normalize_dim, to_int64_list_value, unsqueeze
 from exporter.registry import unsupported

@@ -12,12 +12,24 @@ import numpy as np
 import torch
 from onnx import TensorProto
 
-from exporter.dtypes import FLOAT, INT64
 from exporter import dtypes
+from exporter.dtypes import FLOAT, INT64
 from exporter.errors import SymbolicValueError
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_constant, is_value, normalize_dim, require_opset, require_rank, reshape,
-    shape_of, slice_op, squeeze, to_int64_list_value, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    normalize_dim,
+    require_opset,
+    require_rank,
+    reshape,
+    shape_of,
+    slice_op,
+    squeeze,
+    to_int64_list_value,
+    unsqueeze,
 )
 from exporter.lowering.runtime import CIRCULAR_PAD_BFLOAT16_BY_SLICES, applies
 from exporter.registry import unsupported

@@ -18,14 +18,25 @@ import math
 import numpy as np
 import torch
 
-from exporter.dtypes import BOOL, INT64
 from exporter import dtypes
+from exporter.dtypes import BOOL, INT64
 from exporter.lowering.activations import softmax_op
 from exporter.lowering.arithmetic import clamp_value, typed_scalar
 from exporter.lowering.comparison import equal, less
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, normalize_dim, reduce_op, require_opset, require_rank, reshape, scalar_like,
-    slice_op, squeeze, torch_dtype_arg, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    normalize_dim,
+    reduce_op,
+    require_opset,
+    require_rank,
+    reshape,
+    scalar_like,
+    slice_op,
+    squeeze,
+    torch_dtype_arg,
+    unsqueeze,
 )
 from exporter.lowering.normalization import standardize
 from exporter.lowering.reductions import vector_norm

@@ -11,12 +11,22 @@ from __future__ import annotations
 
 import string
 
-from exporter.dtypes import BOOL, INT64
 from exporter import dtypes
+from exporter.dtypes import BOOL, INT64
 from exporter.lowering.comparison import equal, select
 from exporter.lowering.core import (
-    cast, constant_value, is_constant, is_value, normalize_dim, promote_all, reduce_op, require_opset, require_rank,
-    scalar_like, squeeze, unsqueeze,
+    cast,
+    constant_value,
+    is_constant,
+    is_value,
+    normalize_dim,
+    promote_all,
+    reduce_op,
+    require_opset,
+    require_rank,
+    scalar_like,
+    squeeze,
+    unsqueeze,
 )
 from exporter.lowering.linalg import INTEGER_MATMUL_OPSET, gemm_takes, matmul_takes
 from exporter.registry import REGISTRY, parse_args, symbolic, unsupported

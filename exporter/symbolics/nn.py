@@ -6,7 +6,6 @@ import torch
 from onnx import TensorProto
 
 from exporter import dtypes
-
 from exporter.lowering.core import (
     cast,
     constant_value,

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from exporter.dtypes import FLOAT
 from exporter import ir
+from exporter.dtypes import FLOAT
 from exporter.lowering.arithmetic import clamp_value
 from exporter.lowering.core import cast, require_rank, unsqueeze
 from exporter.lowering.quantized import (

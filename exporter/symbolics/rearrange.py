@@ -11,13 +11,24 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from exporter.dtypes import INT64
 from exporter import dtypes
+from exporter.dtypes import INT64
 from exporter.errors import SymbolicValueError
 from exporter.lowering.comparison import equal, less, select
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_constant, is_value, normalize_dim, require_opset, require_rank,
-    reshape, shape_of, slice_op, squeeze, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    normalize_dim,
+    require_opset,
+    require_rank,
+    reshape,
+    shape_of,
+    slice_op,
+    squeeze,
+    unsqueeze,
 )
 from exporter.lowering.runtime import DEPTH_TO_SPACE_INTEGERS, applies
 from exporter.lowering.shape import (

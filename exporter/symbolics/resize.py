@@ -24,10 +24,17 @@ import math
 import numpy as np
 import torch
 
-from exporter.dtypes import DOUBLE, FLOAT
 from exporter import dtypes, ir
+from exporter.dtypes import DOUBLE, FLOAT
 from exporter.lowering.core import (
-    cast, constant_value, is_value, require_opset, require_rank, reshape, slice_op, to_int64_list_value,
+    cast,
+    constant_value,
+    is_value,
+    require_opset,
+    require_rank,
+    reshape,
+    slice_op,
+    to_int64_list_value,
 )
 from exporter.lowering.resize import unused_resize_inputs, upsample_by_integer_factors
 from exporter.lowering.runtime import RESIZE_DOUBLES, applies

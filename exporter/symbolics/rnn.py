@@ -21,14 +21,24 @@ import numpy as np
 
 from exporter.dtypes import INT32, INT64
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_constant, is_value, reduce_op, require_opset, require_rank, reshape, slice_op,
-    squeeze, to_int64_list_value, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    reduce_op,
+    require_opset,
+    require_rank,
+    reshape,
+    slice_op,
+    squeeze,
+    to_int64_list_value,
+    unsqueeze,
 )
 from exporter.lowering.factories import filled
 from exporter.lowering.recurrent import first_steps
 from exporter.lowering.shape import INT64_MAX, arange_indices
 from exporter.registry import parse_args, symbolic, unsupported
-
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,25 @@ import math
 import numpy as np
 import torch
 
-from exporter.dtypes import INT64
 from exporter import ir
+from exporter.dtypes import INT64
 from exporter.errors import SymbolicValueError
 from exporter.lowering.comparison import less, select
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_constant, is_value, normalize_dim, promote_all, require_opset, require_rank,
-    reshape, shape_of, squeeze, to_int64_list_value, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    normalize_dim,
+    promote_all,
+    require_opset,
+    require_rank,
+    reshape,
+    shape_of,
+    squeeze,
+    to_int64_list_value,
+    unsqueeze,
 )
 from exporter.lowering.indexing import gather_at, repeat_indices
 from exporter.lowering.sequence import (

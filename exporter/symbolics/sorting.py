@@ -13,12 +13,22 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from exporter.dtypes import BOOL, INT64
 from exporter import dtypes
+from exporter.dtypes import BOOL, INT64
 from exporter.lowering.arithmetic import arith
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, normalize_dim, promote_all, require_opset, require_rank, reshape, shape_of,
-    slice_op, squeeze, torch_dtype_arg,
+    cast,
+    constant_value,
+    dim_size,
+    normalize_dim,
+    promote_all,
+    require_opset,
+    require_rank,
+    reshape,
+    shape_of,
+    slice_op,
+    squeeze,
+    torch_dtype_arg,
 )
 from exporter.lowering.reductions import accumulation_type
 from exporter.lowering.runtime import UNIQUE_AS_INT64, applies

@@ -12,10 +12,18 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from exporter.dtypes import BOOL, FLOAT, INT64
 from exporter import dtypes
+from exporter.dtypes import BOOL, FLOAT, INT64
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_constant, is_value, require_opset, reshape, shape_of, to_int64_list_value,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    require_opset,
+    reshape,
+    shape_of,
+    to_int64_list_value,
     torch_dtype_arg,
 )
 from exporter.lowering.factories import filled

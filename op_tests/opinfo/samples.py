@@ -14,8 +14,9 @@ from __future__ import annotations
 import functools
 import itertools
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
