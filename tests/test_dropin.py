@@ -297,9 +297,9 @@ def test_a_lazy_module_before_its_first_call_is_a_typed_error_and_exports_after_
 # -- warnings, repr -------------------------------------------------------------------------------------------------
 class Warns(torch.nn.Module):
     def forward(self, x):
-        warnings.warn("the model's own warning")
+        warnings.warn("the model's own warning", stacklevel=1)
         for _ in range(3):
-            warnings.warn("warned in a loop")
+            warnings.warn("warned in a loop", stacklevel=1)
         if x.sum() > 0:  # a data-dependent branch: the trace freezes it
             return x * 2
         return x
@@ -322,7 +322,7 @@ def test_tracer_and_model_warnings_are_shown_once_each_with_their_source_line():
 
 class WarnsOnce(torch.nn.Module):
     def forward(self, x):
-        warnings.warn("warned by every call of this model")
+        warnings.warn("warned by every call of this model", stacklevel=1)
         return x + 1
 
 

@@ -440,7 +440,8 @@ def test_new_zeros_of_a_shape_slice_of_run_time_length(opset):
 
 # -- keyword arguments and defaults of scripted models ----------------------------------------------------------
 class WithDefaults(torch.nn.Module):
-    def forward(self, x, scale: torch.Tensor | None = None, shift: torch.Tensor = torch.ones(2, 3)):
+    # The tensor default is what this case exports (read once, at scripting), not a shared mutable default.
+    def forward(self, x, scale: torch.Tensor | None = None, shift: torch.Tensor = torch.ones(2, 3)):  # noqa: B008
         if scale is not None:
             x = x * scale
         return x + shift

@@ -355,7 +355,10 @@ def test_assignment_inside_scripted_loop(opset):
 @pytest.mark.parametrize("opset", ALL_OPSETS)
 def test_assignment_inside_scripted_loop_dynamic(opset):
     model = torch.jit.script(LoopAssignment())
-    export = lambda: _export(model, (torch.randn(4, 3),), opset, input_names=["x"], dynamic_axes={"x": {0: "n"}})
+
+    def export():
+        return _export(model, (torch.randn(4, 3),), opset, input_names=["x"], dynamic_axes={"x": {0: "n"}})
+
     if opset < 10:
         # The written row is the loop index and the row count is unknown: cutting the tensor around a run-time
         # position needs Slice with input bounds (opset 10).

@@ -39,7 +39,7 @@ def arbitrate(model: onnx.ModelProto, feeds_list: list[dict[str, np.ndarray]], e
     except Exception as error:  # the reference lacks a kernel or rejects the model: no ruling for the export
         return Ruling("mismatch", f"reference evaluator could not run the model ({type(error).__name__}: "
                                   f"{str(error).splitlines()[0][:200]}); the disagreement stands")
-    for feeds, expected, reference in zip(feeds_list, expected_list, references):
+    for expected, reference in zip(expected_list, references, strict=True):
         verdict = compare_arrays(expected, reference, tolerance)
         if not verdict.ok:
             return Ruling("mismatch", f"reference evaluator disagrees with PyTorch too ({verdict.message}): "

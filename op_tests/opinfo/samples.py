@@ -105,7 +105,8 @@ def flatten_tensors(obj: Any) -> tuple[list[torch.Tensor], Callable[[list], Any]
             return lambda flat: flat[index]
         if type(node) in (list, tuple) or (isinstance(node, tuple) and hasattr(node, "_fields")):
             parts = [walk(item) for item in node]
-            make = type(node) if type(node) in (list, tuple) else (lambda items, kind=type(node): kind(*items))
+            kind = type(node)
+            make = kind if kind in (list, tuple) else (lambda items: kind(*items))
             return lambda flat: make([p(flat) for p in parts])
         if type(node) is dict:
             items = {key: walk(value) for key, value in node.items()}
