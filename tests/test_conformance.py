@@ -512,6 +512,15 @@ def test_arbitration_requires_equal_integer_outputs():
     assert not verdict.ok
 
 
+def test_arbitration_fails_an_export_that_lost_an_output_however_close_the_others_are():
+    from exporter.numerics import arbitrate
+
+    exact = [np.linspace(-2, 2, 10), np.linspace(0, 1, 4)]
+    kept = exact[0].astype(np.float32)
+    verdict = arbitrate([kept, exact[1].astype(np.float32)], [kept], exact, atol=1e-5)
+    assert not verdict.ok and "output counts differ: torch 2, onnx 1, float64 2" in verdict.message
+
+
 def test_arbitration_refuses_a_float64_run_that_computes_something_else():
     """A model that draws random numbers gives a different float64 answer: that run cannot be the arbiter."""
     from exporter.numerics import arbitrate
