@@ -115,7 +115,8 @@ def ort_latencies_ms(models: dict[str, bytes], args: tuple, repeats: int) -> dic
             options = ort.SessionOptions()
             options.intra_op_num_threads = 1
             session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-            feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), _flat_tensors(args))}
+            # not strict: the export drops inputs the model does not read
+            feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), _flat_tensors(args), strict=False)}
             session.run(None, feeds)  # warm-up
             runners[side] = (session, feeds)
         except Exception as error:
@@ -201,9 +202,10 @@ def stage_report(runs: list[dict[str, float]], totals: list[float]) -> dict:
     names = list(dict.fromkeys(name for run in runs for name in run))
     medians = {name: statistics.median(run.get(name, 0.0) for run in runs) for name in names}
     floors = [run.get("capture", 0.0) + run.get("serialize", 0.0) for run in runs]
-    ratios = [total / floor for total, floor in zip(totals, floors) if floor]
+    ratios = [total / floor for total, floor in zip(totals, floors, strict=True) if floor]
     return {"stage_s": medians, "floor_s": statistics.median(floors),
-            "unaccounted_s": statistics.median(total - sum(run.values()) for total, run in zip(totals, runs)),
+            "unaccounted_s": statistics.median(total - sum(run.values())
+                                               for total, run in zip(totals, runs, strict=True)),
             "overhead_above_floor": statistics.median(ratios) if ratios else None}
 
 

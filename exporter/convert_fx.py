@@ -79,10 +79,11 @@ class FxConverter:
     def _bind_placeholders(self, g: GraphContext, captured: Capture, input_values: list[ir.Value]) -> dict:
         program = captured.program
         user_values = iter(input_values[:len(captured.user_inputs)])
-        params = {name: value for (name, _), value in zip(captured.params, input_values[len(captured.user_inputs):])}
+        params = {name: value for (name, _), value in zip(captured.params, input_values[len(captured.user_inputs):],
+                                                          strict=True)}
         placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
         env: dict[torch.fx.Node, Any] = {}
-        for spec, node in zip(program.graph_signature.input_specs, placeholders):
+        for spec, node in zip(program.graph_signature.input_specs, placeholders, strict=True):
             if spec.kind == InputKind.USER_INPUT:
                 example = node.meta.get("val")
                 if isinstance(example, torch.Tensor):
@@ -103,7 +104,7 @@ class FxConverter:
 
     def _outputs(self, g: GraphContext, program, output_node, env: dict) -> list[ir.Value]:
         outputs = []
-        for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0]):
+        for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0], strict=True):
             if spec.kind != OutputKind.USER_OUTPUT:
                 continue  # a buffer or input the program mutates: the ONNX model has no state to write back
             value = env[arg] if isinstance(arg, torch.fx.Node) else arg
@@ -189,7 +190,7 @@ class FxConverter:
         iteration = self._loop_input("iteration", dtypes.INT64, ())
         running = self._loop_input("condition", dtypes.BOOL, ())
         carried_in = [self._loop_input("carried", value.dtype, _loose_shape(example))
-                      for value, example in zip(initial, _recorded(node))]
+                      for value, example in zip(initial, _recorded(node), strict=True)]
         body = self._subgraph(g, env[body_graph], [*carried_in, *additional], [iteration, running, *carried_in],
                               "loop_body", env, then=env[cond_graph])
         results = g.op("Loop", None, condition, *initial, body_g=body, outputs=len(initial))
@@ -212,7 +213,7 @@ class FxConverter:
         (the enclosing graph's values stay visible: a subgraph reads them from the outer scope)."""
         inner = dict(env)
         placeholders = [node for node in module.graph.nodes if node.op == "placeholder"]
-        inner.update(zip(placeholders, bound))
+        inner.update(zip(placeholders, bound, strict=True))
         output_node = self._convert_nodes(g, module, inner)
         results = output_node.args[0]
         results = results if isinstance(results, (tuple, list)) else [results]
@@ -258,7 +259,7 @@ class FxConverter:
     def _bind(self, node: torch.fx.Node, result: Any, env: dict) -> None:
         recorded = node.meta.get("val")
         if isinstance(result, (tuple, list)) and isinstance(recorded, (tuple, list)):
-            for value, example in zip(result, recorded):
+            for value, example in zip(result, recorded, strict=True):
                 if isinstance(value, ir.Value):
                     self._annotate(value, example)
         elif isinstance(result, ir.Value):
@@ -292,7 +293,7 @@ def _typed_like(results: ir.Value | tuple, values: list[ir.Value]) -> tuple:
     (what ``GraphContext.op`` infers from the op's first input, the condition, is not theirs); the sizes come from
     the program."""
     results = results if isinstance(results, tuple) else (results,)
-    for result, value in zip(results, values):
+    for result, value in zip(results, values, strict=True):
         result.dtype, result.shape, result.kind = value.dtype, None, value.kind
     return results
 

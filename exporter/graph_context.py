@@ -163,7 +163,8 @@ class GraphContext:
     def argument(self, args: Any, name: str) -> Any:
         """The value of the schema argument called ``name`` among ``args`` (all of them, from the first); None if
         the schema has none."""
-        for argument, value in zip(self.session.facts.argument_names(self.node), args):
+        # not strict: a call may leave trailing arguments with defaults out
+        for argument, value in zip(self.session.facts.argument_names(self.node), args, strict=False):
             if argument == name:
                 return value
         return None
@@ -236,7 +237,8 @@ class GraphContext:
         if outputs == 1:
             out_values[0].dtype = _infer_dtype(op_type, domain, in_values, attrs)
         elif not domain:
-            for value, dtype in zip(out_values, _infer_dtypes(op_type, in_values)):
+            # not strict: the types known may be fewer than the outputs asked for, or an endless repeat
+            for value, dtype in zip(out_values, _infer_dtypes(op_type, in_values), strict=False):
                 value.dtype = dtype
         self.graph.nodes.append(node)
         return out_values[0] if outputs == 1 else tuple(out_values)

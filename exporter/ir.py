@@ -26,7 +26,7 @@ def join_elem_shapes(a: tuple | str | None, b: tuple | str | None) -> tuple | st
         return a
     if a is None or b is None or len(a) != len(b):
         return None
-    return tuple(x if x == y else None for x, y in zip(a, b))
+    return tuple(x if x == y else None for x, y in zip(a, b, strict=True))
 
 
 # A list a loop built by appending one tensor per iteration, held as the Loop's scan output: the tensors stacked

@@ -258,7 +258,7 @@ class _FunctionLibrary:
                 if attribute.ref_attr_name or len({a.SerializeToString(deterministic=True) for a in versions}) == 1:
                     continue
                 reference = f"inferred::{node.op_type}_{index}_{attribute.name}"
-                for variant, version in zip(variants, versions):
+                for variant, version in zip(variants, versions, strict=True):
                     value = onnx.AttributeProto()
                     value.CopyFrom(version)
                     value.name = reference

@@ -28,7 +28,7 @@ def input_names(model: Any, args: Any, captured: Capture, given: Sequence[str] |
     state_names = captured.state_names or [name for name, _ in captured.params]
     names = user + state_names
     _apply_names(names, given, "input", "inputs, parameters and buffers")
-    renamed = dict(zip(state_names, names[len(user):]))
+    renamed = dict(zip(state_names, names[len(user):], strict=True))
     names = names[: len(user)] + [renamed.get(name, name) for name, _ in captured.params]
     if len(set(names)) != len(names):
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -59,8 +59,10 @@ def refuse_complex_boundary(captured: Capture, names_in: list[str], names_out: l
     that holds one: a complex input (an :class:`ExportArgumentError`) or output (a value ONNX cannot express: a
     :class:`SymbolicValueError`, as PyTorch's exporter raises) is refused rather than written into a model no one
     runs."""
-    examples = [(f"input {n!r}", t, ExportArgumentError) for n, t in zip(names_in, captured.user_inputs)]
-    examples += [(f"output {n!r}", t, SymbolicValueError) for n, t in zip(names_out, output_examples(captured))]
+    # Not strict: the parameters' names follow the inputs' in names_in; a capture may record no example outputs.
+    examples = [(f"input {n!r}", t, ExportArgumentError) for n, t in zip(names_in, captured.user_inputs, strict=False)]
+    examples += [(f"output {n!r}", t, SymbolicValueError)
+                 for n, t in zip(names_out, output_examples(captured), strict=False)]
     for what, tensor, error in examples:
         if isinstance(tensor, torch.Tensor) and tensor.is_complex():
             raise error(
@@ -129,7 +131,7 @@ def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params:
     with their ``axes`` named, then the parameters, holding their data when ``export_params``."""
     user_count = len(captured.user_inputs)
     inputs = []
-    for name, tensor in zip(names[:user_count], captured.user_inputs):
+    for name, tensor in zip(names[:user_count], captured.user_inputs, strict=True):
         if isinstance(tensor, list):
             inputs.append(_sequence_input(name, tensor, captured.graph, len(inputs), axes))
             continue
@@ -143,7 +145,7 @@ def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params:
         else:
             inputs.append(ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(shape)))
     params = []
-    for name, (_, tensor) in zip(names[user_count:], captured.params):
+    for name, (_, tensor) in zip(names[user_count:], captured.params, strict=True):
         array = _param_array(tensor)
         value = ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(tensor.shape), is_param=True)
         value.const = array if export_params else None
@@ -201,7 +203,7 @@ def name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> N
     seen: set[int] = set()
     protected = {id(v) for v in graph.inputs} | {id(v) for v in graph.initializers}
     renamed = []
-    for value, name in zip(graph.outputs, names):
+    for value, name in zip(graph.outputs, names, strict=True):
         if id(value) in seen or id(value) in protected or value.producer is None:
             copy = g.op("Identity", value)
             copy.dtype, copy.shape, copy.kind = value.dtype, value.shape, value.kind

@@ -114,7 +114,7 @@ def fold_constants(graph: ir.Graph, opset: int, fold_params: bool) -> None:
         if results is None:
             folded_nodes.append(node)
             continue
-        for value, array in zip(node.outputs, results):
+        for value, array in zip(node.outputs, results, strict=True):
             constant = ir.Node("Constant", [], [value], {"value": array}, name=f"{node.name}_folded")
             constant.attr_types = {"value": onnx.AttributeProto.TENSOR}
             value.producer = constant
@@ -132,7 +132,7 @@ def _evaluate(node: ir.Node, opset: int) -> list[np.ndarray] | None:
     attrs = [helper.make_attribute(k, _attr_payload(v), attr_type=node.attr_types[k]) for k, v in node.attrs.items()]
     proto = helper.make_node(node.op_type, names, [f"o{k}" for k in range(len(node.outputs))])
     proto.attribute.extend(attrs)
-    feeds = {n: np.asarray(v.const) for n, v in zip(names, node.inputs) if v is not None}
+    feeds = {n: np.asarray(v.const) for n, v in zip(names, node.inputs, strict=True) if v is not None}
     try:
         evaluator = _evaluator(proto.SerializeToString(), tuple((n, a.dtype.str) for n, a in feeds.items()), opset)
         results = evaluator.run(None, feeds)

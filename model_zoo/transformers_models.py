@@ -43,7 +43,7 @@ class Plain(torch.nn.Module):
         self.output_key = output_key
 
     def forward(self, *inputs):
-        return getattr(self.model(**dict(zip(self.input_keys, inputs))), self.output_key)
+        return getattr(self.model(**dict(zip(self.input_keys, inputs, strict=True))), self.output_key)
 
 
 # -- inputs ----------------------------------------------------------------------------------------------------

@@ -383,8 +383,8 @@ def _assert_like_pytorch(model, args, data, names):
     with torch.no_grad():
         expected = model(*args)
     expected = expected if isinstance(expected, tuple) else (expected,)
-    actual = run_onnx(data, {n: a.numpy() for n, a in zip(names, args)})
-    for a, e in zip(actual, expected):
+    actual = run_onnx(data, {n: a.numpy() for n, a in zip(names, args, strict=True)})
+    for a, e in zip(actual, expected, strict=True):
         assert (a.shape, a.dtype) == (tuple(e.shape), e.numpy().dtype)
         np.testing.assert_allclose(a, e.numpy(), rtol=1e-6)
 

@@ -81,7 +81,7 @@ def _assert_matches(expected, tokens: np.ndarray, logits: list[np.ndarray]) -> N
     theirs = expected.sequences[:, -STEPS:].numpy()
     assert len(np.unique(theirs)) > STEPS // 2, f"degenerate reference tokens: {theirs.tolist()}"
     np.testing.assert_array_equal(tokens, theirs)
-    for step, (ours, reference) in enumerate(zip(logits, expected.logits)):
+    for step, (ours, reference) in enumerate(zip(logits, expected.logits, strict=True)):
         verdict = compare_arrays([reference.numpy()], [ours], lambda scale: (DEFAULT_RTOL, DEFAULT_ATOL))
         assert verdict.ok, f"step {step}: {verdict.message}"
 

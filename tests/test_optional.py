@@ -149,7 +149,7 @@ def test_none_outputs_are_empty_optionals(opset):
     got = _session(proto).run(None, {proto.graph.input[0].name: x.numpy()})
     want = [x + 1, x, None, x * 2, None]
     assert len(got) == len(want)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         _same(g, w)
 
 
@@ -203,7 +203,8 @@ def test_tuple_of_optional_inputs():
     assert [i.type.HasField("optional_type") for i in proto.graph.input] == [False, True, True]
     session = _session(proto)
     for first, second in ((a, b), (None, b), (None, None)):
-        feeds = {names[0]: x.numpy(), **{n: t.numpy() for n, t in zip(names[1:], (first, second)) if t is not None}}
+        optionals = zip(names[1:], (first, second), strict=True)
+        feeds = {names[0]: x.numpy(), **{n: t.numpy() for n, t in optionals if t is not None}}
         (got,) = session.run(None, feeds)
         _same(got, model(x, (first, second)))
 

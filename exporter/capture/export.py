@@ -107,7 +107,7 @@ def _torch_export_quiet():
         try:
             yield
         finally:
-            for logger, level in zip(loggers, levels):
+            for logger, level in zip(loggers, levels, strict=True):
                 logger.setLevel(level)
 
 
@@ -180,7 +180,7 @@ def _capture_of(program, positional: tuple, kwargs: dict) -> Capture:
     placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
     params = []
     user_examples = 0
-    for spec, node in zip(signature.input_specs, placeholders):
+    for spec, node in zip(signature.input_specs, placeholders, strict=True):
         if spec.kind == InputKind.USER_INPUT:
             user_examples += isinstance(node.meta.get("val"), torch.Tensor)
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
@@ -209,7 +209,7 @@ def _example_outputs(program) -> list[torch.Tensor]:
     """Tensors shaped and typed as the program's user outputs (at the example's sizes), without running the model."""
     output_node = next(node for node in program.graph.nodes if node.op == "output")
     examples = []
-    for spec, node in zip(program.graph_signature.output_specs, output_node.args[0]):
+    for spec, node in zip(program.graph_signature.output_specs, output_node.args[0], strict=True):
         if spec.kind != OutputKind.USER_OUTPUT:
             continue
         value = node.meta.get("val") if isinstance(node, torch.fx.Node) else node
@@ -261,11 +261,11 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
     An axis ``axes`` asks for that the program holds static is an error: the model's code fixed its size."""
     program = captured.program
     placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
-    user = [node for spec, node in zip(program.graph_signature.input_specs, placeholders)
+    user = [node for spec, node in zip(program.graph_signature.input_specs, placeholders, strict=True)
             if spec.kind == InputKind.USER_INPUT and isinstance(node.meta.get("val"), torch.Tensor)]
     result = {name: dict(dims) for name, dims in axes.items()}
     symbol_names: dict[str, str] = {}
-    for name, node in zip(names_in, user):
+    for name, node in zip(names_in, user, strict=False):  # names_in goes on with the parameters' names
         shape = node.meta["val"].shape
         for axis, dim in enumerate(shape):
             asked = axes.get(name, {}).get(axis if axis in axes.get(name, {}) else axis - len(shape))
@@ -277,9 +277,9 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
             dim_name = symbol_names.setdefault(str(dim), asked or str(dim))
             result.setdefault(name, {})[axis] = dim_name
     output_node = next(node for node in program.graph.nodes if node.op == "output")
-    user_outputs = [arg for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0])
+    user_outputs = [arg for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0], strict=True)
                     if spec.kind == OutputKind.USER_OUTPUT]
-    for name, arg in zip(names_out, user_outputs):
+    for name, arg in zip(names_out, user_outputs, strict=True):
         value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
         if not isinstance(value, torch.Tensor):
             continue

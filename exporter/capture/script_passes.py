@@ -48,7 +48,7 @@ def _always_raises(block) -> bool:
 def _inline_branch(if_node, block) -> None:
     for node in list(block.nodes()):
         node.moveBefore(if_node)
-    for output, value in zip(list(if_node.outputs()), list(block.outputs())):
+    for output, value in zip(list(if_node.outputs()), list(block.outputs()), strict=True):
         output.replaceAllUsesWith(value)
     if_node.destroy()
 

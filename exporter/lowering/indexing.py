@@ -204,7 +204,7 @@ def crop_to(g, src, index):
     from opset 10, a Gather of positions 0..m-1 at opset 9 (NonZero), and needs opset 9 below."""
     src_dims, index_dims = known_dims(g, src), known_dims(g, index)
     rank = require_rank(g, index)
-    if src_dims is not None and all(s is not None and s == i for s, i in zip(src_dims, index_dims)):
+    if src_dims is not None and all(s is not None and s == i for s, i in zip(src_dims, index_dims, strict=True)):
         return src
     ends = [d if d is not None else dim_size(g, index, axis) for axis, d in enumerate(index_dims)]
     if g.opset >= 10 or not any(is_value(end) for end in ends):

@@ -103,4 +103,4 @@ def merged_shape(shapes: list[tuple | None]) -> tuple | None:
         return None
     if len({len(shape) for shape in shapes}) > 1:
         return None
-    return tuple(dims[0] if len(set(dims)) == 1 else None for dims in zip(*shapes))
+    return tuple(dims[0] if len(set(dims)) == 1 else None for dims in zip(*shapes, strict=True))

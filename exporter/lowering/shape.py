@@ -71,7 +71,7 @@ def broadcast_shape(*shapes) -> tuple | None:
     rank = max(len(s) for s in shapes)
     padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
     out = []
-    for dims in zip(*padded):
+    for dims in zip(*padded, strict=True):
         known = {d for d in dims if isinstance(d, int) and d != 1}
         if any(not isinstance(d, int) for d in dims) and not known:
             out.append(None)
@@ -107,16 +107,17 @@ def expand_to(g, x, target: list):
     lead = len(target) - rank
     known = [None if is_value(t) else int(constant_value(t)) for t in target]
     own_dims = [None] * lead + (known_dims(g, x) or [None] * rank)
-    result_shape = [o if k == -1 else k for k, o in zip(known, own_dims)]
+    result_shape = [o if k == -1 else k for k, o in zip(known, own_dims, strict=True)]
     if g.opset >= 8:
         # Expand broadcasts both ways, so a 1 keeps the input's dim, just like torch's -1.
-        wanted = [1 if k == -1 else t if k is not None else _minus_one_as_one(g, t) for k, t in zip(known, target)]
+        wanted = [1 if k == -1 else t if k is not None else _minus_one_as_one(g, t)
+                  for k, t in zip(known, target, strict=True)]
         return typed(g.op("Expand", x, to_int64_list_value(g, wanted)), result_shape)
     if lead > 0:
         x = unsqueeze(g, x, list(range(lead)))
     own = [1] * lead + dims_or_sizes(g, x)[lead:]
     repeats = []
-    for want, have in zip(target, own):
+    for want, have in zip(target, own, strict=True):
         if not is_value(want) and int(constant_value(want)) == -1:
             repeats.append(1)
         elif not is_value(have) and have == 1 and not is_value(want):
@@ -404,4 +405,4 @@ def list_output_count(g) -> int | None:
 def split_at(g, x, dim: int, starts: list) -> list:
     """Pieces of ``x`` between consecutive ``starts`` along ``dim`` (the last one runs to the end), via Slice."""
     ends = list(starts[1:]) + [INT64_MAX]
-    return [slice_op(g, x, [dim], [s], [e]) for s, e in zip(starts, ends)]
+    return [slice_op(g, x, [dim], [s], [e]) for s, e in zip(starts, ends, strict=True)]

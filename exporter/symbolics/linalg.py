@@ -176,9 +176,10 @@ def einsum(g, equation, tensors, path=None):
     equation = _without_spaces(equation)
     terms = equation.partition("->")[0].split(",")
     operands = list(tensors)
-    spans = [require_rank(g, x) - len(t.replace("...", "")) if "..." in t else None for t, x in zip(terms, operands)]
+    spans = [require_rank(g, x) - len(t.replace("...", "")) if "..." in t else None
+             for t, x in zip(terms, operands, strict=True)]
     widest = max((span for span in spans if span is not None), default=0)
-    for index, (term, span) in enumerate(zip(terms, spans)):
+    for index, (term, span) in enumerate(zip(terms, spans, strict=True)):
         if span is not None and span < widest:
             start = term.index("...")  # the letters before it are the operand's leading dims
             operands[index] = unsqueeze(g, operands[index], list(range(start, start + widest - span)))
@@ -201,11 +202,11 @@ def _parse_equation(g, equation, operands):
         raise unsupported(g.op_kind, g.opset, "einsum operand count does not match its equation")
     used = set(equation)
     spare = [c for c in string.ascii_letters if c not in used]
-    ellipsis_rank = max((require_rank(g, x) - len(t.replace("...", "")) for t, x in zip(terms, operands) if "..." in t),
-                        default=0)
+    ellipsis_rank = max((require_rank(g, x) - len(t.replace("...", ""))
+                         for t, x in zip(terms, operands, strict=True) if "..." in t), default=0)
     ellipsis = "".join(spare[:ellipsis_rank])
     inputs = []
-    for term, operand in zip(terms, operands):
+    for term, operand in zip(terms, operands, strict=True):
         if "..." in term:
             own = require_rank(g, operand) - len(term.replace("...", ""))
             term = term.replace("...", ellipsis[ellipsis_rank - own :])
@@ -286,7 +287,7 @@ def tensordot(g, self, other, dims_self, dims_other):
     letters = iter(string.ascii_letters)
     a = [next(letters) for _ in range(rank_a)]
     b = [next(letters) for _ in range(rank_b)]
-    for dim_a, dim_b in zip(dims_self, dims_other):
+    for dim_a, dim_b in zip(dims_self, dims_other, strict=True):
         b[normalize_dim(dim_b, rank_b)] = a[normalize_dim(dim_a, rank_a)]
     summed = set(a) & set(b)
     output = [c for c in a if c not in summed] + [c for c in b if c not in summed]

@@ -108,7 +108,7 @@ class _Request:
         sizes = _static_ints(self.size)
         if self.in_dims is None or None in self.in_dims or sizes is None:
             return
-        for length, scale, out in zip(self.in_dims, self.scales, sizes):
+        for length, scale, out in zip(self.in_dims, self.scales, sizes, strict=True):
             if math.floor(length * scale) != out:
                 raise unsupported(g.op_kind, g.opset,
                                   f"output size {out} is not floor({length} * {scale}), which ONNX Resize requires")
@@ -124,7 +124,7 @@ class _Request:
         if sizes is not None:
             return sizes
         if self.scales is not None and self.static_in is not None:
-            return [int(math.floor(length * scale)) for length, scale in zip(self.static_in, self.scales)]
+            return [int(math.floor(length * scale)) for length, scale in zip(self.static_in, self.scales, strict=True)]
         return None
 
     def onnx_scales(self) -> list[float]:
@@ -133,7 +133,7 @@ class _Request:
         lengths = self.in_dims if self.in_dims is not None else [None] * self.spatial
         return [
             1.0 if self.mode == "linear" and length is not None and math.floor(length * scale) == length else scale
-            for length, scale in zip(lengths, self.scales)
+            for length, scale in zip(lengths, self.scales, strict=True)
         ]
 
     def uses_scales(self) -> bool:
@@ -192,7 +192,7 @@ def _integer_factors(g, request: _Request) -> list[int] | None:
         sizes, lengths = _static_ints(request.size), request.static_in
         if sizes is None or lengths is None or len(sizes) != request.spatial:
             return None
-        factors = [out / length for out, length in zip(sizes, lengths)]
+        factors = [out / length for out, length in zip(sizes, lengths, strict=True)]
     if all(float(f).is_integer() and f >= 1 for f in factors):
         return [int(f) for f in factors]
     return None
@@ -217,7 +217,7 @@ def _resize_by_gathers(g, request: _Request):
     """Resample one spatial axis after another, reading the rows PyTorch reads with PyTorch's weights."""
     lengths, outs = request.static_in, request.static_out()
     result = request.input
-    for axis, (length, out) in enumerate(zip(lengths, outs)):
+    for axis, (length, out) in enumerate(zip(lengths, outs, strict=True)):
         scale = request.scales[axis] if request.uses_scales() else None
         result = _resample_axis(g, result, axis + 2, length, out, scale, request)
     return result

@@ -281,7 +281,7 @@ def movedim(g, self, source, destination):
     destination = destination if isinstance(destination, list) else [destination]
     destination = [normalize_dim(int(d), rank) for d in destination]
     perm = [-1] * rank
-    for s, d in zip(source, destination):
+    for s, d in zip(source, destination, strict=True):
         perm[d] = s
     rest = iter(i for i in range(rank) if i not in source)
     perm = [p if p != -1 else next(rest) for p in perm]

@@ -85,8 +85,8 @@ def _single_node_model(model: onnx.ModelProto, node: onnx.NodeProto, inputs: lis
         return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape)
 
     names = [n for n in node.input if n]
-    graph = helper.make_graph([node], "one_node_repro", [info(n, v) for n, v in zip(names, inputs)],
-                              [info(n, v) for n, v in zip(node.output, outputs)])
+    graph = helper.make_graph([node], "one_node_repro", [info(n, v) for n, v in zip(names, inputs, strict=True)],
+                              [info(n, v) for n, v in zip(node.output, outputs, strict=True)])
     single = helper.make_model(graph, opset_imports=model.opset_import, producer_name="op_tests.opinfo.arbiter")
     single.ir_version = model.ir_version
     return single

@@ -176,8 +176,8 @@ def dynamic_partner(target: OpSample, candidates: list[OpSample]) -> tuple[OpSam
         if other.index == target.index or other.signature() != signature:
             continue
         axes: dict[int, list[int]] = {}
-        for position, (mine, theirs) in enumerate(zip(shapes, (t.shape for t in other.tensors()))):
-            differing = [axis for axis, (a, b) in enumerate(zip(mine, theirs)) if a != b]
+        for position, (mine, theirs) in enumerate(zip(shapes, (t.shape for t in other.tensors()), strict=True)):
+            differing = [axis for axis, (a, b) in enumerate(zip(mine, theirs, strict=True)) if a != b]
             if any(min(mine[axis], theirs[axis]) <= 1 for axis in differing):
                 axes = {}
                 break
