@@ -49,7 +49,7 @@ class Converter:
         self._symbolics: dict[str, Callable] = {}  # op kind -> its symbolic at the session's opset, as looked up
 
     # -- graphs and blocks ------------------------------------------------------------------------------
-    def convert_graph(self, ts_graph, input_values: list[ir.Value]) -> ir.Graph:
+    def convert_graph(self, ts_graph, input_values: list[ir.Value | quantized.QTensor]) -> ir.Graph:
         graph = ir.Graph("main_graph")
         g = GraphContext(self.session, graph)
         env: dict[int, Any] = {}
@@ -280,7 +280,7 @@ def _optional_input(ts_input) -> bool:
     return all(use.user.kind() in _OPTIONAL_INPUT_USES for use in ts_input.uses())
 
 
-def _sequence_output(g: GraphContext, items: list) -> ir.Value:
+def _sequence_output(g: GraphContext, items: list | tuple) -> ir.Value:
     """A scripted model's list of tensors returned as an ONNX sequence, as PyTorch's exporter does (opset 11+)."""
     from exporter.lowering.sequence import SEQUENCE_OPSET, as_sequence
 
@@ -349,7 +349,7 @@ def _emit_unconverted(g: GraphContext, node, args: list[Any]) -> Any:
 
 def _emit_node(g: GraphContext, node, args: list[Any], name: str, **attributes: Any) -> Any:
     """Emit one unconverted node: constant arguments become Constant inputs, None an empty input."""
-    inputs = []
+    inputs: list[ir.Value | None] = []
     for arg in args:
         if isinstance(arg, (list, tuple)) and any(isinstance(a, ir.Value) and a.rank not in (0, None) for a in arg):
             inputs.extend(arg)  # a tensor list: one input per tensor

@@ -109,8 +109,9 @@ class FxConverter:
                 continue  # a buffer or input the program mutates: the ONNX model has no state to write back
             value = env[arg] if isinstance(arg, torch.fx.Node) else arg
             if value is None and isinstance(arg, torch.fx.Node):
-                raise UnsupportedOperatorError(f"{op_kind(arg.args[0]) if arg.target is operator.getitem else op_kind(arg)}"
-                                               " (an output the model returns)", self.session.opset,
+                computed_by = arg.args[0] if arg.target is operator.getitem else arg  # getitem: one of its results
+                kind = op_kind(computed_by) if isinstance(computed_by, torch.fx.Node) else str(computed_by)
+                raise UnsupportedOperatorError(f"{kind} (an output the model returns)", self.session.opset,
                                                reason="the symbolic does not compute this output")
             outputs.append(value if isinstance(value, ir.Value) else g.const(value))
         return outputs
@@ -167,7 +168,7 @@ class FxConverter:
         enclosing graph; a predicate known at export time keeps only the taken branch."""
         pred, true_graph, false_graph, operands = node.args
         condition = _materialize(pred, env, self.session.opset)
-        operands = [_materialize(operand, env, self.session.opset) for operand in operands]
+        operands = [_materialize(operand, env, self.session.opset) for operand in _operand_list(operands)]
         if not _holds_value(condition):
             taken = true_graph if bool(condition) else false_graph
             return tuple(self._inline(g, env[taken], operands, env))
@@ -184,8 +185,8 @@ class FxConverter:
         additional inputs are read from the enclosing graph."""
         cond_graph, body_graph, carried, additional = node.args
         opset = self.session.opset
-        initial = [g.value(_materialize(value, env, opset)) for value in carried]
-        additional = [_materialize(value, env, opset) for value in additional]
+        initial = [g.value(_materialize(value, env, opset)) for value in _operand_list(carried)]
+        additional = [_materialize(value, env, opset) for value in _operand_list(additional)]
         condition = g.value(self._inline(g, env[cond_graph], [*initial, *additional], env)[0])
         iteration = self._loop_input("iteration", dtypes.INT64, ())
         running = self._loop_input("condition", dtypes.BOOL, ())
@@ -247,6 +248,8 @@ class FxConverter:
         """The node computed with PyTorch on its constant arguments."""
         args = torch.fx.node.map_arg(node.args, lambda n: env[n])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+        if not callable(node.target):
+            raise TypeError(f"{node.format_node()}: a call_function node's target is a function")
         with torch.no_grad():
             return node.target(*args, **kwargs)
 
@@ -320,6 +323,13 @@ def _empty_results(node: torch.fx.Node, args: list[Any]) -> tuple | None:
 
 def _is_symbolic(example: Any, axis: int) -> bool:
     return isinstance(example, torch.Tensor) and not isinstance(example.shape[axis], int)
+
+
+def _operand_list(arg: torch.fx.node.Argument) -> list[torch.fx.node.Argument]:
+    """A higher-order op's list argument: cond's operands, while_loop's carried and additional values."""
+    if not isinstance(arg, (list, tuple)):
+        raise TypeError(f"expected a list of operands, got {type(arg).__name__}")
+    return list(arg)
 
 
 def _recorded(node: torch.fx.Node) -> list[Any]:

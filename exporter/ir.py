@@ -110,6 +110,7 @@ class Node:
     name: str = ""
     doc_string: str = ""
     origin: Any = None  # provenance: the TorchScript node whose symbolic emitted this node (None: made by a pass)
+    attr_types: dict[str, int] = field(default_factory=dict)  # each attribute's onnx.AttributeProto type
 
     def __repr__(self) -> str:
         return f"Node({self.domain + '::' if self.domain else ''}{self.op_type}, {self.name!r})"

@@ -62,7 +62,8 @@ def export_modules_as_functions(
         model_proto.opset_import.append(helper.make_opsetid(domain, 1))
 
 
-def _check_selection(selection: Collection[type]) -> set[type]:
+def _check_selection(selection: object) -> set[type]:
+    """The module types a user's ``export_modules_as_functions`` (anything but True) selects, checked."""
     if isinstance(selection, (str, bytes)) or not isinstance(selection, Collection):
         raise ExportArgumentError(
             f"export_modules_as_functions must be a bool or a set of nn.Module types, got {selection!r}"
@@ -172,7 +173,7 @@ def _annotated_attributes(module: torch.nn.Module) -> dict[str, Any]:
         base = typing.get_type_hints(torch.nn.Module)
     except Exception:  # unresolvable forward references: no annotated attributes
         return {}
-    attributes = {}
+    attributes: dict[str, Any] = {}
     for name in hints:
         if name in base or not hasattr(module, name):
             continue

@@ -60,7 +60,8 @@ def refuse_complex_boundary(captured: Capture, names_in: list[str], names_out: l
     :class:`SymbolicValueError`, as PyTorch's exporter raises) is refused rather than written into a model no one
     runs."""
     # Not strict: the parameters' names follow the inputs' in names_in; a capture may record no example outputs.
-    examples = [(f"input {n!r}", t, ExportArgumentError) for n, t in zip(names_in, captured.user_inputs, strict=False)]
+    examples: list[tuple[str, Any, type[Exception]]] = [
+        (f"input {n!r}", t, ExportArgumentError) for n, t in zip(names_in, captured.user_inputs, strict=False)]
     examples += [(f"output {n!r}", t, SymbolicValueError)
                  for n, t in zip(names_out, output_examples(captured), strict=False)]
     for what, tensor, error in examples:
@@ -94,7 +95,7 @@ def _default_user_input_names(model: Any, args: Any, user_inputs: list) -> list[
         bound = _signature(model).bind(*positional, **kwargs)
     except (TypeError, ValueError):
         return [f"input_{i}" for i in range(count)]
-    names = []
+    names: list[str] = []
     for name, value in bound.arguments.items():
         if isinstance(value, (torch.Tensor, bool, int, float)) or (
                 isinstance(value, (tuple, list)) and len(names) < count and isinstance(user_inputs[len(names)], list)):
@@ -111,8 +112,10 @@ def _signature(model: Any) -> inspect.Signature:
     """``forward``'s signature, or a function's. A scripted function has no Python signature: its schema names the
     parameters."""
     if isinstance(model, torch.jit.ScriptFunction):
+        # torch's stubs make ScriptFunction.schema a method; the binding makes it a property
+        arguments = model.schema.arguments  # type: ignore[attr-defined]
         return inspect.Signature([inspect.Parameter(argument.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                                  for argument in model.schema.arguments])
+                                  for argument in arguments])
     return inspect.signature(model.forward if isinstance(model, torch.nn.Module) else model)
 
 
@@ -130,7 +133,7 @@ def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params:
     """The values the converter starts from: the model's inputs (a quantized one as a :class:`quantized.QTensor`)
     with their ``axes`` named, then the parameters, holding their data when ``export_params``."""
     user_count = len(captured.user_inputs)
-    inputs = []
+    inputs: list[ir.Value | quantized.QTensor] = []
     for name, tensor in zip(names[:user_count], captured.user_inputs, strict=True):
         if isinstance(tensor, list):
             inputs.append(_sequence_input(name, tensor, captured.graph, len(inputs), axes))

@@ -42,6 +42,7 @@ class Capture:
     def output_count(self) -> int:
         """How many outputs the captured graph has (before quantized outputs become three each)."""
         if self.front_end == EXPORT:
+            assert self.example_outputs is not None  # the torch.export capture records its outputs
             return len(self.example_outputs)
         return graph_output_count(self.graph)
 

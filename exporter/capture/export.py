@@ -99,7 +99,9 @@ def _torch_export_quiet():
     # Size-oblivious tracing, for the capture and for every decomposition (which traces again): an example size of 0
     # or 1 on a dynamic axis is not taken as that axis's value (the zoo's batch of 1), as PyTorch's own
     # torch.export-based exporter captures. A decomposition traced without it bakes such a size in silently.
-    with warnings.catch_warnings(), torch.fx.experimental._config.patch(backed_size_oblivious=True):
+    # (torch's config modules get patch() at run time, from install_config_module: their stubs lack it)
+    with warnings.catch_warnings(), torch.fx.experimental._config.patch(  # type: ignore[attr-defined]
+            backed_size_oblivious=True):
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.|copyreg")
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.")
         for logger in loggers:
@@ -189,7 +191,8 @@ def _capture_of(program, positional: tuple, kwargs: dict) -> Capture:
             # tokens order side effects (convert_fx.py drops the assertions they order)
             raise CaptureError(f"the exported program takes a {spec.kind.name} input ({spec.target}), which ONNX "
                                "cannot hold (a script object or an effect token)")
-    tensors = [t for t in flatten((positional, kwargs))[0] if isinstance(t, torch.Tensor)]
+    tensors: list[torch.Tensor | list[torch.Tensor]] = [
+        t for t in flatten((positional, kwargs))[0] if isinstance(t, torch.Tensor)]
     if len(tensors) != user_examples:
         raise CaptureError(f"the exported program takes {user_examples} of the {len(tensors)} tensor arguments")
     # Every parameter and buffer, used or not, as PyTorch's exporter counts them for input_names (see Capture).

@@ -43,8 +43,9 @@ def stable_softplus(g, x):
 
 # -- softmax --------------------------------------------------------------------------------------------------
 def softmax_op(g, op_type, x, dim, dtype):
-    if dtype is not None:
-        x = cast(g, x, dtypes.onnx_from_torch(torch_dtype_arg(dtype)))
+    requested = torch_dtype_arg(dtype)
+    if requested is not None:
+        x = cast(g, x, dtypes.onnx_from_torch(requested))
     elif not dtypes.is_float(g.dtype(x)):
         x = cast(g, x, g.output_dtype() or FLOAT)
     rank = require_rank(g, x)

@@ -146,7 +146,7 @@ def _gather_by_hits(g, x, dim: int, index):
 
 def wrap_negative(g, index, size):
     """``index`` with negative entries counted from the end (needed before combining indices linearly)."""
-    if not is_value(index) or (index.const is not None and (index.const >= 0).all()):
+    if not is_value(index) or (index.const is not None and bool(np.all(np.asarray(index.const) >= 0))):
         return index
     size = g.value(size, torch.int64) if not is_value(size) else size
     if g.opset >= 9:
@@ -237,10 +237,10 @@ def scatter_extreme_elements(g, x, dim: int, index, updates, largest: bool):
     require_extreme_scatter(g, elem)
     numbers = dtypes.numpy_from_onnx(elem)
     if dtypes.is_float(elem):
-        extreme = -np.inf if largest else np.inf
+        limit = -np.inf if largest else np.inf
     else:
-        extreme = np.iinfo(numbers).min if largest else np.iinfo(numbers).max
-    extreme = np.array(extreme, dtype=numbers)
+        limit = np.iinfo(numbers).min if largest else np.iinfo(numbers).max
+    extreme = np.array(limit, dtype=numbers)
     rank = require_rank(g, x)
     targets = unsqueeze(g, arange_indices(g, dim_size(g, x, dim)), list(range(rank)))  # (a Reshape to [1, 0] would copy)
     hits = g.op("Equal", unsqueeze(g, index, [rank]), targets)

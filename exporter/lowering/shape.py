@@ -70,7 +70,7 @@ def broadcast_shape(*shapes) -> tuple | None:
         return None
     rank = max(len(s) for s in shapes)
     padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
-    out = []
+    out: list[int | None] = []
     for dims in zip(*padded, strict=True):
         known = {d for d in dims if isinstance(d, int) and d != 1}
         if any(not isinstance(d, int) for d in dims) and not known:
@@ -250,15 +250,15 @@ def pad_op(g, x, pad: list, mode: str, value=None):
         raise SymbolicValueError(f"padding mode {mode!r} has no ONNX equivalent")
     whole = is_value(pad) and not is_constant(pad)  # the list itself computed at run time (a list input)
     pads = None if whole else _onnx_pads(list(pad if isinstance(pad, (list, tuple)) else constant_value(pad)), rank)
-    if (whole or not all(is_constant(p) for p in pads)) and g.opset < 11:
-        # (worded so that callers matching PyTorch's exporter's message for this case keep working)
-        raise unsupported(g.op_kind, g.opset, "Unsupported: ONNX export of Pad with sizes computed at run time. "
-                          "The sizes of the padding must be constant before Pad takes them as an input: needs opset >= 11")
     if g.opset >= 11:
-        inputs = [x, _run_time_onnx_pads(g, pad, rank) if whole else to_int64_list_value(g, pads)]
+        inputs = [x, _run_time_onnx_pads(g, pad, rank) if pads is None else to_int64_list_value(g, pads)]
         if mode == "constant" and value is not None and constant_value(value) not in (0, 0.0):
             inputs.append(g.const(np.array(constant_value(value)), g.dtype(x)))
         return g.op("Pad", *inputs, mode_s=_PAD_MODES[mode])
+    if pads is None or not all(is_constant(p) for p in pads):
+        # (worded so that callers matching PyTorch's exporter's message for this case keep working)
+        raise unsupported(g.op_kind, g.opset, "Unsupported: ONNX export of Pad with sizes computed at run time. "
+                          "The sizes of the padding must be constant before Pad takes them as an input: needs opset >= 11")
     pads = [int(constant_value(p)) for p in pads]
     # Pad before 11 is defined on floating types only: compute in double and cast back.
     original = g.dtype(x)

@@ -128,8 +128,9 @@ def scaled_dot_product_attention(g, query, key, value, attn_mask, dropout_p, is_
 @symbolic("aten::_safe_softmax")
 @parse_args("v", "i", "v")
 def _safe_softmax(g, self, dim, dtype=None):
-    if torch_dtype_arg(dtype) is not None:
-        self = cast(g, self, dtypes.onnx_from_torch(torch_dtype_arg(dtype)))
+    requested = torch_dtype_arg(dtype)
+    if requested is not None:
+        self = cast(g, self, dtypes.onnx_from_torch(requested))
     return safe_softmax(g, self, dim)
 
 

@@ -21,7 +21,10 @@ def _batched(pool_symbolic):
 
     @functools.wraps(pool_symbolic)
     def batched_pool(g, input, *args):
-        spatial = int(re.search(r"pool(\d)d", g.op_kind).group(1))
+        named = re.search(r"pool(\d)d", g.op_kind)
+        if named is None:
+            raise ValueError(f"{g.op_kind} does not name its spatial axes (max_pool2d, ...)")
+        spatial = int(named.group(1))
         if require_rank(g, input) != spatial + 1:
             return pool_symbolic(g, input, *args)
         outputs = pool_symbolic(g, unsqueeze(g, input, [0]), *args)

@@ -482,7 +482,7 @@ def broadcast_tensors(g, tensors):
     return [expand_to(g, t, target) for t in tensors]
 
 
-_ATLEAST_SHAPES = {  # rank of the input -> where its dims go in the result (None: a new dim of size 1)
+_ATLEAST_SHAPES: dict[int, dict[int, list[int | None]]] = {  # rank of the input -> where its dims go in the result (None: a new dim of size 1)
     1: {0: [None]},
     2: {0: [None, None], 1: [None, 0]},
     3: {0: [None, None, None], 1: [None, 0, None], 2: [0, 1, None]},
@@ -531,7 +531,8 @@ def as_strided(g, self, size, stride, storage_offset=None):
 
 
 def _contiguous_strides(sizes) -> list[int]:
-    strides, step = [], 1
+    strides: list[int] = []
+    step = 1
     for length in reversed(list(sizes)):
         strides.insert(0, step)
         step *= max(int(length), 1)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -135,7 +136,7 @@ def _recurrent(g, kind: _Kind, input, states: list, params: list, has_biases: bo
     hidden = _static_shape(g, params[1])[1]
     states = [None if s is None or _is_zero_constant(s) else g.value(s) for s in states]
     sequence = g.op("Transpose", input, perm_i=[1, 0, 2]) if batch_first else input
-    attributes = dict(hidden_size_i=hidden, direction_s="bidirectional" if bidirectional else "forward")
+    attributes: dict[str, Any] = dict(hidden_size_i=hidden, direction_s="bidirectional" if bidirectional else "forward")
     attributes.update(dict(kind.extra))
     if kind.activation:
         attributes["activations_ss"] = [kind.activation] * directions

@@ -198,7 +198,7 @@ def repeat_interleave(g, self, repeats, dim=None, output_size=None):
             return out
         if g.rank(repeats) not in (0, 1):
             raise unsupported("aten::repeat_interleave", g.opset, "repeats must be 0-d or 1-d")
-        count = reshape(g, repeats, [])
+        count: ir.Value | int = reshape(g, repeats, [])
     else:
         counts = np.asarray(constant_value(repeats), dtype=np.int64).reshape(-1)
         if counts.size > 1:
@@ -308,7 +308,7 @@ def split(g, self, split_size, dim=0):
             g, self, dim, list(np.cumsum([0] + [int(s) for s in split_size[:-1]]))
         )
     if is_value(split_size):  # a size computed at run time (torch.export's chunk of a dynamic axis)
-        step = split_size
+        step: ir.Value | int = split_size
     else:
         step = int(split_size)
         if n is not None:
