@@ -1,4 +1,4 @@
-"""Sessions: tests, opinfo, conformance, report, bench, gate, lint. Every session installs the locked environment with uv."""
+"""Sessions: tests, opinfo, conformance, report, bench, gate, lint. Every session installs from the lock with uv."""
 
 from __future__ import annotations
 
@@ -162,3 +162,18 @@ def bench(session: nox.Session) -> None:
     """Export-speed and graph-quality benchmarks against torch.onnx (dynamo=False)."""
     install(session)
     session.run("python", "-m", "benchmarks", *session.posargs)
+
+
+# What mypy resolves the engine's imports against (each ships its own types); the lock pins their versions.
+_TYPED_IMPORTS = ("torch", "onnx", "numpy", "ml-dtypes")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the repository, then mypy over the engine (exporter/) against the locked torch, onnx and numpy.
+
+    Only the pinned linters and the packages mypy follows are installed, at the lock's versions: not the whole
+    locked environment. Configuration: ``[tool.ruff]`` and ``[tool.mypy]`` in pyproject.toml."""
+    session.install("ruff==0.17.5", "mypy==2.4.1", "-c", LOCK, *_TYPED_IMPORTS)
+    session.run("ruff", "check", ".")
+    session.run("mypy", "exporter")

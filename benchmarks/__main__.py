@@ -19,8 +19,8 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import onnx
 import onnxruntime as ort
@@ -115,7 +115,8 @@ def ort_latencies_ms(models: dict[str, bytes], args: tuple, repeats: int) -> dic
             options = ort.SessionOptions()
             options.intra_op_num_threads = 1
             session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-            feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), _flat_tensors(args))}
+            # not strict: the export drops inputs the model does not read
+            feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), _flat_tensors(args), strict=False)}
             session.run(None, feeds)  # warm-up
             runners[side] = (session, feeds)
         except Exception as error:
@@ -201,9 +202,10 @@ def stage_report(runs: list[dict[str, float]], totals: list[float]) -> dict:
     names = list(dict.fromkeys(name for run in runs for name in run))
     medians = {name: statistics.median(run.get(name, 0.0) for run in runs) for name in names}
     floors = [run.get("capture", 0.0) + run.get("serialize", 0.0) for run in runs]
-    ratios = [total / floor for total, floor in zip(totals, floors) if floor]
+    ratios = [total / floor for total, floor in zip(totals, floors, strict=True) if floor]
     return {"stage_s": medians, "floor_s": statistics.median(floors),
-            "unaccounted_s": statistics.median(total - sum(run.values()) for total, run in zip(totals, runs)),
+            "unaccounted_s": statistics.median(total - sum(run.values())
+                                               for total, run in zip(totals, runs, strict=True)),
             "overhead_above_floor": statistics.median(ratios) if ratios else None}
 
 
@@ -255,25 +257,28 @@ def _last_opset_row(rows: list[dict], model: str) -> dict:
     return max((r for r in rows if r["model"] == model), key=lambda r: r["opset"])
 
 
+def _ours_and_peer(row: dict, key: str, fmt: str) -> str:
+    """'ours / peer' for one measurement of a benchmark row, 'fail' where that exporter failed."""
+    a, b = row.get("ours", {}).get(key), row.get("peer", {}).get(key)
+    return f"{fmt.format(a) if a is not None else 'fail'} / {fmt.format(b) if b is not None else 'fail'}"
+
+
+def _ratio(row: dict, key: str) -> str:
+    ratios = row.get("ratios", {})
+    return f"{ratios[key]:.2f}" if key in ratios else "-"
+
+
 def markdown_table(rows: list[dict]) -> str:
     lines = [
         "| model | opset | export s (ours/peer) | ratio | nodes (ours/peer) | ratio | ORT ms (ours/peer) | ratio | peak MB (ours/peer) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        ours, peer, ratios = row.get("ours", {}), row.get("peer", {}), row.get("ratios", {})
-
-        def pair(key, fmt):
-            a, b = ours.get(key), peer.get(key)
-            return f"{fmt.format(a) if a is not None else 'fail'} / {fmt.format(b) if b is not None else 'fail'}"
-
-        def ratio(key):
-            return f"{ratios[key]:.2f}" if key in ratios else "-"
-
         lines.append(
-            f"| {row['model']} | {row['opset']} | {pair('export_s', '{:.2f}')} | {ratio('export_s')} | "
-            f"{pair('node_count', '{}')} | {ratio('node_count')} | {pair('ort_ms', '{:.2f}')} | {ratio('ort_ms')} | "
-            f"{pair('peak_rss_growth_mb', '{:.0f}')} |"
+            f"| {row['model']} | {row['opset']} | {_ours_and_peer(row, 'export_s', '{:.2f}')} | "
+            f"{_ratio(row, 'export_s')} | {_ours_and_peer(row, 'node_count', '{}')} | {_ratio(row, 'node_count')} | "
+            f"{_ours_and_peer(row, 'ort_ms', '{:.2f}')} | {_ratio(row, 'ort_ms')} | "
+            f"{_ours_and_peer(row, 'peak_rss_growth_mb', '{:.0f}')} |"
         )
     lines += ["", stage_table(rows), "", provenance_table(rows)]
     lines.append("\nOp counts that differ (ours/peer), per model at its highest benchmarked opset:")

@@ -33,9 +33,9 @@ from pathlib import Path
 from conformance import arguments
 from conformance import results as results_io
 from conformance.schema import CAPTURE_CHOICES, STATUSES, TORCHSCRIPT
-from exporter.ort_session import ORT_LEVELS, ORT_LEVEL_VARIABLE, ort_level
 from conformance.summary import print_summary
 from conformance.verdict import is_failure
+from exporter.ort_session import ORT_LEVEL_VARIABLE, ORT_LEVELS, ort_level
 
 
 def _default_out(tier: str, shard: tuple[int, int] | None, exporter: str = "engine", capture: str = "torchscript") -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import model_zoo
 from conformance import op_cases

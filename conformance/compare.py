@@ -29,7 +29,9 @@ def reference_problem(reference: list[np.ndarray], perturbed: list[np.ndarray]) 
         return "the reference output has no finite value (every value is NaN or infinite)"
     if only_floats and scale_of(floats) < NEAR_ZERO:
         return f"the reference output is numerically zero (max |x| = {scale_of(floats):.3g})"
-    for r, p in zip(reference, perturbed):
+    if len(reference) != len(perturbed):
+        return ""  # as many outputs as the input asks for: they depend on it
+    for r, p in zip(reference, perturbed, strict=True):
         if r.shape != p.shape:
             return ""
         if r.size and r.dtype.kind == "f":
@@ -71,8 +73,8 @@ def compare_detections(names: list[str], expected: list[np.ndarray], actual: lis
     rtol, atol = tolerance(0.0)
     if len(expected) != len(actual):
         return Verdict(False, f"output count differs: torch {len(expected)}, onnx {len(actual)}", rtol=rtol, atol=atol)
-    e = dict(zip(names, expected))
-    a = dict(zip(names, (np.asarray(x) for x in actual)))
+    e = dict(zip(names, expected, strict=True))
+    a = dict(zip(names, (np.asarray(x) for x in actual), strict=True))
     boxes_e, boxes_a = e["boxes"].reshape(-1, 4), a["boxes"].reshape(-1, 4)
     scores_e, scores_a = e["scores"].reshape(-1), a["scores"].reshape(-1)
     labels_e, labels_a = e["labels"].reshape(-1), a["labels"].reshape(-1)

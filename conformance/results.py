@@ -15,8 +15,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator
 from importlib import metadata
-from typing import Iterable, Iterator
 
 from conformance.schema import default_capture
 

@@ -80,7 +80,7 @@ class _Slot:
     def send_next(self) -> None:
         self.case = self.queue.popleft()
         self.started = time.monotonic()
-        self.started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        self.started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         self.conn.send(self.case.as_dict())
 
     def limit(self) -> float:

@@ -4,8 +4,8 @@ Opsets 7 to 20 (default 20). Our own engine: it captures with TorchScript and co
 it never calls PyTorch's own ONNX exporter.
 """
 
-from exporter import symbolics as _symbolics  # noqa: F401  (registers the built-in symbolics)
 from exporter import errors
+from exporter import symbolics as _symbolics  # noqa: F401  (registers the built-in symbolics)
 from exporter.api import (
     DEFAULT_OPSET,
     ExportResult,

@@ -8,18 +8,18 @@ what really depends on the inputs or parameters.
 from __future__ import annotations
 
 import functools
-
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 from exporter import dtypes, ir, provenance
 from exporter.capture import MODE_FRAME
+from exporter.capture.mutation import is_in_place
 from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import optional, quantized
-from exporter.capture.mutation import is_in_place
 from exporter.options import OperatorExportTypes
 from exporter.registry import REGISTRY
 from exporter.ts_types import TORCHSCRIPT_FACTS, declared_element_type, outputs_of, ts_value_type
@@ -49,12 +49,12 @@ class Converter:
         self._symbolics: dict[str, Callable] = {}  # op kind -> its symbolic at the session's opset, as looked up
 
     # -- graphs and blocks ------------------------------------------------------------------------------
-    def convert_graph(self, ts_graph, input_values: list[ir.Value]) -> ir.Graph:
+    def convert_graph(self, ts_graph, input_values: list[ir.Value | quantized.QTensor]) -> ir.Graph:
         graph = ir.Graph("main_graph")
         g = GraphContext(self.session, graph)
         env: dict[int, Any] = {}
         graph.inputs = [v for value in input_values for v in quantized.boundary_values(value)]
-        for ts_input, value in zip(ts_graph.inputs(), input_values):
+        for ts_input, value in zip(ts_graph.inputs(), input_values, strict=True):
             if isinstance(value, quantized.QTensor):
                 value = quantized.typed_input(g, value)
             else:
@@ -76,7 +76,7 @@ class Converter:
         graph = ir.Graph(self.session.fresh_name(name), parent=g.graph, inputs=list(input_values))
         sub = g.subcontext(graph)
         env = dict(self._env_stack[-1])
-        for ts_input, value in zip(block.inputs(), input_values):
+        for ts_input, value in zip(block.inputs(), input_values, strict=True):
             env[ts_input.unique()] = value
         self._convert_nodes(sub, block.nodes(), env)
         graph.outputs = [self._as_output(sub, env[v.unique()], force_local=True) for v in block.returnNode().inputs()]
@@ -85,7 +85,7 @@ class Converter:
     def _inline_block(self, g: GraphContext, block, inputs: list[Any]) -> list[Any]:
         """Convert a TorchScript block into ``g``'s own graph (a branch chosen at export time); its results."""
         env = dict(self._env_stack[-1])
-        for ts_input, value in zip(block.inputs(), inputs):
+        for ts_input, value in zip(block.inputs(), inputs, strict=True):
             env[ts_input.unique()] = value
         self._convert_nodes(g, block.nodes(), env)
         return [env[v.unique()] for v in block.returnNode().inputs()]
@@ -219,7 +219,7 @@ class Converter:
     def _inline_subgraph(self, g: GraphContext, subgraph, args: list[Any]) -> Any:
         """Convert the ops the traced Function ran, in place of the Function node."""
         env: dict[int, Any] = {}
-        for ts_input, value in zip(subgraph.inputs(), args):
+        for ts_input, value in zip(subgraph.inputs(), args, strict=True):
             env[ts_input.unique()] = value
         self._convert_nodes(g, subgraph.nodes(), env)
         results = [env[v.unique()] for v in subgraph.return_node().inputs()]
@@ -237,7 +237,7 @@ class Converter:
                     f"{node.kind()}: the symbolic returned {type(result).__name__}, expected {len(outputs)} outputs"
                 )
             results = list(result)
-        for ts_value, value in zip(outputs, results):
+        for ts_value, value in zip(outputs, results, strict=True):
             if isinstance(value, ir.Value):
                 self._annotate(value, ts_value)
                 # A value bound to several TorchScript values holds the last one, except a graph input, which stays
@@ -280,7 +280,7 @@ def _optional_input(ts_input) -> bool:
     return all(use.user.kind() in _OPTIONAL_INPUT_USES for use in ts_input.uses())
 
 
-def _sequence_output(g: GraphContext, items: list) -> ir.Value:
+def _sequence_output(g: GraphContext, items: list | tuple) -> ir.Value:
     """A scripted model's list of tensors returned as an ONNX sequence, as PyTorch's exporter does (opset 11+)."""
     from exporter.lowering.sequence import SEQUENCE_OPSET, as_sequence
 
@@ -349,7 +349,7 @@ def _emit_unconverted(g: GraphContext, node, args: list[Any]) -> Any:
 
 def _emit_node(g: GraphContext, node, args: list[Any], name: str, **attributes: Any) -> Any:
     """Emit one unconverted node: constant arguments become Constant inputs, None an empty input."""
-    inputs = []
+    inputs: list[ir.Value | None] = []
     for arg in args:
         if isinstance(arg, (list, tuple)) and any(isinstance(a, ir.Value) and a.rank not in (0, None) for a in arg):
             inputs.extend(arg)  # a tensor list: one input per tensor
@@ -551,8 +551,8 @@ def _evaluate_with_torch(node, args: list[Any]) -> Any:
         if not (args and isinstance(args[0], torch.Tensor)):
             return _NOT_EVALUATED
         args = [args[0].clone(), *args[1:]]  # the constant itself stays as it is (see _foldable_kind)
-    positional = [value for value, keyword in zip(args, keyword_only) if not keyword]
-    keywords = {keyword: value for value, keyword in zip(args, keyword_only) if keyword}
+    positional = [value for value, keyword in zip(args, keyword_only, strict=True) if not keyword]
+    keywords = {keyword: value for value, keyword in zip(args, keyword_only, strict=True) if keyword}
     try:
         with torch.no_grad():
             return op(*positional, **keywords)

@@ -21,7 +21,7 @@ from exporter import dtypes, ir, provenance
 from exporter.capture.common import Capture
 from exporter.capture.export import ASSERTION_OPS, state_tensor
 from exporter.capture.fx_facts import FX_FACTS, op_kind, returns_several, schema_arguments, value_type
-from exporter.convert import copy_type, any_empty, call_symbolic, foldable_kind
+from exporter.convert import any_empty, call_symbolic, copy_type, foldable_kind
 from exporter.errors import UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.registry import REGISTRY
@@ -82,10 +82,11 @@ class FxConverter:
     def _bind_placeholders(self, g: GraphContext, captured: Capture, input_values: list[ir.Value]) -> dict:
         program = captured.program
         user_values = iter(input_values[:len(captured.user_inputs)])
-        params = {name: value for (name, _), value in zip(captured.params, input_values[len(captured.user_inputs):])}
+        params = {name: value for (name, _), value in zip(captured.params, input_values[len(captured.user_inputs):],
+                                                          strict=True)}
         placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
         env: dict[torch.fx.Node, Any] = {}
-        for spec, node in zip(program.graph_signature.input_specs, placeholders):
+        for spec, node in zip(program.graph_signature.input_specs, placeholders, strict=True):
             if spec.kind == InputKind.USER_INPUT:
                 example = node.meta.get("val")
                 if isinstance(example, torch.Tensor):
@@ -106,13 +107,14 @@ class FxConverter:
 
     def _outputs(self, g: GraphContext, program, output_node, env: dict) -> list[ir.Value]:
         outputs = []
-        for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0]):
+        for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0], strict=True):
             if spec.kind != OutputKind.USER_OUTPUT:
                 continue  # a buffer or input the program mutates: the ONNX model has no state to write back
             value = env[arg] if isinstance(arg, torch.fx.Node) else arg
             if value is None and isinstance(arg, torch.fx.Node):
-                raise UnsupportedOperatorError(f"{op_kind(arg.args[0]) if arg.target is operator.getitem else op_kind(arg)}"
-                                               " (an output the model returns)", self.session.opset,
+                computed_by = arg.args[0] if arg.target is operator.getitem else arg  # getitem: one of its results
+                kind = op_kind(computed_by) if isinstance(computed_by, torch.fx.Node) else str(computed_by)
+                raise UnsupportedOperatorError(f"{kind} (an output the model returns)", self.session.opset,
                                                reason="the symbolic does not compute this output")
             outputs.append(value if isinstance(value, ir.Value) else g.const(value))
         return outputs
@@ -169,7 +171,7 @@ class FxConverter:
         enclosing graph; a predicate known at export time keeps only the taken branch."""
         pred, true_graph, false_graph, operands = node.args
         condition = _materialize(pred, env, self.session.opset)
-        operands = [_materialize(operand, env, self.session.opset) for operand in operands]
+        operands = [_materialize(operand, env, self.session.opset) for operand in _operand_list(operands)]
         if not _holds_value(condition):
             taken = true_graph if bool(condition) else false_graph
             return tuple(self._inline(g, env[taken], operands, env))
@@ -186,13 +188,13 @@ class FxConverter:
         additional inputs are read from the enclosing graph."""
         cond_graph, body_graph, carried, additional = node.args
         opset = self.session.opset
-        initial = [g.value(_materialize(value, env, opset)) for value in carried]
-        additional = [_materialize(value, env, opset) for value in additional]
+        initial = [g.value(_materialize(value, env, opset)) for value in _operand_list(carried)]
+        additional = [_materialize(value, env, opset) for value in _operand_list(additional)]
         condition = g.value(self._inline(g, env[cond_graph], [*initial, *additional], env)[0])
         iteration = self._loop_input("iteration", dtypes.INT64, ())
         running = self._loop_input("condition", dtypes.BOOL, ())
         carried_in = [self._loop_input("carried", value.dtype, _loose_shape(example))
-                      for value, example in zip(initial, _recorded(node))]
+                      for value, example in zip(initial, _recorded(node), strict=True)]
         body = self._subgraph(g, env[body_graph], [*carried_in, *additional], [iteration, running, *carried_in],
                               "loop_body", env, then=env[cond_graph])
         results = g.op("Loop", None, condition, *initial, body_g=body, outputs=len(initial))
@@ -215,7 +217,7 @@ class FxConverter:
         (the enclosing graph's values stay visible: a subgraph reads them from the outer scope)."""
         inner = dict(env)
         placeholders = [node for node in module.graph.nodes if node.op == "placeholder"]
-        inner.update(zip(placeholders, bound))
+        inner.update(zip(placeholders, bound, strict=True))
         output_node = self._convert_nodes(g, module, inner)
         results = output_node.args[0]
         results = results if isinstance(results, (tuple, list)) else [results]
@@ -249,6 +251,8 @@ class FxConverter:
         """The node computed with PyTorch on its constant arguments."""
         args = torch.fx.node.map_arg(node.args, lambda n: env[n])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+        if not callable(node.target):
+            raise TypeError(f"{node.format_node()}: a call_function node's target is a function")
         with torch.no_grad():
             return node.target(*args, **kwargs)
 
@@ -261,7 +265,7 @@ class FxConverter:
     def _bind(self, node: torch.fx.Node, result: Any, env: dict) -> None:
         recorded = node.meta.get("val")
         if isinstance(result, (tuple, list)) and isinstance(recorded, (tuple, list)):
-            for value, example in zip(result, recorded):
+            for value, example in zip(result, recorded, strict=True):
                 if isinstance(value, ir.Value):
                     self._annotate(value, example)
         elif isinstance(result, ir.Value):
@@ -295,7 +299,7 @@ def _typed_like(results: ir.Value | tuple, values: list[ir.Value]) -> tuple:
     (what ``GraphContext.op`` infers from the op's first input, the condition, is not theirs); the sizes come from
     the program."""
     results = results if isinstance(results, tuple) else (results,)
-    for result, value in zip(results, values):
+    for result, value in zip(results, values, strict=True):
         result.dtype, result.shape, result.kind = value.dtype, None, value.kind
     return results
 
@@ -322,6 +326,13 @@ def _empty_results(node: torch.fx.Node, args: list[Any]) -> tuple | None:
 
 def _is_symbolic(example: Any, axis: int) -> bool:
     return isinstance(example, torch.Tensor) and not isinstance(example.shape[axis], int)
+
+
+def _operand_list(arg: torch.fx.node.Argument) -> list[torch.fx.node.Argument]:
+    """A higher-order op's list argument: cond's operands, while_loop's carried and additional values."""
+    if not isinstance(arg, (list, tuple)):
+        raise TypeError(f"expected a list of operands, got {type(arg).__name__}")
+    return list(arg)
 
 
 def _recorded(node: torch.fx.Node) -> list[Any]:

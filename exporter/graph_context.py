@@ -8,8 +8,9 @@ list forms ``_is``/``_fs``/``_ss``); ``"domain::Name"`` emits into a custom doma
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -129,7 +130,7 @@ class GraphContext:
     def __init__(self, session: ExportSession, graph: ir.Graph):
         self.session = session
         self.graph = graph
-        self.node = None  # the captured node being converted (the front end's own; symbolics ask through facts)
+        self.node: Any = None  # the captured node being converted (the front end's own; symbolics ask through facts)
         self.scope = ""
 
     # -- basic facts -------------------------------------------------------------------------------------
@@ -147,67 +148,75 @@ class GraphContext:
 
     # -- the op being converted, as its front end recorded it -------------------------------------------------------
     @property
+    def _facts(self) -> NodeFacts:
+        facts = self.session.facts
+        if facts is None:
+            raise RuntimeError("the session has no node facts: its front end's driver sets them before converting")
+        return facts
+
+    @property
     def op_kind(self) -> str:
         """The op being converted ("aten::add"), for dispatch on a shared symbolic and for error texts."""
-        return self.session.facts.kind(self.node) if self.node is not None else "this op"
+        return self._facts.kind(self.node) if self.node is not None else "this op"
 
     @property
     def overload(self) -> str:
-        return self.session.facts.overload(self.node)
+        return self._facts.overload(self.node)
 
     def has_argument(self, name: str) -> bool:
         """Whether the op's schema has an argument called ``name`` (which overload this is)."""
-        return name in self.session.facts.argument_names(self.node)
+        return name in self._facts.argument_names(self.node)
 
     def argument(self, args: Any, name: str) -> Any:
         """The value of the schema argument called ``name`` among ``args`` (all of them, from the first); None if
         the schema has none."""
-        for argument, value in zip(self.session.facts.argument_names(self.node), args):
+        # not strict: a call may leave trailing arguments with defaults out
+        for argument, value in zip(self._facts.argument_names(self.node), args, strict=False):
             if argument == name:
                 return value
         return None
 
     @property
     def input_count(self) -> int:
-        return self.session.facts.input_count(self.node)
+        return self._facts.input_count(self.node)
 
     def input_type(self, index: int) -> str:
-        return self.session.facts.input_type(self.node, index)
+        return self._facts.input_type(self.node, index)
 
     def input_layout(self, index: int = 0) -> tuple[tuple | None, tuple | None]:
-        return self.session.facts.input_layout(self.node, index)
+        return self._facts.input_layout(self.node, index)
 
     def input_producer(self, index: int) -> tuple[str, str]:
-        return self.session.facts.input_producer(self.node, index)
+        return self._facts.input_producer(self.node, index)
 
     def input_is_size_of(self, index: int, of_index: int, dim: int) -> bool:
-        return self.session.facts.input_is_size_of(self.node, index, of_index, dim)
+        return self._facts.input_is_size_of(self.node, index, of_index, dim)
 
     @property
     def output_count(self) -> int:
-        return self.session.facts.output_count(self.node)
+        return self._facts.output_count(self.node)
 
     def output_dtype(self, index: int = 0) -> int | None:
         """The element type the capture recorded for output ``index``."""
-        return self.session.facts.output_type(self.node, index, True)[0]
+        return self._facts.output_type(self.node, index, True)[0]
 
     def output_shape(self, index: int = 0) -> tuple | None:
-        return self.session.facts.output_type(self.node, index, self.static_shapes)[1]
+        return self._facts.output_type(self.node, index, self.static_shapes)[1]
 
     def output_readers(self, index: int = 0) -> list[tuple[str, str, int]]:
-        return self.session.facts.output_readers(self.node, index)
+        return self._facts.output_readers(self.node, index)
 
     def output_used(self, index: int = 0) -> bool:
         return bool(self.output_readers(index))
 
     def output_is_quantized(self, index: int = 0) -> bool:
-        return self.session.facts.output_is_quantized(self.node, index)
+        return self._facts.output_is_quantized(self.node, index)
 
     def output_is_optional(self, index: int = 0) -> bool:
-        return self.session.facts.output_is_optional(self.node, index)
+        return self._facts.output_is_optional(self.node, index)
 
     def list_output_length(self, index: int = 0) -> int | None:
-        return self.session.facts.list_output_length(self.node, index)
+        return self._facts.list_output_length(self.node, index)
 
     def subcontext(self, graph: ir.Graph) -> GraphContext:
         sub = GraphContext(self.session, graph)
@@ -235,7 +244,8 @@ class GraphContext:
         if outputs == 1:
             out_values[0].dtype = _infer_dtype(op_type, domain, in_values, attrs)
         elif not domain:
-            for value, dtype in zip(out_values, _infer_dtypes(op_type, in_values)):
+            # not strict: the types known may be fewer than the outputs asked for, or an endless repeat
+            for value, dtype in zip(out_values, _infer_dtypes(op_type, in_values), strict=False):
                 value.dtype = dtype
         self.graph.nodes.append(node)
         return out_values[0] if outputs == 1 else tuple(out_values)
@@ -327,10 +337,14 @@ class GraphContext:
     # -- subgraphs -----------------------------------------------------------------------------------------
     def convert_block(self, block, input_values: list[ir.Value], name: str) -> ir.Graph:
         """Convert a TorchScript block into an ONNX subgraph whose inputs are ``input_values``."""
+        if self.session.convert_block is None:
+            raise RuntimeError("this front end's driver converts no TorchScript blocks")
         return self.session.convert_block(self, block, input_values, name)
 
     def inline_block(self, block, inputs: list[Any]) -> list[Any]:
         """Convert a TorchScript block into this graph (no subgraph) and return its results."""
+        if self.session.inline_block is None:
+            raise RuntimeError("this front end's driver converts no TorchScript blocks")
         return self.session.inline_block(self, block, inputs)
 
 

@@ -26,7 +26,7 @@ def join_elem_shapes(a: tuple | str | None, b: tuple | str | None) -> tuple | st
         return a
     if a is None or b is None or len(a) != len(b):
         return None
-    return tuple(x if x == y else None for x, y in zip(a, b))
+    return tuple(x if x == y else None for x, y in zip(a, b, strict=True))
 
 
 # A list a loop built by appending one tensor per iteration, held as the Loop's scan output: the tensors stacked
@@ -110,6 +110,7 @@ class Node:
     name: str = ""
     doc_string: str = ""
     origin: Any = None  # provenance: the TorchScript node whose symbolic emitted this node (None: made by a pass)
+    attr_types: dict[str, int] = field(default_factory=dict)  # each attribute's onnx.AttributeProto type
 
     def __repr__(self) -> str:
         return f"Node({self.domain + '::' if self.domain else ''}{self.op_type}, {self.name!r})"

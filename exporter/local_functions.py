@@ -14,8 +14,9 @@ Parameters and other values from outside are function inputs. Class attributes w
 from __future__ import annotations
 
 import typing
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Collection
+from typing import Any
 
 import onnx
 import torch
@@ -61,7 +62,8 @@ def export_modules_as_functions(
         model_proto.opset_import.append(helper.make_opsetid(domain, 1))
 
 
-def _check_selection(selection: Collection[type]) -> set[type]:
+def _check_selection(selection: object) -> set[type]:
+    """The module types a user's ``export_modules_as_functions`` (anything but True) selects, checked."""
     if isinstance(selection, (str, bytes)) or not isinstance(selection, Collection):
         raise ExportArgumentError(
             f"export_modules_as_functions must be a bool or a set of nn.Module types, got {selection!r}"
@@ -171,7 +173,7 @@ def _annotated_attributes(module: torch.nn.Module) -> dict[str, Any]:
         base = typing.get_type_hints(torch.nn.Module)
     except Exception:  # unresolvable forward references: no annotated attributes
         return {}
-    attributes = {}
+    attributes: dict[str, Any] = {}
     for name in hints:
         if name in base or not hasattr(module, name):
             continue
@@ -257,7 +259,7 @@ class _FunctionLibrary:
                 if attribute.ref_attr_name or len({a.SerializeToString(deterministic=True) for a in versions}) == 1:
                     continue
                 reference = f"inferred::{node.op_type}_{index}_{attribute.name}"
-                for variant, version in zip(variants, versions):
+                for variant, version in zip(variants, versions, strict=True):
                     value = onnx.AttributeProto()
                     value.CopyFrom(version)
                     value.name = reference

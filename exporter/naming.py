@@ -27,7 +27,7 @@ def input_names(model: Any, args: Any, captured: Capture, given: Sequence[str] |
     state_names = captured.state_names or [name for name, _ in captured.params]
     names = user + state_names
     _apply_names(names, given, "input", "inputs, parameters and buffers")
-    renamed = dict(zip(state_names, names[len(user):]))
+    renamed = dict(zip(state_names, names[len(user):], strict=True))
     names = names[: len(user)] + [renamed.get(name, name) for name, _ in captured.params]
     if len(set(names)) != len(names):
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -58,8 +58,11 @@ def refuse_complex_boundary(captured: Capture, names_in: list[str], names_out: l
     that holds one: a complex input (an :class:`ExportArgumentError`) or output (a value ONNX cannot express: a
     :class:`SymbolicValueError`, as PyTorch's exporter raises) is refused rather than written into a model no one
     runs."""
-    examples = [(f"input {n!r}", t, ExportArgumentError) for n, t in zip(names_in, captured.user_inputs)]
-    examples += [(f"output {n!r}", t, SymbolicValueError) for n, t in zip(names_out, output_examples(captured))]
+    # Not strict: the parameters' names follow the inputs' in names_in; a capture may record no example outputs.
+    examples: list[tuple[str, Any, type[Exception]]] = [
+        (f"input {n!r}", t, ExportArgumentError) for n, t in zip(names_in, captured.user_inputs, strict=False)]
+    examples += [(f"output {n!r}", t, SymbolicValueError)
+                 for n, t in zip(names_out, output_examples(captured), strict=False)]
     for what, tensor, error in examples:
         if isinstance(tensor, torch.Tensor) and tensor.is_complex():
             raise error(
@@ -91,7 +94,7 @@ def _default_user_input_names(model: Any, args: Any, user_inputs: list) -> list[
         bound = _signature(model).bind(*positional, **kwargs)
     except (TypeError, ValueError):
         return [f"input_{i}" for i in range(count)]
-    names = []
+    names: list[str] = []
     for name, value in bound.arguments.items():
         if isinstance(value, (torch.Tensor, bool, int, float)) or (
                 isinstance(value, (tuple, list)) and len(names) < count and isinstance(user_inputs[len(names)], list)):
@@ -108,8 +111,10 @@ def _signature(model: Any) -> inspect.Signature:
     """``forward``'s signature, or a function's. A scripted function has no Python signature: its schema names the
     parameters."""
     if isinstance(model, torch.jit.ScriptFunction):
+        # torch's stubs make ScriptFunction.schema a method; the binding makes it a property
+        arguments = model.schema.arguments  # type: ignore[attr-defined]
         return inspect.Signature([inspect.Parameter(argument.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                                  for argument in model.schema.arguments])
+                                  for argument in arguments])
     return inspect.signature(model.forward if isinstance(model, torch.nn.Module) else model)
 
 
@@ -127,8 +132,8 @@ def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params:
     """The values the converter starts from: the model's inputs (a quantized one as a :class:`quantized.QTensor`)
     with their ``axes`` named, then the parameters, holding their data when ``export_params``."""
     user_count = len(captured.user_inputs)
-    inputs = []
-    for name, tensor in zip(names[:user_count], captured.user_inputs):
+    inputs: list[ir.Value | quantized.QTensor] = []
+    for name, tensor in zip(names[:user_count], captured.user_inputs, strict=True):
         if isinstance(tensor, list):
             inputs.append(_sequence_input(name, tensor, captured.graph, len(inputs), axes))
             continue
@@ -142,7 +147,7 @@ def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params:
         else:
             inputs.append(ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(shape)))
     params = []
-    for name, (_, tensor) in zip(names[user_count:], captured.params):
+    for name, (_, tensor) in zip(names[user_count:], captured.params, strict=True):
         array = dtypes.tensor_to_numpy(tensor.detach().cpu())
         value = ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(tensor.shape), is_param=True)
         value.const = array if export_params else None
@@ -190,7 +195,7 @@ def name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> N
     seen: set[int] = set()
     protected = {id(v) for v in graph.inputs} | {id(v) for v in graph.initializers}
     renamed = []
-    for value, name in zip(graph.outputs, names):
+    for value, name in zip(graph.outputs, names, strict=True):
         if id(value) in seen or id(value) in protected or value.producer is None:
             copy = g.op("Identity", value)
             copy.dtype, copy.shape, copy.kind = value.dtype, value.shape, value.kind

@@ -11,8 +11,8 @@ the tolerance (``finite_errors``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -68,7 +68,7 @@ class Verdict:
     comparison: str = ""
     compared_nothing: bool = False  # nothing was left to compare (say, every detection on a near-tie)
 
-    def merge(self, other: "Verdict") -> "Verdict":
+    def merge(self, other: Verdict) -> Verdict:
         """Worst of both: the first failure's message, the largest errors and tolerances."""
         return Verdict(
             ok=self.ok and other.ok,
@@ -101,7 +101,7 @@ def compare_arrays(expected: list[np.ndarray], actual: list[np.ndarray], toleran
     if len(expected) != len(actual):
         verdict.ok, verdict.message = False, f"output count differs: torch {len(expected)}, onnx {len(actual)}"
         return verdict
-    for index, (e, a) in enumerate(zip(expected, actual)):
+    for index, (e, a) in enumerate(zip(expected, actual, strict=True)):
         a = np.asarray(a)
         if e.shape != a.shape:
             verdict.ok, verdict.message = False, f"output {index}: shape {a.shape} != torch {e.shape}"
@@ -153,8 +153,12 @@ def arbitrate(expected: list[np.ndarray], actual: list[np.ndarray], exact: list[
     be equal. A wrong export lands far from float64 and fails. Arbitration settles rounding, never a NaN or an
     infinity: outputs that differ from PyTorch's in their non-finite values fail whatever float64 says.
     """
+    if not len(expected) == len(actual) == len(exact):
+        # Comparing the outputs the runs share would pass an export that lost an output.
+        return Verdict(False, f"{ARBITRATION_WORDS} output counts differ: torch {len(expected)}, onnx {len(actual)}, "
+                              f"float64 {len(exact)}")
     torch_off = onnx_off = scale = 0.0
-    for e, a, x in zip(expected, actual, exact):
+    for e, a, x in zip(expected, actual, exact, strict=True):
         a = np.asarray(a)
         if e.shape != a.shape or e.shape != x.shape:
             return Verdict(False, f"{ARBITRATION_WORDS} shapes differ")

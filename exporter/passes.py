@@ -85,7 +85,6 @@ def _identity_of_initializer(value: ir.Value, main: ir.Graph) -> ir.Node:
     hoisted = ir.Value(f"{value.name}_hoisted", dtype=value.dtype, shape=value.shape, const=value.const)
     main.initializers.append(hoisted)
     identity = ir.Node("Identity", [hoisted], [value], name=f"{value.name}_identity")
-    identity.attr_types = {}
     value.producer = identity
     return identity
 
@@ -114,7 +113,7 @@ def fold_constants(graph: ir.Graph, opset: int, fold_params: bool) -> None:
         if results is None:
             folded_nodes.append(node)
             continue
-        for value, array in zip(node.outputs, results):
+        for value, array in zip(node.outputs, results, strict=True):
             constant = ir.Node("Constant", [], [value], {"value": array}, name=f"{node.name}_folded")
             constant.attr_types = {"value": onnx.AttributeProto.TENSOR}
             value.producer = constant
@@ -132,7 +131,7 @@ def _evaluate(node: ir.Node, opset: int) -> list[np.ndarray] | None:
     attrs = [helper.make_attribute(k, _attr_payload(v), attr_type=node.attr_types[k]) for k, v in node.attrs.items()]
     proto = helper.make_node(node.op_type, names, [f"o{k}" for k in range(len(node.outputs))])
     proto.attribute.extend(attrs)
-    feeds = {n: np.asarray(v.const) for n, v in zip(names, node.inputs) if v is not None}
+    feeds = {n: np.asarray(v.const) for n, v in zip(names, node.inputs, strict=True) if v is not None}
     try:
         evaluator = _evaluator(proto.SerializeToString(), tuple((n, a.dtype.str) for n, a in feeds.items()), opset)
         results = evaluator.run(None, feeds)
@@ -174,10 +173,13 @@ def fuse_conv_batchnorm(graph: ir.Graph) -> None:
         if conv is None:
             kept.append(node)
             continue
-        scale, shift, mean, var = (v.const.astype(np.float64) for v in node.inputs[1:5])
+        scale, shift, mean, var = (_constant_array(v).astype(np.float64) for v in node.inputs[1:5])
         factor = scale / np.sqrt(var + node.attrs.get("epsilon", 1e-5))
-        weight = conv.inputs[1].const
-        bias = conv.inputs[2].const if len(conv.inputs) > 2 and conv.inputs[2] is not None else np.zeros(len(factor))
+        weight_input = conv.inputs[1]
+        assert weight_input is not None and weight_input.const is not None  # _fusable_conv found it constant
+        weight = weight_input.const
+        has_bias = len(conv.inputs) > 2 and conv.inputs[2] is not None
+        bias = _constant_array(conv.inputs[2]) if has_bias else np.zeros(len(factor))
         # The weight's product is deferred to the writer, a chunk at a time, in the weight's precision (float32 at
         # least): a product made here would allocate a copy of every Conv weight (100 MB for resnet50, fresh pages
         # that cost more than the product), and a float64 product costs more still for at most one rounding step.
@@ -186,8 +188,8 @@ def fuse_conv_batchnorm(graph: ir.Graph) -> None:
         else:
             fused_weight = ir.RowScaled(weight, factor.astype(np.promote_types(weight.dtype, np.float32)))
         fused_bias = ((bias - mean) * factor + shift).astype(weight.dtype)
-        conv.inputs = [conv.inputs[0], _initializer(graph, conv.inputs[1], fused_weight, "fused_weight"),
-                       _initializer(graph, conv.inputs[1], fused_bias, "fused_bias")]
+        conv.inputs = [conv.inputs[0], _initializer(graph, weight_input, fused_weight, "fused_weight"),
+                       _initializer(graph, weight_input, fused_bias, "fused_bias")]
         # The Conv now computes the normalized values: it takes over the BatchNormalization's output (its name, its
         # readers, its place among the graph outputs, its provenance).
         conv.outputs = [node.outputs[0]]
@@ -204,7 +206,7 @@ def deferred_seconds(graph: ir.Graph) -> float:
 def _fusable_conv(node: ir.Node, users: dict[int, list[ir.Node]], outputs: set[int]) -> ir.Node | None:
     if node.op_type != "BatchNormalization" or node.domain or len(node.outputs) != 1 or node.attrs.get("training_mode"):
         return None
-    conv = node.inputs[0].producer
+    conv = node.inputs[0].producer if node.inputs[0] is not None else None
     if conv is None or conv.op_type != "Conv" or conv.domain or id(conv.outputs[0]) in outputs:
         return None
     if len(users.get(id(conv.outputs[0]), [])) != 1:
@@ -215,7 +217,14 @@ def _fusable_conv(node: ir.Node, users: dict[int, list[ir.Node]], outputs: set[i
     return conv
 
 
-def _initializer(graph: ir.Graph, like: ir.Value, payload: np.ndarray, suffix: str) -> ir.Value:
+def _constant_array(value: ir.Value | None) -> np.ndarray:
+    """The payload of an operand that :func:`_fusable_conv` found constant."""
+    if value is None or value.const is None:
+        raise ValueError(f"{value!r} is not a constant")
+    return np.asarray(value.const)
+
+
+def _initializer(graph: ir.Graph, like: ir.Value, payload: np.ndarray | ir.RowScaled, suffix: str) -> ir.Value:
     value = ir.Value(f"{like.name}_{suffix}", like.dtype, tuple(payload.shape))
     value.const = payload
     graph.initializers.append(value)
@@ -233,7 +242,7 @@ def deduplicate_constants(graph: ir.Graph) -> None:
 
 def _deduplicate_in(graph: ir.Graph, protected: set[int]) -> None:
     small: dict[tuple, ir.Value] = {}
-    large: dict[tuple, list[ir.Value]] = {}
+    large: dict[tuple, list[tuple[ir.Value, np.ndarray]]] = {}  # each value with its payload
     replacements: dict[int, ir.Value] = {}
     kept = []
     for node in graph.nodes:
@@ -241,7 +250,7 @@ def _deduplicate_in(graph: ir.Graph, protected: set[int]) -> None:
             _deduplicate_in(sub, protected)
         value = node.outputs[0] if node.op_type == "Constant" and not node.domain else None
         payload = None if value is None or value.const is None else np.asarray(value.const)
-        if payload is None or payload.dtype == object or id(value) in protected:
+        if value is None or payload is None or payload.dtype == object or id(value) in protected:
             kept.append(node)
             continue
         # Bytes, not values, decide equality: 0.0 and -0.0 differ, and equal NaN payloads may merge.
@@ -250,9 +259,9 @@ def _deduplicate_in(graph: ir.Graph, protected: set[int]) -> None:
             twin = small.setdefault((*key, payload.tobytes()), value)
         else:  # large payloads: a sample of elements finds the candidates, a byte comparison confirms
             candidates = large.setdefault((*key, _sample(payload)), [])
-            twin = next((c for c in candidates if _same_bytes(c.const, payload)), value)
+            twin = next((c for c, c_payload in candidates if _same_bytes(c_payload, payload)), value)
             if twin is value:
-                candidates.append(value)
+                candidates.append((value, payload))
         if twin is value:
             kept.append(node)
         else:
@@ -284,9 +293,10 @@ def merge_transposes(graph: ir.Graph) -> None:
     for node in graph.nodes:
         for sub in graph.subgraphs_of(node):
             merge_transposes(sub)
-        inner = node.inputs[0].producer if node.op_type == "Transpose" and not node.domain else None
+        source = node.inputs[0] if node.op_type == "Transpose" and not node.domain else None
+        inner = source.producer if source is not None else None
         if inner is None or inner.op_type != "Transpose" or inner.domain or "perm" not in inner.attrs \
-                or "perm" not in node.attrs:
+                or "perm" not in node.attrs or inner.inputs[0] is None:
             kept.append(node)
             continue
         perm = [inner.attrs["perm"][axis] for axis in node.attrs["perm"]]
@@ -344,7 +354,8 @@ def eliminate_identities(graph: ir.Graph) -> None:
     for node in graph.nodes:
         for sub in graph.subgraphs_of(node):
             eliminate_identities(sub)
-        if node.op_type == "Identity" and not node.domain and id(node.outputs[0]) not in outputs:
+        if node.op_type == "Identity" and not node.domain and id(node.outputs[0]) not in outputs \
+                and node.inputs[0] is not None:
             source = node.inputs[0]
             replacements[id(node.outputs[0])] = replacements.get(id(source), source)
             continue

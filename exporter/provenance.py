@@ -10,6 +10,7 @@ store per node; nothing reaches the written model unless ``export(..., provenanc
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import re
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ def recording(enabled: bool):
         RECORD = saved
 
 
-_LIBRARY_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,)) + (os.path.dirname(__file__) + os.sep,)
+_LIBRARY_DIRS = (os.path.dirname(inspect.getfile(torch)) + os.sep, os.path.dirname(__file__) + os.sep)
 _TRACED_FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
 _SCRIPTED_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+)')
 
@@ -65,7 +66,8 @@ class Origin:
         # The root module's scope is a bare "__module" (no path): it names no submodule.
         paths = [p for p in instance_paths(ts_node.scopeName()) if p != "__module"]
         try:
-            stack = ts_node.sourceRange()
+            # torch's stubs say SourceRange; the binding returns the range's text
+            stack: str = ts_node.sourceRange()  # type: ignore[assignment]
         except RuntimeError:  # nodes made by passes have no source range
             stack = ""
         return cls(ts_node.kind(), paths[-1] if paths else "", _model_line(stack), stack)

@@ -12,8 +12,9 @@ Dispatch still calls it, but the support queries (``is_supported``, ``supported_
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 

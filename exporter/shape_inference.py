@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 from onnx import helper
 
@@ -51,7 +52,7 @@ def _cone(graph: ir.Graph, target: ir.Value) -> tuple[list[ir.Node] | None, list
     (None, []) when a node with subgraphs is involved (they may read any earlier value implicitly)."""
     picked: set[int] = set()
     boundary: dict[int, ir.Value] = {}
-    pending = [target.producer]
+    pending = [target.producer] if target.producer is not None else []
     while pending:
         node = pending.pop()
         if id(node) in picked:
@@ -93,7 +94,7 @@ def infer_local_shapes(nodes: list[ir.Node], opset: int, domains: set[str]) -> N
             seen.add(id(value))
             inputs.append(serialize.value_info(value))
             if value.const is not None and value.const.size <= 4096:
-                initializers.append(numpy_helper.from_array(value.const, value.name))
+                initializers.append(numpy_helper.from_array(np.asarray(value.const), value.name))
     unknown = {v.name: v for node in nodes for v in node.outputs if v.shape is None and v.kind == ir.TENSOR}
     if not unknown:
         return

@@ -12,7 +12,6 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-
 # rtol/atol that the design measured torch's own exporter against on randomly initialised torchvision models
 # (96 of 108 within it): a model's outputs are compared with them unless its zoo entry says otherwise.
 DEFAULT_RTOL = 1e-3

@@ -10,7 +10,6 @@ import torch
 from exporter import dtypes
 from exporter.graph_context import NodeFacts
 
-
 # The TorchScript node kinds that own blocks. Asking another node for its blocks costs microseconds (the iterator ends
 # in a C++ exception), which adds up to a pass's main cost over a large traced graph.
 KINDS_WITH_BLOCKS = frozenset({"prim::If", "prim::Loop", "prim::With", "prim::Closure"})
@@ -134,7 +133,7 @@ class TorchScriptFacts(NodeFacts):
         return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parsed_schema(schema: str):
     return torch._C.parse_schema(schema)
 

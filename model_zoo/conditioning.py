@@ -10,7 +10,7 @@ trained network has, without changing anything else about the model.
 from __future__ import annotations
 
 import random
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import torch

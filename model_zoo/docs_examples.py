@@ -20,7 +20,7 @@ from torch import nn
 from model_zoo.conditioning import generator
 from model_zoo.entry import ZooEntry
 
-ALEXNET_INPUT_NAMES = ["actual_input_1"] + ["learned_%d" % i for i in range(16)]
+ALEXNET_INPUT_NAMES = ["actual_input_1"] + [f"learned_{i}" for i in range(16)]
 # The quick tier's opsets: the lowest, the first with sequences/Resize/ScatterND, the default, the highest.
 QUICK_OPSETS = (7, 11, 14, 16, 18, 20)
 

@@ -21,7 +21,8 @@ does, so tests can compare their tokens and logits with PyTorch's own ``generate
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -256,7 +257,7 @@ def greedy_through_onnx(prefill_path: str, decode_path: str, prompt: torch.Tenso
 
     def step(token, index, outputs):
         return decode.run(None, {"input_ids": token, "attention_mask": np.ones((batch, length + index + 1), np.int64),
-                                 **dict(zip(past_names, outputs[1:]))})
+                                 **dict(zip(past_names, outputs[1:], strict=True))})
 
     first = prefill.run(None, {"input_ids": prompt.numpy(), "attention_mask": np.ones((batch, length), np.int64)})
     return _greedy(first, steps, step)
@@ -284,6 +285,6 @@ def greedy_seq2seq_through_onnx(paths: tuple[str, str, str], source: torch.Tenso
     def step(token, index, outputs):
         self_cache = outputs[1:1 + len(past_names) // 2]
         return decoder_step.run(None, {"decoder_input_ids": token, "encoder_attention_mask": mask,
-                                       **dict(zip(past_names, [*self_cache, *cross]))})
+                                       **dict(zip(past_names, [*self_cache, *cross], strict=True))})
 
     return _greedy(first, steps, step)

@@ -11,7 +11,7 @@ because every case runs several forward passes on a shared CPU.
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torchvision

@@ -13,9 +13,8 @@ has other sizes on both. Vision models fix their image size (position embeddings
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import torch
 
@@ -44,7 +43,7 @@ class Plain(torch.nn.Module):
         self.output_key = output_key
 
     def forward(self, *inputs):
-        return getattr(self.model(**dict(zip(self.input_keys, inputs))), self.output_key)
+        return getattr(self.model(**dict(zip(self.input_keys, inputs, strict=True))), self.output_key)
 
 
 # -- inputs ----------------------------------------------------------------------------------------------------

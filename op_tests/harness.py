@@ -19,8 +19,9 @@ import io
 import os
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -94,7 +95,7 @@ class OpCase:
     def dynamic_axes(self, names: list[str]) -> dict[str, list[int]]:
         first, second = self.inputs(0), self.inputs(1)
         axes: dict[str, list[int]] = {}
-        for name, a, b in zip(names, first, second):
+        for name, a, b in zip(names, first, second, strict=True):
             if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim():
                 differing = [i for i in range(a.dim()) if a.shape[i] != b.shape[i]]
                 if differing:
@@ -159,7 +160,7 @@ def feeds_by_name(session, arguments: list) -> dict[str, np.ndarray]:
     torch.onnx does, makes Python numbers 0-d inputs, so graph inputs are not the tensors in order."""
     graph_inputs = {i.name: i.type for i in session.get_inputs()}
     feeds = {}
-    for name, argument in zip(input_names(len(arguments)), arguments):
+    for name, argument in zip(input_names(len(arguments)), arguments, strict=True):
         if name not in graph_inputs:
             continue
         if isinstance(argument, torch.Tensor):
@@ -207,7 +208,7 @@ def compare_distributions(expected: list[torch.Tensor], actual: list[np.ndarray]
     if len(expected) != len(actual):
         return False, f"output count differs: torch {len(expected)}, onnx {len(actual)}", "distribution"
     statistics = []
-    for index, (e, a) in enumerate(zip(expected, actual)):
+    for index, (e, a) in enumerate(zip(expected, actual, strict=True)):
         e_np = e.detach().cpu().numpy()
         if tuple(e_np.shape) != tuple(a.shape) or e_np.dtype != a.dtype:
             return False, (f"output {index}: {a.dtype}{tuple(a.shape)} != torch {e_np.dtype}{tuple(e_np.shape)}"), \
@@ -235,9 +236,9 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", cap
     model = case.build()
     example = case.inputs(0)
     names = input_names(len(example))
+    axes = case.dynamic_axes(names) if dynamic else None  # by position among all the arguments
     if capture == "export":  # a torch.export program holds Python numbers as constants: only tensors are inputs
-        names = [name for name, x in zip(names, example) if isinstance(x, torch.Tensor)]
-    axes = case.dynamic_axes(names) if dynamic else None
+        names = [name for name, x in zip(names, example, strict=True) if isinstance(x, torch.Tensor)]
     result = CaseResult(status="pass", dtypes=sorted({str(t.dtype).replace("torch.", "") for t in example if isinstance(t, torch.Tensor)}))
     scripted = isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction))
     dynamo = capture == "export"

@@ -6,10 +6,9 @@ Ids read ``test_op[gather-opset13-dynamic]``, so ``pytest op_tests -k "gather an
 from __future__ import annotations
 
 import pytest
-
-from op_tests.cases import all_cases
 import torch
 
+from op_tests.cases import all_cases
 from op_tests.harness import EXPORT_MODES, EXPORT_OPSETS, OPSETS, record, run_case
 from op_tests.torch_export_limits import unsupported_modes
 

@@ -131,7 +131,7 @@ def _timestamp(value: Any) -> float | None:
         except ValueError:
             return None
         if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=dt.timezone.utc)
+            parsed = parsed.replace(tzinfo=dt.UTC)
         return parsed.timestamp()
     return None
 
@@ -145,7 +145,7 @@ def _run_span(rows: list[dict]) -> tuple[str | None, str | None, str]:
     if not spans:
         return None, None, "sum of case durations"
     first, last = min(s for s, _ in spans), max(e for _, e in spans)
-    iso = lambda t: dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")  # noqa: E731
+    iso = lambda t: dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")  # noqa: E731
     return iso(first), iso(last), "wall clock, first case start to last case end"
 
 

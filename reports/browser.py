@@ -190,7 +190,7 @@ class Chromium:
         self._process: subprocess.Popen | None = None
         self._port = 0
 
-    def __enter__(self) -> "Chromium":
+    def __enter__(self) -> Chromium:
         command = [self.binary, *CHROMIUM_FLAGS, f"--user-data-dir={self._profile}", "--remote-debugging-port=0",
                    f"--window-size={self.size[0]},{self.size[1]}", "about:blank"]
         log = open(os.path.join(self._profile, "chromium.log"), "wb")

@@ -7,8 +7,8 @@ ill-typed values rather than failing the whole report on one odd row.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from conformance.arguments import ALL_OPSETS
 from conformance.verdict import is_failure

@@ -82,8 +82,13 @@ def rewrite(readme: str, snapshot: dict) -> str:
     """``readme`` with the text between each pair of markers replaced by the current table."""
     for begin, end, render in ((BEGIN, END, table), (WORKAROUNDS_BEGIN, WORKAROUNDS_END, workaround_table),
                                (FORMS_BEGIN, FORMS_END, forms_table)):
-        pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
-        if not pattern.search(readme):
-            raise ValueError(f"the README has no {begin.split(':')[0][5:]} markers")
-        readme = pattern.sub(lambda _: f"{begin}\n{render(snapshot)}\n{end}", readme)
+        readme = _replace_between(readme, begin, end, render(snapshot))
     return readme
+
+
+def _replace_between(readme: str, begin: str, end: str, text: str) -> str:
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+    if not pattern.search(readme):
+        raise ValueError(f"the README has no {begin.split(':')[0][5:]} markers")
+    # A function replacement: the table's text is inserted as it is, backslashes and all.
+    return pattern.sub(lambda _: f"{begin}\n{text}\n{end}", readme)

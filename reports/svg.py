@@ -90,7 +90,7 @@ def error_growth_chart(growth: list[list], width: int = 240, height: int = 48) -
     xy = [(4 + i * step, 4 + (height - 8) * (1 - (v - low) / span)) for i, v in enumerate(logs)]
     parts = [_svg_open(width, height, "Error growth from the diverging node to an output"),
              f'<polyline fill="none" stroke="#c0392b" stroke-width="1.5" points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in xy)}"/>']
-    for (x, y), (name, error) in zip(xy, points):
+    for (x, y), (name, error) in zip(xy, points, strict=True):
         parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="#c0392b"><title>{escape(name)}: {error:.2e} of scale</title></circle>')
     parts.append("</svg>")
     return "".join(parts)

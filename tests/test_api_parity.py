@@ -580,7 +580,7 @@ def test_dict_argument_needs_a_trailing_empty_dict_and_dict_outputs_flatten():
     x, a, b = torch.randn(2), torch.randn(2), torch.randn(2)
     data, result = export_bytes(DictInOut(), (x, {"a": a, "b": b}, {}))
     assert len(result.model.graph.input) == 3 and len(result.model.graph.output) == 2
-    feeds = dict(zip([i.name for i in result.model.graph.input], (x.numpy(), a.numpy(), b.numpy())))
+    feeds = dict(zip([i.name for i in result.model.graph.input], (x.numpy(), a.numpy(), b.numpy()), strict=True))
     got_sum, got_prod = run_onnx(data, feeds)
     np.testing.assert_allclose(got_sum, (x + a).numpy())
     np.testing.assert_allclose(got_prod, (x * b).numpy())

@@ -242,6 +242,8 @@ def test_reference_problem_spots_degenerate_outputs():
     partly = np.array([np.nan, 1.0, -np.inf], np.float32)
     assert reference_problem([partly], [np.array([np.nan, 2.0, -np.inf], np.float32)]) == ""
     assert "does not depend" in reference_problem([partly], [partly.copy()])
+    # a list output whose length follows the input: the outputs both runs have may be equal, the count moved
+    assert reference_problem([x], [x.copy(), x + 1]) == ""
 
 
 def test_detection_matching_ignores_order_but_not_moved_boxes():
@@ -510,6 +512,15 @@ def test_arbitration_requires_equal_integer_outputs():
     ints = np.arange(5)
     verdict = arbitrate([ints], [ints + 1], [ints], atol=1e-5)
     assert not verdict.ok
+
+
+def test_arbitration_fails_an_export_that_lost_an_output_however_close_the_others_are():
+    from exporter.numerics import arbitrate
+
+    exact = [np.linspace(-2, 2, 10), np.linspace(0, 1, 4)]
+    kept = exact[0].astype(np.float32)
+    verdict = arbitrate([kept, exact[1].astype(np.float32)], [kept], exact, atol=1e-5)
+    assert not verdict.ok and "output counts differ: torch 2, onnx 1, float64 2" in verdict.message
 
 
 def test_arbitration_refuses_a_float64_run_that_computes_something_else():

@@ -268,7 +268,7 @@ def test_function_with_scalar_arguments_and_multiple_outputs():
     data, result = export_bytes(Mixed(), (x, y))
     assert sorted(_op_types(result.model)) == sorted(["Add", "Sub", "Constant", "Mul", "Add", "Mul"])
     got = run_onnx(data, {"x": x.numpy(), "y": y.numpy()})
-    for actual, expected in zip(got, Mixed()(x, y)):
+    for actual, expected in zip(got, Mixed()(x, y), strict=True):
         np.testing.assert_allclose(actual, expected.numpy(), rtol=1e-5, atol=1e-6)
 
 

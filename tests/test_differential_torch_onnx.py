@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import io
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import onnx
@@ -724,15 +725,15 @@ def _run(proto: onnx.ModelProto, values: list[torch.Tensor]) -> list:
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     assert len(names) == len(values), f"{len(names)} graph inputs for {len(values)} example arguments"
-    return session.run(None, {name: v.detach().numpy() for name, v in zip(names, values)})
+    return session.run(None, {name: v.detach().numpy() for name, v in zip(names, values, strict=True)})
 
 
 def _assert_close(actual: list, expected: list, call: Call) -> None:
     assert len(actual) == len(expected)
-    for a, e in zip(actual, expected):
+    for a, e in zip(actual, expected, strict=True):
         a_items, e_items = (a, e) if isinstance(a, list) else ([a], [e])
         assert len(a_items) == len(e_items)
-        for a_item, e_item in zip(a_items, e_items):
+        for a_item, e_item in zip(a_items, e_items, strict=True):
             e_item = np.asarray(e_item)
             assert a_item.shape == e_item.shape and a_item.dtype == e_item.dtype, (a_item, e_item)
             np.testing.assert_allclose(a_item, e_item, rtol=call.rtol, atol=call.atol)

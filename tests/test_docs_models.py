@@ -10,7 +10,7 @@ import torchvision
 
 from tests.conftest import export_bytes, run_onnx
 
-ALEXNET_INPUT_NAMES = ["actual_input_1"] + ["learned_%d" % i for i in range(16)]
+ALEXNET_INPUT_NAMES = ["actual_input_1"] + [f"learned_{i}" for i in range(16)]
 
 
 @pytest.fixture(scope="module")

@@ -297,9 +297,9 @@ def test_a_lazy_module_before_its_first_call_is_a_typed_error_and_exports_after_
 # -- warnings, repr -------------------------------------------------------------------------------------------------
 class Warns(torch.nn.Module):
     def forward(self, x):
-        warnings.warn("the model's own warning")
+        warnings.warn("the model's own warning", stacklevel=1)
         for _ in range(3):
-            warnings.warn("warned in a loop")
+            warnings.warn("warned in a loop", stacklevel=1)
         if x.sum() > 0:  # a data-dependent branch: the trace freezes it
             return x * 2
         return x
@@ -322,7 +322,7 @@ def test_tracer_and_model_warnings_are_shown_once_each_with_their_source_line():
 
 class WarnsOnce(torch.nn.Module):
     def forward(self, x):
-        warnings.warn("warned by every call of this model")
+        warnings.warn("warned by every call of this model", stacklevel=1)
         return x + 1
 
 
@@ -383,8 +383,8 @@ def _assert_like_pytorch(model, args, data, names):
     with torch.no_grad():
         expected = model(*args)
     expected = expected if isinstance(expected, tuple) else (expected,)
-    actual = run_onnx(data, {n: a.numpy() for n, a in zip(names, args)})
-    for a, e in zip(actual, expected):
+    actual = run_onnx(data, {n: a.numpy() for n, a in zip(names, args, strict=True)})
+    for a, e in zip(actual, expected, strict=True):
         assert (a.shape, a.dtype) == (tuple(e.shape), e.numpy().dtype)
         np.testing.assert_allclose(a, e.numpy(), rtol=1e-6)
 

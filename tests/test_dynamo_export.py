@@ -5,7 +5,6 @@ Each test exports a real model, runs it in ONNX Runtime and compares with PyTorc
 from __future__ import annotations
 
 import io
-import os
 import warnings
 
 import numpy as np
@@ -63,7 +62,7 @@ def test_dynamic_axes_become_dynamic_shapes(opset):
     assert [d.dim_param for d in outputs[1].type.tensor_type.shape.dim] == ["batch"]
     bigger = torch.randn(7, 4, 5)
     actual = _run(written, {"x": bigger, "y": y})
-    for got, want in zip(actual, model(bigger, y)):
+    for got, want in zip(actual, model(bigger, y), strict=True):
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
 
 
@@ -255,10 +254,10 @@ class _Doubling(torch.nn.Module):
 
 def _check_feeds(model, result, written, feeds_list):
     for feeds in feeds_list:
-        actual = _run(written, dict(zip(result.input_names, feeds)))
+        actual = _run(written, dict(zip(result.input_names, feeds, strict=False)))  # parameters may follow
         expected = model(*feeds)
         assert len(actual) == len(expected)
-        for got, want in zip(actual, expected):
+        for got, want in zip(actual, expected, strict=True):
             np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
@@ -302,5 +301,5 @@ def test_lstm_and_gru_stay_whole_with_a_dynamic_sequence(layer, onnx_op, opset):
         expected = torch.utils._pytree.tree_leaves(model(x))  # LSTM: (output, (h, c))
         actual = _run(written, {"x": x})
         assert len(actual) == len(expected)
-        for got, want in zip(actual, expected):
+        for got, want in zip(actual, expected, strict=True):
             np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -13,8 +13,14 @@ import torch
 from exporter.numerics import compare_arrays
 from exporter.registry import MAX_OPSET
 from model_zoo.entry import DEFAULT_ATOL, DEFAULT_RTOL
-from model_zoo.generation import (cache_names, export_for_generation, export_seq2seq_for_generation,
-                                  greedy_seq2seq_through_onnx, greedy_through_onnx, redraw_output_head)
+from model_zoo.generation import (
+    cache_names,
+    export_for_generation,
+    export_seq2seq_for_generation,
+    greedy_seq2seq_through_onnx,
+    greedy_through_onnx,
+    redraw_output_head,
+)
 from model_zoo.transformers_models import FIRST_TOKEN, VOCAB, architectures, padded_mask
 
 STEPS = 8
@@ -75,7 +81,7 @@ def _assert_matches(expected, tokens: np.ndarray, logits: list[np.ndarray]) -> N
     theirs = expected.sequences[:, -STEPS:].numpy()
     assert len(np.unique(theirs)) > STEPS // 2, f"degenerate reference tokens: {theirs.tolist()}"
     np.testing.assert_array_equal(tokens, theirs)
-    for step, (ours, reference) in enumerate(zip(logits, expected.logits)):
+    for step, (ours, reference) in enumerate(zip(logits, expected.logits, strict=True)):
         verdict = compare_arrays([reference.numpy()], [ours], lambda scale: (DEFAULT_RTOL, DEFAULT_ATOL))
         assert verdict.ok, f"step {step}: {verdict.message}"
 

@@ -57,7 +57,9 @@ FAMILIES = sorted(name for name in _import_graph() if name.startswith("exporter.
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_family_imports_only_the_registry_the_lowering_layer_and_the_facts(family):
     """Families are not each other's helper libraries: what two of them share is a building block in lowering/."""
-    allowed = lambda name: any(name == prefix or name.startswith(prefix + ".") for prefix in FAMILY_MAY_IMPORT)
+    def allowed(name):
+        return any(name == prefix or name.startswith(prefix + ".") for prefix in FAMILY_MAY_IMPORT)
+
     assert sorted(name for name in _import_graph()[family] if not allowed(name)) == []
 
 

@@ -5,8 +5,6 @@ run on the same inputs; below the opset that can express a case, the error names
 
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -43,32 +41,32 @@ def _optional_float(dim: str) -> onnx.TypeProto:
 
 # -- None and a tensor meeting at an If or a Loop --------------------------------------------------------------
 class NoneUnlessLong(torch.nn.Module):
-    def forward(self, x) -> Optional[Tensor]:
-        y: Optional[Tensor] = None
+    def forward(self, x) -> Tensor | None:
+        y: Tensor | None = None
         if x.size(0) > 1:
             y = x
         return y
 
 
 class NoneIfLong(torch.nn.Module):
-    def forward(self, x) -> Optional[Tensor]:
-        y: Optional[Tensor] = x
+    def forward(self, x) -> Tensor | None:
+        y: Tensor | None = x
         if x.size(0) > 1:
             y = None
         return y
 
 
 class SetByIterations(torch.nn.Module):
-    def forward(self, x) -> Optional[Tensor]:
-        y: Optional[Tensor] = None
+    def forward(self, x) -> Tensor | None:
+        y: Tensor | None = None
         for _ in range(x.size(0)):
             y = x
         return y
 
 
 class ClearedByIterations(torch.nn.Module):
-    def forward(self, x) -> Optional[Tensor]:
-        y: Optional[Tensor] = x
+    def forward(self, x) -> Tensor | None:
+        y: Tensor | None = x
         for _ in range(x.size(0)):
             y = None
         return y
@@ -77,8 +75,8 @@ class ClearedByIterations(torch.nn.Module):
 class GrownWhenSet(torch.nn.Module):
     """A carried optional read inside the body (refined by ``is None``), set on the first iteration."""
 
-    def forward(self, x) -> Optional[Tensor]:
-        y: Optional[Tensor] = None
+    def forward(self, x) -> Tensor | None:
+        y: Tensor | None = None
         for i in range(x.size(0)):
             if y is None:
                 y = x * 2
@@ -151,7 +149,7 @@ def test_none_outputs_are_empty_optionals(opset):
     got = _session(proto).run(None, {proto.graph.input[0].name: x.numpy()})
     want = [x + 1, x, None, x * 2, None]
     assert len(got) == len(want)
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         _same(g, w)
 
 
@@ -164,7 +162,8 @@ def test_none_output_needs_opset_15(opset):
 
 # -- Optional[Tensor] inputs ------------------------------------------------------------------------------------
 class FirstGiven(torch.nn.Module):
-    def forward(self, x: Optional[Tensor] = torch.ones(2, 3), y: Optional[Tensor] = torch.zeros(2, 3)):
+    # Tensor defaults are what this case exports (read once, at scripting), not a shared mutable default.
+    def forward(self, x: Tensor | None = torch.ones(2, 3), y: Tensor | None = torch.zeros(2, 3)):  # noqa: B008
         if x is not None:
             return x * 3
         elif y is not None:
@@ -187,7 +186,7 @@ def test_optional_inputs_may_be_left_out():
 
 
 class TupleOfOptionals(torch.nn.Module):
-    def forward(self, x, y: tuple[Optional[Tensor], Optional[Tensor]]):
+    def forward(self, x, y: tuple[Tensor | None, Tensor | None]):
         first, second = y
         if first is not None:
             return x + first
@@ -204,7 +203,8 @@ def test_tuple_of_optional_inputs():
     assert [i.type.HasField("optional_type") for i in proto.graph.input] == [False, True, True]
     session = _session(proto)
     for first, second in ((a, b), (None, b), (None, None)):
-        feeds = {names[0]: x.numpy(), **{n: t.numpy() for n, t in zip(names[1:], (first, second)) if t is not None}}
+        optionals = zip(names[1:], (first, second), strict=True)
+        feeds = {names[0]: x.numpy(), **{n: t.numpy() for n, t in optionals if t is not None}}
         (got,) = session.run(None, feeds)
         _same(got, model(x, (first, second)))
 
@@ -212,8 +212,8 @@ def test_tuple_of_optional_inputs():
 class PassesOn(torch.nn.Module):
     """A branch returning the optional input itself (an Identity of an optional, Identity-16)."""
 
-    def forward(self, x, y: Optional[Tensor]) -> Optional[Tensor]:
-        z: Optional[Tensor] = None
+    def forward(self, x, y: Tensor | None) -> Tensor | None:
+        z: Tensor | None = None
         if x.sum() > 0:
             z = y
         return z
@@ -233,7 +233,7 @@ def test_branch_passing_an_optional_input_on():
 
 
 class LinearMaybeBiased(torch.nn.Module):
-    def forward(self, x, w, b: Optional[Tensor]):
+    def forward(self, x, w, b: Tensor | None):
         return torch.nn.functional.linear(x, w, b)
 
 
@@ -250,7 +250,7 @@ def test_optional_input_read_as_it_is_stays_a_tensor_input():
 
 class BiasDroppedWhenPositive(torch.nn.Module):
     def forward(self, x, w, b):
-        bias: Optional[Tensor] = b
+        bias: Tensor | None = b
         if x.sum() > 0:
             bias = None
         return torch.nn.functional.linear(x, w, bias)
@@ -265,7 +265,7 @@ def test_op_reading_a_value_that_may_be_none_is_refused():
 
 
 class Scaled(torch.nn.Module):
-    def forward(self, x, scale: Optional[Tensor] = None):
+    def forward(self, x, scale: Tensor | None = None):
         if scale is not None:
             return x * scale
         return x
@@ -290,7 +290,7 @@ def test_none_arguments_of_a_scripted_model(opset):
 
 
 class RaisesUnlessPositive(torch.nn.Module):
-    def forward(self, x, y: Optional[Tensor]) -> Optional[Tensor]:
+    def forward(self, x, y: Tensor | None) -> Tensor | None:
         if x.sum() > 0:
             z = y
         else:

@@ -142,7 +142,7 @@ def _variant_spans():
     """(name, variant, the opset where the next variant takes over) for every built-in variant."""
     for name in REGISTRY.names():
         variants = REGISTRY.variants(name)
-        for variant, following in zip(variants, variants[1:] + [None]):
+        for variant, following in zip(variants, variants[1:] + [None], strict=True):
             yield name, variant, following.since if following else MAX_OPSET + 1
 
 

@@ -15,7 +15,13 @@ import pytest
 from reports.browser import Chromium, ensure_chromium, run_headless
 from reports.build import build_report
 from reports.results import OPSETS
-from tests.test_reports import crafted_model_rows, crafted_op_rows, real_op_rows, registry_snapshot_for_fixtures, write_jsonl
+from tests.test_reports import (
+    crafted_model_rows,
+    crafted_op_rows,
+    real_op_rows,
+    registry_snapshot_for_fixtures,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.browser
 

@@ -41,7 +41,7 @@ def _expected(probe: Probe) -> list[np.ndarray]:
 
 def _feeds(model: onnx.ModelProto, probe: Probe) -> dict:
     names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
-    return {name: t.numpy() for name, t in zip(names, probe.inputs())}
+    return {name: t.numpy() for name, t in zip(names, probe.inputs(), strict=False)}  # unread inputs are dropped
 
 
 def _for_reference(model: onnx.ModelProto, probe: Probe) -> onnx.ModelProto:
@@ -59,7 +59,7 @@ def _agree(expected: list[np.ndarray], actual: list) -> bool:
     return len(expected) == len(actual) and all(
         np.asarray(a).shape == e.shape and np.allclose(np.asarray(a, dtype=np.float64), e.astype(np.float64),
                                                        rtol=1e-5, atol=1e-6, equal_nan=True)
-        for e, a in zip(expected, actual))
+        for e, a in zip(expected, actual, strict=True))
 
 
 def test_every_workaround_has_a_probe():

@@ -5,7 +5,6 @@ Each export runs in ONNX Runtime and is compared with PyTorch."""
 from __future__ import annotations
 
 import copy
-from typing import Optional
 import io
 
 import numpy as np
@@ -27,7 +26,8 @@ def _export(model, args, opset, **kwargs) -> onnx.ModelProto:
 
 def _run(proto: onnx.ModelProto, feeds: list) -> list[np.ndarray]:
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    return session.run(None, {i.name: np.asarray(v) for i, v in zip(session.get_inputs(), feeds)})
+    # not strict: the export drops inputs the model does not read
+    return session.run(None, {i.name: np.asarray(v) for i, v in zip(session.get_inputs(), feeds, strict=False)})
 
 
 def _flat(result) -> list[np.ndarray]:
@@ -38,7 +38,7 @@ def _flat(result) -> list[np.ndarray]:
 
 def _expect(actual: list, expected: list, rtol=1e-5, atol=1e-6) -> None:
     assert len(actual) == len(expected)
-    for got, want in zip(actual, expected):
+    for got, want in zip(actual, expected, strict=True):
         assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
 
@@ -262,7 +262,7 @@ def test_loop_carrying_a_list_with_a_static_trip_count(opset):
     x, y = torch.randn(4, 3, 4), torch.randn(4, 5)
     proto = _export(model, (x, y), opset)
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    (got,) = session.run(None, {i.name: v.numpy() for i, v in zip(session.get_inputs(), (x, y))})
+    (got,) = session.run(None, {i.name: v.numpy() for i, v in zip(session.get_inputs(), (x, y), strict=True)})
     _expect(got, _flat(model(x, y)))
 
 
@@ -441,7 +441,8 @@ def test_new_zeros_of_a_shape_slice_of_run_time_length(opset):
 
 # -- keyword arguments and defaults of scripted models ----------------------------------------------------------
 class WithDefaults(torch.nn.Module):
-    def forward(self, x, scale: Optional[torch.Tensor] = None, shift: torch.Tensor = torch.ones(2, 3)):
+    # The tensor default is what this case exports (read once, at scripting), not a shared mutable default.
+    def forward(self, x, scale: torch.Tensor | None = None, shift: torch.Tensor = torch.ones(2, 3)):  # noqa: B008
         if scale is not None:
             x = x * scale
         return x + shift
@@ -489,5 +490,5 @@ def test_a_tensor_after_a_tuple_argument_keeps_its_own_recorded_type():
     buffer = io.BytesIO()
     exporter.export(model, ((a, b), c), buffer, opset_version=14)
     session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
-    feeds = dict(zip([i.name for i in session.get_inputs()], [a.numpy(), b.numpy(), c.numpy()]))
+    feeds = dict(zip([i.name for i in session.get_inputs()], [a.numpy(), b.numpy(), c.numpy()], strict=True))
     np.testing.assert_allclose(session.run(None, feeds)[1], (c / 2).numpy())

@@ -30,7 +30,8 @@ def _export(model, args, opset, **kwargs) -> onnx.ModelProto:
 
 def _run(model_proto: onnx.ModelProto, inputs: tuple) -> list[np.ndarray]:
     session = ort.InferenceSession(model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), inputs)}
+    # not strict: the export drops inputs the model does not read
+    feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), inputs, strict=False)}
     return session.run(None, feeds)
 
 
@@ -40,7 +41,7 @@ def _expect_same(model, model_proto, inputs: tuple) -> None:
     expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
     actual = _run(model_proto, inputs)
     assert len(actual) == len(expected)
-    for got, want in zip(actual, expected):
+    for got, want in zip(actual, expected, strict=True):
         want = want.numpy()
         assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -73,7 +74,8 @@ def test_traced_loop_is_unrolled(opset):
     proto = _export(LoopModel(), (x, count), opset)
     assert "Loop" not in _op_types(proto)
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), (x, count))}
+    # not strict: the loop count the trace baked in is no input any more
+    feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), (x, count), strict=False)}
     got = session.run(None, feeds)[0]
     np.testing.assert_array_equal(got, LoopModel()(x, count).numpy())
 
@@ -355,7 +357,10 @@ def test_assignment_inside_scripted_loop(opset):
 @pytest.mark.parametrize("opset", ALL_OPSETS)
 def test_assignment_inside_scripted_loop_dynamic(opset):
     model = torch.jit.script(LoopAssignment())
-    export = lambda: _export(model, (torch.randn(4, 3),), opset, input_names=["x"], dynamic_axes={"x": {0: "n"}})
+
+    def export():
+        return _export(model, (torch.randn(4, 3),), opset, input_names=["x"], dynamic_axes={"x": {0: "n"}})
+
     if opset < 10:
         # The written row is the loop index and the row count is unknown: cutting the tensor around a run-time
         # position needs Slice with input bounds (opset 10).
@@ -474,7 +479,7 @@ def test_a_list_of_items_that_may_differ_in_shape_needs_opset_13():
     x = torch.randn(5, 3)
     (items,) = _run(proto, (x,))
     assert len(items) == 5
-    for got, want in zip(items, model(x)):
+    for got, want in zip(items, model(x), strict=True):
         np.testing.assert_array_equal(got, want.numpy())
 
 

@@ -15,10 +15,10 @@ from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import exporter
+from exporter import verify
 from exporter.errors import ExportArgumentError
 from exporter.registry import REGISTRY
 from exporter.verify import Agreement, _judge, _Verifier
-from exporter import verify
 
 PLANTED_SCOPE = "layer3.1.conv2"
 OPSET = 14

@@ -2,22 +2,36 @@
 input. Against float64 conv->bn: PyTorch float32 conv->bn, ONNX Runtime Conv->BatchNormalization (unfused, ORT graph
 optimizations off), ONNX Runtime Conv with the BatchNorm folded into its weights as the export's fuse_conv_batchnorm
 folds it. Errors relative to each layer's output scale; medians and maxima over the layers."""
-import sys, warnings; warnings.filterwarnings("ignore")
-import numpy as np, torch, onnx, onnxruntime as ort
-from onnx import helper, numpy_helper, TensorProto
+import sys
+import warnings
+from itertools import pairwise
+
+import numpy as np
+import onnxruntime as ort
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
 from conformance.worker import WorkerState, configure_process
+
+warnings.filterwarnings("ignore")
 configure_process()
-state = WorkerState('/tmp'); p = state.prepare(sys.argv[1]); model = p.model
+state = WorkerState('/tmp')
+p = state.prepare(sys.argv[1])
+model = p.model
 pairs = []
 mods = list(model.named_modules())
-for (n1, m1), (n2, m2) in zip(mods, mods[1:]):
+for (n1, m1), (_, m2) in pairwise(mods):
     if isinstance(m1, torch.nn.Conv2d) and isinstance(m2, torch.nn.BatchNorm2d) and (m1.groups > 1 or "--all" in sys.argv):
         pairs.append((n1, m1, m2))
 inputs = {}
 hooks = [conv.register_forward_pre_hook(lambda mod, a, name=name: inputs.__setitem__(name, a[0].detach().clone())) for name, conv, _ in pairs]
-with torch.no_grad(): model(*p.checks["input 0"])
-for h in hooks: h.remove()
-opts = ort.SessionOptions(); opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL; opts.intra_op_num_threads = 1
+with torch.no_grad():
+    model(*p.checks["input 0"])
+for h in hooks:
+    h.remove()
+opts = ort.SessionOptions()
+opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+opts.intra_op_num_threads = 1
 def conv_node(conv, w, b, out):
     return helper.make_node("Conv", ["x", "w"] + (["b"] if b is not None else []), [out], group=conv.groups,
                             strides=list(conv.stride), pads=list(conv.padding) * 2, dilations=list(conv.dilation),
@@ -39,7 +53,7 @@ for name, conv, bn in pairs:
     w = conv.weight.detach().numpy()
     bnp = [t.detach().numpy() for t in (bn.weight, bn.bias, bn.running_mean, bn.running_var)]
     unf = run([conv_node(conv, w, None, "c"), helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["y"], epsilon=bn.eps)],
-              [numpy_helper.from_array(w, "w")] + [numpy_helper.from_array(a, k) for a, k in zip(bnp, ("s", "bb", "m", "v"))], x.numpy())
+              [numpy_helper.from_array(w, "w")] + [numpy_helper.from_array(a, k) for a, k in zip(bnp, ("s", "bb", "m", "v"), strict=True)], x.numpy())
     factor = bnp[0].astype(np.float64) / np.sqrt(bnp[3].astype(np.float64) + bn.eps)
     fw = (w * factor.reshape(-1, 1, 1, 1)).astype(np.float32)
     fb = ((0 - bnp[2].astype(np.float64)) * factor + bnp[1]).astype(np.float32)
@@ -47,7 +61,7 @@ for name, conv, bn in pairs:
     f64 = (torch.nn.functional.conv2d(x.double(), torch.from_numpy(fw).double(), torch.from_numpy(fb).double(), conv.stride, conv.padding, conv.dilation, conv.groups)).numpy()
     nobias = run([conv_node(conv, fw, None, "c"), helper.make_node("Add", ["c", "b"], ["y"])],
                  [numpy_helper.from_array(fw, "w"), numpy_helper.from_array(fb.reshape(1, -1, 1, 1), "b")], x.numpy())
-    for key, val in zip(res, (t32, unf, fused, f64, nobias)):
+    for key, val in zip(res, (t32, unf, fused, f64, nobias), strict=True):
         res[key].append(np.abs(val.astype(np.float64) - exact).max() / scale)
         mean_res[key].append(np.abs(val.astype(np.float64) - exact).mean() / scale)
 print(f"{len(pairs)} Conv2d+BatchNorm2d layers; max |result - float64| / layer scale:")

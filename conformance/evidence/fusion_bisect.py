@@ -1,13 +1,21 @@
 """EfficientNet-B7, opset 14, input 0, ORT basic optimizations (the harness's session): the export's Conv+BatchNorm
 fusion applied to a subset of the layers only; max |ORT - PyTorch float64| of the logits for each subset."""
-import sys, io, importlib, warnings; warnings.filterwarnings("ignore")
-import numpy as np, torch
+import importlib
+import io
+import sys
+import warnings
+
+import numpy as np
+
+import exporter
 from conformance.worker import WorkerState, configure_process, flat_outputs
 from exporter.ort_session import make_session
-import exporter
+
+warnings.filterwarnings("ignore")
 passes = importlib.import_module("exporter.passes")
 configure_process()
-state = WorkerState('/tmp'); p = state.prepare(sys.argv[1])
+state = WorkerState('/tmp')
+p = state.prepare(sys.argv[1])
 exact = flat_outputs(state.float64_reference(p, "cpu", "input 0"))[0].astype(np.float64)
 x = p.checks["input 0"][0].numpy()
 orig = passes._fusable_conv
@@ -21,7 +29,8 @@ def measure(tag, keep):
         return None
     passes._fusable_conv = only
     try:
-        buf = io.BytesIO(); exporter.export(p.model, p.export_args, buf, opset_version=14)
+        buf = io.BytesIO()
+        exporter.export(p.model, p.export_args, buf, opset_version=14)
     finally:
         passes._fusable_conv = orig
     s = make_session(buf.getvalue(), "cpu")

@@ -1,23 +1,35 @@
 """Per node of EfficientNet-B7: ONNX Runtime's and PyTorch's float32 results of that node alone (fed PyTorch's own
 inputs) against PyTorch's float64 result of the same node on the same inputs: whose kernels round more, per op."""
-import sys, time, io, json, importlib, warnings, collections; warnings.filterwarnings("ignore")
-import numpy as np, torch
-from conformance.worker import WorkerState, configure_process
+import collections
+import importlib
+import io
+import sys
+import warnings
+
+import numpy as np
+import torch
+
 import exporter
-V = importlib.import_module("exporter.verify")
+from conformance.worker import WorkerState, configure_process
 from exporter.capture import flatten, split_args
+from exporter.ort_session import make_session
+
+warnings.filterwarnings("ignore")
+V = importlib.import_module("exporter.verify")
 configure_process()
 name, opset = sys.argv[1], int(sys.argv[2])
-state = WorkerState('/tmp'); p = state.prepare(name); e = p.entry
+state = WorkerState('/tmp')
+p = state.prepare(name)
+e = p.entry
 result = exporter.export(p.model, p.export_args, io.BytesIO(), opset_version=opset, input_names=e.input_names, output_names=e.output_names)
 flat_inputs, _ = flatten(split_args(p.checks["input 0"]), numbers_as_tensors=True)
 ts_inputs = list(flat_inputs) + [t for _, t in result.capture.params]
-with torch.no_grad(): eager = p.model(*p.checks["input 0"])
+with torch.no_grad():
+    eager = p.model(*p.checks["input 0"])
 ver = V._Verifier(result, ts_inputs, e.tolerance, None, 3000)
 r = ver.run(eager)
 names = [n for n in ver.pairs if ver.expected[n].dtype == np.float32 and not ver.pairs[n].node().kind().startswith("prim::")]
 exact = V._float64_values(ver.ts_graph, ver.ts_inputs, [ver.pairs[n] for n in names])
-from exporter.ort_session import make_session
 per_op = collections.defaultdict(lambda: [0.0, 0.0, 0])
 rows = []
 for n in names:
@@ -30,7 +42,9 @@ for n in names:
     ort_off = np.abs(got - x).max() / scale
     torch_off = np.abs(ver.expected[n].astype(np.float64) - x).max() / scale
     kind = ver.pairs[n].node().kind()
-    per_op[kind][0] += ort_off; per_op[kind][1] += torch_off; per_op[kind][2] += 1
+    per_op[kind][0] += ort_off
+    per_op[kind][1] += torch_off
+    per_op[kind][2] += 1
     rows.append([n, kind, ort_off, torch_off])
 print("per op: mean |ORT - float64| / scale, mean |PyTorch float32 - float64| / scale, count, ratio")
 for kind, (o, t, c) in sorted(per_op.items(), key=lambda kv: -kv[1][2]):

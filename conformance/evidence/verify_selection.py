@@ -1,12 +1,19 @@
 """exporter.verify(..., judge_selection=True) on a zoo detector (name, opset, check label, static|dynamic): the summary,
 the localization facts and the judgment before the selection."""
-import sys, time, json, warnings; warnings.filterwarnings("ignore")
-import numpy as np, torch
-from conformance.worker import WorkerState, configure_process, localization_facts
+import json
+import sys
+import time
+import warnings
+
 import exporter
+from conformance.worker import WorkerState, configure_process, localization_facts
+
+warnings.filterwarnings("ignore")
 configure_process()
 name, opset, label = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-state = WorkerState('/tmp'); p = state.prepare(name); e = p.entry
+state = WorkerState('/tmp')
+p = state.prepare(name)
+e = p.entry
 dyn = e.dynamic_axes if sys.argv[4] == "dynamic" else None
 t = time.time()
 r = exporter.verify(p.model, p.export_args, opset, check_args=p.checks[label], output_tolerance=e.tolerance,

@@ -1,17 +1,26 @@
 """exporter.verify on a zoo model (name, opset, check label, [max local checks]): the summary, then every compared value
 as JSON: [onnx name, TorchScript op, module scope, within the per-operator tolerance in the full run, max abs error,
 scale, max abs error / scale], in graph order (the error growth along the graph)."""
-import sys, time, io, json, importlib, warnings; warnings.filterwarnings("ignore")
-import numpy as np, torch
+import importlib
+import io
+import json
+import sys
+import time
+import warnings
 
-from conformance.worker import WorkerState, configure_process, flat_outputs
+import torch
+
 import exporter
-V = importlib.import_module("exporter.verify")
+from conformance.worker import WorkerState, configure_process
 from exporter.capture import flatten, split_args
+
+warnings.filterwarnings("ignore")
+V = importlib.import_module("exporter.verify")
 configure_process()
 name, opset, label = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 state = WorkerState('/tmp')
-p = state.prepare(name); e = p.entry
+p = state.prepare(name)
+e = p.entry
 dyn = e.dynamic_axes if label.startswith('dynamic') else None
 t = time.time()
 result = exporter.export(p.model, p.export_args, io.BytesIO(), opset_version=opset, input_names=e.input_names, output_names=e.output_names, dynamic_axes=dyn)

@@ -9,8 +9,7 @@ Each gives a :class:`Capture`: the graph, the user inputs, the parameters it rea
 keys) and example outputs.
 """
 
-from exporter.capture.common import (EXPORT, SCRIPT, TRACE, Capture, flatten, flatten_outputs, number_tensor,
-                                     split_args)
+from exporter.capture.common import EXPORT, SCRIPT, TRACE, Capture, flatten, flatten_outputs, number_tensor, split_args
 from exporter.capture.torchscript import MODE_FRAME, capture, quiet_torchscript, split_list_inputs
 
 __all__ = ["EXPORT", "SCRIPT", "TRACE", "Capture", "MODE_FRAME", "capture", "flatten", "flatten_outputs",

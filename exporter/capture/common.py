@@ -3,8 +3,9 @@ arguments and results that all front ends share."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -41,6 +42,7 @@ class Capture:
     def output_count(self) -> int:
         """How many outputs the captured graph has (before quantized outputs become three each)."""
         if self.front_end == EXPORT:
+            assert self.example_outputs is not None  # the torch.export capture records its outputs
             return len(self.example_outputs)
         return graph_output_count(self.graph)
 

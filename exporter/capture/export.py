@@ -15,7 +15,8 @@ import io
 import logging
 import sys
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
@@ -98,7 +99,9 @@ def _torch_export_quiet():
     # Size-oblivious tracing, for the capture and for every decomposition (which traces again): an example size of 0
     # or 1 on a dynamic axis is not taken as that axis's value (the zoo's batch of 1), as PyTorch's own
     # torch.export-based exporter captures. A decomposition traced without it bakes such a size in silently.
-    with warnings.catch_warnings(), torch.fx.experimental._config.patch(backed_size_oblivious=True):
+    # (torch's config modules get patch() at run time, from install_config_module: their stubs lack it)
+    with warnings.catch_warnings(), torch.fx.experimental._config.patch(  # type: ignore[attr-defined]
+            backed_size_oblivious=True):
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.|copyreg")
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.")
         for logger in loggers:
@@ -106,7 +109,7 @@ def _torch_export_quiet():
         try:
             yield
         finally:
-            for logger, level in zip(loggers, levels):
+            for logger, level in zip(loggers, levels, strict=True):
                 logger.setLevel(level)
 
 
@@ -179,7 +182,7 @@ def _capture_of(program, positional: tuple, kwargs: dict) -> Capture:
     placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
     params = []
     user_examples = 0
-    for spec, node in zip(signature.input_specs, placeholders):
+    for spec, node in zip(signature.input_specs, placeholders, strict=True):
         if spec.kind == InputKind.USER_INPUT:
             user_examples += isinstance(node.meta.get("val"), torch.Tensor)
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
@@ -188,7 +191,8 @@ def _capture_of(program, positional: tuple, kwargs: dict) -> Capture:
             # tokens order side effects (convert_fx.py drops the assertions they order)
             raise CaptureError(f"the exported program takes a {spec.kind.name} input ({spec.target}), which ONNX "
                                "cannot hold (a script object or an effect token)")
-    tensors = [t for t in flatten((positional, kwargs))[0] if isinstance(t, torch.Tensor)]
+    tensors: list[torch.Tensor | list[torch.Tensor]] = [
+        t for t in flatten((positional, kwargs))[0] if isinstance(t, torch.Tensor)]
     if len(tensors) != user_examples:
         raise CaptureError(f"the exported program takes {user_examples} of the {len(tensors)} tensor arguments")
     # Every parameter and buffer, used or not, as PyTorch's exporter counts them for input_names (see Capture).
@@ -208,7 +212,7 @@ def _example_outputs(program) -> list[torch.Tensor]:
     """Tensors shaped and typed as the program's user outputs (at the example's sizes), without running the model."""
     output_node = next(node for node in program.graph.nodes if node.op == "output")
     examples = []
-    for spec, node in zip(program.graph_signature.output_specs, output_node.args[0]):
+    for spec, node in zip(program.graph_signature.output_specs, output_node.args[0], strict=True):
         if spec.kind != OutputKind.USER_OUTPUT:
             continue
         value = node.meta.get("val") if isinstance(node, torch.fx.Node) else node
@@ -260,11 +264,11 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
     An axis ``axes`` asks for that the program holds static is an error: the model's code fixed its size."""
     program = captured.program
     placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
-    user = [node for spec, node in zip(program.graph_signature.input_specs, placeholders)
+    user = [node for spec, node in zip(program.graph_signature.input_specs, placeholders, strict=True)
             if spec.kind == InputKind.USER_INPUT and isinstance(node.meta.get("val"), torch.Tensor)]
     result = {name: dict(dims) for name, dims in axes.items()}
     symbol_names: dict[str, str] = {}
-    for name, node in zip(names_in, user):
+    for name, node in zip(names_in, user, strict=False):  # names_in goes on with the parameters' names
         shape = node.meta["val"].shape
         for axis, dim in enumerate(shape):
             asked = axes.get(name, {}).get(axis if axis in axes.get(name, {}) else axis - len(shape))
@@ -276,9 +280,9 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
             dim_name = symbol_names.setdefault(str(dim), asked or str(dim))
             result.setdefault(name, {})[axis] = dim_name
     output_node = next(node for node in program.graph.nodes if node.op == "output")
-    user_outputs = [arg for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0])
+    user_outputs = [arg for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0], strict=True)
                     if spec.kind == OutputKind.USER_OUTPUT]
-    for name, arg in zip(names_out, user_outputs):
+    for name, arg in zip(names_out, user_outputs, strict=True):
         value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
         if not isinstance(value, torch.Tensor):
             continue

@@ -114,8 +114,8 @@ class FxFacts(NodeFacts):
 
     def input_is_size_of(self, node, index: int, of_index: int, dim: int) -> bool:
         value, of = schema_arguments(node)[index], schema_arguments(node)[of_index]
-        return (isinstance(value, torch.fx.Node) and value.target is torch.ops.aten.sym_size.int
-                and value.args[0] is of and value.args[1] == dim)
+        return bool(isinstance(value, torch.fx.Node) and value.target is torch.ops.aten.sym_size.int
+                    and value.args[0] is of and value.args[1] == dim)
 
     def output_count(self, node) -> int:
         return len(_outputs(node))

@@ -11,6 +11,8 @@ changed, as PyTorch's exporter exports it: what the model computes from its stat
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from exporter.errors import CaptureError
@@ -52,7 +54,7 @@ def _all_nodes(block):
 
 def _initial_read(graph, self_value, path: str, paths: dict[int, str]):
     """A chain of ``prim::GetAttr`` from ``self`` at the top of the graph reading ``path`` as it is at export time."""
-    types = {}
+    types: dict[str, Any] = {}  # attribute path -> its TorchScript type
     for node in _all_nodes(graph.block()):
         if node.kind() == "prim::GetAttr" and node.output().unique() in paths:
             types.setdefault(paths[node.output().unique()], node.output().type())

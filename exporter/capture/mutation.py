@@ -255,7 +255,7 @@ def _thread_through(node, sub_escapes: list[dict]) -> list[tuple]:
                     use.user.replaceInput(use.offset, carried_in)
             body.registerOutput(sub_escapes[0][key][1])
         elif node.kind() == "prim::If":
-            for block, escapes in zip(node.blocks(), sub_escapes):
+            for block, escapes in zip(node.blocks(), sub_escapes, strict=True):
                 block.registerOutput(escapes[key][1] if key in escapes else root)
         else:
             continue

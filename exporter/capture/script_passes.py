@@ -16,17 +16,22 @@ def erase_exception_branches(graph: torch._C.Graph) -> None:
     use of an input, which PyTorch's exporter keeps). ``print`` goes too: a side effect only.
     """
     # TorchScript finds the nodes of a kind without a Python walk over every node (a trace has a few, or none).
-    prints = graph.findAllNodes("prim::Print", True)
+    prints = _find_all(graph, "prim::Print")
     for node in prints:  # a side effect only; what it prints (aten::format) goes with it
         node.destroy()
     # Outermost first in findAllNodes' order: reversed, an if's inner ifs are handled before it may be destroyed.
-    erased = [_erase_raising_branch(node) for node in reversed(graph.findAllNodes("prim::If", True))]
+    erased = [_erase_raising_branch(node) for node in reversed(_find_all(graph, "prim::If"))]
     if prints or any(erased):
         torch._C._jit_pass_dce(graph)
-    loops = graph.findAllNodes("prim::Loop", True)
+    loops = _find_all(graph, "prim::Loop")
     if loops:
         _erase_dead_loops(reversed(loops))
         torch._C._jit_pass_dce(graph)
+
+
+def _find_all(graph: torch._C.Graph, kind: str) -> list[torch._C.Node]:
+    """The nodes of ``kind`` in ``graph`` and its blocks, outermost first."""
+    return graph.findAllNodes(kind, True)  # type: ignore[attr-defined]  # torch's stubs lack Graph.findAllNodes
 
 
 def _erase_raising_branch(node) -> bool:
@@ -48,7 +53,7 @@ def _always_raises(block) -> bool:
 def _inline_branch(if_node, block) -> None:
     for node in list(block.nodes()):
         node.moveBefore(if_node)
-    for output, value in zip(list(if_node.outputs()), list(block.outputs())):
+    for output, value in zip(list(if_node.outputs()), list(block.outputs()), strict=True):
         output.replaceAllUsesWith(value)
     if_node.destroy()
 

@@ -4,8 +4,8 @@ axis (Softmax-1..12 flatten everything after ``axis``; from opset 13 it takes on
 
 from __future__ import annotations
 
-from exporter.dtypes import DOUBLE, FLOAT
 from exporter import dtypes
+from exporter.dtypes import DOUBLE, FLOAT
 from exporter.lowering.arithmetic import typed_scalar
 from exporter.lowering.core import cast, normalize_dim, require_rank, reshape, torch_dtype_arg
 from exporter.lowering.runtime import ACTIVATIONS_DECOMPOSED_FOR_DOUBLE, applies
@@ -43,8 +43,9 @@ def stable_softplus(g, x):
 
 # -- softmax --------------------------------------------------------------------------------------------------
 def softmax_op(g, op_type, x, dim, dtype):
-    if dtype is not None:
-        x = cast(g, x, dtypes.onnx_from_torch(torch_dtype_arg(dtype)))
+    requested = torch_dtype_arg(dtype)
+    if requested is not None:
+        x = cast(g, x, dtypes.onnx_from_torch(requested))
     elif not dtypes.is_float(g.dtype(x)):
         x = cast(g, x, g.output_dtype() or FLOAT)
     rank = require_rank(g, x)

@@ -11,8 +11,8 @@ import numpy as np
 import torch
 from onnx import TensorProto
 
-from exporter.dtypes import BFLOAT16, BOOL, DOUBLE, FLOAT, INT32
 from exporter import dtypes
+from exporter.dtypes import BFLOAT16, BOOL, DOUBLE, FLOAT, INT32
 from exporter.lowering.comparison import WIDE_INTS, less, select
 from exporter.lowering.core import cast, constant_value, is_value, promote
 from exporter.lowering.runtime import (

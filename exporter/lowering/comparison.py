@@ -8,8 +8,8 @@ import math
 
 from onnx import TensorProto
 
-from exporter.dtypes import BOOL, DOUBLE, FLOAT, INT32, INT64
 from exporter import dtypes
+from exporter.dtypes import BOOL, DOUBLE, FLOAT, INT32, INT64
 from exporter.lowering.core import cast
 from exporter.lowering.runtime import ISNAN_BFLOAT16_IN_FLOAT, applies
 from exporter.registry import unsupported

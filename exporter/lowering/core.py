@@ -3,7 +3,8 @@ and conversions between Python values and graph values."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, TypeGuard
 
 import numpy as np
 import torch
@@ -15,8 +16,7 @@ from exporter.errors import SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import GraphContext
 
 
-
-def is_value(x: Any) -> bool:
+def is_value(x: Any) -> TypeGuard[ir.Value]:
     return isinstance(x, ir.Value)
 
 
@@ -42,6 +42,7 @@ def constant_value(x: Any) -> Any:
                 f"this argument must be known at export time, but {x.name!r} is computed at run time "
                 "(a graph input or a value derived from one)"
             )
+        array = np.asarray(array)  # a deferred product (ir.RowScaled) too
         return array.item() if array.size == 1 and array.ndim == 0 else array.tolist()
     if isinstance(x, torch.Tensor):
         return x.item() if x.numel() == 1 and x.dim() == 0 else x.tolist()
@@ -75,11 +76,12 @@ def require_rank(g: GraphContext, x: Any, what: str = "input") -> int:
 
 
 # -- casts and type promotion ----------------------------------------------------------------------------------
-def cast(g: GraphContext, x: Any, to: int) -> ir.Value:
-    """``x`` as element type ``to`` (no node when it already is)."""
+def cast(g: GraphContext, x: Any, to: int | None) -> ir.Value:
+    """``x`` as element type ``to`` (no node when it already is, or when ``to`` is None: a type the export does not
+    know, derived from ``x``'s own unknown type)."""
     if not is_value(x):
         return g.const(x, to)
-    if x.dtype == to:
+    if to is None or x.dtype == to:
         return x
     if to in (TensorProto.COMPLEX64, TensorProto.COMPLEX128):
         raise UnsupportedOperatorError(g.op_kind if g.node else "Cast", g.opset,
@@ -216,17 +218,19 @@ def _reshaped_dims(g: GraphContext, x: Any, shape: Sequence[Any]) -> tuple:
     dims = [s if isinstance(s, int) and not isinstance(s, bool) else None for s in shape]
     # Only static exports resolve sizes: in dynamic ones static_dims would run shape inference per reshape.
     in_dims = g.static_dims(x) if g.static_shapes else None
-    if in_dims is None or None in dims:
+    sizes = [d for d in dims if d is not None]
+    if in_dims is None or len(sizes) < len(dims):
         return tuple(d if d is not None and d > 0 else None for d in dims)
-    dims = [in_dims[i] if d == 0 and i < len(in_dims) else d for i, d in enumerate(dims)]
-    if -1 in dims:
-        known = int(np.prod([d for d in dims if d != -1]))
-        dims[dims.index(-1)] = int(np.prod(in_dims)) // known if known else None
-    return tuple(dims)
+    sizes = [in_dims[i] if d == 0 and i < len(in_dims) else d for i, d in enumerate(sizes)]
+    if -1 not in sizes:
+        return tuple(sizes)
+    known = int(np.prod([d for d in sizes if d != -1]))
+    at = sizes.index(-1)
+    return (*sizes[:at], int(np.prod(in_dims)) // known if known else None, *sizes[at + 1:])
 
 
 def slice_op(
-    g: GraphContext, x: Any, axes: Sequence[int], starts: Sequence[Any], ends: Sequence[Any], steps: Sequence[int] | None = None
+    g: GraphContext, x: Any, axes: Sequence[int], starts: Sequence[Any], ends: Sequence[Any], steps: Sequence[Any] | None = None
 ) -> ir.Value:
     """ONNX Slice: attributes before opset 10 (constant bounds, step 1 only), inputs from 10."""
 

@@ -22,7 +22,7 @@ def filled(g, shape, fill, dtype: int):
     static = isinstance(shape, list) and all(not is_value(s) for s in shape)
     shape_value = to_int64_list_value(g, shape)
     if isinstance(shape, list):
-        known = [None if is_value(s) else int(constant_value(s)) for s in shape]
+        known: list[int | None] | None = [None if is_value(s) else int(constant_value(s)) for s in shape]
     else:
         # The rank is the shape value's length where that is known (a slice of a shape may have a run-time length).
         length = shape_value.shape[0] if shape_value.shape else None
@@ -32,7 +32,7 @@ def filled(g, shape, fill, dtype: int):
         if g.opset >= 9:
             return typed(g.op("ConstantOfShape", shape_value, value_t=scalar.reshape(1)), known)
         if static:  # before ConstantOfShape (opset 9) a filled tensor of known shape is a constant
-            return g.const(np.full(known, scalar))
+            return g.const(np.full([int(constant_value(s)) for s in shape], scalar))
         fill = g.const(scalar)
     fill = cast(g, fill, dtype)
     if g.opset >= 8:

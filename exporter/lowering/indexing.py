@@ -23,11 +23,19 @@ import numpy as np
 import torch
 from onnx import TensorProto
 
-from exporter.dtypes import BOOL, FLOAT, INT32, INT64
 from exporter import dtypes, ir
+from exporter.dtypes import BOOL, FLOAT, INT32, INT64
 from exporter.lowering.comparison import equal, less
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_value, reduce_op, require_opset, require_rank, slice_op, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    is_value,
+    reduce_op,
+    require_opset,
+    require_rank,
+    slice_op,
+    unsqueeze,
 )
 from exporter.lowering.factories import filled
 from exporter.lowering.runtime import NONZERO_AS_COMPARISON, SCATTER_EXTREMES_OF_BOOLS_AS_UINT8, applies
@@ -138,7 +146,7 @@ def _gather_by_hits(g, x, dim: int, index):
 
 def wrap_negative(g, index, size):
     """``index`` with negative entries counted from the end (needed before combining indices linearly)."""
-    if not is_value(index) or (index.const is not None and (index.const >= 0).all()):
+    if not is_value(index) or (index.const is not None and bool(np.all(np.asarray(index.const) >= 0))):
         return index
     size = g.value(size, torch.int64) if not is_value(size) else size
     if g.opset >= 9:
@@ -196,7 +204,7 @@ def crop_to(g, src, index):
     from opset 10, a Gather of positions 0..m-1 at opset 9 (NonZero), and needs opset 9 below."""
     src_dims, index_dims = known_dims(g, src), known_dims(g, index)
     rank = require_rank(g, index)
-    if src_dims is not None and all(s is not None and s == i for s, i in zip(src_dims, index_dims)):
+    if src_dims is not None and all(s is not None and s == i for s, i in zip(src_dims, index_dims, strict=True)):
         return src
     ends = [d if d is not None else dim_size(g, index, axis) for axis, d in enumerate(index_dims)]
     if g.opset >= 10 or not any(is_value(end) for end in ends):
@@ -229,10 +237,10 @@ def scatter_extreme_elements(g, x, dim: int, index, updates, largest: bool):
     require_extreme_scatter(g, elem)
     numbers = dtypes.numpy_from_onnx(elem)
     if dtypes.is_float(elem):
-        extreme = -np.inf if largest else np.inf
+        limit = -np.inf if largest else np.inf
     else:
-        extreme = np.iinfo(numbers).min if largest else np.iinfo(numbers).max
-    extreme = np.array(extreme, dtype=numbers)
+        limit = np.iinfo(numbers).min if largest else np.iinfo(numbers).max
+    extreme = np.array(limit, dtype=numbers)
     rank = require_rank(g, x)
     targets = unsqueeze(g, arange_indices(g, dim_size(g, x, dim)), list(range(rank)))  # (a Reshape to [1, 0] would copy)
     hits = g.op("Equal", unsqueeze(g, index, [rank]), targets)

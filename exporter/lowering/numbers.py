@@ -4,8 +4,8 @@ take floating types only)."""
 
 from __future__ import annotations
 
-from exporter.dtypes import DOUBLE, FLOAT
 from exporter import ir
+from exporter.dtypes import DOUBLE, FLOAT
 from exporter.lowering.core import cast
 from exporter.lowering.runtime import MIN_MAX_6_DOUBLES, applies
 

@@ -99,8 +99,9 @@ def pass_through(g: GraphContext, x: ir.Value) -> ir.Value:
 def merged_shape(shapes: list[tuple | None]) -> tuple | None:
     """The element shape of an optional that holds one of several tensors: theirs where they agree, else only the
     rank where that agrees, else unknown."""
-    if not shapes or any(shape is None for shape in shapes):
+    known = [shape for shape in shapes if shape is not None]
+    if not shapes or len(known) < len(shapes):
         return None
-    if len({len(shape) for shape in shapes}) > 1:
+    if len({len(shape) for shape in known}) > 1:
         return None
-    return tuple(dims[0] if len(set(dims)) == 1 else None for dims in zip(*shapes))
+    return tuple(dims[0] if len(set(dims)) == 1 else None for dims in zip(*known, strict=True))

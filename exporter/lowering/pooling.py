@@ -42,7 +42,7 @@ def pool(g, op_type, input, kernel, stride, padding, dilation, ceil_mode, **extr
         return g.op(op_type, input, pads_i=pads, **attrs)
     if g.opset < ATTRIBUTES_OPSET:
         extra = _ceil_mode_pads(g, input, kernel, stride, padding, dilation)
-        return g.op(op_type, input, pads_i=padding + [p + e for p, e in zip(padding, extra)], **attrs)
+        return g.op(op_type, input, pads_i=padding + [p + e for p, e in zip(padding, extra, strict=True)], **attrs)
     pooled = g.op(op_type, input, pads_i=pads, ceil_mode_i=1, **attrs)
     return _drop_windows_starting_in_end_padding(g, input, pooled, kernel, stride, padding, dilation)
 
@@ -55,7 +55,7 @@ def _drop_windows_starting_in_end_padding(g, input, pooled, kernel, stride, padd
     rejects ("Pad should be smaller than kernel"); slicing also works for run-time sizes."""
     dims = g.dims(input)
     axes, ends = [], []
-    for axis, (k, s, p, d) in enumerate(zip(kernel, stride, padding, dilation), start=2):
+    for axis, (k, s, p, d) in enumerate(zip(kernel, stride, padding, dilation, strict=True), start=2):
         effective = d * (k - 1) + 1
         if p + s <= effective:
             continue  # the last window always starts before the end padding
@@ -104,7 +104,7 @@ def _average_pool_ceil_by_padding(g, input, kernel, stride, padding, count_inclu
         input = pad_op(g, input, [p for p in reversed(padding) for _ in (0, 1)], "constant")
         padding = [0] * spatial
     return g.op("AveragePool", input, kernel_shape_i=kernel, strides_i=stride, count_include_pad_i=0,
-                pads_i=padding + [p + e for p, e in zip(padding, extra)])
+                pads_i=padding + [p + e for p, e in zip(padding, extra, strict=True)])
 
 
 def _ceil_mode_pads(g, input, kernel, stride, pads, dilation):
@@ -113,7 +113,7 @@ def _ceil_mode_pads(g, input, kernel, stride, pads, dilation):
     if dims is None or any(d is None for d in dims[2:]):
         raise unsupported(g.op_kind, g.opset, "ceil_mode=True with dynamic spatial sizes needs opset >= 10")
     extra = []
-    for size, k, s, p, d in zip(dims[2:], kernel, stride, pads, dilation):
+    for size, k, s, p, d in zip(dims[2:], kernel, stride, pads, dilation, strict=True):
         effective = d * (k - 1) + 1
         ceil_out = math.ceil((size + 2 * p - effective) / s) + 1
         if (ceil_out - 1) * s >= size + p:
@@ -131,7 +131,7 @@ def _onnx_ceil_keeps_extra_window(g, input, kernel, stride, padding, dilation) -
     dims = g.dims(input)
     if dims is None or any(d is None for d in dims[2:]):
         return False
-    for size, k, s, p, d in zip(dims[2:], kernel, stride, padding, dilation):
+    for size, k, s, p, d in zip(dims[2:], kernel, stride, padding, dilation, strict=True):
         onnx_out = math.ceil((size + 2 * p - (d * (k - 1) + 1)) / s) + 1
         if (onnx_out - 1) * s >= size + p:
             return True

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 from onnx import TensorProto
 
-from exporter.dtypes import FLOAT
 from exporter import ir
+from exporter.dtypes import FLOAT
 from exporter.errors import UnsupportedOperatorError
 from exporter.lowering.core import cast
 from exporter.lowering.runtime import QDQ_BIAS_AFTER_OP_AT_OPSET_10, QDQ_FLOAT_WEIGHT_BIAS_AFTER_OP, applies
@@ -43,6 +43,8 @@ class QTensor:
 
     @property
     def integer_type(self) -> int:
+        if self.value.dtype is None:
+            raise ValueError(f"the integers of quantized {self.value.name!r} have no element type")
         return self.value.dtype
 
 
@@ -173,7 +175,7 @@ def takes_quantized(fn):
 
 # Ops whose quantized output has fixed quantization parameters (PyTorch picks them for the op's output range),
 # per integer type: sigmoid and hardsigmoid lie in [0, 1], tanh in [-1, 1].
-_FIXED_QPARAMS = {
+_FIXED_QPARAMS: dict[str, dict[int, tuple[float, int]]] = {
     "aten::sigmoid": {TensorProto.UINT8: (1.0 / 256, 0), TensorProto.INT8: (1.0 / 256, -128)},
     "aten::hardsigmoid": {TensorProto.UINT8: (1.0 / 256, 0), TensorProto.INT8: (1.0 / 256, -128)},
     "aten::tanh": {TensorProto.UINT8: (2.0 / 256, 128), TensorProto.INT8: (2.0 / 256, 0)},

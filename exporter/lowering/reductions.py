@@ -8,10 +8,16 @@ import math
 
 from onnx import TensorProto
 
-from exporter.dtypes import BOOL, FLOAT, INT32, INT64
 from exporter import dtypes
+from exporter.dtypes import BOOL, FLOAT, INT32, INT64
 from exporter.lowering.core import (
-    cast, constant_value, normalize_dim, reduce_op, require_rank, reshape, torch_dtype_arg,
+    cast,
+    constant_value,
+    normalize_dim,
+    reduce_op,
+    require_rank,
+    reshape,
+    torch_dtype_arg,
 )
 from exporter.lowering.runtime import BFLOAT16_EXTREMES_IN_FLOAT, applies
 

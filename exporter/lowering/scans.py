@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from exporter.dtypes import DOUBLE
 from exporter import dtypes
+from exporter.dtypes import DOUBLE
 
 
 def matmul_type(g, dtype: int) -> int:

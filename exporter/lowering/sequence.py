@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from exporter.dtypes import INT64
 from exporter import ir
+from exporter.dtypes import INT64
 from exporter.errors import SymbolicValueError
 from exporter.lowering.core import cast, constant_value, is_value, normalize_dim, to_int64_list_value, unsqueeze
 from exporter.registry import unsupported
@@ -55,10 +55,11 @@ def insert_into_sequence(g, sequence: ir.Value, element, position=None) -> ir.Va
     from the first tensor inserted into it, and so does an empty list's SequenceEmpty.
     """
     element = g.value(element)
-    empty = sequence.producer is not None and sequence.producer.op_type == "SequenceEmpty"
-    if sequence.dtype is None or (empty and sequence.dtype != element.dtype):
-        if empty:
-            sequence.producer.attrs["dtype"] = element.dtype
+    producer = sequence.producer
+    empty = producer if producer is not None and producer.op_type == "SequenceEmpty" else None
+    if sequence.dtype is None or (empty is not None and sequence.dtype != element.dtype):
+        if empty is not None:
+            empty.attrs["dtype"] = element.dtype
         sequence.dtype = element.dtype
     inputs = [sequence, cast(g, element, sequence.dtype)] + ([] if position is None else [position])
     return sequence_value(g.op("SequenceInsert", *inputs), sequence.dtype,
@@ -82,8 +83,8 @@ def list_concat(g, items, other):
     if any(is_value(x) and x.kind == ir.TENSOR for x in (items, other)):
         parts = [to_int64_list_value(g, x) for x in (items, other)]
         out = g.op("Concat", *parts, axis_i=0)
-        lengths = [p.shape[0] if p.shape else None for p in parts]
-        out.dtype, out.shape = INT64, (None if None in lengths else sum(lengths),)
+        lengths = [p.shape[0] for p in parts if p.shape and isinstance(p.shape[0], int)]
+        out.dtype, out.shape = INT64, (sum(lengths) if len(lengths) == len(parts) else None,)
         return out
     if not isinstance(other, (list, tuple)):
         kind = g.op_kind if g.node is not None else "list concatenation"
@@ -152,10 +153,10 @@ def sequence_value(value: ir.Value, dtype, elem_shape=None) -> ir.Value:
 
 
 def _items_shape(values) -> tuple | None:
-    shape = ir.NO_ITEMS
+    shape: tuple | str | None = ir.NO_ITEMS
     for value in values:
         shape = ir.join_elem_shapes(shape, value.shape)
-    return None if shape == ir.NO_ITEMS else shape
+    return shape if isinstance(shape, tuple) else None  # (a str is NO_ITEMS)
 
 
 def torch_float() -> int:

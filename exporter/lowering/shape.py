@@ -12,12 +12,24 @@ import numpy as np
 import torch
 from onnx import TensorProto
 
-from exporter.dtypes import FLOAT, INT64
 from exporter import dtypes
+from exporter.dtypes import FLOAT, INT64
 from exporter.errors import SymbolicValueError
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_constant, is_value, normalize_dim, require_opset, require_rank, reshape,
-    shape_of, slice_op, squeeze, to_int64_list_value, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    normalize_dim,
+    require_opset,
+    require_rank,
+    reshape,
+    shape_of,
+    slice_op,
+    squeeze,
+    to_int64_list_value,
+    unsqueeze,
 )
 from exporter.lowering.runtime import CIRCULAR_PAD_BFLOAT16_BY_SLICES, applies
 from exporter.registry import unsupported
@@ -58,8 +70,8 @@ def broadcast_shape(*shapes) -> tuple | None:
         return None
     rank = max(len(s) for s in shapes)
     padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
-    out = []
-    for dims in zip(*padded):
+    out: list[int | None] = []
+    for dims in zip(*padded, strict=True):
         known = {d for d in dims if isinstance(d, int) and d != 1}
         if any(not isinstance(d, int) for d in dims) and not known:
             out.append(None)
@@ -99,16 +111,17 @@ def expand_to(g, x, target: list):
     lead = len(target) - rank
     known = [None if is_value(t) else int(constant_value(t)) for t in target]
     own_dims = [None] * lead + (known_dims(g, x) or [None] * rank)
-    result_shape = [o if k == -1 else k for k, o in zip(known, own_dims)]
+    result_shape = [o if k == -1 else k for k, o in zip(known, own_dims, strict=True)]
     if g.opset >= 8:
         # Expand broadcasts both ways, so a 1 keeps the input's dim, just like torch's -1.
-        wanted = [1 if k == -1 else t if k is not None else _minus_one_as_one(g, t) for k, t in zip(known, target)]
+        wanted = [1 if k == -1 else t if k is not None else _minus_one_as_one(g, t)
+                  for k, t in zip(known, target, strict=True)]
         return typed(g.op("Expand", x, to_int64_list_value(g, wanted)), result_shape)
     if lead > 0:
         x = unsqueeze(g, x, list(range(lead)))
     own = [1] * lead + dims_or_sizes(g, x)[lead:]
     repeats = []
-    for want, have in zip(target, own):
+    for want, have in zip(target, own, strict=True):
         if not is_value(want) and int(constant_value(want)) == -1:
             repeats.append(1)
         elif not is_value(have) and have == 1 and not is_value(want):
@@ -241,15 +254,15 @@ def pad_op(g, x, pad: list, mode: str, value=None):
         raise SymbolicValueError(f"padding mode {mode!r} has no ONNX equivalent")
     whole = is_value(pad) and not is_constant(pad)  # the list itself computed at run time (a list input)
     pads = None if whole else _onnx_pads(list(pad if isinstance(pad, (list, tuple)) else constant_value(pad)), rank)
-    if (whole or not all(is_constant(p) for p in pads)) and g.opset < 11:
-        # (worded so that callers matching PyTorch's exporter's message for this case keep working)
-        raise unsupported(g.op_kind, g.opset, "Unsupported: ONNX export of Pad with sizes computed at run time. "
-                          "The sizes of the padding must be constant before Pad takes them as an input: needs opset >= 11")
     if g.opset >= 11:
-        inputs = [x, _run_time_onnx_pads(g, pad, rank) if whole else to_int64_list_value(g, pads)]
+        inputs = [x, _run_time_onnx_pads(g, pad, rank) if pads is None else to_int64_list_value(g, pads)]
         if mode == "constant" and value is not None and constant_value(value) not in (0, 0.0):
             inputs.append(g.const(np.array(constant_value(value)), g.dtype(x)))
         return g.op("Pad", *inputs, mode_s=_PAD_MODES[mode])
+    if pads is None or not all(is_constant(p) for p in pads):
+        # (worded so that callers matching PyTorch's exporter's message for this case keep working)
+        raise unsupported(g.op_kind, g.opset, "Unsupported: ONNX export of Pad with sizes computed at run time. "
+                          "The sizes of the padding must be constant before Pad takes them as an input: needs opset >= 11")
     pads = [int(constant_value(p)) for p in pads]
     # Pad before 11 is defined on floating types only: compute in double and cast back.
     original = g.dtype(x)
@@ -396,4 +409,4 @@ def list_output_count(g) -> int | None:
 def split_at(g, x, dim: int, starts: list) -> list:
     """Pieces of ``x`` between consecutive ``starts`` along ``dim`` (the last one runs to the end), via Slice."""
     ends = list(starts[1:]) + [INT64_MAX]
-    return [slice_op(g, x, [dim], [s], [e]) for s, e in zip(starts, ends)]
+    return [slice_op(g, x, [dim], [s], [e]) for s, e in zip(starts, ends, strict=True)]

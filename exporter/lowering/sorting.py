@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from exporter.dtypes import DOUBLE, INT64
 from exporter import dtypes
+from exporter.dtypes import DOUBLE, INT64
 from exporter.lowering.core import cast, constant_value, is_value, slice_op, to_int64_list_value
 from exporter.registry import unsupported
 

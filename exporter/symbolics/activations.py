@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from exporter.dtypes import FLOAT
 from exporter import dtypes
+from exporter.dtypes import FLOAT
 from exporter.lowering.activations import (
     native_activation,
     softmax_op,

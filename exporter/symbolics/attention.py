@@ -18,14 +18,25 @@ import math
 import numpy as np
 import torch
 
-from exporter.dtypes import BOOL, INT64
 from exporter import dtypes
+from exporter.dtypes import BOOL, INT64
 from exporter.lowering.activations import softmax_op
 from exporter.lowering.arithmetic import clamp_value, typed_scalar
 from exporter.lowering.comparison import equal, less
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, normalize_dim, reduce_op, require_opset, require_rank, reshape, scalar_like,
-    slice_op, squeeze, torch_dtype_arg, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    normalize_dim,
+    reduce_op,
+    require_opset,
+    require_rank,
+    reshape,
+    scalar_like,
+    slice_op,
+    squeeze,
+    torch_dtype_arg,
+    unsqueeze,
 )
 from exporter.lowering.normalization import standardize
 from exporter.lowering.reductions import vector_norm
@@ -117,8 +128,9 @@ def scaled_dot_product_attention(g, query, key, value, attn_mask, dropout_p, is_
 @symbolic("aten::_safe_softmax")
 @parse_args("v", "i", "v")
 def _safe_softmax(g, self, dim, dtype=None):
-    if torch_dtype_arg(dtype) is not None:
-        self = cast(g, self, dtypes.onnx_from_torch(torch_dtype_arg(dtype)))
+    requested = torch_dtype_arg(dtype)
+    if requested is not None:
+        self = cast(g, self, dtypes.onnx_from_torch(requested))
     return safe_softmax(g, self, dim)
 
 

@@ -8,13 +8,11 @@ opset, so other families can compare and select without caring about the opset.
 
 from __future__ import annotations
 
-
-from exporter.dtypes import BOOL, INT32
 from exporter import dtypes
+from exporter.dtypes import BOOL, INT32
 from exporter.lowering.comparison import WIDE_INTS, as_bool, equal, less, less_equal
 from exporter.lowering.core import cast, promote_all, require_opset
 from exporter.registry import symbolic, unsupported
-
 
 
 # -- comparison symbolics ---------------------------------------------------------------------------------

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from exporter.dtypes import BFLOAT16, FLOAT, FLOAT16, INT64
 from exporter.lowering.arithmetic import minimum_value, typed_scalar
 from exporter.lowering.comparison import equal, less_equal, select
 from exporter.lowering.core import cast, constant_value, is_value, reduce_op
 from exporter.lowering.indexing import add_rows
 from exporter.lowering.shape import reshape_to
-from exporter.dtypes import BFLOAT16, FLOAT, FLOAT16, INT64
 from exporter.registry import symbolic, unsupported
 
 

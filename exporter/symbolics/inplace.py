@@ -22,8 +22,18 @@ import torch
 from exporter.dtypes import INT64
 from exporter.lowering.comparison import less
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_constant, is_value, normalize_dim, require_opset, require_rank, reshape,
-    shape_of, slice_op, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    normalize_dim,
+    require_opset,
+    require_rank,
+    reshape,
+    shape_of,
+    slice_op,
+    unsqueeze,
 )
 from exporter.lowering.shape import arange_indices, expand_to_shape_value
 from exporter.registry import symbolic

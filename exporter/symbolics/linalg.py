@@ -13,13 +13,25 @@ import string
 
 import torch
 
-from exporter.dtypes import BOOL, INT64
 from exporter import dtypes
+from exporter.dtypes import BOOL, INT64
 from exporter.lowering.arithmetic import minimum_value
 from exporter.lowering.comparison import equal, less_equal, select
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_constant, is_value, normalize_dim, promote_all, reduce_op, require_opset,
-    require_rank, scalar_like, squeeze, torch_dtype_arg, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    normalize_dim,
+    promote_all,
+    reduce_op,
+    require_opset,
+    require_rank,
+    scalar_like,
+    squeeze,
+    torch_dtype_arg,
+    unsqueeze,
 )
 from exporter.lowering.linalg import INTEGER_MATMUL_OPSET, gemm_takes, matmul_takes
 from exporter.lowering.shape import arange_indices, reshape_to
@@ -205,9 +217,10 @@ def einsum(g, equation, tensors, path=None):
     equation = _without_spaces(equation)
     terms = equation.partition("->")[0].split(",")
     operands = list(tensors)
-    spans = [require_rank(g, x) - len(t.replace("...", "")) if "..." in t else None for t, x in zip(terms, operands)]
+    spans = [require_rank(g, x) - len(t.replace("...", "")) if "..." in t else None
+             for t, x in zip(terms, operands, strict=True)]
     widest = max((span for span in spans if span is not None), default=0)
-    for index, (term, span) in enumerate(zip(terms, spans)):
+    for index, (term, span) in enumerate(zip(terms, spans, strict=True)):
         if span is not None and span < widest:
             start = term.index("...")  # the letters before it are the operand's leading dims
             operands[index] = unsqueeze(g, operands[index], list(range(start, start + widest - span)))
@@ -230,11 +243,11 @@ def _parse_equation(g, equation, operands):
         raise unsupported(g.op_kind, g.opset, "einsum operand count does not match its equation")
     used = set(equation)
     spare = [c for c in string.ascii_letters if c not in used]
-    ellipsis_rank = max((require_rank(g, x) - len(t.replace("...", "")) for t, x in zip(terms, operands) if "..." in t),
-                        default=0)
+    ellipsis_rank = max((require_rank(g, x) - len(t.replace("...", ""))
+                         for t, x in zip(terms, operands, strict=True) if "..." in t), default=0)
     ellipsis = "".join(spare[:ellipsis_rank])
     inputs = []
-    for term, operand in zip(terms, operands):
+    for term, operand in zip(terms, operands, strict=True):
         if "..." in term:
             own = require_rank(g, operand) - len(term.replace("...", ""))
             term = term.replace("...", ellipsis[ellipsis_rank - own :])
@@ -315,7 +328,7 @@ def tensordot(g, self, other, dims_self, dims_other):
     letters = iter(string.ascii_letters)
     a = [next(letters) for _ in range(rank_a)]
     b = [next(letters) for _ in range(rank_b)]
-    for dim_a, dim_b in zip(dims_self, dims_other):
+    for dim_a, dim_b in zip(dims_self, dims_other, strict=True):
         b[normalize_dim(dim_b, rank_b)] = a[normalize_dim(dim_a, rank_a)]
     summed = set(a) & set(b)
     output = [c for c in a if c not in summed] + [c for c in b if c not in summed]

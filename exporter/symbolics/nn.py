@@ -6,7 +6,6 @@ import torch
 from onnx import TensorProto
 
 from exporter import dtypes
-
 from exporter.lowering.core import (
     cast,
     constant_value,
@@ -37,7 +36,8 @@ def _conv(g, input, weight, bias, stride, padding, dilation, transposed, output_
     inputs = [input, weight] + ([bias] if bias is not None else [])
     if transposed:
         output_padding = _expand(output_padding, spatial)
-        if any(o >= max(s, d) for o, s, d in zip(output_padding, attrs["strides_i"], attrs["dilations_i"])):
+        windows = zip(output_padding, attrs["strides_i"], attrs["dilations_i"], strict=True)
+        if any(o >= max(s, d) for o, s, d in windows):
             return _conv_transpose_large_output_padding(g, input, weight, bias, attrs, output_padding)
         if any(output_padding):
             attrs["output_padding_i"] = output_padding
@@ -53,7 +53,8 @@ def _conv_transpose_large_output_padding(g, input, weight, bias, attrs, output_p
     spatial = len(output_padding)
     pads = list(attrs["pads_i"])
     kept, appended = [], []
-    for axis, (extra, stride, dilation) in enumerate(zip(output_padding, attrs["strides_i"], attrs["dilations_i"])):
+    windows = zip(output_padding, attrs["strides_i"], attrs["dilations_i"], strict=True)
+    for axis, (extra, stride, dilation) in enumerate(windows):
         if extra < max(stride, dilation):
             kept.append(extra)
             appended.append(0)
@@ -81,7 +82,7 @@ def _same_pads(g, weight, dilation):
     kernel = list(weight.shape[2:]) if weight.shape else None
     if kernel is None or any(not isinstance(k, int) for k in kernel):
         raise unsupported(g.op_kind, g.opset, "padding='same' needs a static kernel size")
-    totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
+    totals = [d * (k - 1) for d, k in zip(dilation, kernel, strict=True)]
     return [t // 2 for t in totals] + [t - t // 2 for t in totals]
 
 

@@ -21,7 +21,10 @@ def _batched(pool_symbolic):
 
     @functools.wraps(pool_symbolic)
     def batched_pool(g, input, *args):
-        spatial = int(re.search(r"pool(\d)d", g.op_kind).group(1))
+        named = re.search(r"pool(\d)d", g.op_kind)
+        if named is None:
+            raise ValueError(f"{g.op_kind} does not name its spatial axes (max_pool2d, ...)")
+        spatial = int(named.group(1))
         if require_rank(g, input) != spatial + 1:
             return pool_symbolic(g, input, *args)
         outputs = pool_symbolic(g, unsqueeze(g, input, [0]), *args)
@@ -59,7 +62,7 @@ def _adaptive(g, op_type, global_op, input, output_size):
         return g.op(global_op, input)
     dims = g.dims(input)
     if dims is not None and all(isinstance(d, int) for d in dims[2:]) and any(
-            d % o for d, o in zip(dims[2:], output_size)):
+            d % o for d, o in zip(dims[2:], output_size, strict=True)):
         return _adaptive_by_windows(g, _ADAPTIVE_REDUCTIONS[op_type], input, dims[2:], output_size)
     kernel = _adaptive_kernel(g, input, output_size)
     return g.op(op_type, input, kernel_shape_i=kernel, strides_i=kernel, pads_i=[0] * (2 * spatial))
@@ -73,7 +76,7 @@ def _adaptive_by_windows(g, reduction, input, sizes, output_size):
     [floor(i * n / out), ceil((i + 1) * n / out)), windows of unequal sizes. A window is a box, and max and mean over
     a box are separable (every row of a box has as many elements), so each axis is pooled in turn: one Slice and one
     reduction per output position, concatenated."""
-    for axis, (size, out) in enumerate(zip(sizes, output_size), start=2):
+    for axis, (size, out) in enumerate(zip(sizes, output_size, strict=True), start=2):
         if size == out:
             continue
         windows = [reduce_op(g, reduction, slice_op(g, input, [axis], [i * size // out], [-(-(i + 1) * size // out)]),
@@ -88,9 +91,9 @@ def _adaptive_kernel(g, input, output_size):
     if dims is None or any(d is None for d in dims[2:]):
         raise unsupported(g.op_kind, g.opset, "adaptive pooling to a size other than 1 needs static spatial sizes")
     sizes = dims[2:]
-    if any(s % o for s, o in zip(sizes, output_size)):
+    if any(s % o for s, o in zip(sizes, output_size, strict=True)):
         raise unsupported(g.op_kind, g.opset, "adaptive pooling needs input sizes divisible by the output sizes")
-    return [s // o for s, o in zip(sizes, output_size)]
+    return [s // o for s, o in zip(sizes, output_size, strict=True)]
 
 
 @symbolic("aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from onnx import TensorProto
 
-from exporter.dtypes import INT64
 from exporter import dtypes, ir
+from exporter.dtypes import INT64
 from exporter.errors import SymbolicValueError
 from exporter.lowering.core import cast, constant_value, is_value, reshape, to_int64_list_value, torch_dtype_arg
 from exporter.lowering.indexing import gather_at

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from exporter.dtypes import FLOAT
 from exporter import ir
+from exporter.dtypes import FLOAT
 from exporter.lowering.arithmetic import clamp_value
 from exporter.lowering.core import cast, require_rank, unsqueeze
 from exporter.lowering.quantized import (
@@ -120,6 +120,6 @@ def _scalar(g, x):
     1-element 1-D tensor."""
     if isinstance(x, ir.Value):
         if x.const is not None and x.const.size == 1:
-            return g.const(x.const.reshape(()))
+            return g.const(np.asarray(x.const).reshape(()))
         return g.op("Reshape", x, g.const(np.array([], dtype=np.int64)))
     return x

@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 from onnx import TensorProto
 
-from exporter.dtypes import FLOAT, INT64
 from exporter import dtypes
+from exporter.dtypes import FLOAT, INT64
 from exporter.lowering.arithmetic import clamp_value
 from exporter.lowering.comparison import less
 from exporter.lowering.core import cast, constant_value, is_value, require_rank, squeeze, torch_dtype_arg, unsqueeze

@@ -11,13 +11,24 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from exporter.dtypes import INT64
 from exporter import dtypes
+from exporter.dtypes import INT64
 from exporter.errors import SymbolicValueError
 from exporter.lowering.comparison import equal, less, select
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_constant, is_value, normalize_dim, require_opset, require_rank,
-    reshape, shape_of, slice_op, squeeze, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    normalize_dim,
+    require_opset,
+    require_rank,
+    reshape,
+    shape_of,
+    slice_op,
+    squeeze,
+    unsqueeze,
 )
 from exporter.lowering.runtime import DEPTH_TO_SPACE_INTEGERS, applies
 from exporter.lowering.shape import (
@@ -88,7 +99,7 @@ def roll(g, self, shifts, dims):
         return reshape(g, roll(g, flat, shifts, [0]), shape_of(g, self))
     rank = require_rank(g, self)
     out = self
-    for shift, d in zip(shifts, dims):
+    for shift, d in zip(shifts, dims, strict=True):
         d = normalize_dim(d, rank)
         n = known_dims(g, self)[d]
         if n is None:
@@ -309,10 +320,10 @@ def meshgrid(g, tensors, indexing=None):
         axes[0], axes[1] = 1, 0
     sizes = [dim_size(g, t, 0) for t in tensors]
     grid = [None] * len(tensors)
-    for t, axis in zip(sizes, axes):
+    for t, axis in zip(sizes, axes, strict=True):
         grid[axis] = t
     outputs = []
-    for t, axis in zip(tensors, axes):
+    for t, axis in zip(tensors, axes, strict=True):
         shape = [1] * len(tensors)
         shape[axis] = -1
         outputs.append(expand_to(g, reshape(g, t, shape), grid))
@@ -467,11 +478,11 @@ def broadcast_tensors(g, tensors):
     tensors = [g.value(t) for t in tensors]
     rank = max(require_rank(g, t) for t in tensors)
     aligned = [[1] * (rank - require_rank(g, t)) + dims_or_sizes(g, t) for t in tensors]
-    target = [_broadcast_size(g, list(sizes)) for sizes in zip(*aligned)]
+    target = [_broadcast_size(g, list(sizes)) for sizes in zip(*aligned, strict=True)]
     return [expand_to(g, t, target) for t in tensors]
 
 
-_ATLEAST_SHAPES = {  # rank of the input -> where its dims go in the result (None: a new dim of size 1)
+_ATLEAST_SHAPES: dict[int, dict[int, list[int | None]]] = {  # rank of the input -> where its dims go in the result (None: a new dim of size 1)
     1: {0: [None]},
     2: {0: [None, None], 1: [None, 0]},
     3: {0: [None, None, None], 1: [None, 0, None], 2: [0, 1, None]},
@@ -514,13 +525,14 @@ def as_strided(g, self, size, stride, storage_offset=None):
         raise unsupported(g.op_kind, g.opset, "as_strided with sizes, strides or offset known only at run time")
     size, stride = [int(s) for s in constant_value(size)], [int(s) for s in constant_value(stride)]
     positions = np.full(size, int(constant_value(storage_offset) or 0), dtype=np.int64)
-    for axis, (length, step) in enumerate(zip(size, stride)):
+    for axis, (length, step) in enumerate(zip(size, stride, strict=True)):
         positions += (np.arange(length, dtype=np.int64) * step).reshape([-1] + [1] * (len(size) - axis - 1))
     return g.op("Gather", reshape(g, self, [-1]), g.const(positions), axis_i=0)
 
 
 def _contiguous_strides(sizes) -> list[int]:
-    strides, step = [], 1
+    strides: list[int] = []
+    step = 1
     for length in reversed(list(sizes)):
         strides.insert(0, step)
         step *= max(int(length), 1)

@@ -11,10 +11,17 @@ from __future__ import annotations
 
 import math
 
-
 from exporter.dtypes import BOOL, INT32, INT64
 from exporter.lowering.core import (
-    cast, constant_value, is_value, normalize_dim, reduce_op, require_rank, reshape, squeeze, torch_dtype_arg,
+    cast,
+    constant_value,
+    is_value,
+    normalize_dim,
+    reduce_op,
+    require_rank,
+    reshape,
+    squeeze,
+    torch_dtype_arg,
 )
 from exporter.lowering.reductions import (
     NARROW_INTS,
@@ -26,7 +33,6 @@ from exporter.lowering.reductions import (
     vector_norm,
 )
 from exporter.registry import REGISTRY, parse_args, symbolic, unsupported
-
 
 
 def _is_overload(g, name: str) -> bool:

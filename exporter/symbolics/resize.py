@@ -20,14 +20,22 @@ them with PyTorch's own weights (computed here with its formulas); otherwise it 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
 
-from exporter.dtypes import DOUBLE, FLOAT
 from exporter import dtypes, ir
+from exporter.dtypes import DOUBLE, FLOAT
 from exporter.lowering.core import (
-    cast, constant_value, is_value, require_opset, require_rank, reshape, slice_op, to_int64_list_value,
+    cast,
+    constant_value,
+    is_value,
+    require_opset,
+    require_rank,
+    reshape,
+    slice_op,
+    to_int64_list_value,
 )
 from exporter.lowering.resize import unused_resize_inputs, upsample_by_integer_factors
 from exporter.lowering.runtime import RESIZE_DOUBLES, applies
@@ -58,9 +66,10 @@ def _scales_argument(g, input, scale_args) -> list[float] | None:
     given = [None if s is None else float(constant_value(s)) for s in scale_args]
     if all(s is None for s in given):
         return None
-    if any(s is None or s <= 0 for s in given):
+    factors = [s for s in given if s is not None and s > 0]
+    if len(factors) < len(given):
         raise unsupported(g.op_kind, g.opset, "scale factors given for some axes only have no ONNX equivalent")
-    return given
+    return factors
 
 
 def _size_argument(g, output_size, spatial: int) -> list | None:
@@ -99,9 +108,9 @@ class _Request:
 
     def _check_consistent(self, g) -> None:
         sizes = _static_ints(self.size)
-        if self.in_dims is None or None in self.in_dims or sizes is None:
+        if self.in_dims is None or None in self.in_dims or sizes is None or self.scales is None:
             return
-        for length, scale, out in zip(self.in_dims, self.scales, sizes):
+        for length, scale, out in zip(self.in_dims, self.scales, sizes, strict=True):
             if math.floor(length * scale) != out:
                 raise unsupported(g.op_kind, g.opset,
                                   f"output size {out} is not floor({length} * {scale}), which ONNX Resize requires")
@@ -117,16 +126,18 @@ class _Request:
         if sizes is not None:
             return sizes
         if self.scales is not None and self.static_in is not None:
-            return [int(math.floor(length * scale)) for length, scale in zip(self.static_in, self.scales)]
+            return [int(math.floor(length * scale)) for length, scale in zip(self.static_in, self.scales, strict=True)]
         return None
 
     def onnx_scales(self) -> list[float]:
         """The scale factors for ONNX: PyTorch copies an axis whose linear resize keeps its length, whatever the
         factor (say 1.2 on a length of 3), so such an axis gets the factor 1."""
+        if self.scales is None:
+            raise ValueError("a resize to sizes has no scale factors")
         lengths = self.in_dims if self.in_dims is not None else [None] * self.spatial
         return [
             1.0 if self.mode == "linear" and length is not None and math.floor(length * scale) == length else scale
-            for length, scale in zip(lengths, self.scales)
+            for length, scale in zip(lengths, self.scales, strict=True)
         ]
 
     def uses_scales(self) -> bool:
@@ -135,7 +146,7 @@ class _Request:
 
 
 # -- opset 11+: Resize -------------------------------------------------------------------------------------------
-_RESIZE_ATTRIBUTES = {
+_RESIZE_ATTRIBUTES: dict[str, dict[str, Any]] = {
     "nearest": dict(mode_s="nearest", coordinate_transformation_mode_s="asymmetric", nearest_mode_s="floor"),
     "nearest_exact": dict(mode_s="nearest", coordinate_transformation_mode_s="half_pixel",
                           nearest_mode_s="round_prefer_ceil"),
@@ -149,6 +160,8 @@ def _full_sizes(g, request: _Request):
     dims = g.dims(request.input)
     leading = dims[:2] if dims is not None else [None, None]
     spatial = request.size
+    if spatial is None:
+        raise ValueError("a resize by scale factors has no sizes")
     if len(spatial) == 1 and is_value(spatial[0]) and spatial[0].rank == 1:
         spatial_value = to_int64_list_value(g, spatial[0])
     else:
@@ -179,13 +192,13 @@ def _resize_11(g, request: _Request, **extra_attributes):
 
 # -- opsets 7-10: Upsample / Resize-10 for integer nearest factors, gathers otherwise -----------------------------
 def _integer_factors(g, request: _Request) -> list[int] | None:
-    if request.uses_scales():
+    if request.scales is not None:
         factors = request.scales
     else:
         sizes, lengths = _static_ints(request.size), request.static_in
         if sizes is None or lengths is None or len(sizes) != request.spatial:
             return None
-        factors = [out / length for out, length in zip(sizes, lengths)]
+        factors = [out / length for out, length in zip(sizes, lengths, strict=True)]
     if all(float(f).is_integer() and f >= 1 for f in factors):
         return [int(f) for f in factors]
     return None
@@ -209,9 +222,11 @@ def _gatherable(request: _Request) -> bool:
 def _resize_by_gathers(g, request: _Request):
     """Resample one spatial axis after another, reading the rows PyTorch reads with PyTorch's weights."""
     lengths, outs = request.static_in, request.static_out()
+    if lengths is None or outs is None:
+        raise ValueError("resampling by gathers needs static sizes (see _gatherable)")
     result = request.input
-    for axis, (length, out) in enumerate(zip(lengths, outs)):
-        scale = request.scales[axis] if request.uses_scales() else None
+    for axis, (length, out) in enumerate(zip(lengths, outs, strict=True)):
+        scale = request.scales[axis] if request.scales is not None else None
         result = _resample_axis(g, result, axis + 2, length, out, scale, request)
     return result
 

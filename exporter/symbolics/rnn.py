@@ -16,19 +16,30 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from exporter.dtypes import INT32, INT64
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_constant, is_value, reduce_op, require_opset, require_rank, reshape, slice_op,
-    squeeze, to_int64_list_value, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    reduce_op,
+    require_opset,
+    require_rank,
+    reshape,
+    slice_op,
+    squeeze,
+    to_int64_list_value,
+    unsqueeze,
 )
 from exporter.lowering.factories import filled
 from exporter.lowering.recurrent import first_steps
 from exporter.lowering.shape import INT64_MAX, arange_indices
 from exporter.registry import parse_args, symbolic, unsupported
-
 
 
 @dataclass(frozen=True)
@@ -125,7 +136,7 @@ def _recurrent(g, kind: _Kind, input, states: list, params: list, has_biases: bo
     hidden = _static_shape(g, params[1])[1]
     states = [None if s is None or _is_zero_constant(s) else g.value(s) for s in states]
     sequence = g.op("Transpose", input, perm_i=[1, 0, 2]) if batch_first else input
-    attributes = dict(hidden_size_i=hidden, direction_s="bidirectional" if bidirectional else "forward")
+    attributes: dict[str, Any] = dict(hidden_size_i=hidden, direction_s="bidirectional" if bidirectional else "forward")
     attributes.update(dict(kind.extra))
     if kind.activation:
         attributes["activations_ss"] = [kind.activation] * directions

@@ -13,13 +13,25 @@ import math
 import numpy as np
 import torch
 
-from exporter.dtypes import INT64
 from exporter import ir
+from exporter.dtypes import INT64
 from exporter.errors import SymbolicValueError
 from exporter.lowering.comparison import less, select
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_constant, is_value, normalize_dim, promote_all, require_opset, require_rank,
-    reshape, shape_of, squeeze, to_int64_list_value, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    normalize_dim,
+    promote_all,
+    require_opset,
+    require_rank,
+    reshape,
+    shape_of,
+    squeeze,
+    to_int64_list_value,
+    unsqueeze,
 )
 from exporter.lowering.indexing import gather_at, repeat_indices
 from exporter.lowering.sequence import (
@@ -186,7 +198,7 @@ def repeat_interleave(g, self, repeats, dim=None, output_size=None):
             return out
         if g.rank(repeats) not in (0, 1):
             raise unsupported("aten::repeat_interleave", g.opset, "repeats must be 0-d or 1-d")
-        count = reshape(g, repeats, [])
+        count: ir.Value | int = reshape(g, repeats, [])
     else:
         counts = np.asarray(constant_value(repeats), dtype=np.int64).reshape(-1)
         if counts.size > 1:
@@ -269,7 +281,7 @@ def movedim(g, self, source, destination):
     destination = destination if isinstance(destination, list) else [destination]
     destination = [normalize_dim(int(d), rank) for d in destination]
     perm = [-1] * rank
-    for s, d in zip(source, destination):
+    for s, d in zip(source, destination, strict=True):
         perm[d] = s
     rest = iter(i for i in range(rank) if i not in source)
     perm = [p if p != -1 else next(rest) for p in perm]
@@ -296,7 +308,7 @@ def split(g, self, split_size, dim=0):
             g, self, dim, list(np.cumsum([0] + [int(s) for s in split_size[:-1]]))
         )
     if is_value(split_size):  # a size computed at run time (torch.export's chunk of a dynamic axis)
-        step = split_size
+        step: ir.Value | int = split_size
     else:
         step = int(split_size)
         if n is not None:

@@ -13,12 +13,21 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from exporter.dtypes import BOOL, INT64
 from exporter import dtypes
+from exporter.dtypes import BOOL, INT64
 from exporter.lowering.arithmetic import arith
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, normalize_dim, promote_all, require_opset, require_rank, reshape, shape_of,
-    slice_op, squeeze, torch_dtype_arg,
+    cast,
+    constant_value,
+    dim_size,
+    normalize_dim,
+    promote_all,
+    require_rank,
+    reshape,
+    shape_of,
+    slice_op,
+    squeeze,
+    torch_dtype_arg,
 )
 from exporter.lowering.reductions import accumulation_type
 from exporter.lowering.runtime import UNIQUE_AS_INT64, applies
@@ -127,8 +136,8 @@ def cumsum(g, self, dim, dtype=None):
 
 def _cumsum_by_matmul(g, x, axis):
     length = _axis_length(g, x, axis)
-    if length is None:
-        require_opset(g, 11, "cumsum along an axis of dynamic length needs CumSum")
+    if length is None:  # (this form is cumsum's below opset 11)
+        raise unsupported(g.op_kind, g.opset, "cumsum along an axis of dynamic length needs CumSum: needs opset >= 11")
     rank = require_rank(g, x)
     matmul_dtype = matmul_type(g, x.dtype)
     perm = list(range(rank))

@@ -9,13 +9,23 @@ The element type always follows the type TorchScript recorded for the node, whic
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
-from exporter.dtypes import BOOL, FLOAT, INT64
 from exporter import dtypes
+from exporter.dtypes import BOOL, FLOAT, INT64
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_constant, is_value, require_opset, reshape, shape_of, to_int64_list_value,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    require_opset,
+    reshape,
+    shape_of,
+    to_int64_list_value,
     torch_dtype_arg,
 )
 from exporter.lowering.factories import filled
@@ -178,7 +188,7 @@ def _range_by_range_op(g, start, end, step, out_type: int, inclusive: bool):
     return cast(g, g.op("Range", start, end, step), out_type)
 
 
-def _arange_arguments(g, args) -> tuple:
+def _arange_arguments(g, args) -> tuple[Any, Any, Any, int]:
     """(start, end, step, result type) of aten::arange, whichever overload it is."""
     count = _bound_count(g)
     bounds, dtype_arg = args[:count], _first(args[count:])
@@ -198,7 +208,7 @@ def _arange_arguments(g, args) -> tuple:
     return start, end, step, out_type
 
 
-def _range_arguments(g, args) -> tuple:
+def _range_arguments(g, args) -> tuple[Any, Any, Any, int]:
     """(start, end, step, result type) of aten::range."""
     count = _bound_count(g)
     bounds, dtype_arg = args[:count], _first(args[count:])

@@ -158,11 +158,13 @@ def _assign_strided_rows(x):
     return x
 
 
-_RUN_TIME_SLICE = lambda k: (torch.randn(9 + 4 * k, 3), torch.tensor([1, -7][k]), torch.tensor([8, 100][k]),
-                             torch.tensor([2, 3][k]))
+def _run_time_slice_inputs(k):
+    return torch.randn(9 + 4 * k, 3), torch.tensor([1, -7][k]), torch.tensor([8, 100][k]), torch.tensor([2, 3][k])
+
+
 CASES += [
-    OpCase("slice", _RUN_TIME_SLICE, sample="run_time_step", min_opset=10, fn=lambda x, a, b, c: x[a:b:c] * 2),
-    OpCase("slice_scatter", _RUN_TIME_SLICE, sample="run_time_step", min_opset=10, fn=_assign_run_time_slice),
+    OpCase("slice", _run_time_slice_inputs, sample="run_time_step", min_opset=10, fn=lambda x, a, b, c: x[a:b:c] * 2),
+    OpCase("slice_scatter", _run_time_slice_inputs, sample="run_time_step", min_opset=10, fn=_assign_run_time_slice),
     OpCase("slice_scatter", lambda k: (torch.randn(5 + 2 * k, 3),), sample="strided_run_time_size",
            fn=_assign_strided_rows, dynamic_min_opset=10),
 ]

@@ -273,11 +273,14 @@ CASES += [
 # scatter_reduce 'amax'/'amin' (ScatterElements reduces by max/min from 18 only): the updates spread over an
 # index == j comparison, the type's extreme elsewhere, ReduceMax/ReduceMin, then Max/Min with self (Where: opset 9;
 # integers: opset 12). Index smaller than self along the other dim too; include_self either way.
-_SCATTER_EXTREMES = lambda k: (torch.randn(4 + k, 6), torch.tensor([[0, 5, 2], [5, 5, 1]]), torch.randn(3, 5))
+def _scatter_extremes_inputs(k):
+    return torch.randn(4 + k, 6), torch.tensor([[0, 5, 2], [5, 5, 1]]), torch.randn(3, 5)
+
+
 CASES += [
-    OpCase("scatter_reduce", _SCATTER_EXTREMES, sample="amax", min_opset=9,
+    OpCase("scatter_reduce", _scatter_extremes_inputs, sample="amax", min_opset=9,
            fn=lambda x, i, s: x.scatter_reduce(1, i, s, reduce="amax")),
-    OpCase("scatter_reduce", _SCATTER_EXTREMES, sample="amin_exclude_self", min_opset=9,
+    OpCase("scatter_reduce", _scatter_extremes_inputs, sample="amin_exclude_self", min_opset=9,
            fn=lambda x, i, s: x.scatter_reduce(1, i, s, reduce="amin", include_self=False)),
     OpCase("scatter_reduce", lambda k: (torch.randint(-9, 9, (4, 6 + k)), torch.tensor([[0, 3, 2], [3, 3, 1]]),
                                         torch.randint(-9, 9, (3, 5))),
@@ -354,22 +357,25 @@ CASES += [
                                         torch.tensor([[0, 3, 2], [3, 3, 1]]), torch.randint(0, 200, (3, 5), dtype=torch.uint8)),
            sample="amin_uint8", min_opset=12, fn=lambda x, i, s: x.scatter_reduce(1, i, s, reduce="amin")),
     # (bfloat16 tensors need Cast-13)
-    OpCase("scatter_reduce", _SCATTER_EXTREMES, sample="amin_bfloat16", min_opset=13, known_failures=_ORT_NO_BFLOAT16,
+    OpCase("scatter_reduce", _scatter_extremes_inputs, sample="amin_bfloat16", min_opset=13, known_failures=_ORT_NO_BFLOAT16,
            module=_ScatterExtremesInBfloat16),
 ]
 
 # index_reduce: scatter_reduce with the 1-D index laid along dim and broadcast to source's shape ('amax'/'amin':
 # ScatterElements max/min from 18, the index == j form from 9 (integers 12); 'prod': ScatterElements 'mul', 16).
 # Duplicate indices reduce together; include_self either way.
-_INDEX_REDUCE = lambda k: (torch.randn(5, 3 + k), torch.tensor([0, 4, 0, 2]), torch.randn(4, 3 + k))
+def _index_reduce_inputs(k):
+    return torch.randn(5, 3 + k), torch.tensor([0, 4, 0, 2]), torch.randn(4, 3 + k)
+
+
 CASES += [
-    OpCase("index_reduce", _INDEX_REDUCE, sample="amax", min_opset=9,
+    OpCase("index_reduce", _index_reduce_inputs, sample="amax", min_opset=9,
            fn=lambda x, i, s: x.index_reduce(0, i, s, "amax")),
-    OpCase("index_reduce", _INDEX_REDUCE, sample="amin_exclude_self", min_opset=9,
+    OpCase("index_reduce", _index_reduce_inputs, sample="amin_exclude_self", min_opset=9,
            fn=lambda x, i, s: x.index_reduce(0, i, s, "amin", include_self=False)),
     OpCase("index_reduce", lambda k: (torch.randn(3 + k, 5), torch.tensor([4, 1, 4]), torch.randn(3 + k, 3)),
            sample="prod_dim1", min_opset=16, fn=lambda x, i, s: x.index_reduce(1, i, s, "prod")),
-    OpCase("index_reduce", _INDEX_REDUCE, sample="prod_exclude_self", min_opset=16,
+    OpCase("index_reduce", _index_reduce_inputs, sample="prod_exclude_self", min_opset=16,
            fn=lambda x, i, s: x.index_reduce(0, i, s, "prod", include_self=False)),
     OpCase("index_reduce", lambda k: (torch.randint(-9, 9, (5, 2 + k)), torch.tensor([3, 3, 0]),
                                       torch.randint(-9, 9, (3, 2 + k))),

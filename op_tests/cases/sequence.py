@@ -87,7 +87,7 @@ class _PopInLoop(torch.nn.Module):
         elem = x[0] * 0
         for i in range(x.size(0)):
             res.append(x[i] + i)
-        for i in range(x.size(0) - 2):
+        for _ in range(x.size(0) - 2):
             elem = elem + res.pop()
         for i in range(x.size(0)):
             res.append(x[i] * i)

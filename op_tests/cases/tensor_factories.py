@@ -119,15 +119,18 @@ class _RangeInt64(torch.nn.Module):
         return torch.range(a, b, c, dtype=torch.int64)
 
 
-_BOUNDS = lambda k: (torch.tensor(0.5 - k), torch.tensor(8.5 + k), torch.tensor(1.5))
+def _float_bounds(k):
+    return torch.tensor(0.5 - k), torch.tensor(8.5 + k), torch.tensor(1.5)
+
+
 CASES += [
     OpCase("arange", **_fed_both_variants(lambda k: (torch.tensor(8.5 + k),), lambda e: torch.arange(e, dtype=torch.int64)),
            sample="float_end_int64", min_opset=9),
-    OpCase("arange", **_fed_both_variants(_BOUNDS, lambda a, b, c: torch.arange(a, b, c, dtype=torch.int64)),
+    OpCase("arange", **_fed_both_variants(_float_bounds, lambda a, b, c: torch.arange(a, b, c, dtype=torch.int64)),
            sample="float_bounds_int64", min_opset=9),
-    OpCase("arange", **_fed_both_variants(_BOUNDS, lambda a, b, c: torch.arange(a, b, c, dtype=torch.int32)),
+    OpCase("arange", **_fed_both_variants(_float_bounds, lambda a, b, c: torch.arange(a, b, c, dtype=torch.int32)),
            sample="float_bounds_int32", min_opset=9),
-    OpCase("arange", **_fed_both_variants(_BOUNDS, lambda a, b, c: torch.arange(a, b, c, dtype=torch.float64)),
+    OpCase("arange", **_fed_both_variants(_float_bounds, lambda a, b, c: torch.arange(a, b, c, dtype=torch.float64)),
            sample="float_bounds_float64", min_opset=9),
     OpCase("range", lambda k: (torch.tensor(0.2), torch.tensor(2.5 + k), torch.tensor(1.5)), sample="float_bounds_int64",
            min_opset=9, module=lambda: torch.jit.script(_RangeInt64())),
@@ -135,9 +138,12 @@ CASES += [
 
 # linspace with a step count that is a graph input (a tensor): positions from Range/NonZero (opset 9), halves picked
 # with Where; a single step gives start.
-_LINSPACE_STEPS = lambda k: (torch.tensor(3.0 - 4 * k), torch.tensor(10.0), torch.tensor([5, 1][k], dtype=torch.int32))
+def _linspace_step_inputs(k):
+    return torch.tensor(3.0 - 4 * k), torch.tensor(10.0), torch.tensor([5, 1][k], dtype=torch.int32)
+
+
 CASES += [
-    OpCase("linspace", **_fed_both_variants(_LINSPACE_STEPS, lambda s, e, n: torch.linspace(s, e, n)),
+    OpCase("linspace", **_fed_both_variants(_linspace_step_inputs, lambda s, e, n: torch.linspace(s, e, n)),
            sample="run_time_steps", min_opset=9),
     OpCase("linspace", **_fed_both_variants(lambda k: (torch.tensor(-1.5 + k), torch.tensor(8.7), torch.tensor(7 + 94 * k)),
                                            lambda s, e, n: torch.linspace(s, e, n, dtype=torch.int64)),

@@ -39,7 +39,7 @@ def arbitrate(model: onnx.ModelProto, feeds_list: list[dict[str, np.ndarray]], e
     except Exception as error:  # the reference lacks a kernel or rejects the model: no ruling for the export
         return Ruling("mismatch", f"reference evaluator could not run the model ({type(error).__name__}: "
                                   f"{str(error).splitlines()[0][:200]}); the disagreement stands")
-    for feeds, expected, reference in zip(feeds_list, expected_list, references):
+    for expected, reference in zip(expected_list, references, strict=True):
         verdict = compare_arrays(expected, reference, tolerance)
         if not verdict.ok:
             return Ruling("mismatch", f"reference evaluator disagrees with PyTorch too ({verdict.message}): "
@@ -85,8 +85,8 @@ def _single_node_model(model: onnx.ModelProto, node: onnx.NodeProto, inputs: lis
         return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), array.shape)
 
     names = [n for n in node.input if n]
-    graph = helper.make_graph([node], "one_node_repro", [info(n, v) for n, v in zip(names, inputs)],
-                              [info(n, v) for n, v in zip(node.output, outputs)])
+    graph = helper.make_graph([node], "one_node_repro", [info(n, v) for n, v in zip(names, inputs, strict=True)],
+                              [info(n, v) for n, v in zip(node.output, outputs, strict=True)])
     single = helper.make_model(graph, opset_imports=model.opset_import, producer_name="op_tests.opinfo.arbiter")
     single.ir_version = model.ir_version
     return single

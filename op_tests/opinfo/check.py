@@ -139,7 +139,7 @@ def _untypeable(tensors: list[torch.Tensor]) -> str:
 
 def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
     return len(a) == len(b) and all(x.shape == y.shape and np.array_equal(x, y, equal_nan=x.dtype.kind == "f")
-                                    for x, y in zip(a, b))
+                                    for x, y in zip(a, b, strict=True))
 
 
 def _first_line(error: BaseException) -> str:
@@ -262,7 +262,7 @@ def _run_and_compare(prepared: Prepared, model, session, checks: list, row: dict
             return
         feeds_list.append(feeds), expected_list.append(expected), actual_list.append(actual)
     row["stage"] = "accuracy"
-    verdicts = [compare_arrays(e, a, tolerance.at) for e, a in zip(expected_list, actual_list)]
+    verdicts = [compare_arrays(e, a, tolerance.at) for e, a in zip(expected_list, actual_list, strict=True)]
     row.update(rtol=tolerance.rtol, atol=max(v.atol for v in verdicts),
                max_abs_error=max(v.max_abs for v in verdicts), max_rel_error=max(v.max_rel for v in verdicts),
                tolerance_reason=tolerance.reason)
@@ -293,7 +293,7 @@ def _only_ties_differ(prepared: Prepared, checks: list, actual_list: list, at) -
         return False
     dim_position, values_at, positions_at = selection
     dim = kwargs.get("dim", args[dim_position] if len(args) > dim_position else -1)
-    for (inputs, expected), actual in zip(checks, actual_list):
+    for (inputs, expected), actual in zip(checks, actual_list, strict=True):
         source = inputs[0]
         if source.dim() == 0:
             return False
@@ -314,7 +314,7 @@ def _pytorch_float16_less_precise(prepared: Prepared, checks: list, actual_list:
     result does not (PyTorch's half kernels may round intermediates, e.g. grid_sample's sampling positions)."""
     if prepared.sample.dtype != torch.float16:
         return False
-    for (inputs, expected), actual in zip(checks, actual_list):
+    for (inputs, expected), actual in zip(checks, actual_list, strict=True):
         try:
             exact = _outputs(prepared.model, tuple(a.double() if a.dtype == torch.float16 else a for a in inputs))
         except Exception:
@@ -328,7 +328,7 @@ def _pytorch_float16_less_precise(prepared: Prepared, checks: list, actual_list:
 def _judge_layout_only(row: dict, why: str, expected_list: list, actual_list: list) -> None:
     """Values that mean nothing (``why``: a random op, uninitialized memory): only output count, shapes and dtypes
     can be compared."""
-    for expected, actual in zip(expected_list, actual_list):
+    for expected, actual in zip(expected_list, actual_list, strict=True):
         layout = [(e.shape, e.dtype) for e in expected]
         if layout != [(np.asarray(a).shape, np.asarray(a).dtype) for a in actual]:
             row.update(status="mismatch", error=f"{why}: output shapes/dtypes differ from PyTorch's {layout}")

@@ -51,9 +51,8 @@ def serve(conn, plan: Plan, work: list[tuple[str, str]]) -> None:
     """Worker process: check every sample of ``work`` not yet in the results file, announcing each case."""
     import warnings
 
-    import torch
-
     import onnxruntime
+    import torch
 
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
@@ -229,4 +228,4 @@ def _record_failure(worker: _Worker, write, status: str, error: str) -> None:
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")

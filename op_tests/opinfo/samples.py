@@ -14,8 +14,9 @@ from __future__ import annotations
 import functools
 import itertools
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -104,7 +105,8 @@ def flatten_tensors(obj: Any) -> tuple[list[torch.Tensor], Callable[[list], Any]
             return lambda flat: flat[index]
         if type(node) in (list, tuple) or (isinstance(node, tuple) and hasattr(node, "_fields")):
             parts = [walk(item) for item in node]
-            make = type(node) if type(node) in (list, tuple) else (lambda items, kind=type(node): kind(*items))
+            kind = type(node)
+            make = kind if kind in (list, tuple) else (lambda items: kind(*items))
             return lambda flat: make([p(flat) for p in parts])
         if type(node) is dict:
             items = {key: walk(value) for key, value in node.items()}
@@ -174,8 +176,8 @@ def dynamic_partner(target: OpSample, candidates: list[OpSample]) -> tuple[OpSam
         if other.index == target.index or other.signature() != signature:
             continue
         axes: dict[int, list[int]] = {}
-        for position, (mine, theirs) in enumerate(zip(shapes, (t.shape for t in other.tensors()))):
-            differing = [axis for axis, (a, b) in enumerate(zip(mine, theirs)) if a != b]
+        for position, (mine, theirs) in enumerate(zip(shapes, (t.shape for t in other.tensors()), strict=True)):
+            differing = [axis for axis, (a, b) in enumerate(zip(mine, theirs, strict=True)) if a != b]
             if any(min(mine[axis], theirs[axis]) <= 1 for axis in differing):
                 axes = {}
                 break
