@@ -298,7 +298,7 @@ def test_a_local_disagreement_that_is_pytorchs_own_rounding_is_arbitrated_by_flo
 def _strict_mismatch(opset):
     """ResNet-18 from the zoo, exported, run in ONNX Runtime and compared with PyTorch at zero tolerance: a float
     mismatch of the kind float64 arbitration may leave (EfficientNet-B7's, at its scale), with a real model."""
-    from conformance.worker import WorkerState, flat_outputs
+    from conformance.prepared import WorkerState, flat_outputs
     from exporter.numerics import compare_arrays
     from exporter.ort_session import make_session
 
@@ -316,31 +316,31 @@ def _strict_mismatch(opset):
 
 
 def test_a_float_mismatch_with_no_node_diverging_passes_as_rounding_growth():
-    from conformance.worker import _judge_rounding_growth, _rounding_only
+    from conformance.localization import judge_rounding_growth, rounding_only
 
     prepared, row, failing = _strict_mismatch(OPSET)
-    assert _rounding_only(prepared.entry, failing)  # the error is far below 1e-3 of the logits' scale
-    _judge_rounding_growth(prepared, row, OPSET, None, failing, None)
+    assert rounding_only(prepared.entry, failing)  # the error is far below 1e-3 of the logits' scale
+    judge_rounding_growth(prepared, row, OPSET, None, failing, None)
     assert row["status"] == "pass" and row["error"] == ""
     assert "rounding grown along the graph" in row["reason"]
     assert "re-judged node by node: input 0:" in row["comparison"] and "intermediate values compared" in row["comparison"]
 
 
 def test_a_float_mismatch_with_a_diverging_node_stays_a_mismatch(planted_conv):
-    from conformance.worker import _judge_rounding_growth
+    from conformance.localization import judge_rounding_growth
 
     prepared, row, failing = _strict_mismatch(OPSET)
-    _judge_rounding_growth(prepared, row, OPSET, None, failing, None)
+    judge_rounding_growth(prepared, row, OPSET, None, failing, None)
     assert row["status"] == "mismatch" and "re-judged" not in row["comparison"]
 
 
 def test_a_mismatch_beyond_what_rounding_can_explain_is_not_re_judged():
-    from conformance.worker import _rounding_only
+    from conformance.localization import rounding_only
     from exporter.numerics import Verdict
 
     prepared, _, failing = _strict_mismatch(OPSET)
     (label, verdict, expected), = failing
     scale = float(np.abs(expected[0]).max())
     far = Verdict(False, "output 0: max abs error ...", max_abs=2e-3 * scale)
-    assert not _rounding_only(prepared.entry, [(label, far, expected)])
-    assert not _rounding_only(prepared.entry, [(label, Verdict(False, "output 0: shape (2,) != torch (1,)"), expected)])
+    assert not rounding_only(prepared.entry, [(label, far, expected)])
+    assert not rounding_only(prepared.entry, [(label, Verdict(False, "output 0: shape (2,) != torch (1,)"), expected)])

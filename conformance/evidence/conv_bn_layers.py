@@ -5,7 +5,8 @@ folds it. Errors relative to each layer's output scale; medians and maxima over 
 import sys, warnings; warnings.filterwarnings("ignore")
 import numpy as np, torch, onnx, onnxruntime as ort
 from onnx import helper, numpy_helper, TensorProto
-from conformance.worker import WorkerState, configure_process
+from conformance.prepared import WorkerState
+from conformance.worker import configure_process
 configure_process()
 state = WorkerState('/tmp'); p = state.prepare(sys.argv[1]); model = p.model
 pairs = []

@@ -2,7 +2,8 @@
 fusion applied to a subset of the layers only; max |ORT - PyTorch float64| of the logits for each subset."""
 import sys, io, importlib, warnings; warnings.filterwarnings("ignore")
 import numpy as np, torch
-from conformance.worker import WorkerState, configure_process, flat_outputs
+from conformance.prepared import WorkerState, flat_outputs
+from conformance.worker import configure_process
 from exporter.ort_session import make_session
 import exporter
 passes = importlib.import_module("exporter.passes")

@@ -2,7 +2,8 @@
 harness's session) on the default export (Conv+BatchNorm fused) and on the export without the fusion."""
 import sys, io, importlib, warnings; warnings.filterwarnings("ignore")
 import numpy as np, torch, copy
-from conformance.worker import WorkerState, configure_process
+from conformance.prepared import WorkerState
+from conformance.worker import configure_process
 from exporter.ort_session import make_session
 import exporter
 passes = importlib.import_module("exporter.passes")

@@ -3,7 +3,8 @@ export without that fusion, each run by ONNX Runtime at every graph optimization
 and max |ORT - PyTorch float32| of the logits (PyTorch float32 itself deviates 1.9e-5 from float64)."""
 import sys, io, importlib, warnings; warnings.filterwarnings("ignore")
 import numpy as np, torch, onnxruntime as ort
-from conformance.worker import WorkerState, configure_process, flat_outputs
+from conformance.prepared import WorkerState, flat_outputs
+from conformance.worker import configure_process
 import exporter
 passes = importlib.import_module("exporter.passes")
 configure_process()

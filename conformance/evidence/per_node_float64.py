@@ -2,7 +2,8 @@
 inputs) against PyTorch's float64 result of the same node on the same inputs: whose kernels round more, per op."""
 import sys, time, io, json, importlib, warnings, collections; warnings.filterwarnings("ignore")
 import numpy as np, torch
-from conformance.worker import WorkerState, configure_process
+from conformance.prepared import WorkerState
+from conformance.worker import configure_process
 import exporter
 V = importlib.import_module("exporter.verify")
 from exporter.capture import flatten, split_args

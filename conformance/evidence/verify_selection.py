@@ -2,7 +2,9 @@
 the localization facts and the judgment before the selection."""
 import sys, time, json, warnings; warnings.filterwarnings("ignore")
 import numpy as np, torch
-from conformance.worker import WorkerState, configure_process, localization_facts
+from conformance.localization import localization_facts
+from conformance.prepared import WorkerState
+from conformance.worker import configure_process
 import exporter
 configure_process()
 name, opset, label = sys.argv[1], int(sys.argv[2]), sys.argv[3]

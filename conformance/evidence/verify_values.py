@@ -4,7 +4,8 @@ scale, max abs error / scale], in graph order (the error growth along the graph)
 import sys, time, io, json, importlib, warnings; warnings.filterwarnings("ignore")
 import numpy as np, torch
 
-from conformance.worker import WorkerState, configure_process, flat_outputs
+from conformance.prepared import WorkerState, flat_outputs
+from conformance.worker import configure_process
 import exporter
 V = importlib.import_module("exporter.verify")
 from exporter.capture import flatten, split_args

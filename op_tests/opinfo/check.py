@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from conformance.schema import case_id, empty_row
-from conformance.worker import onnx_op_types, prepared_capture
+from conformance.prepared import prepared_capture
+from conformance.worker import onnx_op_types
 from exporter.numerics import compare_arrays
 from exporter.ort_session import make_session
 from exporter.registry import MAX_OPSET, MIN_OPSET
