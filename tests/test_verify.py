@@ -17,7 +17,9 @@ from onnx.reference import ReferenceEvaluator
 import exporter
 from exporter.errors import ExportArgumentError
 from exporter.registry import REGISTRY
-from exporter.verify import Agreement, _judge, _Verifier
+from exporter.localization.repro import judge
+from exporter.localization.verifier import Verifier
+from exporter.verify import Agreement
 from exporter import verify
 
 PLANTED_SCOPE = "layer3.1.conv2"
@@ -120,7 +122,7 @@ def test_whose_result_is_right(ref_ok, both_ok, culprit):
     def agreement(ok):
         return Agreement("v", None, ok, 1.0, 1.0, 1.0, 0.0, 0.0)
 
-    assert _judge(agreement(False), agreement(ref_ok), agreement(both_ok)).culprit == culprit
+    assert judge(agreement(False), agreement(ref_ok), agreement(both_ok)).culprit == culprit
 
 
 def test_verify_rejects_bad_options():
@@ -200,7 +202,7 @@ def test_the_local_check_of_a_list_element_starts_from_the_op_that_made_the_list
     prepared(torch.rand(2, 3, 12, 12))
     model, x = torch.ao.quantization.convert(prepared), torch.rand(1, 3, 12, 12)
     result = verify(model, (x,), opset_version=13)
-    verifier = _Verifier(result.export, [x] + [t for _, t in result.export.capture.params], None, None, 1)
+    verifier = Verifier(result.export, [x] + [t for _, t in result.export.capture.params], None, None, 1)
     verifier.run(model(x))
     element = next(name for name, ts in verifier.pairs.items() if ts.node().kind() == "prim::ListUnpack")
     subgraph, _ = verifier._subgraph(element)

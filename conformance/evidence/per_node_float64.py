@@ -1,11 +1,12 @@
 """Per node of EfficientNet-B7: ONNX Runtime's and PyTorch's float32 results of that node alone (fed PyTorch's own
 inputs) against PyTorch's float64 result of the same node on the same inputs: whose kernels round more, per op."""
-import sys, time, io, json, importlib, warnings, collections; warnings.filterwarnings("ignore")
+import sys, time, io, json, warnings, collections; warnings.filterwarnings("ignore")
 import numpy as np, torch
 from conformance.prepared import WorkerState
 from conformance.worker import configure_process
 import exporter
-V = importlib.import_module("exporter.verify")
+from exporter.localization.runs import float64_values
+from exporter.localization.verifier import Verifier
 from exporter.capture import flatten, split_args
 configure_process()
 name, opset = sys.argv[1], int(sys.argv[2])
@@ -14,10 +15,10 @@ result = exporter.export(p.model, p.export_args, io.BytesIO(), opset_version=ops
 flat_inputs, _ = flatten(split_args(p.checks["input 0"]), numbers_as_tensors=True)
 ts_inputs = list(flat_inputs) + [t for _, t in result.capture.params]
 with torch.no_grad(): eager = p.model(*p.checks["input 0"])
-ver = V._Verifier(result, ts_inputs, e.tolerance, None, 3000)
+ver = Verifier(result, ts_inputs, e.tolerance, None, 3000)
 r = ver.run(eager)
 names = [n for n in ver.pairs if ver.expected[n].dtype == np.float32 and not ver.pairs[n].node().kind().startswith("prim::")]
-exact = V._float64_values(ver.ts_graph, ver.ts_inputs, [ver.pairs[n] for n in names])
+exact = float64_values(ver.ts_graph, ver.ts_inputs, [ver.pairs[n] for n in names])
 from exporter.ort_session import make_session
 per_op = collections.defaultdict(lambda: [0.0, 0.0, 0])
 rows = []
