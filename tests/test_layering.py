@@ -106,7 +106,7 @@ _TORCHSCRIPT_READERS = {
     "exporter.capture.mutation", "exporter.capture.script_passes",
     "exporter.capture.module_state", "exporter.ts_types", "exporter.convert",
     # TorchScript's own prim:: ops (If/Loop blocks, lists, tuples): no torch.export program holds them
-    "exporter.symbolics.prim", "exporter.symbolics.control_flow",
+    "exporter.symbolics.prim", "exporter.symbolics.control_flow", "exporter.symbolics.loop",
     # readers of a TorchScript capture's graph: list-input types and inputs PyTorch's exporter reads at run time
     # (naming), the origin of a TorchScript node (provenance), the captured graph run with every value exposed
     # (verify's machinery, which refuses dynamo=True), the op listing of unconvertible_ops (api)
