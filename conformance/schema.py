@@ -156,3 +156,11 @@ def empty_row() -> dict:
     row = {key: None for key in FIELDS}
     row.update(error="", reason="", op_types=[], aten_ops=[], workarounds=[], session_providers=[])
     return row
+
+
+ERROR_LIMIT = 4000  # characters of a row's error text
+
+
+def truncated(text: str) -> str:
+    """An error text as a row holds it: at most ``ERROR_LIMIT`` characters, its head and its tail."""
+    return text if len(text) <= ERROR_LIMIT else text[: ERROR_LIMIT // 2] + "\n...\n" + text[-ERROR_LIMIT // 2 :]

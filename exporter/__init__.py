@@ -7,7 +7,6 @@ it never calls PyTorch's own ONNX exporter.
 from exporter import errors
 from exporter import symbolics as _symbolics  # noqa: F401  (registers the built-in symbolics)
 from exporter.api import (
-    DEFAULT_OPSET,
     ExportResult,
     OperatorExportTypes,
     TrainingMode,
@@ -22,6 +21,7 @@ from exporter.api import (
     unconvertible_ops,
     unregister_custom_op_symbolic,
 )
+from exporter.arguments import DEFAULT_OPSET
 from exporter.errors import (
     CheckerError,
     OnnxExporterError,

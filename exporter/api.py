@@ -1,4 +1,5 @@
-"""Argument checking and orchestration: capture -> convert -> optimize -> assemble -> validate -> write."""
+"""The public API and the orchestration of one export: its arguments checked (``exporter.arguments``), then
+capture -> convert -> optimize -> assemble -> validate -> write."""
 
 from __future__ import annotations
 
@@ -15,23 +16,38 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 import onnx
 import torch
 
-from exporter import local_functions, naming, passes, serialize, validate
-from exporter.capture import EXPORT, Capture, capture, flatten, split_args, split_list_inputs
-from exporter.capture.export import at_opset, capture_program, check_dynamic_shapes, dynamic_shapes_from_axes, program_axes
+from exporter import destination, local_functions, naming, passes, serialize, tensor_bytes, validate
+from exporter.arguments import (
+    check_argument_kinds,
+    check_capture_choice,
+    check_custom_opsets,
+    check_dynamic_axes_names,
+    check_dynamic_axes_shape,
+    check_export_capture_options,
+    check_opset,
+    check_tensors_hold_data,
+    check_workarounds,
+    exports_training_mode,
+    normalize_dynamic_axes,
+    requested_dynamic_shapes,
+    shortened,
+    state_tensors,
+    with_keyword_arguments,
+)
+from exporter.capture import EXPORT, Capture, capture, split_list_inputs
+from exporter.capture.export import at_opset, capture_program, program_axes
 from exporter.convert import Converter
 from exporter.convert_fx import FxConverter
 from exporter.errors import ExportArgumentError
 from exporter.graph_context import ExportSession
-from exporter.lowering import runtime
 from exporter.lowering.sequence import SEQUENCE_OPSET
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
 from exporter import provenance
 from exporter.provenance import Provenance, write_doc_strings
 from exporter.ts_types import blocks_of
-from exporter.registry import MAX_OPSET, MIN_OPSET, REGISTRY
+from exporter.registry import REGISTRY
 from exporter.timing import StageTimes
 
-DEFAULT_OPSET = 20  # the default of PyTorch's TorchScript exporter in torch 2.13
 logger = logging.getLogger("exporter")
 
 
@@ -82,13 +98,13 @@ def register_custom_op_symbolic(symbolic_name: str, symbolic_fn: Callable, opset
     _check_custom_name(symbolic_name)
     if not callable(symbolic_fn):
         raise ExportArgumentError(f"symbolic_fn for {symbolic_name!r} must be callable")
-    REGISTRY.register(symbolic_name, _check_opset(opset_version), symbolic_fn, custom=True)
+    REGISTRY.register(symbolic_name, check_opset(opset_version), symbolic_fn, custom=True)
 
 
 def unregister_custom_op_symbolic(symbolic_name: str, opset_version: int) -> None:
     """Remove the symbolic registered for ``symbolic_name`` at ``opset_version``; a built-in one applies again."""
     _check_custom_name(symbolic_name)
-    REGISTRY.unregister(symbolic_name, _check_opset(opset_version))
+    REGISTRY.unregister(symbolic_name, check_opset(opset_version))
 
 
 def _check_custom_name(symbolic_name: str) -> None:
@@ -107,7 +123,7 @@ def unconvertible_ops(
     Approximate, as documented: ops removed during conversion are listed too, and ops that are supported
     only for some arguments are not.
     """
-    opset = _check_opset(opset_version)
+    opset = check_opset(opset_version)
     with _exporting(), select_model_mode_for_export(model, training):
         captured = capture(model, args)
     missing: list[str] = []
@@ -227,20 +243,15 @@ class ExportResult:
 
     def __repr__(self) -> str:
         # From the skeleton when the weights were streamed: a summary never builds the full model.
-        streamed = self.model_or_builder if isinstance(self.model_or_builder, serialize.StreamedModel) else None
+        streamed = self.model_or_builder if isinstance(self.model_or_builder, tensor_bytes.StreamedModel) else None
         proto = streamed.skeleton if streamed else self.model
         initializers = [t.name for t in proto.graph.initializer] + (streamed.apart.names() if streamed else [])
         opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
         inputs = [i.name for i in proto.graph.input if i.name not in set(initializers)]
         return (
-            f"ExportResult(opset={opset}, inputs={_shortened(inputs)}, outputs={_shortened(self.output_names)}, "
+            f"ExportResult(opset={opset}, inputs={shortened(inputs)}, outputs={shortened(self.output_names)}, "
             f"nodes={len(proto.graph.node)}, initializers={len(initializers)})"
         )
-
-
-def _shortened(names: list[str], limit: int = 8) -> str:
-    shown = ", ".join(repr(n) for n in names[:limit])
-    return f"[{shown}{', ...' if len(names) > limit else ''}]"
 
 
 def export(
@@ -312,36 +323,36 @@ def export(
     """
     times = StageTimes()
     with times.stage("arguments"):
-        _check_capture_choice(dynamo, dynamic_shapes, model)
-        _check_argument_kinds(input_names, output_names, dynamic_axes, kwargs)
-        workarounds = _check_workarounds(runtime_workarounds)
-        args = _with_keyword_arguments(args, kwargs)
-        opset = _check_opset(opset_version)
-        serialize.check_destination(f)
-        state = _state_tensors(model)
-        _check_tensors_hold_data(state, args)
+        check_capture_choice(dynamo, dynamic_shapes, model)
+        check_argument_kinds(input_names, output_names, dynamic_axes, kwargs)
+        workarounds = check_workarounds(runtime_workarounds)
+        args = with_keyword_arguments(args, kwargs)
+        opset = check_opset(opset_version)
+        destination.check_destination(f)
+        state = state_tensors(model)
+        check_tensors_hold_data(state, args)
         training = enum_member(TrainingMode, training, "training")
         operator_export_type = enum_member(OperatorExportTypes, operator_export_type, "operator_export_type")
         dynamic_axes = dict(dynamic_axes or {})
-        _check_dynamic_axes_shape(dynamic_axes)
-        _check_custom_opsets(custom_opsets)
+        check_dynamic_axes_shape(dynamic_axes)
+        check_custom_opsets(custom_opsets)
         if dynamo:
-            _check_export_capture_options(operator_export_type, export_modules_as_functions)
+            check_export_capture_options(operator_export_type, export_modules_as_functions)
         if export_modules_as_functions:
             local_functions.check_request(model, export_modules_as_functions, opset)
         if keep_initializers_as_inputs is None:
             keep_initializers_as_inputs = operator_export_type != OperatorExportTypes.ONNX
         keep_initializers_as_inputs = opset < 9 or bool(keep_initializers_as_inputs)
         if export_params:
-            serialize.check_room_for_parameters(state, f)
+            destination.check_room_for_parameters(state, f)
 
     with (_exporting(), _logging_if(verbose), select_model_mode_for_export(model, training), _collector_paused()):
-        is_training = _is_training(model, training)
+        is_training = exports_training_mode(model, training)
         logger.info("capturing %s (training=%s)", type(model).__name__, is_training)
         with times.stage("capture"):
             captured_here = captured is None
             if dynamo and captured_here:
-                captured = capture_program(model, args, _dynamic_shapes(model, args, dynamic_shapes, dynamic_axes,
+                captured = capture_program(model, args, requested_dynamic_shapes(model, args, dynamic_shapes, dynamic_axes,
                                                                         input_names))
             else:
                 captured = capture(model, args) if captured_here else _unshared(captured, dynamic_shapes)
@@ -355,9 +366,9 @@ def export(
             names_in = naming.input_names(model, args, captured, input_names)
             names_out = naming.output_names(captured, output_names)
             naming.refuse_shared_names(names_in, names_out)
-            _check_dynamic_axes_names(dynamic_axes, names_in, names_out, len(captured.user_inputs))
+            check_dynamic_axes_names(dynamic_axes, names_in, names_out, len(captured.user_inputs))
             naming.refuse_complex_boundary(captured, names_in, names_out)
-            axes = _normalize_dynamic_axes(dynamic_axes)
+            axes = normalize_dynamic_axes(dynamic_axes)
             static_shapes = not axes
             if captured.front_end == EXPORT:
                 axes = program_axes(captured, names_in, names_out, axes)
@@ -425,16 +436,16 @@ def prepare_capture(
     ``is_in_onnx_export()`` true), for ``export(..., captured=...)`` to reuse: tracing once, exporting many times.
     ``dynamo=True`` captures with torch.export, whose program fixes which axes are dynamic: give ``dynamic_shapes``
     or ``dynamic_axes`` (with the ``input_names`` they refer to) here, and the same ``dynamic_axes`` to the exports."""
-    _check_argument_kinds(input_names, None, dynamic_axes, kwargs)
-    args = _with_keyword_arguments(args, kwargs)
-    _check_tensors_hold_data(_state_tensors(model), args)
-    _check_capture_choice(dynamo, dynamic_shapes, model)
+    check_argument_kinds(input_names, None, dynamic_axes, kwargs)
+    args = with_keyword_arguments(args, kwargs)
+    check_tensors_hold_data(state_tensors(model), args)
+    check_capture_choice(dynamo, dynamic_shapes, model)
     training = enum_member(TrainingMode, training, "training")
     with _exporting(), select_model_mode_for_export(model, training):
         if dynamo:
             axes = dict(dynamic_axes or {})
-            _check_dynamic_axes_shape(axes)
-            return capture_program(model, args, _dynamic_shapes(model, args, dynamic_shapes, axes, input_names))
+            check_dynamic_axes_shape(axes)
+            return capture_program(model, args, requested_dynamic_shapes(model, args, dynamic_shapes, axes, input_names))
         return capture(model, args)
 
 
@@ -483,158 +494,6 @@ def pretty_text(model: onnx.ModelProto) -> str:
     return onnx.printer.to_text(stripped)
 
 
-# -- argument checks ------------------------------------------------------------------------------------------
-def _check_capture_choice(dynamo: Any, dynamic_shapes: Any, model: Any) -> None:
-    if not isinstance(dynamo, bool):
-        raise ExportArgumentError(f"dynamo must be True (capture with torch.export) or False (TorchScript), "
-                                  f"got {dynamo!r}")
-    if dynamic_shapes is not None and not dynamo:
-        raise ExportArgumentError("dynamic_shapes is torch.export's form of dynamic axes and needs dynamo=True; "
-                                  "with dynamo=False give dynamic_axes")
-    if dynamo:
-        check_dynamic_shapes(dynamic_shapes)
-
-
-def _check_export_capture_options(operator_export_type: OperatorExportTypes, export_modules_as_functions: Any) -> None:
-    """What the torch.export capture does not do yet is refused before any work, not ignored."""
-    if operator_export_type != OperatorExportTypes.ONNX:
-        raise ExportArgumentError(f"operator_export_type={operator_export_type.name} needs dynamo=False: the torch.export "
-                                  "capture converts every op or raises (no ATen or fallthrough nodes)")
-    if export_modules_as_functions:
-        raise ExportArgumentError("export_modules_as_functions needs dynamo=False: local functions are made from "
-                                  "TorchScript's module scopes")
-
-
-def _dynamic_shapes(model: Any, args: Any, dynamic_shapes: Any, dynamic_axes: dict, input_names) -> Any:
-    """``dynamic_shapes`` as given, else ``dynamic_axes`` translated to torch.export's form (by the names the inputs
-    will have: ``input_names`` over the defaults)."""
-    if dynamic_shapes is not None:
-        if dynamic_axes:
-            raise ExportArgumentError("give dynamic_shapes or dynamic_axes, not both")
-        return dynamic_shapes
-    if not dynamic_axes:
-        return None
-    tensors = [t for t in flatten(split_args(args))[0] if isinstance(t, torch.Tensor)]
-    names = naming.user_input_names(model, args, tensors, input_names)
-    by_position = {names.index(key): axes for key, axes in _normalize_dynamic_axes(dynamic_axes).items()
-                   if key in names}
-    return dynamic_shapes_from_axes(model, args, by_position)
-
-
-def _state_tensors(model: Any) -> list[Any]:
-    """The values of the model's state_dict (none for a function)."""
-    return list(model.state_dict().values()) if isinstance(model, torch.nn.Module) else []
-
-
-def _check_tensors_hold_data(state: list[Any], args: Any) -> None:
-    """A model or argument on the ``meta`` device has shapes but no data: nothing could be run or written. Nor has a
-    lazy module (``nn.LazyLinear``) before its first call."""
-    if any(isinstance(t, torch.nn.parameter.UninitializedTensorMixin) for t in state):
-        raise ExportArgumentError(
-            "the model has lazy modules whose parameters or buffers are not initialized yet; call the model once "
-            "on example inputs (model(*args)) before exporting it"
-        )
-    tensors = state + flatten(split_args(args))[0]
-    if any(isinstance(t, torch.Tensor) and t.is_meta for t in tensors):
-        raise ExportArgumentError(
-            "the model or its arguments are on the 'meta' device, which holds shapes but no data; "
-            "load real weights (e.g. model.to_empty(device='cpu') then load_state_dict) before exporting"
-        )
-
-
-def _with_keyword_arguments(args: Any, kwargs: Mapping[str, Any] | None) -> Any:
-    """``args`` with ``kwargs`` appended as the trailing dict of keyword arguments (torch 2.x's ``kwargs=``)."""
-    if not kwargs:
-        return args
-    positional, trailing = split_args(args)
-    if trailing:
-        raise ExportArgumentError("keyword arguments given twice: in a trailing dict of args and as kwargs")
-    return (*positional, dict(kwargs))
-
-
-def _check_workarounds(choice: Any) -> frozenset[str] | None:
-    try:
-        return runtime.enabled_set(choice)
-    except (TypeError, ValueError) as error:
-        raise ExportArgumentError(f"runtime_workarounds: {error}") from None
-
-
-def _check_opset(opset_version: int | None) -> int:
-    opset = DEFAULT_OPSET if opset_version is None else opset_version
-    if not isinstance(opset, int) or not MIN_OPSET <= opset <= MAX_OPSET:
-        raise ExportArgumentError(
-            f"unsupported opset_version {opset_version!r}: this exporter supports opsets {MIN_OPSET} to {MAX_OPSET}"
-        )
-    return opset
-
-
-def _check_argument_kinds(input_names: Any, output_names: Any, dynamic_axes: Any, kwargs: Any) -> None:
-    """An argument of the wrong kind is an error that names it, not a TypeError from deep inside the export."""
-    for what, names in (("input_names", input_names), ("output_names", output_names)):
-        if names is not None and (isinstance(names, str) or not isinstance(names, Sequence)
-                                  or not all(isinstance(name, str) for name in names)):
-            raise ExportArgumentError(f"{what} must be a list of str, got {names!r}")
-    if dynamic_axes is not None and not isinstance(dynamic_axes, Mapping):
-        raise ExportArgumentError(f"dynamic_axes must be a dict {{input or output name: axes}}, got {dynamic_axes!r}")
-    if kwargs is not None and not (isinstance(kwargs, Mapping) and all(isinstance(key, str) for key in kwargs)):
-        raise ExportArgumentError(f"kwargs must be a dict of keyword arguments by name, got {kwargs!r}")
-
-
-def _check_dynamic_axes_shape(dynamic_axes: dict) -> None:
-    for key, axes in dynamic_axes.items():
-        if not isinstance(key, str):
-            raise ExportArgumentError(f"dynamic_axes keys must be input or output names (str), got {key!r}")
-        if isinstance(axes, Mapping):
-            items = list(axes.keys())
-        elif isinstance(axes, (list, tuple)):
-            items = list(axes)
-        else:
-            raise ExportArgumentError(f"dynamic_axes[{key!r}] must be a dict {{axis: name}} or a list of axes")
-        if not all(isinstance(a, int) for a in items):
-            raise ExportArgumentError(f"dynamic_axes[{key!r}]: axes must be ints, got {items!r}")
-
-
-def _check_custom_opsets(custom_opsets: Mapping[str, int] | None) -> None:
-    """``custom_opsets`` versions custom domains only: the default domain's version is ``opset_version``, and a second
-    import of it makes a model ONNX Runtime refuses to load."""
-    for domain in custom_opsets or {}:
-        if domain in ("", "ai.onnx"):
-            raise ExportArgumentError(f"custom_opsets names the default ONNX domain {domain!r}, whose version is "
-                                      "opset_version; custom_opsets versions custom domains only")
-
-
-def _check_dynamic_axes_names(dynamic_axes: dict, names_in: list[str], names_out: list[str], user_count: int) -> None:
-    """A ``dynamic_axes`` key names a graph input or output. Anything else is refused: ignoring it (PyTorch's
-    exporter warns and does) writes a static model where the caller asked for a dynamic one. A parameter's or
-    buffer's shape is its data's."""
-    inputs, state = names_in[:user_count], set(names_in[user_count:])
-    for key in dynamic_axes:
-        if key in inputs or key in names_out:
-            continue
-        what = "a parameter or buffer of the model, whose data fixes its shape" if key in state else \
-            "which is neither an input nor an output"
-        raise ExportArgumentError(f"dynamic_axes names {key!r}, {what}; dynamic axes are for the inputs "
-                                  f"{_shortened(inputs)} and the outputs {_shortened(names_out)}")
-
-
-def _normalize_dynamic_axes(dynamic_axes: dict) -> dict[str, dict[int, str]]:
-    normalized: dict[str, dict[int, str]] = {}
-    for key, axes in dynamic_axes.items():
-        if isinstance(axes, Mapping):
-            normalized[key] = {int(a): str(n) for a, n in axes.items()}
-        else:
-            normalized[key] = {int(a): f"{key}_dynamic_axes_{k + 1}" for k, a in enumerate(axes)}
-    return normalized
-
-
-def _is_training(model: Any, mode: TrainingMode) -> bool:
-    if mode == TrainingMode.TRAINING:
-        return True
-    if mode == TrainingMode.PRESERVE:
-        return bool(getattr(model, "training", False))
-    return False
-
-
 @contextlib.contextmanager
 def _charging_folds(times: StageTimes, graph, stage: str):
     """Time ``stage``, less the time it spends computing deferred folds (Conv+BatchNormalization products made as
@@ -650,8 +509,8 @@ def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, o
     """Assemble the ModelProto, check it, write it. Large weights are streamed: into an external data file when
     they pass 2 GiB, else into the model file after the ModelProto's own bytes (then the ModelProto the file
     holds is built only when asked for: the returned callable)."""
-    with serialize.external_data_stage(graph, f) as stage:
-        apart = None if stage else serialize.StreamedWeights()
+    with destination.external_data_stage(graph, f) as stage:
+        apart = None if stage else tensor_bytes.StreamedWeights()
         logger.info("assembling the ModelProto (%d nodes, external data: %s)", len(graph.nodes), stage is not None)
         with _charging_folds(times, graph, "assemble"):
             model_proto = serialize.assemble(
@@ -670,5 +529,5 @@ def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, o
         with times.stage("check"):
             validate.check(apart.declared(model_proto).SerializeToString())
         with _charging_folds(times, graph, "serialize"):
-            serialize.write(model_proto, f, apart)  # the one serialization of the weights, straight into f
-    return serialize.StreamedModel(model_proto, apart)
+            destination.write(model_proto, f, apart)  # the one serialization of the weights, straight into f
+    return tensor_bytes.StreamedModel(model_proto, apart)

@@ -92,8 +92,9 @@ class Converter:
 
     def _as_output(self, g: GraphContext, result: Any, force_local: bool = False, ts_output=None) -> ir.Value:
         """``result`` as an output of ``g``'s graph. A None is an empty optional: a block's output (If and Loop
-        decide what it becomes, see symbolics/control_flow.py) or, from opset 15, a graph output ONNX Runtime
-        returns as None (``ts_output``, the TorchScript value, tells its element type where it has one)."""
+        decide what it becomes, see symbolics/control_flow.py and symbolics/loop.py) or, from opset 15, a graph
+        output ONNX Runtime returns as None (``ts_output``, the TorchScript value, tells its element type where it
+        has one)."""
         if result is None:
             if ts_output is not None:
                 optional.require_optional(g, "the model returns None", op="a None graph output")

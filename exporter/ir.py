@@ -30,7 +30,7 @@ def join_elem_shapes(a: tuple | str | None, b: tuple | str | None) -> tuple | st
 
 
 # A list a loop built by appending one tensor per iteration, held as the Loop's scan output: the tensors stacked
-# on a new axis 0. Only aten::stack reads such a value (control_flow._scanned_lists makes sure).
+# on a new axis 0. Only aten::stack reads such a value (symbolics.loop._scanned_lists makes sure).
 SCANNED = "scanned"
 # An ONNX optional (opset 15+): a tensor or nothing, PyTorch's ``Optional[Tensor]`` that may be None at run time.
 # ``dtype`` and ``shape`` describe the element it holds when it holds one.

@@ -1,6 +1,6 @@
 """Validate: the assembled model must pass the full ONNX checker before anything is written.
 
-A model written inline is checked as its skeleton (``serialize.StreamedWeights.declared``): the ModelProto with
+A model written inline is checked as its skeleton (``tensor_bytes.StreamedWeights.declared``): the ModelProto with
 each large weight declared as a graph input of its element type and shape instead of held as an initializer. The
 checker's full check (graph structure, schemas, types, full shape inference) reads nothing else of a weight; the
 one rule it has for a weight's payload, one data field of the size its type and shape need, holds by construction

@@ -16,7 +16,7 @@ from conformance.results import read_rows
 def cuda_available() -> bool:
     """Whether CUDA op tests run here: False without a GPU (they skip); with a GPU that ONNX Runtime cannot use
     (no CUDA provider, or one that falls back to CPU), every CUDA test errors instead of passing on the CPU."""
-    from conformance.worker import cuda_environment
+    from conformance.session import cuda_environment
 
     status, reason = cuda_environment()
     if status == "env_error":

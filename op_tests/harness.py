@@ -224,6 +224,25 @@ def compare_distributions(expected: list[torch.Tensor], actual: list[np.ndarray]
     return True, "", "distribution: shape, dtype and two-sample KS " + ", ".join(statistics)
 
 
+def export_modes(case: OpCase, opset: int, wanted: tuple[str, ...] = ("static", "dynamic")) -> list[str]:
+    """The modes the op tests export ``case`` in at ``opset``: static, and dynamic where the case has a dynamic
+    variant and ``opset`` is at least its ``min_opset``; of those the ``wanted`` ones, or else the first (so every
+    case runs at every opset)."""
+    modes = ["static", "dynamic"] if case.has_dynamic_variant() and opset >= case.min_opset else ["static"]
+    return [mode for mode in modes if mode in wanted] or modes[:1]
+
+
+def export_arguments(case: OpCase, dynamic: bool, capture: str = "trace") -> tuple[tuple, list[str], dict | None]:
+    """The example inputs (size variant 0), input names and dynamic axes ``case`` is exported with. Call it after
+    seeding and building the model, as ``run_case`` does, so the inputs are the same draws."""
+    example = case.inputs(0)
+    names = input_names(len(example))
+    axes = case.dynamic_axes(names) if dynamic else None  # by position among all the arguments
+    if capture == "export":  # a torch.export program holds Python numbers as constants: only tensors are inputs
+        names = [name for name, x in zip(names, example, strict=True) if isinstance(x, torch.Tensor)]
+    return example, names, axes
+
+
 def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", capture: str = "trace") -> CaseResult:
     """Export ``case`` at ``opset`` and compare ONNX Runtime with PyTorch (on both size variants if dynamic).
     ``capture`` "export" captures with torch.export (``dynamo=True``): a model it cannot capture is an
@@ -234,11 +253,7 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", cap
 
     torch.manual_seed(0)
     model = case.build()
-    example = case.inputs(0)
-    names = input_names(len(example))
-    axes = case.dynamic_axes(names) if dynamic else None  # by position among all the arguments
-    if capture == "export":  # a torch.export program holds Python numbers as constants: only tensors are inputs
-        names = [name for name, x in zip(names, example, strict=True) if isinstance(x, torch.Tensor)]
+    example, names, axes = export_arguments(case, dynamic, capture)
     result = CaseResult(status="pass", dtypes=sorted({str(t.dtype).replace("torch.", "") for t in example if isinstance(t, torch.Tensor)}))
     scripted = isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction))
     dynamo = capture == "export"

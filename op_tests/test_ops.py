@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from op_tests.cases import all_cases
-from op_tests.harness import EXPORT_MODES, EXPORT_OPSETS, OPSETS, record, run_case
+from op_tests.harness import EXPORT_MODES, EXPORT_OPSETS, OPSETS, export_modes, record, run_case
 from op_tests.torch_export_limits import unsupported_modes
 
 CASES = all_cases()
@@ -18,9 +18,7 @@ CASES = all_cases()
 def _params(opsets=OPSETS, modes_wanted=("static", "dynamic")):
     for case in CASES:
         for opset in opsets:
-            modes = ["static", "dynamic"] if case.has_dynamic_variant() and opset >= case.min_opset else ["static"]
-            modes = [mode for mode in modes if mode in modes_wanted] or modes[:1]
-            for mode in modes:
+            for mode in export_modes(case, opset, modes_wanted):
                 yield pytest.param(case, opset, mode == "dynamic", id=f"{case.name}-opset{opset}-{mode}")
 
 

@@ -183,8 +183,9 @@ def test_an_export_run_records_captures_refusals_and_scripted_models(tmp_path, _
 
     # The TorchScript cases of the same models (run in this process), appended to the same file.
     from conformance.cases import select
+    from conformance.prepared import WorkerState
     from conformance.results import ResultsWriter
-    from conformance.worker import WorkerState, configure_process, run_case
+    from conformance.worker import configure_process, run_case
 
     configure_process()
     state, writer = WorkerState(str(tmp_path)), ResultsWriter(str(tmp_path / "r.jsonl"))
@@ -206,7 +207,7 @@ def test_the_worker_reuses_one_export_capture_per_mode_and_its_refusal_too():
     import torch
 
     import exporter
-    from conformance.worker import prepared_capture
+    from conformance.prepared import prepared_capture
     from exporter.errors import CaptureError
     from tests.conformance_models import BranchesOnData
 

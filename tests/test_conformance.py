@@ -51,7 +51,8 @@ def _cases(names, opsets=(13,), modes=("static",)):
 
 
 def _run_in_process(case, tmp_path):
-    from conformance.worker import WorkerState, configure_process, run_case
+    from conformance.prepared import WorkerState
+    from conformance.worker import configure_process, run_case
 
     configure_process()
     state = WorkerState(str(tmp_path))
@@ -153,12 +154,12 @@ def fake_gpu(monkeypatch):
     """PyTorch sees a GPU (faked); the worker's cached CUDA check starts afresh and is forgotten afterwards."""
     import torch
 
-    from conformance import worker
+    from conformance import session
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    worker.cuda_environment.cache_clear()
-    yield worker
-    worker.cuda_environment.cache_clear()
+    session.cuda_environment.cache_clear()
+    yield session
+    session.cuda_environment.cache_clear()
 
 
 def _cuda_case():
@@ -469,7 +470,7 @@ def test_reusing_the_capture_across_opsets_changes_nothing(tmp_path):
     import torch
 
     import exporter
-    from conformance.worker import prepared_capture
+    from conformance.prepared import prepared_capture
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.Flatten(),

@@ -14,7 +14,8 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
-from conformance.worker import NO_GPU, configure_process, cuda_environment
+from conformance.session import NO_GPU, cuda_environment
+from conformance.worker import configure_process
 from exporter.ort_session import make_session
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU)]
@@ -96,7 +97,8 @@ def test_pytorch_reference_convolution_is_float32_not_tf32():
 def test_zoo_models_pass_on_cuda(name, opset, tmp_path):
     """A float model with PyTorch's reference on the GPU, and a quantized one with its reference on the CPU."""
     from conformance.cases import select
-    from conformance.worker import WorkerState, run_case
+    from conformance.prepared import WorkerState
+    from conformance.worker import run_case
 
     configure_process()
     (case,) = select(tier="full", opsets=(opset,), modes=("static",), providers=("cuda",), models=[name])

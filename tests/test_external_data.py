@@ -1,6 +1,6 @@
 """Models whose parameters exceed 2 GiB are written with external data next to the model file.
 
-The 2 GiB threshold is a module constant (``serialize.EXTERNAL_DATA_THRESHOLD``); these tests lower it so a
+The 2 GiB threshold is a module constant (``destination.EXTERNAL_DATA_THRESHOLD``); these tests lower it so a
 small model takes the same path. A real >2 GiB export (torchvision vit_h_14) was checked by hand; it takes
 minutes and ~6 GB of memory, too much for CI.
 """
@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import exporter
-from exporter import serialize
+from exporter import destination, tensor_bytes
 from exporter.errors import CheckerError, ExportArgumentError
 
 
@@ -34,7 +34,7 @@ class Wide(torch.nn.Module):
 
 @pytest.fixture
 def small_threshold(monkeypatch):
-    monkeypatch.setattr(serialize, "EXTERNAL_DATA_THRESHOLD", 16 * 1024)
+    monkeypatch.setattr(destination, "EXTERNAL_DATA_THRESHOLD", 16 * 1024)
 
 
 def _run(path, x):
@@ -49,7 +49,7 @@ def test_large_model_is_written_with_external_data(tmp_path, small_threshold, mo
     exporter.export(model, (x,), str(target))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["wide.onnx", "wide.onnx.data"]
     sizes = [t.numel() * 4 for t in model.state_dict().values()]
-    weights = sum(size for size in sizes if size >= serialize.EXTERNAL_TENSOR_MIN_BYTES)
+    weights = sum(size for size in sizes if size >= destination.EXTERNAL_TENSOR_MIN_BYTES)
     assert target.stat().st_size < 4096 < weights <= (tmp_path / "wide.onnx.data").stat().st_size
 
     onnx.checker.check_model(str(target), full_check=True)
@@ -163,7 +163,7 @@ def test_a_batchnorm_folded_weight_goes_to_external_data(tmp_path, small_thresho
     torch.nn.init.normal_(model[1].weight)
     x = torch.randn(1, 16, 6, 6)
     target = tmp_path / "conv.onnx"
-    monkeypatch.setattr(serialize, "_CHUNK_BYTES", 1000)  # several chunks per weight
+    monkeypatch.setattr(tensor_bytes, "_CHUNK_BYTES", 1000)  # several chunks per weight
     exporter.export(model, (x,), str(target), input_names=["x"])
     proto = onnx.load(str(target), load_external_data=False)
     assert [t.data_location for t in proto.graph.initializer if len(t.dims) == 4] == [onnx.TensorProto.EXTERNAL]

@@ -14,9 +14,11 @@ import pytest
 from tests.import_graph import HARNESS, LIBRARY, import_circle, import_graph, imports, project_modules, reaches
 
 # The top of the flow: what builds ONNX graphs from TorchScript ones and what users call (the package root is the
-# public facade over the API and verify). Below them: the registry, the graph context, the TorchScript facts
-# (ts_types), the options, the IR and the symbolics.
-UPPER = {"exporter", "exporter.api", "exporter.convert", "exporter.convert_fx", "exporter.verify", "exporter.__main__"}
+# public facade over the API and verify; verify's machinery, exporter.localization, exports the model it verifies).
+# Below them: the registry, the graph context, the TorchScript facts (ts_types), the options, the IR and the symbolics.
+UPPER = {"exporter", "exporter.api", "exporter.convert", "exporter.convert_fx", "exporter.verify", "exporter.__main__",
+         "exporter.localization", "exporter.localization.findings", "exporter.localization.repro",
+         "exporter.localization.runs", "exporter.localization.selections", "exporter.localization.verifier"}
 
 
 @functools.lru_cache(maxsize=1)
@@ -102,14 +104,16 @@ _TORCHSCRIPT_GRAPH_API = frozenset({
 })
 _TORCHSCRIPT_READERS = {
     # the TorchScript front end: its capture, passes, facts and driver
-    "exporter.capture.torchscript", "exporter.capture.mutation", "exporter.capture.script_passes",
+    "exporter.capture.torchscript", "exporter.capture.scripted", "exporter.capture.flat_graph",
+    "exporter.capture.mutation", "exporter.capture.script_passes",
     "exporter.capture.module_state", "exporter.ts_types", "exporter.convert",
     # TorchScript's own prim:: ops (If/Loop blocks, lists, tuples): no torch.export program holds them
-    "exporter.symbolics.prim", "exporter.symbolics.control_flow",
+    "exporter.symbolics.prim", "exporter.symbolics.control_flow", "exporter.symbolics.loop",
     # readers of a TorchScript capture's graph: list-input types and inputs PyTorch's exporter reads at run time
     # (naming), the origin of a TorchScript node (provenance), the captured graph run with every value exposed
-    # (verify, which refuses dynamo=True), the op listing of unconvertible_ops (api)
-    "exporter.naming", "exporter.provenance", "exporter.verify", "exporter.api",
+    # (verify's machinery, which refuses dynamo=True), the op listing of unconvertible_ops (api)
+    "exporter.naming", "exporter.provenance", "exporter.localization.runs", "exporter.localization.selections",
+    "exporter.localization.verifier", "exporter.api",
 }
 
 

@@ -81,12 +81,12 @@ def test_a_reference_with_some_nan_is_compared_not_set_aside():
 def test_a_nan_mismatch_is_never_taken_for_rounding_grown_along_the_graph():
     """The harness re-judges small float mismatches node by node; a NaN is not small, whatever its finite part."""
     import model_zoo
-    from conformance.worker import _rounding_only
+    from conformance.localization import rounding_only
 
     expected, actual = _pair(DISAGREEING["nan_where_finite"])
     verdict = compare_arrays([expected], [actual], TOLERANCE)
     assert verdict.max_abs == 0.0  # the finite positions agree exactly ...
-    assert not _rounding_only(model_zoo.get("resnet18"), [("input 0", verdict, [expected])])  # ... it is still no rounding
+    assert not rounding_only(model_zoo.get("resnet18"), [("input 0", verdict, [expected])])  # ... it is still no rounding
 
 
 class _Rectifier(torch.nn.Module):

@@ -189,12 +189,12 @@ def test_two_batchnorms_in_a_row_fold_into_one_conv():
 
 def test_a_fused_weight_written_in_chunks_equals_the_product_made_at_once(monkeypatch):
     # The writer computes each fused weight a few rows at a time; chunks of one row exercise every boundary.
-    from exporter import serialize
+    from exporter import tensor_bytes
 
     model, x = _conv_bn(1, channels=24), torch.randn(1, 3, 8, 8)
     once = io.BytesIO()
     exporter.export(model, (x,), once, opset_version=14)
-    monkeypatch.setattr(serialize, "_CHUNK_BYTES", 1)
+    monkeypatch.setattr(tensor_bytes, "_CHUNK_BYTES", 1)
     chunked = io.BytesIO()
     result = exporter.export(model, (x,), chunked, opset_version=14)
     assert chunked.getvalue() == once.getvalue()

@@ -23,7 +23,8 @@ REPRESENTATIVES = [
 
 def _run(name: str, opset: int, mode: str, tmp_path) -> dict:
     from conformance.cases import select
-    from conformance.worker import WorkerState, configure_process, run_case
+    from conformance.prepared import WorkerState
+    from conformance.worker import configure_process, run_case
 
     (case,) = select(tier="full", opsets=(opset,), modes=(mode,), models=[name])
     configure_process()

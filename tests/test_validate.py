@@ -13,7 +13,7 @@ import torch
 from onnx import TensorProto, helper
 
 import exporter
-from exporter import serialize, validate
+from exporter import tensor_bytes, validate
 from exporter.errors import CheckerError
 
 
@@ -45,7 +45,7 @@ def test_the_file_parses_to_the_returned_model_and_runs(keep_initializers_as_inp
 
 
 def _skeleton(weight_shape, output="y"):
-    apart = serialize.StreamedWeights()
+    apart = tensor_bytes.StreamedWeights()
     assert apart.keep_apart(np.ones(weight_shape, np.float32), "w") is None
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 32])
     y = helper.make_tensor_value_info(output, TensorProto.FLOAT, [16, 32])
@@ -89,10 +89,10 @@ class _SequenceLinear(torch.nn.Module):
 
 
 def test_a_folded_transpose_is_written_in_row_major_order_chunk_by_chunk(monkeypatch):
-    monkeypatch.setattr(serialize, "_CHUNK_BYTES", 7 * 40 * 4 + 1)  # 7 rows a chunk: 48 rows in 7 chunks
+    monkeypatch.setattr(tensor_bytes, "_CHUNK_BYTES", 7 * 40 * 4 + 1)  # 7 rows a chunk: 48 rows in 7 chunks
     chunks = []
-    original = serialize._row_major_bytes
-    monkeypatch.setattr(serialize, "_row_major_bytes", lambda a: chunks.append(a.flags.c_contiguous) or original(a))
+    original = tensor_bytes.row_major_bytes
+    monkeypatch.setattr(tensor_bytes, "row_major_bytes", lambda a: chunks.append(a.flags.c_contiguous) or original(a))
     model, x = _SequenceLinear().eval(), torch.randn(2, 5, 48)
     target = io.BytesIO()
     result = exporter.export(model, (x,), target, opset_version=14)
@@ -114,4 +114,4 @@ def test_a_folded_transpose_is_written_in_row_major_order_chunk_by_chunk(monkeyp
 def test_row_major_bytes_of_a_view_equal_its_copy(view):
     array = view(np.arange(5 * 6 * 7, dtype=np.float32).reshape(5, 6, 7))
     assert not array.flags.c_contiguous
-    assert b"".join(bytes(part) for part in serialize._row_major_bytes(array)) == np.ascontiguousarray(array).tobytes()
+    assert b"".join(bytes(part) for part in tensor_bytes.row_major_bytes(array)) == np.ascontiguousarray(array).tobytes()

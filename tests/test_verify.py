@@ -17,8 +17,10 @@ from onnx.reference import ReferenceEvaluator
 import exporter
 from exporter import verify
 from exporter.errors import ExportArgumentError
+from exporter.localization.repro import judge
+from exporter.localization.verifier import Verifier
 from exporter.registry import REGISTRY
-from exporter.verify import Agreement, _judge, _Verifier
+from exporter.verify import Agreement
 
 PLANTED_SCOPE = "layer3.1.conv2"
 OPSET = 14
@@ -120,7 +122,7 @@ def test_whose_result_is_right(ref_ok, both_ok, culprit):
     def agreement(ok):
         return Agreement("v", None, ok, 1.0, 1.0, 1.0, 0.0, 0.0)
 
-    assert _judge(agreement(False), agreement(ref_ok), agreement(both_ok)).culprit == culprit
+    assert judge(agreement(False), agreement(ref_ok), agreement(both_ok)).culprit == culprit
 
 
 def test_verify_rejects_bad_options():
@@ -200,7 +202,7 @@ def test_the_local_check_of_a_list_element_starts_from_the_op_that_made_the_list
     prepared(torch.rand(2, 3, 12, 12))
     model, x = torch.ao.quantization.convert(prepared), torch.rand(1, 3, 12, 12)
     result = verify(model, (x,), opset_version=13)
-    verifier = _Verifier(result.export, [x] + [t for _, t in result.export.capture.params], None, None, 1)
+    verifier = Verifier(result.export, [x] + [t for _, t in result.export.capture.params], None, None, 1)
     verifier.run(model(x))
     element = next(name for name, ts in verifier.pairs.items() if ts.node().kind() == "prim::ListUnpack")
     subgraph, _ = verifier._subgraph(element)
@@ -298,7 +300,7 @@ def test_a_local_disagreement_that_is_pytorchs_own_rounding_is_arbitrated_by_flo
 def _strict_mismatch(opset):
     """ResNet-18 from the zoo, exported, run in ONNX Runtime and compared with PyTorch at zero tolerance: a float
     mismatch of the kind float64 arbitration may leave (EfficientNet-B7's, at its scale), with a real model."""
-    from conformance.worker import WorkerState, flat_outputs
+    from conformance.prepared import WorkerState, flat_outputs
     from exporter.numerics import compare_arrays
     from exporter.ort_session import make_session
 
@@ -316,31 +318,31 @@ def _strict_mismatch(opset):
 
 
 def test_a_float_mismatch_with_no_node_diverging_passes_as_rounding_growth():
-    from conformance.worker import _judge_rounding_growth, _rounding_only
+    from conformance.localization import judge_rounding_growth, rounding_only
 
     prepared, row, failing = _strict_mismatch(OPSET)
-    assert _rounding_only(prepared.entry, failing)  # the error is far below 1e-3 of the logits' scale
-    _judge_rounding_growth(prepared, row, OPSET, None, failing, None)
+    assert rounding_only(prepared.entry, failing)  # the error is far below 1e-3 of the logits' scale
+    judge_rounding_growth(prepared, row, OPSET, None, failing, None)
     assert row["status"] == "pass" and row["error"] == ""
     assert "rounding grown along the graph" in row["reason"]
     assert "re-judged node by node: input 0:" in row["comparison"] and "intermediate values compared" in row["comparison"]
 
 
 def test_a_float_mismatch_with_a_diverging_node_stays_a_mismatch(planted_conv):
-    from conformance.worker import _judge_rounding_growth
+    from conformance.localization import judge_rounding_growth
 
     prepared, row, failing = _strict_mismatch(OPSET)
-    _judge_rounding_growth(prepared, row, OPSET, None, failing, None)
+    judge_rounding_growth(prepared, row, OPSET, None, failing, None)
     assert row["status"] == "mismatch" and "re-judged" not in row["comparison"]
 
 
 def test_a_mismatch_beyond_what_rounding_can_explain_is_not_re_judged():
-    from conformance.worker import _rounding_only
+    from conformance.localization import rounding_only
     from exporter.numerics import Verdict
 
     prepared, _, failing = _strict_mismatch(OPSET)
     (label, verdict, expected), = failing
     scale = float(np.abs(expected[0]).max())
     far = Verdict(False, "output 0: max abs error ...", max_abs=2e-3 * scale)
-    assert not _rounding_only(prepared.entry, [(label, far, expected)])
-    assert not _rounding_only(prepared.entry, [(label, Verdict(False, "output 0: shape (2,) != torch (1,)"), expected)])
+    assert not rounding_only(prepared.entry, [(label, far, expected)])
+    assert not rounding_only(prepared.entry, [(label, Verdict(False, "output 0: shape (2,) != torch (1,)"), expected)])

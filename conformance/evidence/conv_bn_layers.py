@@ -11,7 +11,8 @@ import onnxruntime as ort
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from conformance.worker import WorkerState, configure_process
+from conformance.prepared import WorkerState
+from conformance.worker import configure_process
 
 warnings.filterwarnings("ignore")
 configure_process()

@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 
 import exporter
-from conformance.worker import WorkerState, configure_process, flat_outputs
+from conformance.prepared import WorkerState, flat_outputs
+from conformance.worker import configure_process
 from exporter.ort_session import make_session
 
 warnings.filterwarnings("ignore")

@@ -10,7 +10,8 @@ import numpy as np
 import torch
 
 import exporter
-from conformance.worker import WorkerState, configure_process
+from conformance.prepared import WorkerState
+from conformance.worker import configure_process
 from exporter.ort_session import make_session
 
 warnings.filterwarnings("ignore")

@@ -10,7 +10,8 @@ import numpy as np
 import onnxruntime as ort
 
 import exporter
-from conformance.worker import WorkerState, configure_process, flat_outputs
+from conformance.prepared import WorkerState, flat_outputs
+from conformance.worker import configure_process
 
 warnings.filterwarnings("ignore")
 passes = importlib.import_module("exporter.passes")

@@ -1,7 +1,6 @@
 """Per node of EfficientNet-B7: ONNX Runtime's and PyTorch's float32 results of that node alone (fed PyTorch's own
 inputs) against PyTorch's float64 result of the same node on the same inputs: whose kernels round more, per op."""
 import collections
-import importlib
 import io
 import sys
 import warnings
@@ -10,12 +9,14 @@ import numpy as np
 import torch
 
 import exporter
-from conformance.worker import WorkerState, configure_process
+from conformance.prepared import WorkerState
+from conformance.worker import configure_process
 from exporter.capture import flatten, split_args
+from exporter.localization.runs import float64_values
+from exporter.localization.verifier import Verifier
 from exporter.ort_session import make_session
 
 warnings.filterwarnings("ignore")
-V = importlib.import_module("exporter.verify")
 configure_process()
 name, opset = sys.argv[1], int(sys.argv[2])
 state = WorkerState('/tmp')
@@ -26,10 +27,10 @@ flat_inputs, _ = flatten(split_args(p.checks["input 0"]), numbers_as_tensors=Tru
 ts_inputs = list(flat_inputs) + [t for _, t in result.capture.params]
 with torch.no_grad():
     eager = p.model(*p.checks["input 0"])
-ver = V._Verifier(result, ts_inputs, e.tolerance, None, 3000)
+ver = Verifier(result, ts_inputs, e.tolerance, None, 3000)
 r = ver.run(eager)
 names = [n for n in ver.pairs if ver.expected[n].dtype == np.float32 and not ver.pairs[n].node().kind().startswith("prim::")]
-exact = V._float64_values(ver.ts_graph, ver.ts_inputs, [ver.pairs[n] for n in names])
+exact = float64_values(ver.ts_graph, ver.ts_inputs, [ver.pairs[n] for n in names])
 per_op = collections.defaultdict(lambda: [0.0, 0.0, 0])
 rows = []
 for n in names:

@@ -6,7 +6,9 @@ import time
 import warnings
 
 import exporter
-from conformance.worker import WorkerState, configure_process, localization_facts
+from conformance.localization import localization_facts
+from conformance.prepared import WorkerState
+from conformance.worker import configure_process
 
 warnings.filterwarnings("ignore")
 configure_process()

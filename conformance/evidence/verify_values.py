@@ -1,7 +1,6 @@
 """exporter.verify on a zoo model (name, opset, check label, [max local checks]): the summary, then every compared value
 as JSON: [onnx name, TorchScript op, module scope, within the per-operator tolerance in the full run, max abs error,
 scale, max abs error / scale], in graph order (the error growth along the graph)."""
-import importlib
 import io
 import json
 import sys
@@ -11,11 +10,12 @@ import warnings
 import torch
 
 import exporter
-from conformance.worker import WorkerState, configure_process
+from conformance.prepared import WorkerState
+from conformance.worker import configure_process
 from exporter.capture import flatten, split_args
+from exporter.localization.verifier import Verifier
 
 warnings.filterwarnings("ignore")
-V = importlib.import_module("exporter.verify")
 configure_process()
 name, opset, label = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 state = WorkerState('/tmp')
@@ -29,7 +29,7 @@ flat_inputs, _ = flatten(split_args(check_args), numbers_as_tensors=True)
 ts_inputs = list(flat_inputs) + [tensor for _, tensor in result.capture.params]
 with torch.no_grad():
     eager = p.model(*split_args(check_args)[0])
-ver = V._Verifier(result, ts_inputs, e.tolerance, None, int(sys.argv[4]) if len(sys.argv) > 4 else 3000)
+ver = Verifier(result, ts_inputs, e.tolerance, None, int(sys.argv[4]) if len(sys.argv) > 4 else 3000)
 r = ver.run(eager)
 print('verify s', time.time() - t)
 print(r.summary())

@@ -10,7 +10,9 @@ keys) and example outputs.
 """
 
 from exporter.capture.common import EXPORT, SCRIPT, TRACE, Capture, flatten, flatten_outputs, number_tensor, split_args
-from exporter.capture.torchscript import MODE_FRAME, capture, quiet_torchscript, split_list_inputs
+from exporter.capture.scripted import split_list_inputs
+from exporter.capture.torchscript import MODE_FRAME, capture
+from exporter.capture.warning_filter import quiet_torchscript
 
 __all__ = ["EXPORT", "SCRIPT", "TRACE", "Capture", "MODE_FRAME", "capture", "flatten", "flatten_outputs",
            "number_tensor", "quiet_torchscript", "split_args", "split_list_inputs"]

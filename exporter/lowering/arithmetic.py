@@ -59,6 +59,15 @@ def unary_math(g, op_type, x):
     return g.op(op_type, x)
 
 
+def sign_by_comparison(g, x):
+    """(x > 0) - (x < 0): also PyTorch's sign(NaN) == 0, where ONNX Sign gives NaN."""
+    dtype = g.dtype(x)
+    zero = typed_scalar(g, 0, x)
+    positive = cast(g, less(g, zero, x), dtype)
+    negative = cast(g, less(g, x, zero), dtype)
+    return arith(g, "Sub", positive, negative, dtype)
+
+
 def maximum_value(g, a, b):
     return min_max(g, "Max", a, b)
 

@@ -35,7 +35,7 @@ def as_sequence(g, items) -> ir.Value:
         raise SymbolicValueError("expected a list of tensors, got a tensor")
     if not items:
         # The element type (None: not known yet) is settled by whoever first inserts into it, or by the Loop that
-        # carries it (symbolics.control_flow._settle_empty_sequences); float if nothing ever does.
+        # carries it (symbolics.loop._settle_empty_sequences); float if nothing ever does.
         return sequence_value(g.op("SequenceEmpty", dtype_i=torch_float()), None, ir.NO_ITEMS)
     values = [g.value(item) for item in items]
     dtype = values[0].dtype

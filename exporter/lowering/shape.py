@@ -103,6 +103,11 @@ def reshape_to(g, x, sizes: list):
     return typed(reshape(g, x, sizes), [s if not is_value(s) and int(constant_value(s)) > 0 else None for s in sizes])
 
 
+def reshape_like(g, x, like):
+    """``x`` reshaped to ``like``'s shape (read at run time), with ``like``'s known shape recorded."""
+    return typed(reshape(g, x, shape_of(g, like)), g.shape(like))
+
+
 # -- broadcasting and repetition --------------------------------------------------------------------------------
 def expand_to(g, x, target: list):
     """Broadcast ``x`` to ``target`` (ints, -1 meaning "keep", or 0-d values): Expand from opset 8, Tile below."""
@@ -224,6 +229,14 @@ def transpose_perm(g, x, perm: list[int]):
     if g.shape(x) is not None:
         out.shape = tuple(g.shape(x)[p] for p in perm)
     return out
+
+
+def inverse_permutation(perm: list[int]) -> list[int]:
+    """The permutation that undoes ``perm``."""
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return inverse
 
 
 def arange_indices(g, count) -> object:

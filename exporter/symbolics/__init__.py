@@ -3,6 +3,7 @@ never import each other (their shared building blocks are in exporter/lowering/)
 
 from exporter.symbolics import (  # noqa: F401
     activations,
+    advanced_indexing,
     attention,
     casting,
     comparison,
@@ -14,6 +15,8 @@ from exporter.symbolics import (  # noqa: F401
     inplace,
     linalg,
     losses,
+    loop,
+    math_functions,
     nn,
     normalization,
     optional,
@@ -26,6 +29,7 @@ from exporter.symbolics import (  # noqa: F401
     reductions,
     resize,
     rnn,
+    rounding,
     sequence,
     shape,
     sorting,

@@ -1,16 +1,14 @@
-"""Element-wise arithmetic and math (Add, Sub, Mul, Div, Mod, Pow, Sqrt, Round, Clip, Where, ...).
+"""Element-wise arithmetic (Add, Sub, Mul, Div, Mod, Pow, Abs, Sign, lerp, addcmul, hypot, bit shifts, logit), Where
+and masked_fill, and the non-finite tests (isnan, isinf, isfinite, nan_to_num). Math functions (Sqrt, Exp, Tan, ...)
+are ``math_functions``', rounding, minimum/maximum and clamping ``rounding``'s.
 
 Types follow PyTorch's promotion (``promote``): Python scalars take the dtype PyTorch gives them, integer
-true division and unary math on integers produce the default float type. ONNX Runtime lacks some kernels
-(no double Tan/Asin/Erf, ...) and ONNX takes some types only from later opsets (no int8/uint8 Add before opset 14):
-those are computed in a wider type or through an exact identity, and narrow results wrap back on the final Cast as
-PyTorch's do.
+true division on integers produces the default float type. ONNX takes some types only from later opsets (no
+int8/uint8 Add before opset 14): those are computed in a wider type, and narrow results wrap back on the final Cast
+as PyTorch's do.
 """
 
 from __future__ import annotations
-
-import builtins
-import math
 
 import numpy as np
 from onnx import TensorProto
@@ -19,13 +17,10 @@ from exporter.dtypes import BOOL, DOUBLE, FLOAT, INT32, INT64
 from exporter import dtypes
 from exporter.lowering.arithmetic import (
     arith,
-    as_float,
     clamp_value,
     float_type,
     maximum_value,
-    min_max,
-    minimum_value,
-    unary_math,
+    sign_by_comparison,
 )
 from exporter.lowering.arithmetic import typed_scalar as _scalar
 from exporter.lowering.comparison import equal, is_nan, less, not_nan, select
@@ -35,11 +30,9 @@ from exporter.lowering.rounding import (
     add_where,
     floor_divide_floats,
     off_floor,
-    round_half_even,
     trunc_value,
     truncated_remainder,
 )
-from exporter.lowering.runtime import DOUBLE_MATH_BY_IDENTITY, applies
 from exporter.lowering.sequence import is_list, is_list_tensor, list_concat
 from exporter.registry import parse_args, symbolic, unsupported
 
@@ -200,18 +193,9 @@ def abs(g, self):
     return g.op("Abs", self)
 
 
-def _sign_by_comparison(g, x):
-    """(x > 0) - (x < 0): also PyTorch's sign(NaN) == 0, where ONNX Sign gives NaN."""
-    dtype = g.dtype(x)
-    zero = _scalar(g, 0, x)
-    positive = cast(g, less(g, zero, x), dtype)
-    negative = cast(g, less(g, x, zero), dtype)
-    return arith(g, "Sub", positive, negative, dtype)
-
-
 @symbolic("aten::sign", "aten::sign_")
 def sign(g, self):
-    return self if g.dtype(self) == BOOL else _sign_by_comparison(g, self)
+    return self if g.dtype(self) == BOOL else sign_by_comparison(g, self)
 
 
 @symbolic("aten::sign", "aten::sign_", since=9)
@@ -221,233 +205,8 @@ def sign_op(g, self):
     if dtype == BOOL:
         return self
     if dtypes.is_float(dtype):
-        return _sign_by_comparison(g, self)
+        return sign_by_comparison(g, self)
     return g.op("Sign", self)
-
-
-# -- unary math ---------------------------------------------------------------------------------------------
-def _register_unary(aten_name, op_type):
-    @symbolic(f"aten::{aten_name}", f"aten::{aten_name}_")
-    def unary(g, self):
-        return unary_math(g, op_type, self)
-
-    unary.__name__ = aten_name
-    unary.__doc__ = f"aten::{aten_name} as ONNX {op_type} (integers computed in the default float type)."
-    return unary
-
-
-for _aten, _onnx in [
-    ("sqrt", "Sqrt"), ("exp", "Exp"), ("log", "Log"), ("reciprocal", "Reciprocal"), ("sin", "Sin"),
-    ("cos", "Cos"), ("asin", "Asin"), ("acos", "Acos"), ("atan", "Atan"),
-]:
-    _register_unary(_aten, _onnx)
-
-
-def _double_by_identity(g, op_type, x, identity):
-    """``op_type(x)``, or its exact ``identity`` for doubles, which ONNX Runtime cannot compute with ``op_type``."""
-    if x.dtype == DOUBLE and applies(g, DOUBLE_MATH_BY_IDENTITY):
-        return identity(g, x)
-    return g.op(op_type, x)
-
-
-def _tan_identity(g, x):
-    return g.op("Div", g.op("Sin", x), g.op("Cos", x))
-
-
-@symbolic("aten::tan", "aten::tan_")
-def tan(g, self):
-    return _double_by_identity(g, "Tan", as_float(g, self), _tan_identity)
-
-
-@symbolic("aten::rsqrt", "aten::rsqrt_")
-def rsqrt(g, self):
-    return g.op("Reciprocal", g.op("Sqrt", as_float(g, self)))
-
-
-@symbolic("aten::expm1", "aten::expm1_")
-def expm1(g, self):
-    x = as_float(g, self)
-    return g.op("Sub", g.op("Exp", x), _scalar(g, 1, x))
-
-
-@symbolic("aten::log1p", "aten::log1p_")
-def log1p(g, self):
-    x = as_float(g, self)
-    return g.op("Log", g.op("Add", x, _scalar(g, 1, x)))
-
-
-@symbolic("aten::log2", "aten::log2_")
-def log2(g, self):
-    x = as_float(g, self)
-    return g.op("Div", g.op("Log", x), _scalar(g, math.log(2.0), x))
-
-
-@symbolic("aten::log10", "aten::log10_")
-def log10(g, self):
-    x = as_float(g, self)
-    return g.op("Div", g.op("Log", x), _scalar(g, math.log(10.0), x))
-
-
-def _exp_pair(g, x):
-    return g.op("Exp", x), g.op("Exp", g.op("Neg", x))
-
-
-def _sinh_identity(g, x):
-    up, down = _exp_pair(g, x)
-    return g.op("Div", g.op("Sub", up, down), _scalar(g, 2, x))
-
-
-def _cosh_identity(g, x):
-    up, down = _exp_pair(g, x)
-    return g.op("Div", g.op("Add", up, down), _scalar(g, 2, x))
-
-
-def _asinh_identity(g, x):
-    # asinh(x) = sign(x) * log(|x| + sqrt(x^2 + 1)), on |x| to avoid cancellation for negative x.
-    magnitude = g.op("Abs", x)
-    root = g.op("Sqrt", g.op("Add", g.op("Mul", x, x), _scalar(g, 1, x)))
-    result = g.op("Log", g.op("Add", magnitude, root))
-    return g.op("Mul", result, _sign_by_comparison(g, x))
-
-
-def _acosh_identity(g, x):
-    root = g.op("Sqrt", g.op("Sub", g.op("Mul", x, x), _scalar(g, 1, x)))
-    return g.op("Log", g.op("Add", x, root))
-
-
-def _atanh_identity(g, x):
-    one = _scalar(g, 1, x)
-    ratio = g.op("Div", g.op("Add", one, x), g.op("Sub", one, x))
-    return g.op("Mul", g.op("Log", ratio), _scalar(g, 0.5, x))
-
-
-def _register_since_9(names, op_type, identity):
-    """``names`` as ONNX ``op_type``, which arrives at opset 9; before it, as its exact ``identity``."""
-
-    @symbolic(*names)
-    def by_identity(g, self):
-        return identity(g, as_float(g, self))
-
-    @symbolic(*names, since=9)
-    def native(g, self):
-        return _double_by_identity(g, op_type, as_float(g, self), identity)
-
-    by_identity.__name__, native.__name__ = f"{names[0][6:]}_by_identity", names[0][6:]
-
-
-for _names, _onnx, _identity in [
-    (("aten::sinh", "aten::sinh_"), "Sinh", _sinh_identity),
-    (("aten::cosh", "aten::cosh_"), "Cosh", _cosh_identity),
-    (("aten::asinh", "aten::asinh_", "aten::arcsinh"), "Asinh", _asinh_identity),
-    (("aten::acosh", "aten::acosh_", "aten::arccosh"), "Acosh", _acosh_identity),
-    (("aten::atanh", "aten::atanh_", "aten::arctanh"), "Atanh", _atanh_identity),
-]:
-    _register_since_9(_names, _onnx, _identity)
-
-
-@symbolic("aten::erf", "aten::erf_", since=9)
-def erf(g, self):
-    return unary_math(g, "Erf", self)
-
-
-@symbolic("aten::atan2", "aten::atan2_", "aten::arctan2")
-def atan2(g, self, other):
-    dtype = float_type(g, self, other)
-    y, x = cast(g, self, dtype), cast(g, other, dtype)
-    zero, pi = _scalar(g, 0, x), _scalar(g, math.pi, x)
-    angle = unary_math(g, "Atan", g.op("Div", y, x))
-    # Atan sees only y / x: move left-half-plane angles by +-pi, and fix x == 0 where y / x is not finite.
-    turn = select(g, less(g, y, zero), g.op("Neg", pi), pi)
-    angle = select(g, less(g, x, zero), g.op("Add", angle, turn), angle)
-    on_axis = select(g, less(g, y, zero), _scalar(g, -math.pi / 2, x), _scalar(g, math.pi / 2, x))
-    on_axis = select(g, equal(g, y, zero), zero, on_axis)
-    return select(g, equal(g, x, zero), on_axis, angle)
-
-
-# -- rounding -----------------------------------------------------------------------------------------------
-def _integer_valued(g, self):
-    """True when rounding ``self`` is the identity (integer and bool tensors)."""
-    return not dtypes.is_float(g.dtype(self))
-
-
-@symbolic("aten::floor", "aten::floor_")
-def floor(g, self):
-    return self if _integer_valued(g, self) else g.op("Floor", self)
-
-
-@symbolic("aten::ceil", "aten::ceil_")
-def ceil(g, self):
-    return self if _integer_valued(g, self) else g.op("Ceil", self)
-
-
-@symbolic("aten::trunc", "aten::trunc_", "aten::fix")
-def trunc(g, self):
-    return self if _integer_valued(g, self) else trunc_value(g, self)
-
-
-@symbolic("aten::frac", "aten::frac_")
-def frac(g, self):
-    return g.op("Sub", self, trunc_value(g, self))
-
-
-@symbolic("aten::round", "aten::round_")
-def round(g, self, decimals=None):
-    if _integer_valued(g, self):
-        return self
-    decimals = int(constant_value(decimals)) if decimals is not None else 0
-    if decimals == 0:
-        return round_half_even(g, self)
-    # As PyTorch: scale by 10^decimals (divide for negative decimals), round, undo the scaling.
-    scale = _scalar(g, 10.0 ** builtins.abs(decimals), self)
-    if decimals > 0:
-        return g.op("Div", round_half_even(g, g.op("Mul", self, scale)), scale)
-    return g.op("Mul", round_half_even(g, g.op("Div", self, scale)), scale)
-
-
-@symbolic("aten::minimum")
-def minimum(g, self, other):
-    _, (a, b) = promote_all(g, self, other)
-    return minimum_value(g, a, b)
-
-
-@symbolic("aten::maximum")
-def maximum(g, self, other):
-    _, (a, b) = promote_all(g, self, other)
-    return maximum_value(g, a, b)
-
-
-def _nan_ignoring(g, op_type, self, other):
-    _, (a, b) = promote_all(g, self, other)
-    if not dtypes.is_float(g.dtype(a)):
-        return min_max(g, op_type, a, b)
-    both = min_max(g, op_type, a, b)
-    return select(g, is_nan(g, a), b, select(g, is_nan(g, b), a, both))
-
-
-@symbolic("aten::fmin")
-def fmin(g, self, other):
-    return _nan_ignoring(g, "Min", self, other)
-
-
-@symbolic("aten::fmax")
-def fmax(g, self, other):
-    return _nan_ignoring(g, "Max", self, other)
-
-
-@symbolic("aten::clamp", "aten::clamp_", "aten::clip", "aten::clip_")
-def clamp(g, self, min=None, max=None):
-    dtype = g.output_dtype() or promote(g, *(a for a in (self, min, max) if a is not None))
-    return clamp_value(g, cast(g, self, dtype), min, max)
-
-
-@symbolic("aten::clamp_min", "aten::clamp_min_")
-def clamp_min(g, self, min):
-    return clamp(g, self, min, None)
-
-
-@symbolic("aten::clamp_max", "aten::clamp_max_")
-def clamp_max(g, self, max):
-    return clamp(g, self, None, max)
 
 
 # -- selection and masking ----------------------------------------------------------------------------------

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from conformance.prepared import prepared_capture
 from conformance.schema import case_id, empty_row
-from conformance.worker import onnx_op_types, prepared_capture
+from conformance.worker import onnx_op_types
 from exporter.numerics import compare_arrays
 from exporter.ort_session import make_session
 from exporter.registry import MAX_OPSET, MIN_OPSET

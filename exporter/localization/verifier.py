@@ -1,0 +1,388 @@
+"""The verifier behind :func:`exporter.verify`: pairs each ONNX value with the PyTorch value it computes, compares
+them in graph order, checks each value out of tolerance on PyTorch's own inputs (its local subgraph), and judges a
+model before its data-dependent selections. Comparisons use the harness's per-operator tolerances."""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import asdict
+from typing import Any, Callable
+
+import numpy as np
+import onnx
+import torch
+
+from exporter.api import ExportResult
+from exporter.localization.findings import Agreement, Divergence, Repro, SelectionCheck, VerifyResult
+from exporter.localization.repro import for_reference, judge, names_read, numpy_helper_value_info, write_backend_test
+from exporter.localization.runs import float64_values, run_onnx, to_numpy, torch_values
+from exporter.localization.selections import RANKING, constant_argument, node_reads, selections
+from exporter.numerics import ARBITER_AGREEMENT, ARBITRATION_WORDS, arbitrate, compare_arrays, scale_of
+from exporter.ort_session import make_session
+from exporter.provenance import Origin
+from exporter.tolerances import DEFAULT_ATOL, DEFAULT_FAMILY, DEFAULT_RTOL, family_of, tolerance_for
+
+# A local subgraph is walked back at most this many nodes (a node kind that hides its inputs behind many
+# unpaired values would otherwise pull in the whole graph).
+_MAX_SUBGRAPH_NODES = 64
+
+_QUANTIZED_SCALAR_TYPES = frozenset({"QUInt8", "QInt8", "QInt32"})
+
+
+# -- tolerance ------------------------------------------------------------------------------------------------
+def _op_tolerance(kind: str, dtype: np.dtype) -> Callable[[float], tuple[float, float]]:
+    """The harness's per-operator tolerance for a TorchScript op (``aten::_convolution`` -> the conv family)."""
+    name = kind.partition("::")[2].strip("_")
+    # OpInfo names put many ops under nn.functional (linear, layer_norm): try that spelling where the bare one
+    # falls back to the default family.
+    op = name if family_of(name) != DEFAULT_FAMILY else f"nn.functional.{name}"
+    return tolerance_for(str(dtype), op).at
+
+
+def _model_tolerance(scale: float) -> tuple[float, float]:
+    """The default tolerance of a model's outputs, the zoo's for an entry that gives none."""
+    return DEFAULT_RTOL, DEFAULT_ATOL
+
+
+def _one_step(scale: float) -> tuple[float, float]:
+    """Quantized values, compared as their integers: at most one step apart. PyTorch's kernels requantize with a
+    fixed-point multiplier where ONNX's QuantizeLinear divides in float32, so a value on a rounding boundary may
+    land one step to either side."""
+    return 0.0, 1.0
+
+
+def _agreement(name: str, origin: Origin | None, expected: np.ndarray, actual: np.ndarray, tolerance) -> Agreement:
+    if tolerance is _one_step:
+        expected, actual = expected.astype(np.float64), np.asarray(actual).astype(np.float64)
+    verdict = compare_arrays([expected], [actual], tolerance)
+    rtol, atol = tolerance(scale_of([expected]))
+    return Agreement(name, origin, verdict.ok, verdict.max_abs, verdict.max_rel, scale_of([expected]), rtol, atol,
+                     verdict.message)
+
+
+# -- the verifier -----------------------------------------------------------------------------------------------
+class Verifier:
+    def __init__(self, result: ExportResult, ts_inputs: list[torch.Tensor], output_tolerance, repro_dir, max_local):
+        self.result = result
+        self.model = result.model
+        self.provenance = result.provenance
+        self.ts_graph = result.capture.graph
+        self.ts_inputs = ts_inputs
+        self.output_tolerance = output_tolerance
+        self.repro_dir = repro_dir
+        self.max_local = max_local
+        graph = self.model.graph
+        self.initializers = {t.name: t for t in graph.initializer}
+        self.producer = {out: node for node in graph.node for out in node.output}
+        self.position = {id(node): k for k, node in enumerate(graph.node)}
+        ts_index = {v.unique(): k for k, v in enumerate(self.ts_graph.inputs())}
+        self.feeds = {}
+        for graph_input in graph.input:
+            if graph_input.name in self.initializers:
+                continue
+            ts_value = self.provenance.values[graph_input.name][0]
+            self.feeds[graph_input.name] = to_numpy(ts_inputs[ts_index[ts_value.unique()]])
+
+    # which ONNX values are paired with a PyTorch value
+    def _pairs(self) -> dict[str, torch._C.Value]:
+        top = self.ts_graph.block()
+        pairs: dict[str, torch._C.Value] = {}
+        taken: set[int] = set()
+        for node in self.model.graph.node:
+            if node.op_type == "Constant" and not node.domain:
+                continue  # a folded value: nothing of ONNX Runtime's to compare
+            for name in node.output:
+                entry = self.provenance.values.get(name)
+                if entry is None or entry[1] is None:
+                    continue
+                ts_value = entry[0]
+                if ts_value.type().kind() != "TensorType" or ts_value.node().owningBlock() != top:
+                    continue
+                if ts_value.unique() not in taken:
+                    taken.add(ts_value.unique())
+                    pairs[name] = ts_value
+        return pairs
+
+    def run(self, eager: Any, judge_selection: bool = False) -> VerifyResult:
+        from exporter.capture import flatten_outputs
+
+        pairs = self._pairs()
+        # The data a top-k or sort ranks, to tell an exact tie broken otherwise from a wrong selection.
+        ranked = [node.inputsAt(0) for node in self.ts_graph.nodes() if node.kind() in RANKING]
+        wanted = list(pairs.values()) + [v for v in ranked if v.type().kind() == "TensorType"]
+        self.torch, captured_outputs = torch_values(self.ts_graph, self.ts_inputs, wanted)
+        types = {name: self.provenance.values[name][1] for name in pairs}
+        types.update(self._other_types(pairs))
+        self.onnx = run_onnx(self.model, self.feeds, types)
+        self.expected = {name: self.torch[ts.unique()] for name, ts in pairs.items()}
+        self.pairs = pairs
+
+        expected_outputs = [to_numpy(t) for t in flatten_outputs(eager)]
+        actual_outputs = [self.onnx[o.name] for o in self.model.graph.output]
+        tolerance = self.output_tolerance or _model_tolerance
+        outputs = compare_arrays(expected_outputs, actual_outputs, tolerance)
+        capture = compare_arrays(expected_outputs, captured_outputs, tolerance)
+
+        in_model = {name: self._in_model(name) for name in pairs}
+        first = next((a for a in in_model.values() if not a.ok), None)
+        divergence, checks, arbitrated = None, 0, []
+        for name, agreement in in_model.items():
+            if agreement.ok:
+                continue
+            if checks == self.max_local:
+                break
+            checks += 1
+            local = self._local_check(name)
+            if local is not None and local.ok and ARBITRATION_WORDS in local.message:
+                arbitrated.append(name)
+            if local is not None and not local.ok:
+                subgraph, boundary = self._subgraph(name)
+                divergence = self._divergence(name, subgraph, boundary, in_model)
+                break
+        localized = divergence is not None or checks < self.max_local or all(a.ok for a in in_model.values())
+        selection = self._judge_selection(in_model) if judge_selection else None
+        return VerifyResult(outputs.ok and divergence is None, outputs, capture, len(in_model), first, divergence,
+                            checks, localized, self.result, selection, arbitrated)
+
+    # judging before the selections
+    def _judge_selection(self, in_model: dict[str, Agreement]) -> SelectionCheck:
+        """See :class:`SelectionCheck`. Values are visited in graph order; the first failing one is recorded."""
+        decisions, post = selections(self.ts_graph)
+        block = self.ts_graph.block()
+        frontier_ts = set()
+        for node in self.ts_graph.nodes():
+            if any(v.unique() in post for v in node.outputs()):  # a decision or a node after one
+                frontier_ts.update(v.unique() for v in node_reads(node) if v.unique() not in post
+                                   and v.type().kind() == "TensorType" and v.node().owningBlock() == block
+                                   and v.node().kind() != "prim::Constant")
+        paired = {ts.unique(): name for name, ts in self.pairs.items()}
+        model_tolerance = self.output_tolerance or _model_tolerance
+        kinds = collections.Counter(node.kind() for node in decisions)
+        check = SelectionCheck(True, dict(kinds), 0, 0, 0.0, 0.0, 0, 0, 0,
+                               sum(1 for u in frontier_ts if u not in paired and u not in self.torch))
+
+        def fail(agreement: Agreement, stage: str) -> SelectionCheck:
+            check.ok, check.failure, check.stage = False, agreement, stage
+            if stage != "frontier":
+                subgraph, boundary = self._subgraph(agreement.value, closed=stage == "selection")
+                check.divergence = self._divergence(agreement.value, subgraph, boundary, in_model)
+            return check
+
+        for name, agreement in in_model.items():
+            ts = self.pairs[name]
+            if ts.unique() in post:
+                check.post_selection += 1
+                if agreement.ok:
+                    continue
+                check.local_checks += 1
+                local = self._local_check(name, closed=True)
+                if local is None:
+                    check.tie_broken += 1
+                elif not local.ok:
+                    return fail(local, "selection")
+                else:
+                    check.float64_arbitrated += ARBITRATION_WORDS in local.message
+                continue
+            check.pre_selection += 1
+            if not agreement.ok:
+                check.local_checks += 1
+                local = self._local_check(name)
+                if local is not None and not local.ok:
+                    return fail(local, "pre-selection")
+                check.float64_arbitrated += local is not None and ARBITRATION_WORDS in local.message
+            if ts.unique() in frontier_ts:
+                check.frontier += 1
+                judged = _agreement(name, self.provenance.value(name), self.expected[name], self.onnx[name],
+                                    model_tolerance)
+                check.frontier_max_abs = max(check.frontier_max_abs, judged.max_abs)
+                check.frontier_max_rel = max(check.frontier_max_rel, judged.max_rel)
+                scaled = judged.max_abs / judged.scale if judged.scale else 0.0
+                check.frontier_max_scaled = max(check.frontier_max_scaled, scaled)
+                if not judged.ok:
+                    # Every node up to here agrees on PyTorch's own inputs: rounding grown along the graph (a deep
+                    # backbone), which the harness accepts for a model's outputs within ARBITER_AGREEMENT of the scale.
+                    if judged.scale and scaled <= ARBITER_AGREEMENT and "max abs error" in judged.message:
+                        check.frontier_rounding += 1
+                        continue
+                    return fail(judged, "frontier")
+        return check
+
+    def _arbitrated(self, name: str, local: Agreement, actual: np.ndarray) -> Agreement:
+        """A float32 local disagreement re-judged against PyTorch's float64 result of the same node on the same
+        inputs (``exporter.numerics.arbitrate``, as the harness does for a model's outputs): ONNX Runtime's result
+        passes when it deviates from float64 at most twice as much as PyTorch's own float32 result (plus atol)."""
+        ts = self.pairs[name]
+        if ts.node().blocks() and list(ts.node().blocks()):
+            return local
+        try:
+            exact = float64_values(self.ts_graph, self.ts_inputs, [ts])[ts.unique()]
+        except Exception as error:  # the node does not run in float64 (an op without a double kernel)
+            local.message += f"; no float64 arbitration: {type(error).__name__}: {str(error)[:200]}"
+            return local
+        decision = arbitrate([self.expected[name]], [actual], [exact], local.atol)
+        arbitrated = Agreement(**{**asdict(local), "origin": local.origin})
+        arbitrated.ok = decision.ok
+        arbitrated.message = f"{local.message}; {decision.comparison}" if local.message else decision.comparison
+        return arbitrated
+
+    def _local_check(self, name: str, closed: bool = False) -> Agreement | None:
+        """The local check of ``name`` (see :meth:`_subgraph` for ``closed``, used after a selection, where the
+        full run's other values follow ONNX Runtime's own selections). None for top-k/sort indices that order
+        exactly equal elements otherwise than PyTorch: the same values picked, an equally right answer."""
+        subgraph, boundary = self._subgraph(name, closed=closed)
+        local, _, actual = self._run_local(name, subgraph, boundary)
+        if actual is not None and not local.ok and self.expected[name].dtype == np.float32:
+            local = self._arbitrated(name, local, actual)
+        if local.ok or actual is None:
+            return local
+        ts = self.pairs[name]
+        node = ts.node()
+        ranked = node.inputsAt(0).unique() if node.kind() in RANKING else None
+        if ranked in self.torch and ts.type().scalarType() == "Long" and actual.shape == self.expected[name].shape:
+            data, dim = self.torch[ranked], constant_argument(node, "dim")
+            if dim is not None and data.ndim == actual.ndim:
+                try:
+                    same = np.array_equal(np.take_along_axis(data, actual, dim),
+                                          np.take_along_axis(data, self.expected[name], dim))
+                except (IndexError, ValueError):
+                    same = False
+                if same:
+                    return None
+        return local
+
+    def _other_types(self, pairs: dict) -> dict[str, int]:
+        """Element types of unpaired values ONNX Runtime should also expose (a local subgraph may read them)."""
+        inferred = onnx.shape_inference.infer_shapes(self.model, strict_mode=False)
+        types = {}
+        for info in list(inferred.graph.value_info):
+            if info.type.HasField("tensor_type") and info.type.tensor_type.elem_type and info.name not in pairs:
+                types[info.name] = info.type.tensor_type.elem_type
+        return types
+
+    def _in_model(self, name: str) -> Agreement:
+        expected = self.expected[name]
+        return _agreement(name, self.provenance.value(name), expected, self.onnx[name], self._tolerance(name))
+
+    # local subgraphs
+    def _subgraph(self, name: str, closed: bool = False) -> tuple[list[onnx.NodeProto], list[str]]:
+        """The ONNX nodes computing ``name`` from paired values, graph inputs and values of other TorchScript
+        nodes (its boundary), in graph order, and that boundary. ``closed``: only paired values and graph inputs
+        bound it (values no PyTorch tensor stands for are recomputed, not taken from the full run)."""
+        owner = self.pairs[name].node()
+        owners = [owner]
+        if owner.kind() in ("prim::ListUnpack", "prim::TupleUnpack"):  # an element of a multi-output op's list
+            owners.append(owner.input().node())
+        nodes: dict[int, onnx.NodeProto] = {}
+        boundary: list[str] = []
+        pending = [self.producer[name]]
+        while pending:
+            node = pending.pop()
+            if id(node) in nodes:
+                continue
+            nodes[id(node)] = node
+            for read in names_read(node):
+                if not read or read in self.initializers or read in boundary:
+                    continue
+                producer = self.producer.get(read)
+                if producer is None or read in self.pairs:
+                    boundary.append(read)  # a graph input, an outer-scope value, or a compared value
+                    continue
+                from_other = self.provenance.nodes.get(producer.name) not in (None, *owners)
+                if (not closed and producer.op_type != "Constant" and (from_other or len(nodes) >= _MAX_SUBGRAPH_NODES)
+                        and read in self.onnx):
+                    boundary.append(read)
+                    continue
+                pending.append(producer)
+        return sorted(nodes.values(), key=lambda n: self.position[id(n)]), boundary
+
+    def _boundary_value(self, name: str) -> np.ndarray:
+        """PyTorch's value of a boundary name where it has one, else ONNX Runtime's (a value no TorchScript tensor
+        stands for, such as a shape, taken as computed in the full run)."""
+        if name in self.expected:
+            return self.expected[name]
+        if name in self.feeds:
+            return self.feeds[name]
+        return self.onnx[name]
+
+    def _local_model(self, name: str, subgraph: list, boundary: list[str]) -> onnx.ModelProto:
+        used = {read for node in subgraph for read in names_read(node)}
+        inputs = [numpy_helper_value_info(b, self._boundary_value(b)) for b in boundary]
+        output = numpy_helper_value_info(name, self.expected[name])
+        graph = onnx.helper.make_graph(
+            subgraph, "diverging_subgraph", inputs, [output],
+            initializer=[t for n, t in self.initializers.items() if n in used])
+        local = onnx.helper.make_model(graph, opset_imports=list(self.model.opset_import), ir_version=self.model.ir_version)
+        local.functions.extend(self.model.functions)
+        return local
+
+    def _run_local(self, name: str, subgraph: list, boundary: list[str]):
+        """The local check: ONNX Runtime's result of the subgraph on PyTorch's inputs (agreement, model, result)."""
+        local = self._local_model(name, subgraph, boundary)
+        feeds = {b: self._boundary_value(b) for b in boundary}
+        expected = self.expected[name]
+        origin = self.provenance.value(name)
+        try:
+            actual = make_session(local.SerializeToString(), "cpu").run([name], feeds)[0]
+        except Exception as error:  # the subgraph alone fails to load or run: that is a local failure too
+            text = f"ONNX Runtime cannot run the subgraph: {type(error).__name__}: {error}"
+            return Agreement(name, origin, False, float("nan"), float("nan"), 0.0, 0.0, 0.0, text), local, None
+        return _agreement(name, origin, expected, actual, self._tolerance(name)), local, actual
+
+    def _tolerance(self, name: str):
+        if self.pairs[name].type().scalarType() in _QUANTIZED_SCALAR_TYPES:
+            return _one_step
+        return _op_tolerance(self.pairs[name].node().kind(), self.expected[name].dtype)
+
+    def _divergence(self, name: str, subgraph: list, boundary: list[str], in_model: dict) -> Divergence:
+        from onnx.reference import ReferenceEvaluator
+
+        ort, local, actual = self._run_local(name, subgraph, boundary)
+        feeds = {b: self._boundary_value(b) for b in boundary}
+        expected, origin = self.expected[name], self.provenance.value(name)
+        try:
+            computed = np.asarray(ReferenceEvaluator(for_reference(local)).run([name], feeds)[0])
+        except Exception as error:
+            repro = Repro(ort, None, "undecided",
+                          f"the ONNX reference evaluator cannot run the subgraph: {type(error).__name__}: {error}")
+        else:
+            ref = _agreement(name, origin, expected, computed, self._tolerance(name))
+            both = _agreement(name, origin, computed, actual, self._tolerance(name)) if actual is not None else None
+            repro = judge(ort, ref, both)
+        if self.repro_dir:
+            repro.directory = write_backend_test(self.repro_dir, local, list(feeds.items()), expected)
+        producer = self.producer[name]
+        return Divergence(
+            value=name, node=producer.name, origin=self.provenance.node(producer.name),
+            nodes=[(n.name, n.op_type, self.provenance.node(n.name)) for n in subgraph],
+            in_model=in_model[name], local=ort,
+            inputs=[in_model[b] for b in boundary if b in in_model],
+            growth=[in_model[n] for n in self._path_to_output(name)],
+            repro=repro,
+        )
+
+    def _path_to_output(self, name: str) -> list[str]:
+        """Compared values on a shortest path (in TorchScript uses) from ``name`` to a model output, ``name`` first."""
+        onnx_of = {ts.unique(): n for n, ts in self.pairs.items()}
+        outputs = {v.unique() for v in self.ts_graph.outputs()}
+        start = self.pairs[name]
+        previous = {start.unique(): None}
+        queue = collections.deque([start])
+        end = None
+        while queue:
+            value = queue.popleft()
+            if value.unique() in outputs:
+                end = value
+                break
+            for use in value.uses():
+                if use.user.owningBlock() != self.ts_graph.block():
+                    continue
+                for out in use.user.outputs():
+                    if out.unique() not in previous:
+                        previous[out.unique()] = value.unique()
+                        queue.append(out)
+        path, step = [], end.unique() if end is not None else start.unique()
+        while step is not None:
+            if step in onnx_of:
+                path.append(onnx_of[step])
+            step = previous[step]
+        return path[::-1]
