@@ -370,8 +370,9 @@ def serve(conn, repro_root: str | None) -> None:
 
     warnings.filterwarnings("ignore")
     configure_process()
-    import exporter  # noqa: F401  (import and zoo-loading costs are paid before the first case's clock starts)
     import onnxruntime  # noqa: F401
+
+    import exporter  # noqa: F401  (import and zoo-loading costs are paid before the first case's clock starts)
 
     model_zoo.entries()
 

@@ -10,13 +10,14 @@ import io
 import logging
 import re
 import sys
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Any
 
 import onnx
 import torch
 
-from exporter import destination, local_functions, naming, passes, serialize, tensor_bytes, validate
+from exporter import destination, local_functions, naming, passes, provenance, serialize, tensor_bytes, validate
 from exporter.arguments import (
     check_argument_kinds,
     check_capture_choice,
@@ -42,11 +43,10 @@ from exporter.errors import ExportArgumentError
 from exporter.graph_context import ExportSession
 from exporter.lowering.sequence import SEQUENCE_OPSET
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
-from exporter import provenance
 from exporter.provenance import Provenance, write_doc_strings
-from exporter.ts_types import blocks_of
 from exporter.registry import REGISTRY
 from exporter.timing import StageTimes
+from exporter.ts_types import blocks_of
 
 logger = logging.getLogger("exporter")
 

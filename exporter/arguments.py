@@ -4,7 +4,8 @@ dicts, its enums) become the ones the flow reads."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 

@@ -12,8 +12,8 @@ import torch
 from onnx import helper, numpy_helper
 
 from exporter import ir
-from exporter.version import __version__
 from exporter.tensor_bytes import StreamedWeights, fill_tensor
+from exporter.version import __version__
 
 PRODUCER_NAME = "onnx-export-engine"
 PRODUCER_VERSION = __version__

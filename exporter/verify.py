@@ -16,7 +16,8 @@ with the per-operator tolerance of ``exporter.tolerances`` (by the TorchScript o
 from __future__ import annotations
 
 import io
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

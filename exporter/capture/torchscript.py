@@ -15,8 +15,8 @@ from __future__ import annotations
 import contextlib
 import time
 import warnings
-from collections.abc import Iterator
-from typing import Any, Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode

@@ -9,7 +9,6 @@ import torch
 
 from exporter.ts_types import blocks_of, inputs_of
 
-
 # TorchScript ops ranking their first input along ``dim``: exactly equal elements may come in either order.
 RANKING = ("aten::topk", "aten::sort", "aten::argsort")
 # Ops whose integer result depends on a float tensor's shape only: not decisions.

@@ -5,8 +5,9 @@ model before its data-dependent selections. Comparisons use the harness's per-op
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import onnx

@@ -4,8 +4,8 @@ and ``bool`` as 0-d tensors, values known at export time, results bound to a nod
 
 from __future__ import annotations
 
-from exporter.dtypes import BOOL, DOUBLE, INT64
 from exporter import ir
+from exporter.dtypes import BOOL, DOUBLE, INT64
 from exporter.lowering.core import cast, is_constant, is_value
 
 NUMBER_DTYPES = {"IntType": INT64, "FloatType": DOUBLE, "BoolType": BOOL}

@@ -8,10 +8,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from exporter.dtypes import BOOL, INT64
 from exporter import dtypes
+from exporter.dtypes import BOOL, INT64
 from exporter.lowering.core import (
-    cast, constant_value, require_opset, require_rank, shape_of, to_int64_list_value, unsqueeze,
+    cast,
+    constant_value,
+    require_opset,
+    require_rank,
+    shape_of,
+    to_int64_list_value,
+    unsqueeze,
 )
 from exporter.lowering.indexing import add_rows, gather_at, wrap_negative
 from exporter.lowering.shape import (

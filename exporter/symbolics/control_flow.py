@@ -11,12 +11,17 @@ from __future__ import annotations
 import torch
 from onnx import TensorProto
 
-from exporter.dtypes import BOOL, DOUBLE, INT64
 from exporter import dtypes, ir
+from exporter.dtypes import BOOL, DOUBLE, INT64
 from exporter.errors import SymbolicValueError
 from exporter.lowering import optional
 from exporter.lowering.control_flow import (
-    NUMBER_DTYPES, as_number, cast_output, is_constant_output, is_static, node_results,
+    NUMBER_DTYPES,
+    as_number,
+    cast_output,
+    is_constant_output,
+    is_static,
+    node_results,
 )
 from exporter.lowering.core import cast, constant_value, dim_size
 from exporter.lowering.numbers import extremum

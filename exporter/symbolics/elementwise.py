@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from exporter.dtypes import BOOL, DOUBLE, FLOAT, INT32, INT64
 from exporter import dtypes
+from exporter.dtypes import BOOL, DOUBLE, FLOAT, INT32, INT64
 from exporter.lowering.arithmetic import (
     arith,
     clamp_value,
@@ -35,7 +35,6 @@ from exporter.lowering.rounding import (
 )
 from exporter.lowering.sequence import is_list, is_list_tensor, list_concat
 from exporter.registry import parse_args, symbolic, unsupported
-
 
 
 # -- arithmetic ---------------------------------------------------------------------------------------------

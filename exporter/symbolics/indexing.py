@@ -12,13 +12,26 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from exporter.dtypes import BOOL, INT64
 from exporter import dtypes
+from exporter.dtypes import BOOL, INT64
 from exporter.lowering.comparison import less, less_equal
 from exporter.lowering.comparison import select as where_select
 from exporter.lowering.core import (
-    cast, constant_value, dim_size, is_constant, is_value, normalize_dim, reduce_op, require_opset, require_rank,
-    reshape, shape_of, slice_op, squeeze, to_int64_list_value, unsqueeze,
+    cast,
+    constant_value,
+    dim_size,
+    is_constant,
+    is_value,
+    normalize_dim,
+    reduce_op,
+    require_opset,
+    require_rank,
+    reshape,
+    shape_of,
+    slice_op,
+    squeeze,
+    to_int64_list_value,
+    unsqueeze,
 )
 from exporter.lowering.indexing import (
     add_rows,

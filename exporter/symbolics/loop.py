@@ -12,12 +12,17 @@ import contextlib
 
 from onnx import TensorProto
 
-from exporter.dtypes import BOOL, INT64
 from exporter import ir
+from exporter.dtypes import BOOL, INT64
 from exporter.errors import OnnxExporterError, SymbolicValueError
 from exporter.lowering import optional
 from exporter.lowering.control_flow import (
-    NUMBER_DTYPES, as_number, cast_output, is_constant_output, is_static, node_results,
+    NUMBER_DTYPES,
+    as_number,
+    cast_output,
+    is_constant_output,
+    is_static,
+    node_results,
 )
 from exporter.lowering.core import constant_value, require_opset
 from exporter.lowering.sequence import SEQUENCE_OPSET, as_sequence, has_sequences
