@@ -333,8 +333,8 @@ def export(
         check_tensors_hold_data(state, args)
         training = enum_member(TrainingMode, training, "training")
         operator_export_type = enum_member(OperatorExportTypes, operator_export_type, "operator_export_type")
-        dynamic_axes = dict(dynamic_axes or {})
-        check_dynamic_axes_shape(dynamic_axes)
+        requested_axes = dict(dynamic_axes or {})
+        check_dynamic_axes_shape(requested_axes)
         check_custom_opsets(custom_opsets)
         if dynamo:
             check_export_capture_options(operator_export_type, export_modules_as_functions)
@@ -351,11 +351,13 @@ def export(
         logger.info("capturing %s (training=%s)", type(model).__name__, is_training)
         with times.stage("capture"):
             captured_here = captured is None
-            if dynamo and captured_here:
-                captured = capture_program(model, args, requested_dynamic_shapes(model, args, dynamic_shapes, dynamic_axes,
-                                                                        input_names))
+            if captured is not None:
+                captured = _unshared(captured, dynamic_shapes)
+            elif dynamo:
+                captured = capture_program(model, args, requested_dynamic_shapes(model, args, dynamic_shapes,
+                                                                                 requested_axes, input_names))
             else:
-                captured = capture(model, args) if captured_here else _unshared(captured, dynamic_shapes)
+                captured = capture(model, args)
             if captured.front_end == EXPORT:
                 captured = at_opset(captured, opset)
             elif opset < SEQUENCE_OPSET:  # no ONNX sequences: one input per item
@@ -366,9 +368,9 @@ def export(
             names_in = naming.input_names(model, args, captured, input_names)
             names_out = naming.output_names(captured, output_names)
             naming.refuse_shared_names(names_in, names_out)
-            check_dynamic_axes_names(dynamic_axes, names_in, names_out, len(captured.user_inputs))
+            check_dynamic_axes_names(requested_axes, names_in, names_out, len(captured.user_inputs))
             naming.refuse_complex_boundary(captured, names_in, names_out)
-            axes = normalize_dynamic_axes(dynamic_axes)
+            axes = normalize_dynamic_axes(requested_axes)
             static_shapes = not axes
             if captured.front_end == EXPORT:
                 axes = program_axes(captured, names_in, names_out, axes)
@@ -386,6 +388,7 @@ def export(
         if logger.isEnabledFor(logging.INFO):  # counting the nodes walks the whole graph
             logger.info("converting %d TorchScript nodes at opset %d", len(list(captured.graph.nodes())), opset)
         with times.stage("convert"):
+            converter: FxConverter | Converter
             if captured.front_end == EXPORT:
                 converter = FxConverter(session)
                 graph = converter.convert_program(captured, inputs + params)
@@ -520,12 +523,13 @@ def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, o
             if outline is not None:
                 outline(model_proto)
         if verbose:
-            print(pretty_text(model_proto if stage else apart.full_model(model_proto)), file=sys.stdout)
+            print(pretty_text(model_proto if apart is None else apart.full_model(model_proto)), file=sys.stdout)
         logger.info("checking and writing the model")
         if stage:
             with times.stage("check+write (external data)"):
                 stage.commit(model_proto, validate_path=validate.check)
             return model_proto
+        assert apart is not None  # no external data stage: the large weights were kept apart
         with times.stage("check"):
             validate.check(apart.declared(model_proto).SerializeToString())
         with _charging_folds(times, graph, "serialize"):

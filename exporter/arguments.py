@@ -70,7 +70,7 @@ def state_tensors(model: Any) -> list[Any]:
 def check_tensors_hold_data(state: list[Any], args: Any) -> None:
     """A model or argument on the ``meta`` device has shapes but no data: nothing could be run or written. Nor has a
     lazy module (``nn.LazyLinear``) before its first call."""
-    if any(isinstance(t, torch.nn.parameter.UninitializedTensorMixin) for t in state):
+    if any(torch.nn.parameter.is_lazy(t) for t in state):
         raise ExportArgumentError(
             "the model has lazy modules whose parameters or buffers are not initialized yet; call the model once "
             "on example inputs (model(*args)) before exporting it"

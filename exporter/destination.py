@@ -139,7 +139,7 @@ def _create_file(directory: Path, prefix: str) -> Path:
 def write(model: onnx.ModelProto | bytes, f: Any, apart: StreamedWeights | None = None) -> None:
     """Write ``model`` (its data inline, or already serialized), then the weights kept ``apart``, to ``f``; paths
     are written atomically."""
-    parts = [model if isinstance(model, bytes) else model.SerializeToString()]
+    parts: Iterable[bytes | memoryview] = [model if isinstance(model, bytes) else model.SerializeToString()]
     if apart is not None:
         parts = itertools.chain(parts, apart.records())
     if not is_path(f):

@@ -4,7 +4,7 @@ exported. They have the same members as PyTorch's ONNX enums, and torch's own me
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, TypeVar
 
 from exporter.errors import ExportArgumentError
 
@@ -26,7 +26,10 @@ class OperatorExportTypes(enum.IntEnum):
     ONNX_FALLTHROUGH = 3
 
 
-def enum_member(enum_type: type[enum.IntEnum], value: Any, parameter: str) -> enum.IntEnum:
+_Enum = TypeVar("_Enum", bound=enum.IntEnum)
+
+
+def enum_member(enum_type: type[_Enum], value: Any, parameter: str) -> _Enum:
     """Our member of ``enum_type`` for ``value``: one of ours, its int value, or any enum member of the same name.
 
     Callers pass PyTorch's own ``TrainingMode``/``OperatorExportTypes`` (pybind enums, not ints): matching by

@@ -106,7 +106,8 @@ def output_shapes(graph: ir.Graph, axes: dict, example_outputs: list[Any]) -> di
     items and length are free) declares no example sizes either: its outputs' sizes may depend on the list."""
     static = not axes and not any(value.kind == ir.SEQUENCE for value in graph.inputs)
     static_shapes = {}
-    for value, example in zip(graph.outputs, example_outputs):
+    # Not strict: an output with no example (none recorded, or fewer) keeps the graph's own shape below.
+    for value, example in zip(graph.outputs, example_outputs, strict=False):
         if value.kind == ir.TENSOR and isinstance(example, torch.Tensor):
             static_shapes[value.name] = tuple(example.shape)
     shapes = {}

@@ -35,7 +35,7 @@ def big_endian(dtype: np.dtype) -> bool:
     return dtype.byteorder == ">" or (dtype.byteorder == "=" and sys.byteorder == "big")
 
 
-def _tag(message: type, field: str) -> bytes:
+def _tag(message: type[onnx.ModelProto | onnx.GraphProto | onnx.TensorProto], field: str) -> bytes:
     """The wire tag of a length-delimited field of an ONNX message."""
     return _varint(message.DESCRIPTOR.fields_by_name[field].number << 3 | 2)
 
@@ -94,7 +94,7 @@ class StreamedWeights:
         onnx.TensorProto, "raw_data")
 
     def __init__(self) -> None:
-        self.tensors: list[tuple[str, np.ndarray]] = []
+        self.tensors: list[tuple[str, np.ndarray | ir.RowScaled]] = []
 
     def keep_apart(self, array: np.ndarray | ir.RowScaled, name: str) -> onnx.TensorProto | None:
         """A ``tensor_writer``: None (kept apart) for a large plain tensor, else the inline TensorProto."""
@@ -143,7 +143,7 @@ class StreamedWeights:
         return full
 
     @staticmethod
-    def _value_info(name: str, array: np.ndarray) -> onnx.ValueInfoProto:
+    def _value_info(name: str, array: np.ndarray | ir.RowScaled) -> onnx.ValueInfoProto:
         return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape))
 
 

@@ -31,7 +31,9 @@ def capture_scripted(model, graph, module_c, positional, kwargs, state_dict) -> 
     present = [argument for argument in positional if argument is not None]
     flat = _scripted_inputs(list(graph.inputs())[first:], present)
     user_inputs = list(graph.inputs())[first:]
-    for value, tensor in zip(user_inputs, present):  # one graph input per argument (tuples are lowered later)
+    # One graph input per argument (tuples are lowered later); not strict: extra arguments have no graph input and a
+    # trailing parameter without an argument keeps its scripted type.
+    for value, tensor in zip(user_inputs, present, strict=False):
         if value.type().kind() == "TensorType" and isinstance(tensor, torch.Tensor):
             value.setType(torch._C.TensorType.create_from_tensor(tensor))
     # Captured before the example run: a forward that assigns module attributes changes them, and the export
@@ -74,7 +76,7 @@ def _scripted_inputs(inputs, positional) -> list:
     graph input is a list stays one entry, the list of its items as tensors (numbers as 0-d tensors); the other
     arguments are flattened."""
     flat: list = []
-    for value, argument in zip(inputs, positional):
+    for value, argument in zip(inputs, positional, strict=False):  # arguments past the inputs are handled below
         if _is_list_input(value, argument):
             flat.append(as_given(flatten(list(argument), numbers_as_tensors=True)[0]))
         else:
@@ -93,7 +95,10 @@ def _script_arguments(model, positional: tuple, kwargs: dict) -> tuple:
     """The arguments of a scripted forward, bound as PyTorch's exporter binds them: after the positional ones, each
     parameter takes its keyword argument, else its default (None included); a parameter with neither ends the
     list."""
-    schema = model.schema if isinstance(model, torch.jit.ScriptFunction) else model.forward.schema
+    # torch's stubs declare ScriptFunction.schema a method; it is a property.
+    schema: torch._C.FunctionSchema = (
+        model.schema if isinstance(model, torch.jit.ScriptFunction) else model.forward.schema  # type: ignore[assignment]
+    )
     params = [arg for arg in schema.arguments if arg.name != "self"]
     unknown = sorted(set(kwargs) - {arg.name for arg in params})
     if unknown:
@@ -118,13 +123,16 @@ def split_list_inputs(captured: Capture) -> Capture:
         return captured
     graph = captured.graph.copy()
     inputs = list(graph.inputs())
-    order, emptied, added, user_inputs = [], [], 0, []
+    order, emptied, added = [], [], 0
+    user_inputs: list[torch.Tensor | list[torch.Tensor]] = []
     for index, value in enumerate(inputs):
-        entry = captured.user_inputs[index] if index < len(captured.user_inputs) else None
+        if index >= len(captured.user_inputs):  # a parameter
+            order.append(index)
+            continue
+        entry = captured.user_inputs[index]
         if not isinstance(entry, list):
             order.append(index)
-            if index < len(captured.user_inputs):
-                user_inputs.append(entry)
+            user_inputs.append(entry)
             continue
         items = []
         for position in range(len(entry)):

@@ -74,8 +74,8 @@ class _StateKept:
 
     def __init__(self, tensors: list[torch.Tensor]):
         began = time.perf_counter()
-        tensors = {id(t): t for t in tensors}.values()
-        self._kept = [(tensor, tensor.detach().clone()) for tensor in tensors
+        distinct = {id(t): t for t in tensors}.values()
+        self._kept = [(tensor, tensor.detach().clone()) for tensor in distinct
                       if not tensor.is_inference()]  # writable only in inference mode, not the capture's
         self.seconds = time.perf_counter() - began
 
@@ -99,7 +99,7 @@ class _StateKept:
                 if tensor.shape == copy.shape:
                     tensor.copy_(copy)
                 else:  # resized in place (``x.set_(y)``, ``resize_``): it takes the copy's shape and values back
-                    tensor.set_(copy)
+                    tensor.set_(copy)  # type: ignore[call-overload]  # set_ takes a tensor; torch's stubs omit it
         self.seconds += time.perf_counter() - began
 
 
@@ -132,7 +132,9 @@ def _capture(model: Any, args: Any) -> Capture:
     if isinstance(model, torch.jit.ScriptFunction):
         return capture_scripted(model, model.graph, None, positional, kwargs, state_dict={})
     if isinstance(model, torch.jit.ScriptModule):
-        return capture_scripted(model, model.forward.graph, model._c, positional, kwargs, _state_dict(model))
+        # A ScriptModule's forward is a ScriptMethod, which torch's stubs type as a plain callable.
+        return capture_scripted(model, model.forward.graph, model._c, positional, kwargs,  # type: ignore[attr-defined]
+                                _state_dict(model))
     if isinstance(model, torch.nn.Module):
         if any(isinstance(sub, torch.jit.ScriptModule) or _holds_script_object(sub) for sub in model.modules()):
             return _capture_traced(model, positional, kwargs)

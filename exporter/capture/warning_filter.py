@@ -65,7 +65,7 @@ def _caller_action(warning: warnings.WarningMessage) -> str:
                 and (module_pattern is None or module_pattern.match(module))
                 and lineno in (0, warning.lineno)):
             return action
-    return warnings.defaultaction
+    return warnings.defaultaction  # type: ignore[attr-defined]  # set by the warnings module, missing from its stub
 
 
 def _from_outside_torch(warning: warnings.WarningMessage) -> bool:

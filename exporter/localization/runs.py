@@ -4,6 +4,8 @@ intermediate value as an extra graph output."""
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 import onnx
 import torch
@@ -19,23 +21,23 @@ def torch_values(graph: torch._C.Graph, inputs: list[torch.Tensor], wanted: list
     """
     copy = graph.copy()
     by_unique = {}
-    for original, copied in zip(graph.inputs(), copy.inputs()):
+    for original, copied in zip(graph.inputs(), copy.inputs(), strict=True):
         by_unique[original.unique()] = copied
-    for original_node, copied_node in zip(graph.nodes(), copy.nodes()):
-        for original, copied in zip(original_node.outputs(), copied_node.outputs()):
+    for original_node, copied_node in zip(graph.nodes(), copy.nodes(), strict=True):
+        for original, copied in zip(original_node.outputs(), copied_node.outputs(), strict=True):
             by_unique[original.unique()] = copied
-    none = copy.insertConstant(None)
+    none = copy.insertConstant(None)  # type: ignore[attr-defined]  # bound in torch, missing from its stubs
     none.node().moveBefore(copy.nodes().__next__())
     clones = []
     for value in wanted:
         copied = by_unique[value.unique()]
-        clone = copy.create("aten::clone", [copied, none])
+        clone = copy.create("aten::clone", [copied, none], 1)
         clone.output().setType(copied.type())
         clone.insertAfter(none.node() if copied.node().kind() == "prim::Param" else copied.node())
         clones.append(clone.output())
     outputs = _run_returning(copy, list(copy.outputs()) + clones, inputs, "exporter_verify")
     count = len(outputs) - len(wanted)
-    return ({value.unique(): to_numpy(tensor) for value, tensor in zip(wanted, outputs[count:])},
+    return ({value.unique(): to_numpy(tensor) for value, tensor in zip(wanted, outputs[count:], strict=True)},
             [to_numpy(tensor) for tensor in outputs[:count]])
 
 
@@ -48,14 +50,14 @@ def float64_values(graph: torch._C.Graph, inputs: list[torch.Tensor], wanted: li
     """
     copy = graph.copy()
     by_unique = {}
-    for original_node, copied_node in zip(graph.nodes(), copy.nodes()):
-        for original, copied in zip(original_node.outputs(), copied_node.outputs()):
+    for original_node, copied_node in zip(graph.nodes(), copy.nodes(), strict=True):
+        for original, copied in zip(original_node.outputs(), copied_node.outputs(), strict=True):
             by_unique[original.unique()] = copied
     first = copy.nodes().__next__()
     constants = {}
-    for value in (torch.float64, False, None):
-        constants[repr(value)] = copy.insertConstant(value)
-        constants[repr(value)].node().moveBefore(first)
+    for constant in (torch.float64, False, None):
+        constants[repr(constant)] = copy.insertConstant(constant)  # type: ignore[attr-defined]  # not in torch's stubs
+        constants[repr(constant)].node().moveBefore(first)
     results = []
     for value in wanted:
         copied = by_unique[value.unique()]
@@ -64,18 +66,20 @@ def float64_values(graph: torch._C.Graph, inputs: list[torch.Tensor], wanted: li
         for read in node.inputs():
             if read.type().kind() == "TensorType" and read.type().scalarType() in ("Float", "Half", "BFloat16"):
                 cast = copy.create("aten::to", [read, constants["torch.float64"], constants["False"],
-                                                constants["False"], constants["None"]])
+                                                constants["False"], constants["None"]], 1)
                 cast.output().setType(read.type().with_dtype(torch.float64))
                 cast.insertBefore(node)
                 casts[read.unique()] = cast.output()
-        clone = copy.createClone(node, lambda read: casts.get(read.unique(), read))
+        # createClone calls the mapping before the loop moves on; the default binds this node's casts explicitly.
+        clone = copy.createClone(  # type: ignore[attr-defined]  # bound in torch, missing from its stubs
+            node, lambda read, casts=casts: casts.get(read.unique(), read))
         clone.insertAfter(node)
         for out in clone.outputs():
             if out.type().kind() == "TensorType" and out.type().scalarType() == "Float":
                 out.setType(out.type().with_dtype(torch.float64))
         results.append(clone.outputsAt(list(node.outputs()).index(copied)))
     outputs = _run_returning(copy, results, inputs, "exporter_verify_float64")
-    return {value.unique(): to_numpy(tensor) for value, tensor in zip(wanted, outputs)}
+    return {value.unique(): to_numpy(tensor) for value, tensor in zip(wanted, outputs, strict=True)}
 
 
 def _run_returning(graph: torch._C.Graph, results: list, inputs: list[torch.Tensor], name: str) -> tuple:
@@ -83,7 +87,7 @@ def _run_returning(graph: torch._C.Graph, results: list, inputs: list[torch.Tens
     function returns one value, so they are returned as one tuple."""
     while len(list(graph.outputs())):
         graph.eraseOutput(0)
-    packed = graph.create("prim::TupleConstruct", results)
+    packed = graph.create("prim::TupleConstruct", results, 1)
     packed.output().setType(torch._C.TupleType([v.type() for v in results]))
     graph.appendNode(packed)
     graph.registerOutput(packed.output())
@@ -92,6 +96,10 @@ def _run_returning(graph: torch._C.Graph, results: list, inputs: list[torch.Tens
         return function(*inputs)
 
 
+@overload
+def to_numpy(tensor: torch.Tensor) -> np.ndarray: ...
+@overload
+def to_numpy(tensor: list) -> list: ...
 def to_numpy(tensor: torch.Tensor | list) -> np.ndarray | list:
     """The tensor's values; a quantized tensor's integers (what the exported QuantizeLinear computes); a list input's
     items."""
@@ -112,4 +120,4 @@ def run_onnx(model: onnx.ModelProto, feeds: dict[str, np.ndarray], extra: dict[s
             exposed.graph.output.append(onnx.helper.make_tensor_value_info(name, elem_type, None))
     session = make_session(exposed.SerializeToString(), "cpu")
     names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, feeds)))
+    return dict(zip(names, session.run(names, feeds), strict=True))

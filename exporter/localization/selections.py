@@ -43,7 +43,8 @@ def selections(graph: torch._C.Graph) -> tuple[list[torch._C.Node], set[int]]:
     """The top-level decision nodes (a float tensor computed from the inputs' data in, an integer or bool tensor
     out) and the unique ids of every value computed from one of their results (theirs included). Values computed
     from shapes only (an image's size turned into a resize's output size) carry no data: no decision there."""
-    decisions, post = [], set()
+    decisions: list[torch._C.Node] = []
+    post: set[int] = set()
     data = {v.unique() for v in graph.inputs()}
     for node in graph.nodes():
         reads = node_reads(node)

@@ -66,6 +66,7 @@ class Verifier:
     def __init__(self, result: ExportResult, ts_inputs: list[torch.Tensor], output_tolerance, repro_dir, max_local):
         self.result = result
         self.model = result.model
+        assert result.provenance is not None, "verify needs the provenance an export records (provenance.RECORD)"
         self.provenance = result.provenance
         self.ts_graph = result.capture.graph
         self.ts_inputs = ts_inputs
@@ -112,7 +113,11 @@ class Verifier:
         ranked = [node.inputsAt(0) for node in self.ts_graph.nodes() if node.kind() in RANKING]
         wanted = list(pairs.values()) + [v for v in ranked if v.type().kind() == "TensorType"]
         self.torch, captured_outputs = torch_values(self.ts_graph, self.ts_inputs, wanted)
-        types = {name: self.provenance.values[name][1] for name in pairs}
+        types: dict[str, int] = {}
+        for name in pairs:
+            elem_type = self.provenance.values[name][1]
+            assert elem_type is not None  # _pairs takes only values of a known element type
+            types[name] = elem_type
         types.update(self._other_types(pairs))
         self.onnx = run_onnx(self.model, self.feeds, types)
         self.expected = {name: self.torch[ts.unique()] for name, ts in pairs.items()}
@@ -150,7 +155,7 @@ class Verifier:
         """See :class:`SelectionCheck`. Values are visited in graph order; the first failing one is recorded."""
         decisions, post = selections(self.ts_graph)
         block = self.ts_graph.block()
-        frontier_ts = set()
+        frontier_ts: set[int] = set()
         for node in self.ts_graph.nodes():
             if any(v.unique() in post for v in node.outputs()):  # a decision or a node after one
                 frontier_ts.update(v.unique() for v in node_reads(node) if v.unique() not in post
@@ -341,7 +346,9 @@ class Verifier:
         feeds = {b: self._boundary_value(b) for b in boundary}
         expected, origin = self.expected[name], self.provenance.value(name)
         try:
-            computed = np.asarray(ReferenceEvaluator(for_reference(local)).run([name], feeds)[0])
+            results = ReferenceEvaluator(for_reference(local)).run([name], feeds)
+            assert isinstance(results, list)  # a dict only with intermediate=True
+            computed = np.asarray(results[0])
         except Exception as error:
             repro = Repro(ort, None, "undecided",
                           f"the ONNX reference evaluator cannot run the subgraph: {type(error).__name__}: {error}")
@@ -366,7 +373,7 @@ class Verifier:
         onnx_of = {ts.unique(): n for n, ts in self.pairs.items()}
         outputs = {v.unique() for v in self.ts_graph.outputs()}
         start = self.pairs[name]
-        previous = {start.unique(): None}
+        previous: dict[int, int | None] = {start.unique(): None}
         queue = collections.deque([start])
         end = None
         while queue:
@@ -381,7 +388,8 @@ class Verifier:
                     if out.unique() not in previous:
                         previous[out.unique()] = value.unique()
                         queue.append(out)
-        path, step = [], end.unique() if end is not None else start.unique()
+        path: list[str] = []
+        step: int | None = end.unique() if end is not None else start.unique()
         while step is not None:
             if step in onnx_of:
                 path.append(onnx_of[step])

@@ -81,7 +81,7 @@ def _linear_index(g, self, first: int, tensors: list):
     """One index into the merged dims first..first+k-1 of ``self`` from k broadcastable index tensors."""
     sizes = dims_or_sizes(g, self)[first : first + len(tensors)]
     linear = None
-    for index, size in zip(tensors, sizes):
+    for index, size in zip(tensors, sizes, strict=True):  # more index tensors than dims would be a bug
         index = wrap_negative(g, index, size)
         if linear is None:
             linear = index

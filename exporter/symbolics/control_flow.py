@@ -59,7 +59,7 @@ def if_(g, condition):
     cond = as_number(g, condition, BOOL)
     results = g.op("If", cond, then_branch_g=then_graph, else_branch_g=else_graph, outputs=len(outputs))
     results = results if isinstance(results, tuple) else (results,)
-    for value, branch_value, other in zip(results, then_graph.outputs, else_graph.outputs):
+    for value, branch_value, other in zip(results, then_graph.outputs, else_graph.outputs, strict=True):
         value.dtype, value.kind = branch_value.dtype, branch_value.kind
         if branch_value.kind == ir.OPTIONAL:
             value.shape = branch_value.shape
@@ -88,6 +88,8 @@ def _unify_branch_types(g, then_graph: ir.Graph, else_graph: ir.Graph, ts_output
         target = _declared_dtype(ts_value)
         if target is None:
             target = second.dtype if is_constant_output(first) else first.dtype
+        if target is None:  # the chosen side has no known type (an empty list): nothing to cast to
+            continue
         for graph in (then_graph, else_graph):
             cast_output(g, graph, index, target)
 
@@ -106,7 +108,7 @@ def _unify_optional(g, then_graph: ir.Graph, else_graph: ir.Graph, index: int, t
     declared = declared_element_type(ts_value)
     dtype = (declared or seen[0]) if len(set(seen)) > 1 else (seen[0] if seen else declared)
     shape = optional.merged_shape([v.shape for v in filled])
-    for graph, value in zip(branches, values):
+    for graph, value in zip(branches, values, strict=True):
         sub = g.subcontext(graph)
         if value.kind == ir.TENSOR:
             if dtype is not None and value.dtype not in (None, dtype):

@@ -41,6 +41,7 @@ def _histc_range(g, x, low: float, high: float):
     equal (widened by 1 each way when those are equal too)."""
     if low != high:
         return typed_scalar(g, low, x), typed_scalar(g, high, x)
-    low, high = reduce_op(g, "ReduceMin", x, [0], False), reduce_op(g, "ReduceMax", x, [0], False)
-    one, flat = typed_scalar(g, 1, x), equal(g, low, high)
-    return select(g, flat, g.op("Sub", low, one), low), select(g, flat, g.op("Add", high, one), high)
+    data_low, data_high = reduce_op(g, "ReduceMin", x, [0], False), reduce_op(g, "ReduceMax", x, [0], False)
+    one, flat = typed_scalar(g, 1, x), equal(g, data_low, data_high)
+    return (select(g, flat, g.op("Sub", data_low, one), data_low),
+            select(g, flat, g.op("Add", data_high, one), data_high))

@@ -161,13 +161,17 @@ def take_along_dim(g, self, indices, dim=None):
     for axis in range(rank):
         a, b = self_dims[axis], index_dims[axis]
         if axis == dim:
-            self_target.append(-1), index_target.append(-1)
+            self_target.append(-1)
+            index_target.append(-1)
         elif a == 1 and b != 1:
-            self_target.append(b if b is not None else dim_size(g, indices, axis)), index_target.append(-1)
+            self_target.append(b if b is not None else dim_size(g, indices, axis))
+            index_target.append(-1)
         elif b == 1 and a != 1:
-            index_target.append(a if a is not None else dim_size(g, self, axis)), self_target.append(-1)
+            index_target.append(a if a is not None else dim_size(g, self, axis))
+            self_target.append(-1)
         else:
-            self_target.append(-1), index_target.append(-1)
+            self_target.append(-1)
+            index_target.append(-1)
     if any(t != -1 for t in self_target):
         self = expand_to(g, self, self_target)
     if any(t != -1 for t in index_target):
@@ -400,8 +404,12 @@ def one_hot(g, self, num_classes):
     self = cast(g, self, INT64)
     if require_rank(g, self) == 0:
         return squeeze(g, one_hot(g, _flat(g, self), num_classes), [0])
-    top = lambda: g.op("Add", reduce_op(g, "ReduceMax", reshape_to(g, self, [-1]), [0], keepdims=True),
-                       g.const([1], torch.int64))
+
+    def top():
+        """The largest index + 1 (1 element): the depth for num_classes=-1."""
+        return g.op("Add", reduce_op(g, "ReduceMax", reshape_to(g, self, [-1]), [0], keepdims=True),
+                    g.const([1], torch.int64))
+
     if not is_constant(num_classes):
         given = reshape(g, cast(g, num_classes, INT64), [1])
         negative = cast(g, g.op("Less", given, g.const([0], torch.int64)), INT64)

@@ -111,18 +111,19 @@ def _loop(g, max_trip_count, condition, carried, scanned: list[int], unroll_list
 
     results = g.op("Loop", trip, cond, *initial, body_g=body, outputs=len(carried))
     results = results if isinstance(results, tuple) else (results,)
-    for value, start, end in zip(results, initial, body.outputs[1:]):
+    # Not strict: the scan outputs follow the carried values in results and body outputs; they have no start.
+    for value, start, end in zip(results, initial, body.outputs[1:], strict=False):
         value.dtype, value.kind, value.is_number = start.dtype, start.kind, start.is_number
         value.shape = _carried_result_shape(start, end)
         if value.kind == ir.SEQUENCE:
             value.elem_shape = ir.join_elem_shapes(start.elem_shape, end.elem_shape)
-    for value, element in zip(results[len(kept):], body.outputs[1 + len(kept):]):
+    for value, element in zip(results[len(kept):], body.outputs[1 + len(kept):], strict=True):
         value.dtype, value.kind = element.dtype, ir.SCANNED
         value.shape = None if element.shape is None else (None, *element.shape)
     results = list(results)
     for k in split:
         results[len(kept) + scanned.index(k)] = _scan_as_sequence(g, results[len(kept) + scanned.index(k)])
-    by_position = dict(zip(kept + scanned, results))
+    by_position = dict(zip(kept + scanned, results, strict=True))
     return node_results(node, [by_position[k] for k in range(len(carried))])
 
 
@@ -202,7 +203,7 @@ def _scanned_lists(node, carried, stacked_only: bool = True) -> list[int]:
     body_inputs = list(body_block.inputs())[1:]
     returned = list(body_block.returnNode().inputs())[1:]
     scanned = []
-    for k, (start, list_in, list_out, result) in enumerate(zip(carried, body_inputs, returned, node.outputs())):
+    for k, (start, list_in, list_out, result) in enumerate(zip(carried, body_inputs, returned, node.outputs(), strict=True)):
         uses = list_in.uses()
         if not (isinstance(start, list) and not start and _is_list_type(result) and len(uses) == 1):
             continue
@@ -258,8 +259,8 @@ def _carried_result_shape(start: ir.Value, end: ir.Value) -> tuple | None:
     known = [shape for shape in (start.shape, end.shape) if shape is not None]
     if not known or len({len(shape) for shape in known}) > 1:
         return None
-    if len(known) == 2 and tuple(start.shape) == tuple(end.shape):
-        return tuple(start.shape)
+    if len(known) == 2 and tuple(known[0]) == tuple(known[1]):
+        return tuple(known[0])
     return tuple(None for _ in known[0])
 
 
@@ -278,13 +279,13 @@ def _convert_body(g, body_block, initial: list[ir.Value], scanned: list[int], ex
         _body_input(g, "carried", v.dtype, v.shape if exact_shapes else _loose_shape(v), v.is_number, v.kind)
         for v in initial
     ]
-    for value, start in zip(carried_in, initial):
+    for value, start in zip(carried_in, initial, strict=True):
         if start.kind == ir.SEQUENCE and not forget_items:
             items = start.elem_shape
             value.elem_shape = items if exact_shapes or not isinstance(items, tuple) else (None,) * len(items)
     block_inputs = iter(carried_in)
     count = len(carried_in) + len(scanned)
-    bound = [[] if k in scanned else next(block_inputs) for k in range(count)]
+    bound: list[ir.Value | list] = [[] if k in scanned else next(block_inputs) for k in range(count)]
     with _returning_appended_elements(body_block, scanned):
         body = g.convert_block(body_block, [iteration, *bound], "loop_body")
     body.inputs = [iteration, cond_in, *carried_in]
@@ -320,7 +321,7 @@ def _shapes_invariant(body: ir.Graph) -> bool:
     return _items_invariant(body) and all(
         v_in.kind == ir.SEQUENCE or (v_in.kind == ir.OPTIONAL and optional.is_none(v_out))
         or (v_out.shape is not None and v_in.shape is not None and tuple(v_out.shape) == tuple(v_in.shape))
-        for v_in, v_out in zip(carried_in, carried_out)
+        for v_in, v_out in zip(carried_in, carried_out, strict=False)  # not strict: scan outputs have no input
     )
 
 
@@ -331,7 +332,7 @@ def _items_invariant(body: ir.Graph) -> bool:
     return all(
         v_in.kind != ir.SEQUENCE or v_in.elem_shape == ir.NO_ITEMS
         or ir.join_elem_shapes(v_in.elem_shape, v_out.elem_shape) == v_in.elem_shape
-        for v_in, v_out in zip(body.inputs[2:], body.outputs[1:])
+        for v_in, v_out in zip(body.inputs[2:], body.outputs[1:], strict=False)  # not strict: scan outputs have no input
     )
 
 
@@ -411,7 +412,7 @@ def _settle_optionals(initial: list[ir.Value], body_inputs: list[ir.Value], body
     """A carried optional that starts as None learns its element type from what an iteration sets it to (float if
     none ever does), and a None at either end is given the element type and shape of the other (the ``type``
     attribute of its Optional node is written from them)."""
-    for start, body_in, end in zip(initial, body_inputs, body_outputs):
+    for start, body_in, end in zip(initial, body_inputs, body_outputs, strict=True):
         if start.kind != ir.OPTIONAL:
             continue
         dtype = start.dtype or end.dtype or body_in.dtype or TensorProto.FLOAT
@@ -426,14 +427,14 @@ def _settle_empty_sequences(initial: list[ir.Value], body_inputs: list[ir.Value]
     """An empty list's element type is learnt from what the body appends to it (SequenceEmpty needs it), and so
     is that of a sequence not known yet (an outer loop body's input carrying an empty list); float if the body
     never appends. The body's carried input gets the same type."""
-    for start, body_in, end in zip(initial, body_inputs, body_outputs):
+    for start, body_in, end in zip(initial, body_inputs, body_outputs, strict=True):
         if start.kind != ir.SEQUENCE:
             continue
         producer = start.producer
-        empty = producer is not None and producer.op_type == "SequenceEmpty"
-        if start.dtype is None or (empty and end.dtype is not None and start.dtype != end.dtype):
+        empty = producer if producer is not None and producer.op_type == "SequenceEmpty" else None
+        if start.dtype is None or (empty is not None and end.dtype is not None and start.dtype != end.dtype):
             dtype = end.dtype or body_in.dtype or TensorProto.FLOAT
-            if empty:
-                producer.attrs["dtype"] = dtype
+            if empty is not None:
+                empty.attrs["dtype"] = dtype
             start.dtype = dtype
         body_in.dtype = start.dtype
