@@ -138,10 +138,10 @@ def _make_call(path, module, run, later_nodes, graph_outputs, library) -> onnx.N
     produced_set = set(produced)
     inputs: list[str] = []
     for node in run:
-        for name in _free_names(node):
+        for name in free_names(node):
             if name and name not in produced_set and name not in inputs:
                 inputs.append(name)
-    used_later = {name for node in later_nodes for name in _free_names(node)} | graph_outputs
+    used_later = {name for node in later_nodes for name in free_names(node)} | graph_outputs
     outputs = [name for name in produced if name in used_later]
     if not outputs:
         return None
@@ -154,14 +154,14 @@ def _make_call(path, module, run, later_nodes, graph_outputs, library) -> onnx.N
     return call
 
 
-def _free_names(node: onnx.NodeProto) -> list[str]:
+def free_names(node: onnx.NodeProto) -> list[str]:
     """Names ``node`` reads, including outer-scope names its subgraphs read."""
     names = list(node.input)
     for attribute in node.attribute:
         for sub in ([attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)):
             defined = {v.name for v in sub.input} | {t.name for t in sub.initializer}
             defined |= {name for inner in sub.node for name in inner.output}
-            names.extend(name for inner in sub.node for name in _free_names(inner) if name not in defined)
+            names.extend(name for inner in sub.node for name in free_names(inner) if name not in defined)
             names.extend(o.name for o in sub.output if o.name not in defined)
     return names
 

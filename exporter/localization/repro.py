@@ -35,18 +35,6 @@ def for_reference(model: onnx.ModelProto) -> onnx.ModelProto:
     return redeclared
 
 
-def names_read(node: onnx.NodeProto) -> list[str]:
-    """The names a node reads: its inputs and the outer-scope names its subgraphs use."""
-    names = list(node.input)
-    for attribute in node.attribute:
-        for graph in ([attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)):
-            defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
-            for inner in graph.node:
-                names.extend(n for n in names_read(inner) if n not in defined)
-                defined.update(inner.output)
-    return names
-
-
 def numpy_helper_value_info(name: str, array: np.ndarray) -> onnx.ValueInfoProto:
     """A tensor ValueInfo with ``array``'s element type and shape."""
     return onnx.helper.make_tensor_value_info(name, onnx.helper.np_dtype_to_tensor_dtype(array.dtype), array.shape)

@@ -14,8 +14,9 @@ import onnx
 import torch
 
 from exporter.api import ExportResult
+from exporter.local_functions import free_names
 from exporter.localization.findings import Agreement, Divergence, Repro, SelectionCheck, VerifyResult
-from exporter.localization.repro import for_reference, judge, names_read, numpy_helper_value_info, write_backend_test
+from exporter.localization.repro import for_reference, judge, numpy_helper_value_info, write_backend_test
 from exporter.localization.runs import float64_values, run_onnx, to_numpy, torch_values
 from exporter.localization.selections import RANKING, constant_argument, node_reads, selections
 from exporter.numerics import ARBITER_AGREEMENT, ARBITRATION_WORDS, arbitrate, compare_arrays, scale_of
@@ -286,7 +287,7 @@ class Verifier:
             if id(node) in nodes:
                 continue
             nodes[id(node)] = node
-            for read in names_read(node):
+            for read in free_names(node):
                 if not read or read in self.initializers or read in boundary:
                     continue
                 producer = self.producer.get(read)
@@ -311,7 +312,7 @@ class Verifier:
         return self.onnx[name]
 
     def _local_model(self, name: str, subgraph: list, boundary: list[str]) -> onnx.ModelProto:
-        used = {read for node in subgraph for read in names_read(node)}
+        used = {read for node in subgraph for read in free_names(node)}
         inputs = [numpy_helper_value_info(b, self._boundary_value(b)) for b in boundary]
         output = numpy_helper_value_info(name, self.expected[name])
         graph = onnx.helper.make_graph(
