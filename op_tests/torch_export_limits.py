@@ -20,8 +20,6 @@ _DATA_DEPENDENT = ("a size or bound read from tensor data (.item()): torch.expor
                    "(GuardOnDataDependentSymNode)")
 _SPECIALIZED = ("the model's code fixes the size of the axis the case makes dynamic: torch.export refuses to keep it "
                 "dynamic (\"marked as dynamic but your code specialized it\")")
-_RNN_SEQUENCE = ("PyTorch's rnn_tanh/rnn_relu kernels fix the sequence and batch sizes under torch.export (the "
-                 "capture keeps only LSTM and GRU whole, through torch.export's while_loop forms of them)")
 _PACKED = "pack_padded_sequence reads its lengths as data: torch.export cannot trace it"
 _GROUPED_MM_META = ("_grouped_mm's meta kernel takes only bfloat16 operands (\"Expected inputs of BF16 type\"), where "
                     "its CPU kernel takes float32: torch.export cannot trace the float32 case")
@@ -46,9 +44,6 @@ LIMITS: dict[str, tuple[tuple[str, ...], str]] = {
         "take_along_dim_negative", "conv_tbc", "linalg_norm_matrix_inf", "linalg_matrix_norm_neg1_dims_2_0_keepdim",
         "linalg_matrix_norm_neg_inf", "linalg_matrix_norm_one_empty_axis", "_dim_arange_traced", "chunk_run_time_count",
         "chunk_run_time_count_negative_dim", "diff_n_beyond_length", "hann_window", "hann_window_symmetric_float64")},
-    **{name: (DYNAMIC, _RNN_SEQUENCE) for name in (
-        "rnn_tanh",
-        "rnn_tanh_two_layers_bidirectional_h0", "rnn_relu_batch_first_bias_false", "rnn_relu_two_layers_h0")},
     **{name: (BOTH, _PACKED) for name in (
         "pack_padded_sequence_lstm", "pack_padded_sequence_lstm_two_layers_bidirectional_batch_first_h0_c0",
         "pack_padded_sequence_gru_bidirectional_h0_padding_value", "pack_padded_sequence_rnn_relu_unsorted")},

@@ -23,6 +23,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
 
 from exporter.capture.common import EXPORT, Capture, flatten, split_args
+from exporter.capture.recurrent import recurrent_layers_whole
 from exporter.errors import CaptureError, ExportArgumentError
 from exporter.registry import REGISTRY
 
@@ -48,7 +49,7 @@ def capture_program(model: Any, args: Any, dynamic_shapes: Any) -> Capture:
     printed = io.StringIO()
     try:
         # On failure torch.export prints the partial graph to stderr before raising: the error says what failed.
-        with _torch_export_quiet(), _recurrent_layers_whole(), contextlib.redirect_stderr(printed):
+        with _torch_export_quiet(), recurrent_layers_whole(), contextlib.redirect_stderr(printed):
             program = torch.export.export(model, tuple(positional), kwargs=kwargs or None,
                                           dynamic_shapes=dynamic_shapes, strict=False)
     except Exception as error:  # torch.export's own refusals: data-dependent control flow, unsupported Python
@@ -104,6 +105,10 @@ def _torch_export_quiet():
             backed_size_oblivious=True):
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.|copyreg")
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.")
+        # nn.RNN, LSTM and GRU refresh their own weight list (_flat_weights) when called: PyTorch's module, not the
+        # caller's code, assigns those tensors, and nothing the caller could register as a buffer.
+        warnings.filterwarnings("ignore", message=r"The tensor attributes ([\w.]*_flat_weights\[\d+\](, )?)+ were "
+                                                  r"assigned during export", category=UserWarning)
         for logger in loggers:
             logger.setLevel(max(logger.level, logging.ERROR))
         try:
@@ -111,21 +116,6 @@ def _torch_export_quiet():
         finally:
             for logger, level in zip(loggers, levels, strict=True):
                 logger.setLevel(level)
-
-
-@contextlib.contextmanager
-def _recurrent_layers_whole():
-    """Keep ``aten.lstm`` and ``aten.gru`` one op each in the program (the LSTM and GRU symbolics then convert them
-    whole). Without it torch.export traces their decomposition, a Python loop over the sequence that fixes its
-    length and the batch. PyTorch's own torch.export-based exporter registers the same while_loop forms, from
-    ``torch.export._patches`` (absent from older torch: the loop is then traced as before)."""
-    try:
-        from torch.export._patches import register_gru_while_loop_decomposition, register_lstm_while_loop_decomposition
-    except ImportError:
-        yield
-        return
-    with register_lstm_while_loop_decomposition(), register_gru_while_loop_decomposition():
-        yield
 
 
 # A decomposition may bring ops that need one in turn (a composite op made of composite ops).
