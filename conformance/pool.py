@@ -179,6 +179,8 @@ class _Run:
         now = time.monotonic()
         if not alive or not slot.process.is_alive():
             self._drain(slot)  # a row sent just before the end still counts
+            if slot.stopped:  # its last message ended its job, and no job was left to hand out
+                return
             slot.process.join(timeout=5)
             how = _death(slot.process.exitcode)
             if slot.case is None:
