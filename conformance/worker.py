@@ -7,6 +7,7 @@ export gets a fresh copy of the graph. A disagreement is judged node by node by 
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -29,6 +30,7 @@ from conformance.localization import (
     localize,
     rounding_only,
 )
+from conformance.pool import WorkerCase, serve_jobs
 from conformance.prepared import Prepared, WorkerState, clone_inputs, flat_outputs, flat_tensors, prepared_capture
 from conformance.schema import EXPORT, SCRIPT, TRACE, empty_row, truncated
 from conformance.session import cuda_environment, fell_back, gpu_name
@@ -366,7 +368,7 @@ def _unsupported_reason(entry, opset: int) -> str:
 
 
 def serve(conn, repro_root: str | None) -> None:
-    """Worker process main loop: announce readiness, then answer each case with its row until told to stop."""
+    """Worker process of conformance.pool: set up, then run each job (one model's cases, each with its time limit)."""
     import warnings
 
     warnings.filterwarnings("ignore")
@@ -379,14 +381,13 @@ def serve(conn, repro_root: str | None) -> None:
 
     scratch = tempfile.mkdtemp(prefix="conformance-worker-")
     state = WorkerState(scratch)
-    conn.send(("ready", os.getpid()))
+
+    def model_cases(job: list[tuple[dict, float]], skip: frozenset[str]):
+        for case, limit_s in job:
+            if case["case_id"] not in skip:
+                yield WorkerCase(case["case_id"], limit_s, functools.partial(run_case, case, state, repro_root))
+
     try:
-        while True:
-            message = conn.recv()
-            if message is None:
-                return
-            conn.send(("row", run_case(message, state, repro_root)))
-    except (EOFError, KeyboardInterrupt):
-        return
+        serve_jobs(conn, model_cases)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

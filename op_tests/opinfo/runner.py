@@ -1,29 +1,29 @@
-"""The full OpInfo matrix as a resumable run: worker processes check samples, the parent writes the rows.
+"""The full OpInfo matrix as a resumable run in the worker pool (conformance.pool).
 
-A unit of work is one (OpInfo, dtype): its samples are generated once and each is checked at every requested
-opset and mode. The parent is the only writer of the results file and appends each row as it arrives, so an
-interrupted run loses nothing; re-running the same command skips every case already recorded. A case that
-runs past its time limit, or whose worker dies (a native crash in ONNX Runtime), is recorded as ``timeout``
-or ``crash`` and a fresh worker carries on after it.
+A job is one (OpInfo, dtype) unit: its samples are generated once and each is checked at every requested opset and
+mode. The parent is the only writer of the results file and appends each row as it arrives, so an interrupted run
+loses nothing; re-running the same command skips every case already recorded. A case that runs past its time limit,
+or whose worker dies (a native crash in ONNX Runtime), is recorded as ``timeout`` or ``crash`` and a fresh worker
+carries on with the rest of its unit.
 """
 
 from __future__ import annotations
 
-import datetime
-import multiprocessing
+import collections
+import functools
 import sys
-import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait
 
-from conformance.results import ResultsWriter, latest_by_case, read_rows
+from conformance.pool import Job, Pool, WorkerCase, run_jobs, serve_jobs
+from conformance.results import latest_by_case, read_rows
 from conformance.schema import empty_row
 
-_POLL_S = 1.0
 # The dtype name standing for "float32 where the OpInfo lists it, else its first listed dtype" (so every OpInfo,
 # integer- and bool-only ones included, is attempted).
 PRIMARY = "primary"
-STARTUP_LIMIT_S = 300.0
+# The case ids of this runner's rows: op/opinfo/<key>/... (traced) and op/opinfo-export/<key>/... (torch.export).
+_CASE_PREFIX = "op/opinfo"
 
 
 @dataclass
@@ -47,8 +47,41 @@ def units(plan: Plan) -> list[tuple[str, str]]:
     return [(key, dtype) for key in plan.keys for dtype in plan.dtypes]
 
 
-def serve(conn, plan: Plan, work: list[tuple[str, str]]) -> None:
-    """Worker process: check every sample of ``work`` not yet in the results file, announcing each case."""
+def run(plan: Plan) -> int:
+    """Run ``plan`` to completion (resuming); returns the number of rows written."""
+    recorded = _recorded_by_key(plan)
+    jobs = [Job(f"{key}/{dtype}", (key, dtype), recorded.get(key, frozenset())) for key, dtype in units(plan)]
+    pool = Pool(out=plan.out, workers=plan.workers, serve=serve, serve_args=(plan,), failure_row=_failure_row,
+                startup_check="python -c 'from op_tests.opinfo.samples import opinfos_by_key; opinfos_by_key()'",
+                finish_row=lambda row: row.update(plan.static_fields), progress=_progress_every(500))
+    return run_jobs(pool, jobs)
+
+
+def _recorded_by_key(plan: Plan) -> dict[str, frozenset[str]]:
+    """The cases recorded in the results file and not to be redone (``plan.redo``), by OpInfo key: what each unit's
+    job skips."""
+    by_key = collections.defaultdict(set)
+    for case, row in latest_by_case(read_rows(plan.out)).items():
+        if case.startswith(_CASE_PREFIX) and row["status"] not in plan.redo and "all" not in plan.redo:
+            by_key[case.split("/")[2]].add(case)
+    return {key: frozenset(cases) for key, cases in by_key.items()}
+
+
+def _progress_every(count: int):
+    """A progress callback saying how many rows are written, every ``count`` rows."""
+    written = 0
+
+    def progress(row: dict) -> None:
+        nonlocal written
+        written += 1
+        if written % count == 0:
+            print(f"{written} rows written", file=sys.stderr, flush=True)
+
+    return progress
+
+
+def serve(conn, plan: Plan) -> None:
+    """Worker process of conformance.pool: set up, then check the samples of each (OpInfo key, dtype) unit."""
     import warnings
 
     import onnxruntime
@@ -57,44 +90,55 @@ def serve(conn, plan: Plan, work: list[tuple[str, str]]) -> None:
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
     onnxruntime.set_default_logger_severity(3)  # run errors are recorded in rows, not printed
+    import op_tests.opinfo.check  # noqa: F401  (import costs are paid before the worker says ready)
+    from op_tests.opinfo.samples import opinfos_by_key
+
+    table = opinfos_by_key()
+    serve_jobs(conn, lambda unit, skip: _unit_cases(table[unit[0]], unit[1], skip, plan))
+
+
+def _unit_cases(opinfo, dtype_name: str, skip: frozenset[str], plan: Plan) -> Iterator[WorkerCase]:
+    """The cases of one (OpInfo, dtype) unit not in ``skip``: each sample at every opset and mode it has, or the one
+    row saying why the unit has no samples."""
+    import torch
+
     from op_tests.opinfo.check import check, modes_of, prepare
     from op_tests.opinfo.samples import dtype_name as dtype_name_of
-    from op_tests.opinfo.samples import listed_dtypes, opinfos_by_key, samples
+    from op_tests.opinfo.samples import listed_dtypes, samples
 
-    done = {case: row["status"] for case, row in latest_by_case(read_rows(plan.out)).items()}
-    done = {case for case, status in done.items() if status not in plan.redo and "all" not in plan.redo}
-    table = opinfos_by_key()
-    for key, dtype_name in work:
-        opinfo = table[key]
-        listed = listed_dtypes(opinfo)
-        if dtype_name == PRIMARY:
-            if not listed:
-                conn.send(("row", _no_dtype(opinfo, plan)))
-                continue
-            dtype_name = dtype_name_of(listed[0])
-        dtype = getattr(torch, dtype_name)
-        if dtype not in listed:
+    listed = listed_dtypes(opinfo)
+    if dtype_name == PRIMARY:
+        if not listed:
+            yield from _known_row(_no_dtype(opinfo, plan), skip, plan)
+            return
+        dtype_name = dtype_name_of(listed[0])
+    dtype = getattr(torch, dtype_name)
+    if dtype not in listed:
+        return
+    try:
+        group = samples(opinfo, dtype)
+    except Exception as error:  # the OpInfo's own generator fails: one row says so
+        yield from _known_row(_generation_failure(opinfo, dtype_name, plan, error), skip, plan)
+        return
+    for sample in group:
+        if plan.samples is not None and sample.index not in plan.samples:
             continue
-        try:
-            group = samples(opinfo, dtype)
-        except Exception as error:  # the OpInfo's own generator fails: one row says so
-            conn.send(("row", _generation_failure(opinfo, dtype_name, plan, error)))
-            continue
-        for sample in group:
-            if plan.samples is not None and sample.index not in plan.samples:
-                continue
-            prepared = None
-            for opset in plan.opsets:
-                for mode in ("static", "dynamic"):
-                    case = _case_id(sample.name, opset, mode, plan.capture)
-                    if case in done:
-                        continue
-                    prepared = prepared or prepare(sample, group)
-                    if mode not in modes_of(prepared):
-                        continue
-                    conn.send(("start", case))
-                    conn.send(("row", check(prepared, opset, mode, plan.repro_dir, plan.capture)))
-    conn.send(("done", None))
+        prepared = None
+        for opset in plan.opsets:
+            for mode in ("static", "dynamic"):
+                case = _case_id(sample.name, opset, mode, plan.capture)
+                if case in skip:
+                    continue
+                prepared = prepared or prepare(sample, group)
+                if mode in modes_of(prepared):
+                    yield WorkerCase(case, plan.timeout_s,
+                                     functools.partial(check, prepared, opset, mode, plan.repro_dir, plan.capture))
+
+
+def _known_row(row: dict, skip: frozenset[str], plan: Plan) -> Iterator[WorkerCase]:
+    """A unit's one row known without checking anything, as a case (unless recorded)."""
+    if row["case_id"] not in skip:
+        yield WorkerCase(row["case_id"], plan.timeout_s, lambda: row)
 
 
 def _case_id(name: str, opset: int, mode: str, capture: str = "trace") -> str:
@@ -130,102 +174,15 @@ def _generation_failure(opinfo, dtype: str, plan: Plan, error: Exception) -> dic
     return row
 
 
-class _Worker:
-    def __init__(self, context, plan: Plan, work: list[tuple[str, str]]):
-        self.context, self.plan, self.work = context, plan, work
-        self.case: str | None = None
-        self.started = time.monotonic()
-        self.finished = False
-        self.deaths = 0  # consecutive deaths with no case in flight (a worker that cannot start)
-        self.spawn()
-
-    def spawn(self) -> None:
-        parent, child = self.context.Pipe()
-        self.process = self.context.Process(target=serve, args=(child, self.plan, self.work), daemon=True)
-        self.process.start()
-        child.close()
-        self.conn, self.case, self.started = parent, None, time.monotonic()
-
-    def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(timeout=10)
-        self.conn.close()
-
-
-def run(plan: Plan) -> int:
-    """Run ``plan`` to completion (resuming); returns the number of rows written."""
-    writer = ResultsWriter(plan.out)
-    all_units = units(plan)
-    shares = [all_units[i:: plan.workers] for i in range(plan.workers)]
-    context = multiprocessing.get_context("spawn")
-    workers = [_Worker(context, plan, share) for share in shares if share]
-    written = 0
-
-    def write(row: dict, started_at: str | None = None) -> None:
-        nonlocal written
-        row.update(plan.static_fields)
-        row["started_at"] = started_at or _now()
-        writer.append(row)
-        written += 1
-        if written % 500 == 0:
-            print(f"{written} rows written", file=sys.stderr, flush=True)
-
-    try:
-        while workers:
-            ready = wait([w.conn for w in workers] + [w.process.sentinel for w in workers], timeout=_POLL_S)
-            for worker in list(workers):
-                if worker.conn in ready and _drain(worker, write):
-                    if worker.finished:
-                        worker.kill()
-                        workers.remove(worker)
-                    continue
-                if not worker.process.is_alive():
-                    _record_failure(worker, write, "crash", f"the worker died (exit code {worker.process.exitcode})")
-                elif worker.case is not None and time.monotonic() - worker.started > plan.timeout_s:
-                    _record_failure(worker, write, "timeout", f"ran past {plan.timeout_s:.0f} s; the worker was killed")
-    finally:
-        for worker in workers:
-            worker.kill()
-    return written
-
-
-def _drain(worker: _Worker, write) -> bool:
-    """Read every pending message of ``worker``; False when its pipe broke (it died)."""
-    try:
-        while worker.conn.poll():
-            kind, payload = worker.conn.recv()
-            if kind == "start":
-                worker.case, worker.started = payload, time.monotonic()
-            elif kind == "row":
-                write(payload)
-                worker.case = None
-            elif kind == "done":
-                worker.finished = True
-    except (EOFError, OSError):
-        return False
-    return True
-
-
-def _record_failure(worker: _Worker, write, status: str, error: str) -> None:
-    """The in-flight case (if any) gets a ``crash``/``timeout`` row; a fresh worker resumes after it."""
+def _failure_row(case: str, status: str, error: str) -> dict:
+    """The row of a case whose worker was killed (``timeout``) or died (``crash``), read from its case id."""
     from op_tests.opinfo.samples import opinfos_by_key
 
-    worker.deaths = 0 if worker.case is not None else worker.deaths + 1
-    if worker.deaths >= 3:
-        raise RuntimeError(f"OpInfo workers die before checking anything ({error}); run one in the foreground")
-    if worker.case is not None:
-        row = empty_row()
-        parts = worker.case.split("/")
-        opinfo = opinfos_by_key()[parts[2]]
-        row.update(case_id=worker.case, kind="op", source="opinfo", name="/".join(parts[2:5]), op=opinfo.name,
-                   variant=opinfo.variant_test_name, sample=int(parts[4][1:]),
-                   dtype=parts[3], dtypes=[parts[3]], opset=int(parts[5].removeprefix("opset")), mode=parts[6],
-                   provider="cpu", status=status, error=error)
-        write(row)
-    worker.kill()
-    worker.spawn()
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    parts = case.split("/")
+    opinfo = opinfos_by_key()[parts[2]]
+    row = empty_row()
+    row.update(case_id=case, kind="op", source="opinfo", name="/".join(parts[2:5]), op=opinfo.name,
+               variant=opinfo.variant_test_name, sample=int(parts[4][1:]),
+               dtype=parts[3], dtypes=[parts[3]], opset=int(parts[5].removeprefix("opset")), mode=parts[6],
+               provider="cpu", status=status, error=error)
+    return row
