@@ -227,14 +227,18 @@ class FxConverter:
         return ir.Value(self.session.fresh_name(hint), dtype=dtype, shape=shape)
 
     def _item(self, g: GraphContext, node: torch.fx.Node, env: dict) -> Any:
-        """``results[i]`` of an op with several results or a list result (a sequence: SequenceAt)."""
+        """``results[i]`` of an op with several results or a list result (a sequence: SequenceAt). The item's
+        provenance is the getitem node: in an FX graph each node is one value, and the getitem is that result's."""
         container, index = env[node.args[0]], node.args[1]
         if isinstance(container, ir.Value):
             g.node = node
-            return call_symbolic(g, self._lookup("aten::__getitem__"), "aten::__getitem__", [container, index])
-        item = container[index]
-        if isinstance(item, ir.Value):
-            self._annotate(item, node.meta.get("val"))
+            item = call_symbolic(g, self._lookup("aten::__getitem__"), "aten::__getitem__", [container, index])
+        else:
+            item = container[index]
+            if isinstance(item, ir.Value):
+                self._annotate(item, node.meta.get("val"))
+        if self.record and isinstance(item, ir.Value) and item.origin is None:
+            item.origin = node
         return item
 
     def _effect(self, node: torch.fx.Node) -> tuple:
