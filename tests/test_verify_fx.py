@@ -193,5 +193,7 @@ def test_values_inside_cond_branches_are_not_compared():
     verifier = Verifier(result.export, [x], None, None, 1)
     verifier.run(_Branches()(x))
     assert all(node.graph is top for node in verifier.pairs.values())  # ... but only top-level values are compared
+    branch = next(node for node in result.export.model.graph.node if node.op_type == "If")
+    assert result.export.provenance.node(branch.name).kind == "torch.ops.higher_order::cond"
     kinds = {verifier.graph.kind(node) for node in verifier.pairs.values()}
     assert kinds >= {"aten::relu", "torch.ops.higher_order::cond", "aten::sub"}  # the cond's result is compared
