@@ -132,7 +132,9 @@ class FxConverter:
             g.node = node
             g.scope = _scope_prefix(node)
             control = self._cond if target is torch.ops.higher_order.cond else self._while_loop
+            first_new = len(g.graph.nodes)
             self._bind(node, control(g, node, env), env)
+            self._stamp(g.graph.nodes[first_new:], node)  # the If or Loop (its bodies' nodes name their own)
             return
         if isinstance(target, torch._ops.OpOverload):
             kind = op_kind(node)
@@ -158,12 +160,18 @@ class FxConverter:
         result = call_symbolic(g, self._lookup(_SYMBOLIC_OF.get(target, _SYMBOLIC_OF.get(kind, kind))), kind, args)
         if result is None and any(isinstance(v, torch.Tensor) for v in _recorded(node)):
             raise UnsupportedOperatorError(kind, self.session.opset, reason="its symbolic returned None")
-        for onnx_node in g.graph.nodes[first_new:]:
-            if self.record and onnx_node.origin is None:
-                onnx_node.origin = node
-            if g.scope:
+        self._stamp(g.graph.nodes[first_new:], node)
+        if g.scope:
+            for onnx_node in g.graph.nodes[first_new:]:
                 self.node_scopes.setdefault(onnx_node.name, g.scope)
         self._bind(node, result, env)
+
+    def _stamp(self, onnx_nodes: list[ir.Node], node: torch.fx.Node) -> None:
+        """Record ``node`` as the origin of the ONNX nodes its conversion emitted (those without one already)."""
+        if self.record:
+            for onnx_node in onnx_nodes:
+                if onnx_node.origin is None:
+                    onnx_node.origin = node
 
     # -- control flow: torch.cond and torch.while_loop -------------------------------------------------------------
     def _cond(self, g: GraphContext, node: torch.fx.Node, env: dict) -> tuple:
@@ -227,14 +235,18 @@ class FxConverter:
         return ir.Value(self.session.fresh_name(hint), dtype=dtype, shape=shape)
 
     def _item(self, g: GraphContext, node: torch.fx.Node, env: dict) -> Any:
-        """``results[i]`` of an op with several results or a list result (a sequence: SequenceAt)."""
+        """``results[i]`` of an op with several results or a list result (a sequence: SequenceAt). The item's
+        provenance is the getitem node: in an FX graph each node is one value, and the getitem is that result's."""
         container, index = env[node.args[0]], node.args[1]
         if isinstance(container, ir.Value):
             g.node = node
-            return call_symbolic(g, self._lookup("aten::__getitem__"), "aten::__getitem__", [container, index])
-        item = container[index]
-        if isinstance(item, ir.Value):
-            self._annotate(item, node.meta.get("val"))
+            item = call_symbolic(g, self._lookup("aten::__getitem__"), "aten::__getitem__", [container, index])
+        else:
+            item = container[index]
+            if isinstance(item, ir.Value):
+                self._annotate(item, node.meta.get("val"))
+        if self.record and isinstance(item, ir.Value) and item.origin is None:
+            item.origin = node
         return item
 
     def _effect(self, node: torch.fx.Node) -> tuple:

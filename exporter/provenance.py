@@ -74,15 +74,16 @@ class Origin:
 
     @classmethod
     def _of_fx(cls, node: torch.fx.Node) -> Origin:
-        """The origin torch.export recorded for an FX node: its ATen op, the module path of the innermost module
-        that called it, and the stack trace of the call."""
-        from exporter.capture.fx_facts import op_kind
+        """The origin torch.export recorded for an FX node: its ATen op (for a getitem, the op whose result it
+        takes), the module path of the innermost module that called it, and the stack trace of the call."""
+        from exporter.capture.fx_facts import op_kind, producer_of
 
-        kind = op_kind(node) if node.op == "call_function" else f"{node.op}:{node.target}"
-        modules = node.meta.get("nn_module_stack") or {}
+        producer = producer_of(node)  # one result of an op with several: that op's
+        kind = op_kind(producer) if producer.op == "call_function" else f"{producer.op}:{producer.target}"
+        modules = producer.meta.get("nn_module_stack") or {}
         scope = list(modules.values())[-1][0] if modules else ""
         scope = scope.removeprefix("L['self'].").replace("L['self']", "")
-        stack = node.meta.get("stack_trace") or ""
+        stack = producer.meta.get("stack_trace") or ""
         return cls(kind, scope, _fx_model_line(stack), stack)
 
     def __str__(self) -> str:

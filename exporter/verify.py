@@ -1,15 +1,15 @@
 """Localize a mismatch: the first ONNX node whose result disagrees with PyTorch, and whose fault it is.
 
-:func:`verify` exports a model, runs the captured TorchScript graph with every intermediate value as an output
-and ONNX Runtime with every intermediate value as an extra graph output, pairs them through the export's
-provenance, and compares them in topological order. A value out of tolerance in the full run may only carry
+:func:`verify` exports a model, runs the captured graph (TorchScript's, or torch.export's program with ``dynamo=True``)
+with every intermediate value as an output and ONNX Runtime with every intermediate value as an extra graph output,
+pairs them through the export's provenance, and compares them in topological order. A value out of tolerance in the full run may only carry
 rounding error grown upstream, so each such value gets a *local* check: the ONNX nodes that compute it from the
 previous compared values (its subgraph), fed with PyTorch's own inputs. The first value whose local check fails
 is the divergence; its subgraph, with those inputs, is the minimal repro, run in ONNX Runtime and in the ONNX
 reference evaluator to say whose result is right.
 
 Comparisons follow the conformance harness's policy, which lives in the library: ``exporter.numerics.compare_arrays``
-with the per-operator tolerance of ``exporter.tolerances`` (by the TorchScript op's family), and sessions from
+with the per-operator tolerance of ``exporter.tolerances`` (by the op's family, ``aten::conv2d``), and sessions from
 ``exporter.ort_session.make_session``.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from exporter.api import export
-from exporter.capture import flatten, split_args
+from exporter.capture import EXPORT, Capture, flatten, split_args
 from exporter.errors import ExportArgumentError
 from exporter.localization.findings import Agreement, Divergence, Repro, SelectionCheck, VerifyResult
 from exporter.localization.verifier import Verifier
@@ -51,10 +51,12 @@ def verify(
     ``model``, ``args`` and ``export_options`` (``input_names``, ``dynamic_axes``, ...) are as for
     :func:`exporter.export` (the model is exported to memory). The comparison runs on ``check_args`` (default
     ``args``; another input size for a dynamic export), in PyTorch and on ONNX Runtime's CPU provider.
-    Intermediate values are judged by the harness's per-operator tolerance (``exporter.tolerances``) of the
-    TorchScript op that computes them; the model's outputs by ``output_tolerance`` (scale -> (rtol, atol)), or by
-    the zoo's default model tolerance (``exporter.tolerances.DEFAULT_RTOL``/``DEFAULT_ATOL``) when None. Values
-    inside control flow (If/Loop bodies) are not compared.
+    ``dynamo=True`` verifies the torch.export capture's conversion as the default verifies the TorchScript one's.
+    Intermediate values are judged by the harness's per-operator tolerance (``exporter.tolerances``) of the op
+    that computes them (a TorchScript node's kind, or the ATen op of a program's node: ``aten::conv2d``); the
+    model's outputs by ``output_tolerance`` (scale -> (rtol, atol)), or by the zoo's default model tolerance
+    (``exporter.tolerances.DEFAULT_RTOL``/``DEFAULT_ATOL``) when None. Values inside control flow (TorchScript
+    If/Loop bodies, torch.export cond/while_loop subgraphs) are not compared.
     ``repro_dir`` receives the diverging subgraph as an ONNX backend test. ``judge_selection`` also judges the
     model before its data-dependent selections (``VerifyResult.selection``, a :class:`SelectionCheck`): for
     detectors whose final outputs sit on near-ties. Returns a :class:`VerifyResult`.
@@ -63,23 +65,23 @@ def verify(
         raise ExportArgumentError(f"max_local_checks must be at least 1, got {max_local_checks!r}")
     if "f" in export_options:
         raise ExportArgumentError("verify exports to memory: do not pass `f`")
-    if export_options.get("dynamo"):
-        raise ExportArgumentError("verify localizes through the TorchScript capture's graph; torch.export programs "
-                                  "are not localized yet: verify with dynamo=False (the same op library converts both)")
     result = export(model, args, io.BytesIO(), opset_version=opset_version, **export_options)
     check_args = args if check_args is None else check_args
-    flat_inputs = _graph_inputs_of(check_args, result.capture.user_inputs)
-    ts_inputs = list(flat_inputs) + [tensor for _, tensor in result.capture.params]
+    graph_inputs = _graph_inputs_of(check_args, result.capture) + [tensor for _, tensor in result.capture.params]
     with torch.no_grad():
         eager = model(*split_args(check_args)[0], **split_args(check_args)[1])
-    verifier = Verifier(result, ts_inputs, output_tolerance, repro_dir, max_local_checks)
+    verifier = Verifier(result, graph_inputs, output_tolerance, repro_dir, max_local_checks)
     return verifier.run(eager, judge_selection=judge_selection)
 
 
-def _graph_inputs_of(args: Any, user_inputs: list) -> list:
+def _graph_inputs_of(args: Any, capture: Capture) -> list:
     """The arguments as the captured graph's inputs take them: flattened, except that a list argument that is one
-    input (a scripted list, an ONNX sequence) stays one list of tensors, whatever its length."""
+    input (a scripted list, an ONNX sequence) stays one list of tensors, whatever its length. A torch.export
+    program takes the tensors alone (it specialized the numbers)."""
     positional, kwargs = split_args(args)
+    if capture.front_end == EXPORT:
+        return flatten((positional, kwargs))[0]
+    user_inputs = capture.user_inputs
     out: list = []
     for argument in list(positional) + list(kwargs.values()):
         if isinstance(argument, (list, tuple)) and len(out) < len(user_inputs) and isinstance(user_inputs[len(out)], list):

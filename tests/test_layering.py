@@ -18,7 +18,8 @@ from tests.import_graph import HARNESS, LIBRARY, import_circle, import_graph, im
 # Below them: the registry, the graph context, the TorchScript facts (ts_types), the options, the IR and the symbolics.
 UPPER = {"exporter", "exporter.api", "exporter.convert", "exporter.convert_fx", "exporter.verify", "exporter.__main__",
          "exporter.localization", "exporter.localization.findings", "exporter.localization.repro",
-         "exporter.localization.runs", "exporter.localization.selections", "exporter.localization.verifier"}
+         "exporter.localization.runs", "exporter.localization.selections", "exporter.localization.verifier",
+         "exporter.localization.captured", "exporter.localization.torchscript_graph", "exporter.localization.fx_graph"}
 
 
 @functools.lru_cache(maxsize=1)
@@ -110,10 +111,10 @@ _TORCHSCRIPT_READERS = {
     # TorchScript's own prim:: ops (If/Loop blocks, lists, tuples): no torch.export program holds them
     "exporter.symbolics.prim", "exporter.symbolics.control_flow", "exporter.symbolics.loop",
     # readers of a TorchScript capture's graph: list-input types and inputs PyTorch's exporter reads at run time
-    # (naming), the origin of a TorchScript node (provenance), the captured graph run with every value exposed
-    # (verify's machinery, which refuses dynamo=True), the op listing of unconvertible_ops (api)
-    "exporter.naming", "exporter.provenance", "exporter.localization.runs", "exporter.localization.selections",
-    "exporter.localization.verifier", "exporter.api",
+    # (naming), the origin of a TorchScript node (provenance), the captured TorchScript graph as verify reads it
+    # (its verifier reads either capture through exporter.localization.captured), the op listing of
+    # unconvertible_ops (api)
+    "exporter.naming", "exporter.provenance", "exporter.localization.torchscript_graph", "exporter.api",
 }
 
 

@@ -12,7 +12,6 @@ import exporter
 from conformance.prepared import WorkerState
 from conformance.worker import configure_process
 from exporter.capture import flatten, split_args
-from exporter.localization.runs import float64_values
 from exporter.localization.verifier import Verifier
 from exporter.ort_session import make_session
 
@@ -30,7 +29,7 @@ with torch.no_grad():
 ver = Verifier(result, ts_inputs, e.tolerance, None, 3000)
 r = ver.run(eager)
 names = [n for n in ver.pairs if ver.expected[n].dtype == np.float32 and not ver.pairs[n].node().kind().startswith("prim::")]
-exact = float64_values(ver.ts_graph, ver.ts_inputs, [ver.pairs[n] for n in names])
+exact = ver.graph.float64_values([ver.pairs[n] for n in names])
 per_op = collections.defaultdict(lambda: [0.0, 0.0, 0])
 rows = []
 for n in names:
@@ -38,7 +37,7 @@ for n in names:
     local = ver._local_model(n, sub, boundary)
     feeds = {b: ver._boundary_value(b) for b in boundary}
     got = make_session(local.SerializeToString(), "cpu").run([n], feeds)[0].astype(np.float64)
-    x = exact[ver.pairs[n].unique()].astype(np.float64)
+    x = exact[ver.graph.key(ver.pairs[n])].astype(np.float64)
     scale = max(np.abs(x).max(), 1e-30)
     ort_off = np.abs(got - x).max() / scale
     torch_off = np.abs(ver.expected[n].astype(np.float64) - x).max() / scale

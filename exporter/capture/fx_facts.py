@@ -21,6 +21,13 @@ def op_kind(node: torch.fx.Node) -> str:
     return f"{getattr(target, '__module__', '') or 'builtins'}::{getattr(target, '__name__', str(target))}"
 
 
+def producer_of(node: torch.fx.Node) -> torch.fx.Node:
+    """The node computing ``node``'s value: for ``results[i]`` (a getitem) the op with several results it reads,
+    else ``node`` itself."""
+    container = node.args[0] if node.target is operator.getitem and node.args else None
+    return container if isinstance(container, torch.fx.Node) else node
+
+
 def schema_arguments(node: torch.fx.Node) -> list[Any]:
     """The node's raw arguments in its schema's order, defaults filled in (as a TorchScript node holds them all); a
     Python operator's (on sizes) as it was called."""

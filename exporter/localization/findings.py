@@ -49,8 +49,8 @@ class Divergence:
     """The first value whose own computation disagrees with PyTorch.
 
     ``value`` is the ONNX value; ``nodes`` the ONNX nodes (name, op type, origin) that compute it from PyTorch's
-    inputs, the last one producing it; ``node``/``origin`` name that producer and where it came from (TorchScript
-    op, module scope, source line). ``in_model`` is the value's agreement in the full ONNX Runtime run, ``local``
+    inputs, the last one producing it; ``node``/``origin`` name that producer and where it came from (the captured
+    graph's op, module scope, source line). ``in_model`` is the value's agreement in the full ONNX Runtime run, ``local``
     its agreement when its subgraph is fed PyTorch's inputs, ``inputs`` the agreement of those inputs in the full
     run, ``growth`` the agreement of each compared value on a path from it to a model output.
     """
@@ -72,7 +72,7 @@ class SelectionCheck:
 
     Where the final outputs sit on near-ties, a last-bit difference upstream may legitimately keep other elements,
     so the outputs cannot tell a right export from a wrong one. The values *before* the selection and the
-    selection's own computation can: a *decision* is a TorchScript node turning float data into integers or bools
+    selection's own computation can: a *decision* is a captured graph's node turning float data into integers or bools
     (``aten::topk``, ``torchvision::nms``, comparisons, ``aten::argmax``; shape queries are not decisions), and
     every compared value downstream of one is *post-selection*. The check passes when
 
@@ -90,7 +90,7 @@ class SelectionCheck:
     """
 
     ok: bool
-    decisions: dict[str, int]  # TorchScript op kind -> decision nodes of that kind
+    decisions: dict[str, int]  # op kind (its TorchScript name: aten::topk) -> decision nodes of that kind
     pre_selection: int
     frontier: int
     frontier_max_abs: float
@@ -131,9 +131,9 @@ class VerifyResult:
     """What :func:`verify` found.
 
     ``ok`` is True when the model's outputs agree with PyTorch's and no value diverges locally. ``outputs`` is the
-    harness's verdict on the outputs; ``capture`` the same comparison of the captured TorchScript graph's outputs
-    with the model's (when it fails, tracing recorded something else than the model computes, e.g. a Python value
-    baked in, and no conversion is to blame); ``compared`` counts the intermediate values compared; ``first_out_of_tolerance``
+    harness's verdict on the outputs; ``capture`` the same comparison of the captured graph's outputs (TorchScript's,
+    or the torch.export program's) with the model's (when it fails, the capture recorded something else than the
+    model computes, e.g. a Python value baked in, and no conversion is to blame); ``compared`` counts the intermediate values compared; ``first_out_of_tolerance``
     is the first value outside tolerance in the full run (it may only carry rounding grown upstream);
     ``divergence`` the first value whose local check fails (None when none does: out-of-tolerance values then
     come from accumulated rounding, each node agreeing on its own inputs); ``local_checks`` how many local
@@ -166,7 +166,7 @@ class VerifyResult:
             lines.append(f"  inputs agree: {all(i.ok for i in d.inputs)} ({len(d.inputs)} compared)")
             lines.append(f"  whose fault: {d.repro.culprit}: {d.repro.explanation}")
         elif not self.capture.ok:
-            lines.append(f"the captured TorchScript graph already differs from the model: {self.capture.message}")
+            lines.append(f"the captured graph already differs from the model: {self.capture.message}")
         elif self.first_out_of_tolerance is not None:
             first = self.first_out_of_tolerance
             reason = ("no node diverges on its own inputs: the error is float rounding grown along the graph"

@@ -1,6 +1,7 @@
 """The verifier behind :func:`exporter.verify`: pairs each ONNX value with the PyTorch value it computes, compares
 them in graph order, checks each value out of tolerance on PyTorch's own inputs (its local subgraph), and judges a
-model before its data-dependent selections. Comparisons use the harness's per-operator tolerances."""
+model before its data-dependent selections. Comparisons use the harness's per-operator tolerances. The PyTorch side
+is the captured graph, read through ``exporter.localization.captured`` whichever front end captured it."""
 
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ import onnx
 import torch
 
 from exporter.api import ExportResult
+from exporter.capture import EXPORT, Capture
 from exporter.local_functions import free_names
+from exporter.localization.captured import CapturedGraph
 from exporter.localization.findings import Agreement, Divergence, Repro, SelectionCheck, VerifyResult
+from exporter.localization.fx_graph import FxGraph
 from exporter.localization.repro import for_reference, judge, numpy_helper_value_info, write_backend_test
-from exporter.localization.runs import float64_values, run_onnx, to_numpy, torch_values
-from exporter.localization.selections import RANKING, constant_argument, node_reads, selections
+from exporter.localization.runs import run_onnx, to_numpy
+from exporter.localization.torchscript_graph import TorchScriptGraph
 from exporter.numerics import ARBITER_AGREEMENT, ARBITRATION_WORDS, arbitrate, compare_arrays, scale_of
 from exporter.ort_session import make_session
 from exporter.provenance import Origin
@@ -28,12 +32,11 @@ from exporter.tolerances import DEFAULT_ATOL, DEFAULT_FAMILY, DEFAULT_RTOL, fami
 # unpaired values would otherwise pull in the whole graph).
 _MAX_SUBGRAPH_NODES = 64
 
-_QUANTIZED_SCALAR_TYPES = frozenset({"QUInt8", "QInt8", "QInt32"})
-
 
 # -- tolerance ------------------------------------------------------------------------------------------------
 def _op_tolerance(kind: str, dtype: np.dtype) -> Callable[[float], tuple[float, float]]:
-    """The harness's per-operator tolerance for a TorchScript op (``aten::_convolution`` -> the conv family)."""
+    """The harness's per-operator tolerance for an op by its TorchScript name (``aten::_convolution``, and a
+    torch.export op's ``aten::conv2d`` -> the conv family)."""
     name = kind.partition("::")[2].strip("_")
     # OpInfo names put many ops under nn.functional (linear, layer_norm): try that spelling where the bare one
     # falls back to the default family.
@@ -62,15 +65,22 @@ def _agreement(name: str, origin: Origin | None, expected: np.ndarray, actual: n
                      verdict.message)
 
 
+def captured_graph(capture: Capture, inputs: list) -> CapturedGraph:
+    """The graph ``capture`` holds, to be run on ``inputs``: the graph's inputs in order, the model's then its
+    parameters (a torch.export capture: the model's tensor inputs, then ``capture.params``)."""
+    if capture.front_end == EXPORT:
+        return FxGraph(capture, inputs)
+    return TorchScriptGraph(capture.graph, inputs)
+
+
 # -- the verifier -----------------------------------------------------------------------------------------------
 class Verifier:
-    def __init__(self, result: ExportResult, ts_inputs: list[torch.Tensor], output_tolerance, repro_dir, max_local):
+    def __init__(self, result: ExportResult, inputs: list[torch.Tensor], output_tolerance, repro_dir, max_local):
         self.result = result
         self.model = result.model
         assert result.provenance is not None, "verify needs the provenance an export records (provenance.RECORD)"
         self.provenance = result.provenance
-        self.ts_graph = result.capture.graph
-        self.ts_inputs = ts_inputs
+        self.graph = captured_graph(result.capture, inputs)
         self.output_tolerance = output_tolerance
         self.repro_dir = repro_dir
         self.max_local = max_local
@@ -78,19 +88,16 @@ class Verifier:
         self.initializers = {t.name: t for t in graph.initializer}
         self.producer = {out: node for node in graph.node for out in node.output}
         self.position = {id(node): k for k, node in enumerate(graph.node)}
-        ts_index = {v.unique(): k for k, v in enumerate(self.ts_graph.inputs())}
-        self.feeds = {}
+        self.feeds: dict[str, Any] = {}  # arrays, and a list input's items as a list
         for graph_input in graph.input:
             if graph_input.name in self.initializers:
                 continue
-            ts_value = self.provenance.values[graph_input.name][0]
-            self.feeds[graph_input.name] = to_numpy(ts_inputs[ts_index[ts_value.unique()]])
+            self.feeds[graph_input.name] = self.graph.input_array(self.provenance.values[graph_input.name][0])
 
-    # which ONNX values are paired with a PyTorch value
-    def _pairs(self) -> dict[str, torch._C.Value]:
-        top = self.ts_graph.block()
-        pairs: dict[str, torch._C.Value] = {}
-        taken: set[int] = set()
+    # which ONNX values are paired with a PyTorch value (a value of the captured graph)
+    def _pairs(self) -> dict[str, Any]:
+        pairs: dict[str, Any] = {}
+        taken: set = set()
         for node in self.model.graph.node:
             if node.op_type == "Constant" and not node.domain:
                 continue  # a folded value: nothing of ONNX Runtime's to compare
@@ -98,12 +105,12 @@ class Verifier:
                 entry = self.provenance.values.get(name)
                 if entry is None or entry[1] is None:
                     continue
-                ts_value = entry[0]
-                if ts_value.type().kind() != "TensorType" or ts_value.node().owningBlock() != top:
+                value = entry[0]
+                if not self.graph.comparable(value):
                     continue
-                if ts_value.unique() not in taken:
-                    taken.add(ts_value.unique())
-                    pairs[name] = ts_value
+                if self.graph.key(value) not in taken:
+                    taken.add(self.graph.key(value))
+                    pairs[name] = value
         return pairs
 
     def run(self, eager: Any, judge_selection: bool = False) -> VerifyResult:
@@ -111,9 +118,8 @@ class Verifier:
 
         pairs = self._pairs()
         # The data a top-k or sort ranks, to tell an exact tie broken otherwise from a wrong selection.
-        ranked = [node.inputsAt(0) for node in self.ts_graph.nodes() if node.kind() in RANKING]
-        wanted = list(pairs.values()) + [v for v in ranked if v.type().kind() == "TensorType"]
-        self.torch, captured_outputs = torch_values(self.ts_graph, self.ts_inputs, wanted)
+        wanted = list(pairs.values()) + self.graph.ranked_values()
+        self.torch, captured_outputs = self.graph.run(wanted)
         types: dict[str, int] = {}
         for name in pairs:
             elem_type = self.provenance.values[name][1]
@@ -121,7 +127,7 @@ class Verifier:
             types[name] = elem_type
         types.update(self._other_types(pairs))
         self.onnx = run_onnx(self.model, self.feeds, types)
-        self.expected = {name: self.torch[ts.unique()] for name, ts in pairs.items()}
+        self.expected = {name: self.torch[self.graph.key(value)] for name, value in pairs.items()}
         self.pairs = pairs
 
         expected_outputs = [to_numpy(t) for t in flatten_outputs(eager)]
@@ -154,19 +160,12 @@ class Verifier:
     # judging before the selections
     def _judge_selection(self, in_model: dict[str, Agreement]) -> SelectionCheck:
         """See :class:`SelectionCheck`. Values are visited in graph order; the first failing one is recorded."""
-        decisions, post = selections(self.ts_graph)
-        block = self.ts_graph.block()
-        frontier_ts: set[int] = set()
-        for node in self.ts_graph.nodes():
-            if any(v.unique() in post for v in node.outputs()):  # a decision or a node after one
-                frontier_ts.update(v.unique() for v in node_reads(node) if v.unique() not in post
-                                   and v.type().kind() == "TensorType" and v.node().owningBlock() == block
-                                   and v.node().kind() != "prim::Constant")
-        paired = {ts.unique(): name for name, ts in self.pairs.items()}
+        found = self.graph.selections()
+        post, frontier = found.post, found.frontier
+        paired = {self.graph.key(value) for value in self.pairs.values()}
         model_tolerance = self.output_tolerance or _model_tolerance
-        kinds = collections.Counter(node.kind() for node in decisions)
-        check = SelectionCheck(True, dict(kinds), 0, 0, 0.0, 0.0, 0, 0, 0,
-                               sum(1 for u in frontier_ts if u not in paired and u not in self.torch))
+        check = SelectionCheck(True, dict(collections.Counter(found.decisions)), 0, 0, 0.0, 0.0, 0, 0, 0,
+                               sum(1 for key in frontier if key not in paired and key not in self.torch))
 
         def fail(agreement: Agreement, stage: str) -> SelectionCheck:
             check.ok, check.failure, check.stage = False, agreement, stage
@@ -176,8 +175,8 @@ class Verifier:
             return check
 
         for name, agreement in in_model.items():
-            ts = self.pairs[name]
-            if ts.unique() in post:
+            key = self.graph.key(self.pairs[name])
+            if key in post:
                 check.post_selection += 1
                 if agreement.ok:
                     continue
@@ -197,7 +196,7 @@ class Verifier:
                 if local is not None and not local.ok:
                     return fail(local, "pre-selection")
                 check.float64_arbitrated += local is not None and ARBITRATION_WORDS in local.message
-            if ts.unique() in frontier_ts:
+            if key in frontier:
                 check.frontier += 1
                 judged = _agreement(name, self.provenance.value(name), self.expected[name], self.onnx[name],
                                     model_tolerance)
@@ -218,13 +217,13 @@ class Verifier:
         """A float32 local disagreement re-judged against PyTorch's float64 result of the same node on the same
         inputs (``exporter.numerics.arbitrate``, as the harness does for a model's outputs): ONNX Runtime's result
         passes when it deviates from float64 at most twice as much as PyTorch's own float32 result (plus atol)."""
-        ts = self.pairs[name]
-        if ts.node().blocks() and list(ts.node().blocks()):
-            return local
+        value = self.pairs[name]
         try:
-            exact = float64_values(self.ts_graph, self.ts_inputs, [ts])[ts.unique()]
+            exact = self.graph.float64_values([value]).get(self.graph.key(value))
         except Exception as error:  # the node does not run in float64 (an op without a double kernel)
             local.message += f"; no float64 arbitration: {type(error).__name__}: {str(error)[:200]}"
+            return local
+        if exact is None:  # a control-flow op: its bodies are not re-run
             return local
         decision = arbitrate([self.expected[name]], [actual], [exact], local.atol)
         arbitrated = Agreement(**{**asdict(local), "origin": local.origin})
@@ -242,12 +241,10 @@ class Verifier:
             local = self._arbitrated(name, local, actual)
         if local.ok or actual is None:
             return local
-        ts = self.pairs[name]
-        node = ts.node()
-        ranked = node.inputsAt(0).unique() if node.kind() in RANKING else None
-        if ranked in self.torch and ts.type().scalarType() == "Long" and actual.shape == self.expected[name].shape:
-            data, dim = self.torch[ranked], constant_argument(node, "dim")
-            if dim is not None and data.ndim == actual.ndim:
+        ranking = self.graph.ranking(self.pairs[name])
+        if ranking is not None and ranking[0] in self.torch and actual.shape == self.expected[name].shape:
+            data, dim = self.torch[ranking[0]], ranking[1]
+            if data.ndim == actual.ndim:
                 try:
                     same = np.array_equal(np.take_along_axis(data, actual, dim),
                                           np.take_along_axis(data, self.expected[name], dim))
@@ -272,13 +269,10 @@ class Verifier:
 
     # local subgraphs
     def _subgraph(self, name: str, closed: bool = False) -> tuple[list[onnx.NodeProto], list[str]]:
-        """The ONNX nodes computing ``name`` from paired values, graph inputs and values of other TorchScript
-        nodes (its boundary), in graph order, and that boundary. ``closed``: only paired values and graph inputs
-        bound it (values no PyTorch tensor stands for are recomputed, not taken from the full run)."""
-        owner = self.pairs[name].node()
-        owners = [owner]
-        if owner.kind() in ("prim::ListUnpack", "prim::TupleUnpack"):  # an element of a multi-output op's list
-            owners.append(owner.input().node())
+        """The ONNX nodes computing ``name`` from paired values, graph inputs and values of other captured nodes
+        (its boundary), in graph order, and that boundary. ``closed``: only paired values and graph inputs bound it
+        (values no PyTorch tensor stands for are recomputed, not taken from the full run)."""
+        owners = self.graph.owners(self.pairs[name])
         nodes: dict[int, onnx.NodeProto] = {}
         boundary: list[str] = []
         pending = [self.producer[name]]
@@ -303,7 +297,7 @@ class Verifier:
         return sorted(nodes.values(), key=lambda n: self.position[id(n)]), boundary
 
     def _boundary_value(self, name: str) -> np.ndarray:
-        """PyTorch's value of a boundary name where it has one, else ONNX Runtime's (a value no TorchScript tensor
+        """PyTorch's value of a boundary name where it has one, else ONNX Runtime's (a value no captured tensor
         stands for, such as a shape, taken as computed in the full run)."""
         if name in self.expected:
             return self.expected[name]
@@ -336,9 +330,9 @@ class Verifier:
         return _agreement(name, origin, expected, actual, self._tolerance(name)), local, actual
 
     def _tolerance(self, name: str):
-        if self.pairs[name].type().scalarType() in _QUANTIZED_SCALAR_TYPES:
+        if self.graph.is_quantized(self.pairs[name]):
             return _one_step
-        return _op_tolerance(self.pairs[name].node().kind(), self.expected[name].dtype)
+        return _op_tolerance(self.graph.kind(self.pairs[name]), self.expected[name].dtype)
 
     def _divergence(self, name: str, subgraph: list, boundary: list[str], in_model: dict) -> Divergence:
         from onnx.reference import ReferenceEvaluator
@@ -370,27 +364,25 @@ class Verifier:
         )
 
     def _path_to_output(self, name: str) -> list[str]:
-        """Compared values on a shortest path (in TorchScript uses) from ``name`` to a model output, ``name`` first."""
-        onnx_of = {ts.unique(): n for n, ts in self.pairs.items()}
-        outputs = {v.unique() for v in self.ts_graph.outputs()}
+        """Compared values on a shortest path (in the captured graph's uses) from ``name`` to a model output, ``name``
+        first."""
+        key = self.graph.key
+        onnx_of = {key(value): n for n, value in self.pairs.items()}
         start = self.pairs[name]
-        previous: dict[int, int | None] = {start.unique(): None}
+        previous: dict[Any, Any] = {key(start): None}
         queue = collections.deque([start])
         end = None
         while queue:
             value = queue.popleft()
-            if value.unique() in outputs:
+            if self.graph.is_output(value):
                 end = value
                 break
-            for use in value.uses():
-                if use.user.owningBlock() != self.ts_graph.block():
-                    continue
-                for out in use.user.outputs():
-                    if out.unique() not in previous:
-                        previous[out.unique()] = value.unique()
-                        queue.append(out)
+            for successor in self.graph.successors(value):
+                if key(successor) not in previous:
+                    previous[key(successor)] = key(value)
+                    queue.append(successor)
         path: list[str] = []
-        step: int | None = end.unique() if end is not None else start.unique()
+        step = key(end if end is not None else start)
         while step is not None:
             if step in onnx_of:
                 path.append(onnx_of[step])
