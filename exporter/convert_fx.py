@@ -10,7 +10,6 @@ all known at export time are computed with PyTorch (a constant), as the TorchScr
 
 from __future__ import annotations
 
-import math
 import operator
 from typing import Any
 
@@ -19,24 +18,12 @@ from torch.export.graph_signature import InputKind, OutputKind
 
 from exporter import dtypes, ir, provenance
 from exporter.capture.common import Capture
-from exporter.capture.export import ASSERTION_OPS, state_tensor
+from exporter.capture.export import ASSERTION_OPS, SYMBOLIC_OF, state_tensor
 from exporter.capture.fx_facts import FX_FACTS, op_kind, returns_several, schema_arguments, value_type
 from exporter.convert import any_empty, call_symbolic, copy_type, foldable_kind
 from exporter.errors import UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.registry import REGISTRY
-
-# The ATen ops of SymInt arithmetic and the Python operators torch.export records on sizes, by the op whose symbolic
-# computes them (the one a scripted model's int arithmetic calls).
-_SYMBOLIC_OF = {
-    "aten::sym_size": "aten::size", "aten::sym_numel": "aten::numel",
-    operator.add: "aten::add", operator.sub: "aten::sub", operator.mul: "aten::mul",
-    operator.floordiv: "aten::floordiv", operator.truediv: "aten::div", operator.mod: "aten::remainder",
-    operator.neg: "aten::neg", operator.eq: "aten::eq", operator.ne: "aten::ne", operator.lt: "aten::lt",
-    operator.le: "aten::le", operator.gt: "aten::gt", operator.ge: "aten::ge", torch.sym_max: "aten::maximum",
-    torch.sym_min: "aten::minimum", torch.sym_float: "aten::Float", torch.sym_int: "aten::Int",
-    math.floor: "aten::floor", math.ceil: "aten::ceil", math.trunc: "aten::trunc", operator.pow: "aten::pow",
-}
 
 
 class FxConverter:
@@ -141,13 +128,13 @@ class FxConverter:
             if kind in ASSERTION_OPS:
                 return
             args = [_materialize(arg, env, self.session.opset) for arg in schema_arguments(node)]
-        elif target in _SYMBOLIC_OF:
+        elif target in SYMBOLIC_OF:
             kind = op_kind(node)
             args = [_materialize(arg, env, self.session.opset) for arg in node.args]
         else:
             raise UnsupportedOperatorError(op_kind(node), self.session.opset,
                                            reason="a Python function the FX driver does not convert")
-        if not any(_holds_value(arg) for arg in args) and (foldable_kind(kind) or target in _SYMBOLIC_OF):
+        if not any(_holds_value(arg) for arg in args) and (foldable_kind(kind) or target in SYMBOLIC_OF):
             env[node] = self._evaluate(node, env)
             return
         empty = _empty_results(node, args)
@@ -157,7 +144,7 @@ class FxConverter:
         g.node = node
         g.scope = _scope_prefix(node)
         first_new = len(g.graph.nodes)
-        result = call_symbolic(g, self._lookup(_SYMBOLIC_OF.get(target, _SYMBOLIC_OF.get(kind, kind))), kind, args)
+        result = call_symbolic(g, self._lookup(SYMBOLIC_OF.get(target, SYMBOLIC_OF.get(kind, kind))), kind, args)
         if result is None and any(isinstance(v, torch.Tensor) for v in _recorded(node)):
             raise UnsupportedOperatorError(kind, self.session.opset, reason="its symbolic returned None")
         self._stamp(g.graph.nodes[first_new:], node)

@@ -93,6 +93,18 @@ def test_a_size_computed_from_a_dynamic_axis_stays_computed():
     np.testing.assert_array_equal(got, _Regroup()(torch.arange(12.0).reshape(4, 3)).numpy())
 
 
+def test_size_reads_of_a_dynamic_program_need_no_decomposition():
+    # sym_size is converted by the FX driver through aten::size's symbolic: counted as missing one, it sent every
+    # dynamic program through four more (whole-program) decomposition passes that changed nothing.
+    from exporter.capture.export import _ops_without_symbolics, at_opset, capture_program
+
+    captured = capture_program(_Flatten(), (torch.randn(3, 4, 5), torch.randn(20, 6)),
+                               ({0: torch.export.Dim.DYNAMIC}, None))
+    program = at_opset(captured, 18).program
+    assert torch.ops.aten.sym_size.int in {node.target for node in program.graph.nodes}
+    assert _ops_without_symbolics(program, 18) == set()
+
+
 def test_an_axis_the_code_fixes_is_refused_and_nothing_is_written(tmp_path):
     path = tmp_path / "model.onnx"
     with pytest.raises(CaptureError, match="specialized"):

@@ -13,6 +13,8 @@ import dataclasses
 import inspect
 import io
 import logging
+import math
+import operator
 import sys
 import warnings
 from collections.abc import Mapping
@@ -35,6 +37,19 @@ ASSERTION_OPS = frozenset({
     "aten::_functional_sym_constrain_range_for_size", "aten::_functional_assert_async", "aten::_print",
     "aten::_linalg_check_errors",
 })
+
+# The ATen ops of SymInt arithmetic and the Python operators torch.export records on sizes, by the op whose symbolic
+# computes them (the one a scripted model's int arithmetic calls). The FX driver converts them through it, so they
+# need no decomposition.
+SYMBOLIC_OF = {
+    "aten::sym_size": "aten::size", "aten::sym_numel": "aten::numel",
+    operator.add: "aten::add", operator.sub: "aten::sub", operator.mul: "aten::mul",
+    operator.floordiv: "aten::floordiv", operator.truediv: "aten::div", operator.mod: "aten::remainder",
+    operator.neg: "aten::neg", operator.eq: "aten::eq", operator.ne: "aten::ne", operator.lt: "aten::lt",
+    operator.le: "aten::le", operator.gt: "aten::gt", operator.ge: "aten::ge", torch.sym_max: "aten::maximum",
+    torch.sym_min: "aten::minimum", torch.sym_float: "aten::Float", torch.sym_int: "aten::Int",
+    math.floor: "aten::floor", math.ceil: "aten::ceil", math.trunc: "aten::trunc", operator.pow: "aten::pow",
+}
 
 
 def capture_program(model: Any, args: Any, dynamic_shapes: Any) -> Capture:
@@ -127,7 +142,7 @@ def _ops_without_symbolics(program, opset: int) -> set:
     # that works), which PyTorch's decompositions are not to route around.
     return {node.target for node in program.graph.nodes
             if isinstance(node.target, torch._ops.OpOverload) and _kind_of(node.target) not in ASSERTION_OPS
-            and not REGISTRY.has_symbolic(_kind_of(node.target), opset)}
+            and not REGISTRY.has_symbolic(SYMBOLIC_OF.get(_kind_of(node.target), _kind_of(node.target)), opset)}
 
 
 def _with_further_decompositions(program, opset: int):
