@@ -19,7 +19,7 @@ from exporter.localization.findings import Agreement, Divergence, Repro, Selecti
 from exporter.localization.repro import for_reference, judge, numpy_helper_value_info, write_backend_test
 from exporter.localization.runs import float64_values, run_onnx, to_numpy, torch_values
 from exporter.localization.selections import RANKING, constant_argument, node_reads, selections
-from exporter.numerics import ARBITER_AGREEMENT, ARBITRATION_WORDS, arbitrate, compare_arrays, scale_of
+from exporter.numerics import ARBITER_AGREEMENT, ARBITRATION_WORDS, compare_arrays, judge_by_float64, scale_of
 from exporter.ort_session import make_session
 from exporter.provenance import Origin
 from exporter.tolerances import DEFAULT_ATOL, DEFAULT_FAMILY, DEFAULT_RTOL, family_of, tolerance_for
@@ -216,8 +216,9 @@ class Verifier:
 
     def _arbitrated(self, name: str, local: Agreement, actual: np.ndarray) -> Agreement:
         """A float32 local disagreement re-judged against PyTorch's float64 result of the same node on the same
-        inputs (``exporter.numerics.arbitrate``, as the harness does for a model's outputs): ONNX Runtime's result
-        passes when it deviates from float64 at most twice as much as PyTorch's own float32 result (plus atol)."""
+        inputs (``exporter.numerics.judge_by_float64``, as the harness's arbitration does for a model's outputs): ONNX
+        Runtime's result passes when it deviates from float64 at most twice as much as PyTorch's own float32 result
+        (plus atol)."""
         ts = self.pairs[name]
         if ts.node().blocks() and list(ts.node().blocks()):
             return local
@@ -226,7 +227,7 @@ class Verifier:
         except Exception as error:  # the node does not run in float64 (an op without a double kernel)
             local.message += f"; no float64 arbitration: {type(error).__name__}: {str(error)[:200]}"
             return local
-        decision = arbitrate([self.expected[name]], [actual], [exact], local.atol)
+        decision = judge_by_float64([self.expected[name]], [actual], [exact], local.atol)
         arbitrated = Agreement(**{**asdict(local), "origin": local.origin})
         arbitrated.ok = decision.ok
         arbitrated.message = f"{local.message}; {decision.comparison}" if local.message else decision.comparison
