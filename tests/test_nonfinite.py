@@ -10,7 +10,7 @@ import torch
 
 import exporter
 from conformance.compare import compare_detections, reference_problem
-from exporter.numerics import judge_by_float64, compare_arrays, finite_errors, nonfinite_disagreement
+from exporter.numerics import compare_arrays, finite_errors, judge_by_float64, nonfinite_disagreement
 
 NAN, INF = float("nan"), float("inf")
 TOLERANCE = lambda scale: (1e-3, 1e-5)  # noqa: E731
