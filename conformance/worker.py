@@ -2,7 +2,9 @@
 
 A worker keeps the current model (built, calibrated, with its reference outputs and its TorchScript capture)
 between cases, so the opsets and modes of one model share one build and one trace (``conformance.prepared``); each
-export gets a fresh copy of the graph. A disagreement is judged node by node by ``conformance.localization``.
+export gets a fresh copy of the graph. Export, session, runs and comparison are ``conformance.pipeline``'s stages; a
+float32 mismatch is arbitrated by a float64 run (``conformance.arbitration``), and a disagreement left is judged node
+by node by ``conformance.localization``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ that minimum.
 Outputs are compared value by value (``compare="values"``), except for random ops (``compare="distribution"``):
 ONNX Runtime draws its own numbers, so those are compared by shape, dtype and distribution, with a two-sample
 Kolmogorov-Smirnov test between PyTorch's draws and ONNX Runtime's (ONNX Runtime seeded, so a verdict repeats).
-Each result records which comparison it rests on (``comparison``).
+Each row records which comparison it rests on (``comparison``). Export, session, runs and comparison are
+``conformance.pipeline``'s stages, shared with the OpInfo suite and the model runner.
 """
 
 from __future__ import annotations
