@@ -1,6 +1,6 @@
 """The hand-written operator cases of ``op_tests/cases``, run by the conformance runner as cases of kind "op".
 
-Their rows are the ones ``op_tests`` writes (``op_tests.harness.result_row``), so the report's op x opset matrix
+Their rows are the ones ``op_tests`` writes (``op_tests.harness.run_case``), so the report's op x opset matrix
 reads the same thing whichever ran them. The full tier runs every case at every opset 7-20. The quick tier runs a
 deterministic subset that keeps the main job within its 3-minute budget on 2 cores (every case at every opset is
 ~15,000 cases, about 3 minutes of CPU by itself): each case, static and (where it has one) dynamic, at the lowest
@@ -43,12 +43,9 @@ def modes_at(case, opset: int) -> tuple[str, ...]:
 
 def run(case: dict, row: dict) -> None:
     """Run the op case described by the conformance ``case`` and fill ``row`` with its result."""
-    from op_tests.harness import result_row, run_case
+    from op_tests.harness import run_case
 
-    op_case = by_name()[case["name"]]
-    dynamic = case["mode"] == "dynamic"
-    capture = case.get("capture") or "torchscript"
-    result = run_case(op_case, case["opset"], dynamic, case["provider"], capture="export" if capture == "export" else "trace")
+    capture = "export" if case.get("capture") == "export" else "trace"
+    op_row = run_case(by_name()[case["name"]], case["opset"], case["mode"] == "dynamic", case["provider"], capture)
     # Keep what the runner already knows (family, ...) where the op row has nothing to say.
-    op_row = result_row(op_case, case["opset"], dynamic, case["provider"], result, capture)
     row.update({key: value for key, value in op_row.items() if value is not None})

@@ -2,7 +2,9 @@
 
 A worker keeps the current model (built, calibrated, with its reference outputs and its TorchScript capture)
 between cases, so the opsets and modes of one model share one build and one trace (``conformance.prepared``); each
-export gets a fresh copy of the graph. A disagreement is judged node by node by ``conformance.localization``.
+export gets a fresh copy of the graph. Export, session, runs and comparison are ``conformance.pipeline``'s stages; a
+float32 mismatch is arbitrated by a float64 run (``conformance.arbitration``), and a disagreement left is judged node
+by node by ``conformance.localization``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import torch
 
 import model_zoo
 from conformance import op_cases, repro
+from conformance.arbitration import Disagreement, Float64Run, Ruling, arbitrate
 from conformance.compare import compare_detections, reference_problem
 from conformance.localization import (
     LOCALIZED,
@@ -30,12 +33,12 @@ from conformance.localization import (
     localize,
     rounding_only,
 )
+from conformance.pipeline import compare_stage, export_stage, run_stage, session_stage
 from conformance.pool import WorkerCase, serve_jobs
 from conformance.prepared import Prepared, WorkerState, clone_inputs, flat_outputs, flat_tensors, prepared_capture
 from conformance.schema import EXPORT, SCRIPT, TRACE, empty_row, truncated
-from conformance.session import cuda_environment, fell_back, gpu_name
-from exporter.numerics import Verdict, arbitrate, compare_arrays
-from exporter.ort_session import make_session, ort_level
+from conformance.session import cuda_environment, gpu_name
+from exporter.numerics import Verdict, compare_arrays
 
 
 def configure_process(threads: int = 1) -> None:
@@ -77,22 +80,6 @@ def aten_ops(graph) -> list[str]:
 
     visit(graph.nodes())
     return sorted(kinds)
-
-
-def onnx_op_types(model) -> list[str]:
-    types: set[str] = set()
-
-    def visit(graph):
-        for node in graph.node:
-            types.add(node.op_type if not node.domain or node.domain == "ai.onnx" else f"{node.domain}::{node.op_type}")
-            for attribute in node.attribute:
-                if attribute.type == attribute.GRAPH:
-                    visit(attribute.g)
-                for sub in attribute.graphs:
-                    visit(sub)
-
-    visit(model.graph)
-    return sorted(types)
 
 
 def run_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:
@@ -152,8 +139,6 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
     if case["kind"] == "op":
         op_cases.run(case, row)
         return
-    import exporter
-    from exporter.errors import CaptureError, CheckerError, UnsupportedOperatorError
 
     provider, mode, opset = case["provider"], case["mode"], case["opset"]
     prepared = state.prepare(case["name"])
@@ -196,101 +181,47 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
 
     path = os.path.join(workdir, "model.onnx")
     dynamic_axes = entry.dynamic_axes if mode == "dynamic" else None
-    row["stage"] = "capture"
-    started = time.perf_counter()
-    try:
-        if case.get("exporter") == "peer":
-            result = _peer_export(prepared, path, opset, dynamic_axes)
-        else:
-            captured = prepared_capture(prepared.captures, prepared.model, prepared.export_args, dynamo=dynamo,
-                                        dynamic_axes=dynamic_axes, input_names=entry.input_names)
-            row["stage"] = "convert"
-            result = exporter.export(prepared.model, prepared.export_args, path, opset_version=opset,
-                                     input_names=entry.input_names, output_names=entry.output_names,
-                                     dynamic_axes=dynamic_axes, dynamo=dynamo, captured=captured)
-    except CaptureError as error:
-        row.update(status="export_error", stage="capture", error=truncated(str(error)),
-                   reason=("torch.export could not capture the model (dynamo=True): nothing was converted" if dynamo
-                           else "TorchScript could not capture the model: nothing was converted"))
+    result = _export(case, prepared, row, path, dynamic_axes)
+    if result is None:
         return
-    except UnsupportedOperatorError as error:
-        row.update(status="unsupported", stage="convert", error=truncated(str(error)), reason=_unsupported_reason(entry, opset))
-        return
-    except CheckerError as error:
-        row.update(status="checker_error", stage="checker", error=truncated(str(error)))
-        return
-    except Exception as error:
-        row.update(status="export_error", stage=row["stage"], error=truncated(f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-6)}"))
-        return
-    finally:
-        row["export_seconds"] = round(time.perf_counter() - started, 4)
     artifacts["model_dir"] = workdir
-    row["node_count"] = len(result.model.graph.node)
-    row["op_types"] = onnx_op_types(result.model)
-    row["workarounds"] = list(getattr(result, "workarounds", []))  # the peer's result records none
     row["aten_ops"] = aten_ops_of(result.capture) if result.capture is not None else []
     row["file_size"] = sum(os.path.getsize(os.path.join(workdir, f)) for f in os.listdir(workdir))
-
-    row["stage"] = "ort_load"
-    try:
-        session = make_session(path, provider)
-    except Exception as error:
-        row.update(status="ort_error", error=truncated(f"{type(error).__name__}: {error}"))
-        return
-    row["session_providers"] = session.get_providers()
-    row["ort_level"] = ort_level()
-    if fell_back(session, provider):
-        row.update(status="env_error", reason="ONNX Runtime fell back to CPU for this model although CUDA was requested",
-                   error=f"session providers: {row['session_providers']}")
+    session = session_stage(row, path, provider)
+    if session is None:
         return
 
     names = [i.name for i in session.get_inputs()]
     # exporter.verify re-judges and localizes a disagreement node by node on a TorchScript capture; the peer's export
     # and torch.export captures have no such judgment, so their verdict rests on the outputs alone.
     judged = case.get("exporter") != "peer" and not dynamo
-    verdict: Verdict | None = None
-    failing_label = ""
-    tied: list[str] = []  # checks whose final detections all sit on near-ties
-    failing: list[tuple[str, Verdict, list[np.ndarray]]] = []
+    verdicts: list[tuple[str, Verdict]] = []
     for label in labels:
         inputs, expected = artifacts["checks"][label]
         # Not strict: the export may drop an input its graph never reads (naming.drop_unused_inputs).
         feeds = {name: t.detach().cpu().numpy() for name, t in zip(names, inputs, strict=False)}
-        row["stage"] = "ort_run"
-        try:
-            t0 = time.perf_counter()
-            actual = session.run(None, feeds)
-            if label == "input 0":
-                row["ort_ms"] = round((time.perf_counter() - t0) * 1e3, 3)
-        except Exception as error:
-            row.update(status="ort_error", error=truncated(f"{label}: {type(error).__name__}: {error}"))
+        actual = run_stage(row, session, feeds, label)
+        if actual is None:
             return
-        row["stage"] = "accuracy"
         current = _compare(entry, expected, actual, state.reference(prepared, device, label))
         if not current.ok and entry.comparison == "outputs":
-            current = _arbitrate(state, prepared, device, label, current, expected, actual)
-        failing_label = failing_label or ("" if current.ok else label)
-        if not current.ok:
-            failing.append((label, current, expected))
-        if current.compared_nothing:
-            tied.append(label)
-        current.message = f"{label}: {current.message}" if current.message else ""
-        verdict = current if verdict is None else verdict.merge(current)
+            exact = functools.partial(_float64_outputs, state, prepared, device, label)
+            current = _arbitrated(current, arbitrate(Disagreement([expected], [actual], entry.tolerance, current.atol),
+                                                     Float64Run(exact)))
+        verdicts.append((label, current))
+    failing = [(label, verdict, artifacts["checks"][label][1]) for label, verdict in verdicts if not verdict.ok]
+    failing_label = failing[0][0] if failing else ""
+    tied = [label for label, verdict in verdicts if verdict.compared_nothing]  # checks whose detections all tie
+    verdict = compare_stage(row, verdicts)
     on_cpu = "; PyTorch's outputs computed on the CPU" if provider != device else ""
-    row.update(max_abs_error=verdict.max_abs, max_rel_error=verdict.max_rel, rtol=verdict.rtol, atol=verdict.atol,
-               comparison=f"{verdict.comparison}; checked on {', '.join(labels)}{on_cpu}")
-    if not verdict.ok:
-        row.update(status="mismatch", error=verdict.message)
-    elif prepared.problem:
+    row["comparison"] = f"{verdict.comparison}; checked on {', '.join(labels)}{on_cpu}"
+    if verdict.ok and prepared.problem:
         row.update(status="inconclusive", reason=prepared.problem, error=verdict.message)
-    elif verdict.compared_nothing and judged:
+    elif verdict.ok and verdict.compared_nothing and judged:
         judge_before_selection(prepared, row, artifacts, opset, dynamic_axes, tied, workdir)
-    elif verdict.compared_nothing:
-        row.update(status="inconclusive", error=verdict.message,
-                   reason="a check had nothing to compare" + ("" if case.get("exporter") == "peer" else
-                                                               f" ({NOT_LOCALIZED})"))
-    else:
-        row.update(status="pass", error=verdict.message)
+    elif verdict.ok and verdict.compared_nothing:
+        row.update(status="inconclusive", error=verdict.message, reason="a check had nothing to compare" + (
+            "" if case.get("exporter") == "peer" else f" ({NOT_LOCALIZED})"))
     if opset < entry.min_opset and row["status"] == "pass":
         row["reason"] = f"exports below the zoo's expected minimum opset {entry.min_opset}"
     if row["status"] in LOCALIZED and dynamo:
@@ -337,20 +268,47 @@ class _PeerResult:
     capture: Any = None
 
 
-def _arbitrate(state: WorkerState, prepared: Prepared, device: str, label: str, verdict: Verdict,
-               expected: list[np.ndarray], actual: list[np.ndarray]) -> Verdict:
-    """A float32 mismatch, re-judged against a float64 run of the model (see ``compare.arbitrate``)."""
-    try:
-        exact = flat_outputs(state.float64_reference(prepared, device, label))
-    except Exception as error:
-        verdict.message += f" (float64 arbitration impossible: {type(error).__name__}: {str(error)[:200]})"
-        return verdict
-    decision = arbitrate(expected, actual, exact, verdict.atol)
-    verdict.comparison += f"; {decision.comparison}"
-    if decision.ok:
+def _export(case: dict, prepared: Prepared, row: dict, path: str, dynamic_axes):
+    """The engine's export of the case to ``path`` (its capture shared across opsets), or the peer's; None where it
+    failed, the row saying why (``pipeline.export_stage``), in the zoo's terms for a refusal."""
+    import exporter
+
+    entry, opset, dynamo = prepared.entry, case["opset"], row["capture"] == EXPORT
+    explain = functools.partial(_explain_export_failure, entry, opset, dynamo)
+    if case.get("exporter") == "peer":
+        return export_stage(row, lambda _: _peer_export(prepared, path, opset, dynamic_axes), explain=explain)
+    return export_stage(
+        row,
+        lambda captured: exporter.export(prepared.model, prepared.export_args, path, opset_version=opset,
+                                         input_names=entry.input_names, output_names=entry.output_names,
+                                         dynamic_axes=dynamic_axes, dynamo=dynamo, captured=captured),
+        capture=lambda: prepared_capture(prepared.captures, prepared.model, prepared.export_args, dynamo=dynamo,
+                                         dynamic_axes=dynamic_axes, input_names=entry.input_names),
+        explain=explain)
+
+
+def _explain_export_failure(entry, opset: int, dynamo: bool, row: dict, error: Exception) -> None:
+    """The zoo's words on a capture that failed or an operator refused."""
+    from exporter.errors import CaptureError, UnsupportedOperatorError
+
+    if isinstance(error, CaptureError):
+        row["reason"] = ("torch.export could not capture the model (dynamo=True): nothing was converted" if dynamo
+                         else "TorchScript could not capture the model: nothing was converted")
+    elif isinstance(error, UnsupportedOperatorError):
+        row["reason"] = _unsupported_reason(entry, opset)
+
+
+def _float64_outputs(state: WorkerState, prepared: Prepared, device: str, label: str) -> list[list[np.ndarray]]:
+    return [flat_outputs(state.float64_reference(prepared, device, label))]
+
+
+def _arbitrated(verdict: Verdict, ruling: Ruling) -> Verdict:
+    """``verdict`` with the float64 run's ruling on it: cleared, or failing with the run's words added."""
+    verdict.comparison += f"; {ruling.text}"
+    if ruling.status == "pass":
         verdict.ok, verdict.message = True, ""
     else:
-        verdict.message += f"; {decision.comparison}"
+        verdict.message += f"; {ruling.text}"
     return verdict
 
 

@@ -1,8 +1,8 @@
 """Comparing results with PyTorch's, the one way every comparison of this project makes it: :func:`exporter.verify`
 inside a model, the conformance harness on a model's or an op's outputs.
 
-:func:`compare_arrays` judges outputs within a tolerance, :func:`arbitrate` settles a float32 disagreement with a
-float64 run. Both follow the one rule for float results that hold NaN or infinities: a non-finite value is never
+:func:`compare_arrays` judges outputs within a tolerance, :func:`judge_by_float64` weighs a float32 disagreement
+against a float64 run. Both follow the one rule for float results that hold NaN or infinities: a non-finite value is never
 "unmeasured". Where the reference (PyTorch) and the candidate (ONNX Runtime, the reference evaluator, a float64 run)
 differ in whether a value is NaN or infinite, or in an infinity's sign, the two disagree, whatever the tolerance. Two
 NaNs agree, as do two infinities of the same sign; every other position is finite on both sides and is measured by
@@ -143,8 +143,9 @@ ARBITER_AGREEMENT = 1e-3
 ARBITRATION_WORDS = "float64 arbitration:"
 
 
-def arbitrate(expected: list[np.ndarray], actual: list[np.ndarray], exact: list[np.ndarray], atol: float) -> Verdict:
-    """Decide a float32 disagreement between ONNX Runtime and PyTorch with a float64 PyTorch run.
+def judge_by_float64(expected: list[np.ndarray], actual: list[np.ndarray], exact: list[np.ndarray],
+                     atol: float) -> Verdict:
+    """Judge a float32 disagreement between ONNX Runtime and PyTorch against a float64 PyTorch run.
 
     Deep networks amplify float32 rounding: after 100+ layers two correct float32 implementations (PyTorch's and
     ONNX Runtime's kernels, which sum in different orders) can differ by more than any fixed tolerance, while

@@ -9,7 +9,8 @@ that minimum.
 Outputs are compared value by value (``compare="values"``), except for random ops (``compare="distribution"``):
 ONNX Runtime draws its own numbers, so those are compared by shape, dtype and distribution, with a two-sample
 Kolmogorov-Smirnov test between PyTorch's draws and ONNX Runtime's (ONNX Runtime seeded, so a verdict repeats).
-Each result records which comparison it rests on (``comparison``).
+Each row records which comparison it rests on (``comparison``). Export, session, runs and comparison are
+``conformance.pipeline``'s stages, shared with the OpInfo suite and the model runner.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import functools
 import io
 import os
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,12 +26,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from conformance.pipeline import compare_stage, export_stage, run_stage, session_stage
 from conformance.results import ResultsWriter
 from conformance.schema import capture_choice, case_id, empty_row
-from conformance.session import fell_back, gpu_name
 from conformance.verdict import KNOWN_FAILURE
-from exporter.numerics import compare_arrays
-from exporter.ort_session import make_session, ort_level
+from exporter.numerics import Verdict, compare_arrays
 from exporter.registry import MAX_OPSET, MIN_OPSET
 from exporter.tolerances import tolerance_for
 from op_tests.schemas import schema_problems
@@ -117,30 +116,6 @@ class FunctionModule(torch.nn.Module):
         return self.fn(*args)
 
 
-@dataclass
-class CaseResult:
-    status: str  # pass | mismatch | unsupported | export_error | checker_error | ort_error | skipped
-    error: str = ""
-    max_abs_error: float | None = None
-    max_rel_error: float | None = None
-    rtol: float | None = None
-    atol: float | None = None
-    export_seconds: float | None = None
-    ort_ms: float | None = None
-    torch_ms: float | None = None
-    node_count: int | None = None
-    op_types: list[str] = field(default_factory=list)
-    dtypes: list[str] = field(default_factory=list)
-    stage: str = ""
-    comparison: str = "values"  # what the accuracy verdict rests on
-    workarounds: list[str] = field(default_factory=list)  # runtime workarounds the exported model depends on
-    session_providers: list[str] = field(default_factory=list)  # the ONNX Runtime session's, in priority order
-    gpu: str | None = None  # CUDA cases: the GPU's name
-    ort_level: str | None = None  # the session's graph optimization level (exporter.ort_session.ort_level)
-    capture: str | None = None  # "trace", "script" or "export" (conformance.schema.CAPTURES)
-    reason: str = ""  # why a case is skipped
-
-
 def input_names(count: int) -> list[str]:
     return [f"input_{i}" for i in range(count)]
 
@@ -203,25 +178,24 @@ def ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(cdf_a - cdf_b)))
 
 
-def compare_distributions(expected: list[torch.Tensor], actual: list[np.ndarray]) -> tuple[bool, str, str]:
-    """(ok, message, comparison) for random outputs: same shape and dtype, and the same distribution."""
+def compare_distributions(expected: list[np.ndarray], actual: list[np.ndarray]) -> Verdict:
+    """Random outputs: the same count, shapes and dtypes, and the same distribution (no errors are measured)."""
     if len(expected) != len(actual):
-        return False, f"output count differs: torch {len(expected)}, onnx {len(actual)}", "distribution"
+        return Verdict(False, f"output count differs: torch {len(expected)}, onnx {len(actual)}", comparison="distribution")
     statistics = []
     for index, (e, a) in enumerate(zip(expected, actual, strict=True)):
-        e_np = e.detach().cpu().numpy()
-        if tuple(e_np.shape) != tuple(a.shape) or e_np.dtype != a.dtype:
-            return False, (f"output {index}: {a.dtype}{tuple(a.shape)} != torch {e_np.dtype}{tuple(e_np.shape)}"), \
-                "distribution"
-        if e_np.size == 0:
+        if tuple(e.shape) != tuple(a.shape) or e.dtype != a.dtype:
+            return Verdict(False, f"output {index}: {a.dtype}{tuple(a.shape)} != torch {e.dtype}{tuple(e.shape)}",
+                           comparison="distribution")
+        if e.size == 0:
             continue
-        statistic = ks_statistic(e_np, a)
-        critical = _KS_C * float(np.sqrt((e_np.size + a.size) / (e_np.size * a.size)))
+        statistic = ks_statistic(e, a)
+        critical = _KS_C * float(np.sqrt((e.size + a.size) / (e.size * a.size)))
         statistics.append(f"D={statistic:.3f} (critical {critical:.3f})")
         if statistic > critical:
-            return False, (f"output {index}: distributions differ: two-sample KS D={statistic:.3f} > "
-                           f"{critical:.3f} (alpha {KS_ALPHA})"), "distribution"
-    return True, "", "distribution: shape, dtype and two-sample KS " + ", ".join(statistics)
+            return Verdict(False, f"output {index}: distributions differ: two-sample KS D={statistic:.3f} > "
+                                  f"{critical:.3f} (alpha {KS_ALPHA})", comparison="distribution")
+    return Verdict(True, comparison="distribution: shape, dtype and two-sample KS " + ", ".join(statistics))
 
 
 def export_modes(case: OpCase, opset: int, wanted: tuple[str, ...] = ("static", "dynamic")) -> list[str]:
@@ -243,127 +217,102 @@ def export_arguments(case: OpCase, dynamic: bool, capture: str = "trace") -> tup
     return example, names, axes
 
 
-def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", capture: str = "trace") -> CaseResult:
-    """Export ``case`` at ``opset`` and compare ONNX Runtime with PyTorch (on both size variants if dynamic).
-    ``capture`` "export" captures with torch.export (``dynamo=True``): a model it cannot capture is an
-    ``export_error`` at the capture stage with its reason, and a scripted case is skipped (torch.export takes an
-    nn.Module). The result's ``capture`` says which capture made it: trace, script or export."""
+def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", capture: str = "trace") -> dict:
+    """Export ``case`` at ``opset`` and compare ONNX Runtime with PyTorch (on both size variants if dynamic): the
+    case's results row (``case_row``). ``capture`` "export" captures with torch.export (``dynamo=True``): a model it
+    cannot capture is an ``export_error`` at the capture stage with its reason, and a scripted case is skipped
+    (torch.export takes an nn.Module). The row's ``capture`` says which capture made it: trace, script or export."""
     import exporter
-    from exporter.errors import CaptureError, CheckerError, UnsupportedOperatorError
 
     torch.manual_seed(0)
     model = case.build()
     example, names, axes = export_arguments(case, dynamic, capture)
-    result = CaseResult(status="pass", dtypes=sorted({str(t.dtype).replace("torch.", "") for t in example if isinstance(t, torch.Tensor)}))
     scripted = isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction))
-    dynamo = capture == "export"
-    result.capture = "export" if dynamo else "script" if scripted else "trace"
-    if dynamo and scripted:
-        result.status, result.stage = "skipped", "capture"
-        result.reason = (f"{type(model).__name__} is a scripted model: torch.export (dynamo=True) takes an nn.Module; "
-                         "its TorchScript case covers it")
-        return result
+    row = case_row(case, opset, dynamic, provider, "export" if capture == "export" else "script" if scripted else "trace")
+    row["dtypes"] = sorted({str(t.dtype).replace("torch.", "") for t in example if isinstance(t, torch.Tensor)})
+    if capture == "export" and scripted:
+        row.update(status="skipped", stage="capture",
+                   reason=f"{type(model).__name__} is a scripted model: torch.export (dynamo=True) takes an nn.Module; "
+                          "its TorchScript case covers it")
+        return row
     buffer = io.BytesIO()
-    start = time.perf_counter()
-    try:
-        exported = exporter.export(model, tuple(example), buffer, opset_version=opset, input_names=names, dynamic_axes=axes,
-                                   dynamo=dynamo)
-    except CaptureError as error:
-        result.status, result.stage, result.error = "export_error", "capture", str(error)
-        return result
-    except UnsupportedOperatorError as error:
-        result.status, result.stage, result.error = "unsupported", "convert", str(error)
-        return result
-    except CheckerError as error:
-        result.status, result.stage, result.error = "checker_error", "checker", str(error)
-        return result
-    except Exception as error:  # the harness records every failure; the test decides
-        result.status, result.stage = "export_error", "convert"
-        result.error = f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=4)}"
-        return result
-    result.export_seconds = time.perf_counter() - start
-    result.node_count = len(exported.model.graph.node)
-    result.op_types = sorted({n.op_type for n in exported.model.graph.node})
-    result.workarounds = list(exported.workarounds)
-    problems = schema_problems(exported.model)
+    exported = export_stage(row, lambda captured: exporter.export(
+        model, tuple(example), buffer, opset_version=opset, input_names=names, dynamic_axes=axes,
+        dynamo=capture == "export", captured=captured))
+    if exported is not None:
+        _check_exported(case, model, exported.model, buffer.getvalue(), dynamic, provider, row)
+    note_known_failure(case, row)
+    return row
+
+
+def note_known_failure(case: OpCase, row: dict) -> None:
+    """A failure at an opset the case lists among its known failures (on the row's provider, static or dynamic)
+    carries that limitation as its reason ("known failure: ..."), which the release gate does not count as a failure."""
+    known = case.known_failures_on(row["provider"], row["mode"] == "dynamic").get(row["opset"])
+    if known and row["status"] not in ("pass", "skipped"):
+        row["reason"] = f"{KNOWN_FAILURE}: {known}"
+
+
+def case_row(case: OpCase, opset: int, dynamic: bool, provider: str, capture: str) -> dict:
+    """The results row of one op case before it runs (the conformance results schema, kind "op"), as op_tests and the
+    conformance runner both record it. ``capture``: "trace", "script" or "export"; a torch.export case's id ends in
+    '/export' (conformance.schema.case_id)."""
+    mode = "dynamic" if dynamic else "static"
+    row = empty_row()
+    row.update(case_id=case_id("op", case.name, opset, mode, provider, capture_choice(capture)), kind="op",
+               source="cases", name=case.name, op=case.op, opset=opset, provider=provider, mode=mode,
+               exporter="engine", expected_min_opset=case.min_opset_for(dynamic), capture=capture, comparison="values")
+    return row
+
+
+def _check_exported(case: OpCase, model: torch.nn.Module, onnx_model, onnx_bytes: bytes, dynamic: bool, provider: str,
+                    row: dict) -> None:
+    """Check the exported model's operators against their ONNX schemas, then compare ONNX Runtime with PyTorch on
+    the case's size variants."""
+    problems = schema_problems(onnx_model)
     if problems:
-        result.status, result.stage, result.error = "checker_error", "schema", "; ".join(problems)
-        return result
+        row.update(status="checker_error", stage="schema", error="; ".join(problems))
+        return
     if case.compare == "distribution":  # random kernels take ONNX Runtime's global seed when the session is built
         import onnxruntime
 
         onnxruntime.set_seed(0)
-    try:
-        session = make_session(buffer.getvalue(), provider)
-    except Exception as error:
-        result.status, result.stage, result.error = "ort_error", "ort_load", f"{type(error).__name__}: {error}"
-        return result
-    result.session_providers = session.get_providers()
-    result.ort_level = ort_level()
-    if provider == "cuda":
-        result.gpu = gpu_name()
-        if fell_back(session, provider):
-            result.status, result.stage = "env_error", "ort_load"
-            result.error = f"ONNX Runtime fell back from CUDA for this model: session providers {result.session_providers}"
-            return result
-    variants = [0, 1] if dynamic else [0]
-    for variant in variants:
+    session = session_stage(row, onnx_bytes, provider)
+    if session is None:
+        return
+    verdicts = []
+    for variant in [0, 1] if dynamic else [0]:
         inputs = case.inputs(variant)
         with torch.no_grad():
-            t0 = time.perf_counter()
+            started = time.perf_counter()
             expected = _flat_outputs(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
-            result.torch_ms = (time.perf_counter() - t0) * 1e3
-        try:
-            t0 = time.perf_counter()
-            actual = session.run(None, feeds_by_name(session, list(inputs)))
-            result.ort_ms = (time.perf_counter() - t0) * 1e3
-        except Exception as error:
-            result.status, result.stage, result.error = "ort_error", "ort_run", f"{type(error).__name__}: {error}"
-            return result
+            row["torch_ms"] = (time.perf_counter() - started) * 1e3
+        actual = run_stage(row, session, feeds_by_name(session, list(inputs)))
+        if actual is None:
+            return
+        expected_arrays = [e.detach().cpu().numpy() for e in expected]
         if case.compare == "distribution":
-            ok, message, result.comparison = compare_distributions(expected, actual)
-            if not ok:
-                result.status, result.stage, result.error = "mismatch", "accuracy", f"size variant {variant}: {message}"
-                return result
-            continue
-        verdict = compare_arrays([e.detach().cpu().numpy() for e in expected], actual, tolerance(case, _output_dtype(expected)))
-        result.max_abs_error = max(result.max_abs_error or 0.0, verdict.max_abs)
-        result.max_rel_error = max(result.max_rel_error or 0.0, verdict.max_rel)
-        result.rtol, result.atol = verdict.rtol, verdict.atol
+            verdict = compare_distributions(expected_arrays, actual)
+            row["comparison"] = verdict.comparison
+        else:
+            verdict = compare_arrays(expected_arrays, actual, tolerance(case, _output_dtype(expected)))
+        verdicts.append((f"size variant {variant}", verdict))
         if not verdict.ok:
-            result.status, result.stage = "mismatch", "accuracy"
-            result.error = f"size variant {variant}: {verdict.message}"
-            return result
-    return result
+            break
+    compare_stage(row, verdicts)
+    if case.compare == "distribution":  # the errors of values drawn apart measure nothing
+        row.update(max_abs_error=None, max_rel_error=None, rtol=None, atol=None)
 
 
 def results_path() -> str | None:
     return os.environ.get("OP_TESTS_RESULTS")
 
 
-def record(case: OpCase, opset: int, dynamic: bool, provider: str, result: CaseResult) -> None:
-    """Append the case's row (the conformance results schema) to $OP_TESTS_RESULTS's per-worker part file."""
+def record(row: dict) -> None:
+    """Append an op case's row (the conformance results schema) to $OP_TESTS_RESULTS's per-worker part file."""
     path = results_path()
-    if not path:
-        return
-    write_row(path, result_row(case, opset, dynamic, provider, result))
-
-
-def result_row(case: OpCase, opset: int, dynamic: bool, provider: str, result: CaseResult, capture: str = "torchscript") -> dict:
-    """The results row of one op case (the conformance results schema, kind "op"), as op_tests and the conformance
-    runner both record it. A failure at an opset the case lists in ``known_failures`` carries that limitation as
-    its reason ("known failure: ..."), which the release gate does not count as a failure. ``capture``: "export"
-    for a torch.export case (its id ends in '/export', conformance.schema.case_id), else a TorchScript one."""
-    mode = "dynamic" if dynamic else "static"
-    known = result.status not in ("pass", "skipped") and case.known_failures_on(provider, dynamic).get(opset)
-    row = empty_row()
-    row.update(case_id=case_id("op", case.name, opset, mode, provider, capture_choice(capture)), kind="op", source="cases",
-               name=case.name, op=case.op, opset=opset, provider=provider, mode=mode, exporter="engine",
-               expected_min_opset=case.min_opset_for(dynamic))
-    row.update(result.__dict__)
-    if known:
-        row["reason"] = f"{KNOWN_FAILURE}: {known}"
-    return row
+    if path:
+        write_row(path, row)
 
 
 def write_row(path: str, row: dict) -> None:

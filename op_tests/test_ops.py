@@ -26,22 +26,22 @@ PARAMS = list(_params())
 
 
 def _check(case, opset, dynamic, provider, capture="trace"):
-    result = run_case(case, opset, dynamic, provider, capture=capture)
+    row = run_case(case, opset, dynamic, provider, capture=capture)
     if capture == "trace":
-        record(case, opset, dynamic, provider, result)
+        record(row)
     min_opset = case.min_opset_for(dynamic)
     if opset < min_opset:
-        assert result.status == "unsupported", (
-            f"{case.name} should be unsupported below opset {min_opset}, got {result.status}: {result.error}"
+        assert row["status"] == "unsupported", (
+            f"{case.name} should be unsupported below opset {min_opset}, got {row['status']}: {row['error']}"
         )
-        assert f"needs opset >= {min_opset}" in result.error, result.error
+        assert f"needs opset >= {min_opset}" in row["error"], row["error"]
         return
     known = case.known_failures_on(provider, dynamic)
     if opset in known:
         # strict: a known failure that passes is stale, and says so, rather than hiding a fix as an expected failure
-        assert result.status != "pass", f"known failure now passes (remove it from the case): {known[opset]}"
+        assert row["status"] != "pass", f"known failure now passes (remove it from the case): {known[opset]}"
         pytest.xfail(known[opset])
-    assert result.status == "pass", f"[{result.stage}] {result.error}"
+    assert row["status"] == "pass", f"[{row['stage']}] {row['error']}"
 
 
 @pytest.mark.parametrize("case, opset, dynamic", PARAMS)
@@ -64,13 +64,13 @@ def test_op_export(case, opset, dynamic):
     """The case through the torch.export capture (``dynamo=True``): the same expectations as through tracing, and
     where torch.export cannot take the model, the export fails with the reason the case declares."""
     if isinstance(case.build(), (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
-        result = run_case(case, opset, dynamic, "cpu", capture="export")
-        assert result.status == "skipped", result.status
-        pytest.skip(result.reason)  # torch.export takes no ScriptModule (tests/test_dynamo_export.py checks the refusal)
+        row = run_case(case, opset, dynamic, "cpu", capture="export")
+        assert row["status"] == "skipped", row["status"]
+        pytest.skip(row["reason"])  # torch.export takes no ScriptModule (tests/test_dynamo_export.py checks the refusal)
     modes, reason = unsupported_modes(case.name)
     if ("dynamic" if dynamic else "static") in modes and opset >= case.min_opset_for(dynamic):
-        result = run_case(case, opset, dynamic, "cpu", capture="export")
-        assert result.status != "pass", (
+        row = run_case(case, opset, dynamic, "cpu", capture="export")
+        assert row["status"] != "pass", (
             f"{case.name} exports through torch.export now: remove it from op_tests/torch_export_limits.py")
         pytest.xfail(reason)
     _check(case, opset, dynamic, "cpu", capture="export")

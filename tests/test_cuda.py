@@ -113,6 +113,6 @@ def test_op_cases_run_on_the_cuda_provider():
     from op_tests.harness import run_case
 
     (case,) = [c for c in all_cases() if c.name == "matmul_2d_2d"]
-    result = run_case(case, 13, True, "cuda")
-    assert result.status == "pass", result.error
-    assert result.session_providers[0] == "CUDAExecutionProvider" and result.gpu == torch.cuda.get_device_name(0)
+    row = run_case(case, 13, True, "cuda")
+    assert row["status"] == "pass", row["error"]
+    assert row["session_providers"][0] == "CUDAExecutionProvider" and row["gpu"] == torch.cuda.get_device_name(0)

@@ -10,7 +10,7 @@ import torch
 
 import exporter
 from conformance.compare import compare_detections, reference_problem
-from exporter.numerics import arbitrate, compare_arrays, finite_errors, nonfinite_disagreement
+from exporter.numerics import compare_arrays, finite_errors, judge_by_float64, nonfinite_disagreement
 
 NAN, INF = float("nan"), float("inf")
 TOLERANCE = lambda scale: (1e-3, 1e-5)  # noqa: E731
@@ -39,7 +39,7 @@ def test_every_comparison_path_fails_on_a_planted_nonfinite_disagreement(planted
     verdict = compare_arrays([expected], [actual], TOLERANCE)
     assert not verdict.ok and "NaN/Inf" in verdict.message
     # float64 arbitration settles rounding, never a NaN or an infinity (before: it measured finite positions only)
-    decision = arbitrate([expected], [actual], [expected.astype(np.float64)], atol=1e-5)
+    decision = judge_by_float64([expected], [actual], [expected.astype(np.float64)], atol=1e-5)
     assert not decision.ok and "NaN/Inf" in decision.message
     assert not _detections_agree(expected[0], actual[0])
 
@@ -49,7 +49,7 @@ def test_the_same_nan_or_infinity_on_both_sides_agrees(planted):
     expected, actual = _pair(AGREEING[planted])
     assert nonfinite_disagreement(expected, actual) == ""
     assert compare_arrays([expected], [actual], TOLERANCE).ok
-    assert arbitrate([expected], [actual], [expected.astype(np.float64)], atol=1e-5).ok
+    assert judge_by_float64([expected], [actual], [expected.astype(np.float64)], atol=1e-5).ok
     assert _detections_agree(expected[0], actual[0])  # before: allclose without equal_nan failed two NaN scores
 
 

@@ -1,4 +1,4 @@
-"""The OpInfo suite's own parts: the arbiter's rulings, strict expectations, the op-matrix page, and its command line
+"""The OpInfo suite's own parts: the reference evaluator's rulings (``conformance.arbitration``), strict expectations, the op-matrix page, and its command line
 (``python -m op_tests.opinfo``)."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
+from conformance.arbitration import Disagreement, ReferenceEvaluatorRun, arbitrate
 from exporter.tolerances import tolerance_for
 from op_tests.opinfo import __main__ as opinfo_cli
 from op_tests.opinfo import expectations
-from op_tests.opinfo.arbiter import arbitrate
 from reports import op_matrix
 
 
@@ -31,12 +31,22 @@ def _feeds():
             "c": np.arange(20, dtype=np.float32).reshape(5, 4)}
 
 
+def _arbitrate_gemm(feeds, expected, repro_dir):
+    """The reference evaluator's ruling on ONNX Runtime's Gemm disagreeing with ``expected`` (PyTorch's say)."""
+    from exporter.ort_session import make_session
+
+    actual = make_session(_gemm_model().SerializeToString(), "cpu").run(None, feeds)
+    tolerance = tolerance_for("float32", "addmm")
+    return arbitrate(Disagreement([expected], [actual], tolerance.at, tolerance.atol),
+                     ReferenceEvaluatorRun(_gemm_model(), [feeds], repro_dir))
+
+
 def test_reference_agreeing_with_pytorch_rules_a_runtime_divergence_with_a_one_node_repro(tmp_path):
     """Gemm with an empty inner dimension: ONNX Runtime drops beta * C, the spec (and torch.addmm) keep it."""
     feeds = _feeds()
     expected = [torch.addmm(torch.from_numpy(feeds["c"]), torch.from_numpy(feeds["a"]), torch.from_numpy(feeds["b"]),
                             beta=0.2, alpha=0.6).numpy()]
-    ruling = arbitrate(_gemm_model(), [feeds], [expected], tolerance_for("float32", "addmm").at, str(tmp_path))
+    ruling = _arbitrate_gemm(feeds, expected, str(tmp_path))
     assert ruling.status == "runtime_divergence", ruling.text
     assert ruling.repro and os.path.exists(os.path.join(ruling.repro, "model.onnx"))
     assert os.path.exists(os.path.join(ruling.repro, "test_data_set_0", "output_0.pb")) and "Gemm" in ruling.text
@@ -45,7 +55,7 @@ def test_reference_agreeing_with_pytorch_rules_a_runtime_divergence_with_a_one_n
 def test_reference_agreeing_with_onnx_runtime_rules_a_mismatch(tmp_path):
     feeds = _feeds()
     wrong = [feeds["c"] * 0.5]  # what a PyTorch that the export does not match would say
-    ruling = arbitrate(_gemm_model(), [feeds], [wrong], tolerance_for("float32", "addmm").at, str(tmp_path))
+    ruling = _arbitrate_gemm(feeds, wrong, str(tmp_path))
     assert ruling.status == "mismatch" and "export is wrong" in ruling.text
 
 

@@ -45,7 +45,7 @@ def real_op_rows(tmp_dir: str) -> list[dict]:
     try:
         for case in cases:
             for opset in OPSETS:
-                record(case, opset, False, "cpu", run_case(case, opset, False, "cpu"))
+                record(run_case(case, opset, False, "cpu"))
     finally:
         if previous is None:
             del os.environ["OP_TESTS_RESULTS"]

@@ -23,7 +23,7 @@ from exporter.localization.fx_graph import FxGraph
 from exporter.localization.repro import for_reference, judge, numpy_helper_value_info, write_backend_test
 from exporter.localization.runs import run_onnx, to_numpy
 from exporter.localization.torchscript_graph import TorchScriptGraph
-from exporter.numerics import ARBITER_AGREEMENT, ARBITRATION_WORDS, arbitrate, compare_arrays, scale_of
+from exporter.numerics import ARBITER_AGREEMENT, ARBITRATION_WORDS, compare_arrays, judge_by_float64, scale_of
 from exporter.ort_session import make_session
 from exporter.provenance import Origin
 from exporter.tolerances import DEFAULT_ATOL, DEFAULT_FAMILY, DEFAULT_RTOL, family_of, tolerance_for
@@ -215,7 +215,7 @@ class Verifier:
 
     def _arbitrated(self, name: str, local: Agreement, actual: np.ndarray) -> Agreement:
         """A float32 local disagreement re-judged against PyTorch's float64 result of the same node on the same
-        inputs (``exporter.numerics.arbitrate``, as the harness does for a model's outputs): ONNX Runtime's result
+        inputs (``exporter.numerics.judge_by_float64``, as the harness's arbitration does for a model's outputs): ONNX Runtime's result
         passes when it deviates from float64 at most twice as much as PyTorch's own float32 result (plus atol)."""
         value = self.pairs[name]
         try:
@@ -225,7 +225,7 @@ class Verifier:
             return local
         if exact is None:  # a control-flow op: its bodies are not re-run
             return local
-        decision = arbitrate([self.expected[name]], [actual], [exact], local.atol)
+        decision = judge_by_float64([self.expected[name]], [actual], [exact], local.atol)
         arbitrated = Agreement(**{**asdict(local), "origin": local.origin})
         arbitrated.ok = decision.ok
         arbitrated.message = f"{local.message}; {decision.comparison}" if local.message else decision.comparison

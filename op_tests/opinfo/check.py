@@ -14,20 +14,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from conformance.arbitration import Disagreement, ReferenceEvaluatorRun, arbitrate
+from conformance.pipeline import compare_stage, export_stage, run_stage, session_stage
 from conformance.prepared import prepared_capture
-from conformance.schema import case_id, empty_row
-from conformance.worker import onnx_op_types
+from conformance.schema import case_id, empty_row, truncated
 from exporter.numerics import compare_arrays
-from exporter.ort_session import make_session
 from exporter.registry import MAX_OPSET, MIN_OPSET
 from exporter.tolerances import tolerance_for
 from op_tests.harness import feeds_by_name, input_names
-from op_tests.opinfo.arbiter import arbitrate
 from op_tests.opinfo.samples import OpSample, dtype_name, dynamic_partner
 
 OPSETS = tuple(range(MIN_OPSET, MAX_OPSET + 1))
 MODES = ("static", "dynamic")
-_ERROR_LIMIT = 2000
 # Tensor kinds ONNX cannot carry: such a sample is not capturable as an ONNX model, whatever the exporter does.
 _NO_ONNX_TYPE = (torch.complex32, torch.complex64, torch.complex128, torch.bfloat16)
 # OpInfos whose outputs PyTorch leaves uninitialized: their values mean nothing, only shapes and dtypes do.
@@ -179,14 +177,14 @@ def check(prepared: Prepared, opset: int, mode: str, repro_root: str | None = No
     row = base_row(prepared, opset, mode, capture)
     started = time.perf_counter()
     if prepared.harness_error:
-        row.update(status="crash", stage="setup", error=_truncate(prepared.harness_error))
+        row.update(status="crash", stage="setup", error=truncated(prepared.harness_error))
     elif prepared.not_capturable:
         row.update(status="not_capturable", stage="capture", reason=prepared.not_capturable)
     else:
         try:
             _check(prepared, opset, mode, row, repro_root, capture)
         except Exception as error:  # a harness bug still yields an honest row
-            row.update(status="crash", error=_truncate(f"harness error: {type(error).__name__}: {error}\n"
+            row.update(status="crash", error=truncated(f"harness error: {type(error).__name__}: {error}\n"
                                                        f"{traceback.format_exc()}"))
     row["duration_s"] = round(time.perf_counter() - started, 4)
     return row
@@ -194,43 +192,21 @@ def check(prepared: Prepared, opset: int, mode: str, repro_root: str | None = No
 
 def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str | None, capture: str) -> None:
     import exporter
-    from exporter.errors import CaptureError, CheckerError, UnsupportedOperatorError
 
     names = input_names(len(prepared.args))
     axes = prepared.dynamic_axes if mode == "dynamic" else None
     buffer = io.BytesIO()
-    row["stage"] = "convert"
-    started = time.perf_counter()
-    try:
-        if capture == "export":
-            exported = exporter.export(prepared.model, prepared.args, buffer, opset_version=opset, input_names=names,
-                                       dynamic_axes=axes, dynamo=True)
-        else:
-            exported = exporter.export(prepared.model, prepared.args, buffer, opset_version=opset, input_names=names,
-                                       dynamic_axes=axes,
-                                       captured=prepared_capture(prepared.captures, prepared.model, prepared.args))
-    except CaptureError as error:
-        row.update(status="export_error", stage="capture", error=_truncate(str(error)))
+    dynamo = capture == "export"
+    traced = (lambda: prepared_capture(prepared.captures, prepared.model, prepared.args)) if not dynamo else None
+    exported = export_stage(
+        row,
+        lambda captured: exporter.export(prepared.model, prepared.args, buffer, opset_version=opset, input_names=names,
+                                         dynamic_axes=axes, dynamo=dynamo, captured=captured),
+        capture=traced, explain=_explain_unsupported)
+    if exported is None:
         return
-    except UnsupportedOperatorError as error:
-        _unsupported(row, error)
-        return
-    except CheckerError as error:
-        row.update(status="checker_error", stage="checker", error=_truncate(str(error)))
-        return
-    except Exception as error:
-        row.update(status="export_error", error=_truncate(f"{type(error).__name__}: {error}\n"
-                                                          f"{traceback.format_exc(limit=-4)}"))
-        return
-    finally:
-        row["export_seconds"] = round(time.perf_counter() - started, 4)
-    row.update(node_count=len(exported.model.graph.node), op_types=onnx_op_types(exported.model),
-               workarounds=list(exported.workarounds))
-    row["stage"] = "ort_load"
-    try:
-        session = make_session(buffer.getvalue(), "cpu")
-    except Exception as error:
-        row.update(status="ort_error", error=_truncate(_first_line(error)))
+    session = session_stage(row, buffer.getvalue(), "cpu")
+    if session is None:
         return
     checks = [(prepared.args, prepared.expected)]
     if mode == "dynamic":
@@ -238,14 +214,18 @@ def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str
     _run_and_compare(prepared, exported.model, session, checks, row, repro_root)
 
 
-def _unsupported(row: dict, error) -> None:
+def _explain_unsupported(row: dict, error: Exception) -> None:
+    """An op with no symbolic at any opset is ``no_symbolic``; a refusal at this opset names the lowest that works."""
+    from exporter.errors import UnsupportedOperatorError
+
+    if not isinstance(error, UnsupportedOperatorError):
+        return
     if error.min_opset is None and error.reason is None:
-        row.update(status="no_symbolic", error=str(error), reason=f"no symbolic for {error.op_name}")
+        row.update(status="no_symbolic", reason=f"no symbolic for {error.op_name}")
         return
     needs = re.search(r"needs opset >= (\d+)", str(error))
     lowest = error.min_opset if error.min_opset is not None and error.min_opset > row["opset"] else None
-    lowest = int(needs.group(1)) if needs else lowest
-    row.update(status="unsupported", error=str(error), lowest_opset=lowest)
+    row["lowest_opset"] = int(needs.group(1)) if needs else lowest
 
 
 def _run_and_compare(prepared: Prepared, model, session, checks: list, row: dict, repro_root: str | None) -> None:
@@ -253,35 +233,26 @@ def _run_and_compare(prepared: Prepared, model, session, checks: list, row: dict
     feeds_list, expected_list, actual_list = [], [], []
     for args, expected in checks:
         feeds = feeds_by_name(session, list(args))
-        row["stage"] = "ort_run"
-        try:
-            started = time.perf_counter()
-            actual = session.run(None, feeds)
-            row["ort_ms"] = row["ort_ms"] or round((time.perf_counter() - started) * 1e3, 3)
-        except Exception as error:
-            row.update(status="ort_error", error=_truncate(_first_line(error)))
+        actual = run_stage(row, session, feeds)
+        if actual is None:
             return
         feeds_list.append(feeds), expected_list.append(expected), actual_list.append(actual)
-    row["stage"] = "accuracy"
     verdicts = [compare_arrays(e, a, tolerance.at) for e, a in zip(expected_list, actual_list, strict=True)]
-    row.update(rtol=tolerance.rtol, atol=max(v.atol for v in verdicts),
-               max_abs_error=max(v.max_abs for v in verdicts), max_rel_error=max(v.max_rel for v in verdicts),
-               tolerance_reason=tolerance.reason)
-    failed = [v for v in verdicts if not v.ok]
+    verdict = compare_stage(row, [("", v) for v in verdicts])
+    row["tolerance_reason"] = tolerance.reason
     if prepared.values_unspecified:
         _judge_layout_only(row, prepared.values_unspecified, expected_list, actual_list)
-    elif not failed:
-        row["status"] = "pass"
-    elif _only_ties_differ(prepared, checks, actual_list, tolerance.at):
-        row.update(status="pass", reason="positions differ only between tied values: PyTorch may return any of them, "
-                                         "ONNX returns the first; each returned position holds the selected value")
-    elif _pytorch_float16_less_precise(prepared, checks, actual_list, tolerance.at):
-        row.update(status="pass", reason="PyTorch's float16 kernel is the less precise one: ONNX Runtime agrees with "
-                                         "PyTorch computing in float64 (rounded to float16) within tolerance, PyTorch's "
-                                         "float16 result does not")
-    else:
-        ruling = arbitrate(model, feeds_list, expected_list, tolerance.at, repro_root)
-        row.update(status=ruling.status, error=failed[0].message, arbiter=ruling.text, repro=ruling.repro)
+    elif not verdict.ok and _only_ties_differ(prepared, checks, actual_list, tolerance.at):
+        row.update(status="pass", error="", reason="positions differ only between tied values: PyTorch may return any "
+                   "of them, ONNX returns the first; each returned position holds the selected value")
+    elif not verdict.ok and _pytorch_float16_less_precise(prepared, checks, actual_list, tolerance.at):
+        row.update(status="pass", error="", reason="PyTorch's float16 kernel is the less precise one: ONNX Runtime "
+                   "agrees with PyTorch computing in float64 (rounded to float16) within tolerance, PyTorch's float16 "
+                   "result does not")
+    elif not verdict.ok:
+        ruling = arbitrate(Disagreement(expected_list, actual_list, tolerance.at, verdict.atol),
+                           ReferenceEvaluatorRun(model, feeds_list, repro_root))
+        row.update(status=ruling.status, arbiter=ruling.text, repro=ruling.repro)
 
 
 def _only_ties_differ(prepared: Prepared, checks: list, actual_list: list, at) -> bool:
@@ -334,9 +305,7 @@ def _judge_layout_only(row: dict, why: str, expected_list: list, actual_list: li
         if layout != [(np.asarray(a).shape, np.asarray(a).dtype) for a in actual]:
             row.update(status="mismatch", error=f"{why}: output shapes/dtypes differ from PyTorch's {layout}")
             return
-    row.update(status="inconclusive", reason=f"{why}, so only the outputs' count, shapes and dtypes were compared "
-                                             "(they agree)")
+    row.update(status="inconclusive", error="",
+               reason=f"{why}, so only the outputs' count, shapes and dtypes were compared (they agree)")
 
 
-def _truncate(text: str) -> str:
-    return text if len(text) <= _ERROR_LIMIT else text[: _ERROR_LIMIT // 2] + "\n...\n" + text[-_ERROR_LIMIT // 2:]
