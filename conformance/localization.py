@@ -26,7 +26,16 @@ def rounding_only(entry, failing: list) -> bool:
                for _, verdict, expected in failing)
 
 
-def judge_rounding_growth(prepared: Prepared, row: dict, opset: int, dynamic_axes, failing: list, first) -> None:
+def _capture_options(prepared: Prepared, dynamic_axes, dynamo: bool) -> dict:
+    """``exporter.verify``'s capture options for the row's capture: the worker's own capture (TorchScript's, or
+    with ``dynamo`` torch.export's for these ``dynamic_axes``), reused rather than captured again."""
+    return {"dynamo": dynamo, "captured": prepared_capture(prepared.captures, prepared.model, prepared.export_args,
+                                                           dynamo=dynamo, dynamic_axes=dynamic_axes,
+                                                           input_names=prepared.entry.input_names)}
+
+
+def judge_rounding_growth(prepared: Prepared, row: dict, opset: int, dynamic_axes, failing: list, first,
+                          dynamo: bool = False) -> None:
     """A float mismatch that float64 arbitration did not settle, re-judged node by node: ``exporter.verify``
     compares every intermediate value with PyTorch's, and every value out of the per-operator tolerance gets a
     local check (its nodes fed PyTorch's own inputs). When, on every failing check, the capture reproduces the
@@ -44,8 +53,7 @@ def judge_rounding_growth(prepared: Prepared, row: dict, opset: int, dynamic_axe
                 result = exporter.verify(prepared.model, prepared.export_args, opset, check_args=prepared.checks[label],
                                          output_tolerance=entry.tolerance, max_local_checks=LOCAL_CHECKS,
                                          input_names=entry.input_names, output_names=entry.output_names,
-                                         dynamic_axes=dynamic_axes,
-                                         captured=prepared_capture(prepared.captures, prepared.model, prepared.export_args))
+                                         dynamic_axes=dynamic_axes, **_capture_options(prepared, dynamic_axes, dynamo))
             except Exception:
                 return
         if result is None or not result.capture.ok or result.divergence is not None or not result.localized:
@@ -70,13 +78,12 @@ def judge_rounding_growth(prepared: Prepared, row: dict, opset: int, dynamic_axe
 
 # Rows whose verdict leaves a question that exporter.verify answers: which node diverges first, and whose fault.
 LOCALIZED = ("mismatch", "inconclusive")
-NOT_LOCALIZED = ("not judged node by node: exporter.verify localizes TorchScript captures, not torch.export's; the "
-                 "verdict rests on the outputs alone")
 # Local checks per localization: enough for the graphs of the zoo, bounded so a localization fits the case's time.
 LOCAL_CHECKS = 300
 
 
-def localize(prepared: Prepared, row: dict, artifacts: dict, opset: int, dynamic_axes, label: str, workdir: str):
+def localize(prepared: Prepared, row: dict, artifacts: dict, opset: int, dynamic_axes, label: str, workdir: str,
+             dynamo: bool = False):
     """Record ``exporter.verify``'s localization of the row's disagreement (on the check input ``label``) in
     ``row["localization"]``; its repro goes to the bundle's ``localization/`` folder. Returns verify's result (None
     when it failed)."""
@@ -89,7 +96,7 @@ def localize(prepared: Prepared, row: dict, artifacts: dict, opset: int, dynamic
                                  output_tolerance=entry.tolerance, repro_dir=repro_dir,
                                  max_local_checks=LOCAL_CHECKS, input_names=entry.input_names,
                                  output_names=entry.output_names, dynamic_axes=dynamic_axes,
-                                 captured=prepared_capture(prepared.captures, prepared.model, prepared.export_args))
+                                 **_capture_options(prepared, dynamic_axes, dynamo))
     except Exception as error:
         row["localization"] = {"error": truncated(f"{type(error).__name__}: {error}"), "check": label}
         return None
@@ -100,7 +107,7 @@ def localize(prepared: Prepared, row: dict, artifacts: dict, opset: int, dynamic
 
 
 def judge_before_selection(prepared: Prepared, row: dict, artifacts: dict, opset: int, dynamic_axes,
-                            labels: list[str], workdir: str, mismatch: bool = False) -> None:
+                            labels: list[str], workdir: str, mismatch: bool = False, dynamo: bool = False) -> None:
     """Decide a detection case before its selection, on the checks ``labels``: those whose final detections all
     sit on near-ties, or (``mismatch``) those whose detections differ beyond tolerance.
     ``exporter.verify(..., judge_selection=True)`` compares the values entering the data-dependent selections and
@@ -119,8 +126,7 @@ def judge_before_selection(prepared: Prepared, row: dict, artifacts: dict, opset
                                      output_tolerance=entry.tolerance, repro_dir=repro_dir,
                                      max_local_checks=LOCAL_CHECKS, judge_selection=True,
                                      input_names=entry.input_names, output_names=entry.output_names,
-                                     dynamic_axes=dynamic_axes,
-                                     captured=prepared_capture(prepared.captures, prepared.model, prepared.export_args))
+                                     dynamic_axes=dynamic_axes, **_capture_options(prepared, dynamic_axes, dynamo))
         except Exception as error:
             if not mismatch:
                 row.update(status="inconclusive", reason="every final detection on a near-tie, and judging before "

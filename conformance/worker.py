@@ -27,7 +27,6 @@ from conformance.arbitration import Disagreement, Float64Run, Ruling, arbitrate
 from conformance.compare import compare_detections, reference_problem
 from conformance.localization import (
     LOCALIZED,
-    NOT_LOCALIZED,
     judge_before_selection,
     judge_rounding_growth,
     localize,
@@ -192,9 +191,9 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
         return
 
     names = [i.name for i in session.get_inputs()]
-    # exporter.verify re-judges and localizes a disagreement node by node on a TorchScript capture; the peer's export
-    # and torch.export captures have no such judgment, so their verdict rests on the outputs alone.
-    judged = case.get("exporter") != "peer" and not dynamo
+    # exporter.verify re-judges and localizes a disagreement node by node on either capture; the peer's export has no
+    # such judgment, so its verdict rests on the outputs alone.
+    judged = case.get("exporter") != "peer"
     verdicts: list[tuple[str, Verdict]] = []
     for label in labels:
         inputs, expected = artifacts["checks"][label]
@@ -218,22 +217,20 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
     if verdict.ok and prepared.problem:
         row.update(status="inconclusive", reason=prepared.problem, error=verdict.message)
     elif verdict.ok and verdict.compared_nothing and judged:
-        judge_before_selection(prepared, row, artifacts, opset, dynamic_axes, tied, workdir)
+        judge_before_selection(prepared, row, artifacts, opset, dynamic_axes, tied, workdir, dynamo=dynamo)
     elif verdict.ok and verdict.compared_nothing:
-        row.update(status="inconclusive", error=verdict.message, reason="a check had nothing to compare" + (
-            "" if case.get("exporter") == "peer" else f" ({NOT_LOCALIZED})"))
+        row.update(status="inconclusive", error=verdict.message, reason="a check had nothing to compare")
     if opset < entry.min_opset and row["status"] == "pass":
         row["reason"] = f"exports below the zoo's expected minimum opset {entry.min_opset}"
-    if row["status"] in LOCALIZED and dynamo:
-        row["localization"] = {"error": NOT_LOCALIZED, "check": failing_label or "input 0"}
-    elif row["status"] == "mismatch" and entry.comparison == "detection" and judged:
+    if row["status"] == "mismatch" and entry.comparison == "detection" and judged:
         # Detections beyond tolerance: judged, and localized, before and after the selection on the failing checks.
         judge_before_selection(prepared, row, artifacts, opset, dynamic_axes, [label for label, _, _ in failing],
-                                workdir, mismatch=True)
+                                workdir, mismatch=True, dynamo=dynamo)
     elif row["status"] in LOCALIZED and judged and not row.get("selection"):
-        result = localize(prepared, row, artifacts, opset, dynamic_axes, failing_label or "input 0", workdir)
+        result = localize(prepared, row, artifacts, opset, dynamic_axes, failing_label or "input 0", workdir,
+                          dynamo=dynamo)
         if row["status"] == "mismatch" and rounding_only(entry, failing):
-            judge_rounding_growth(prepared, row, opset, dynamic_axes, failing, result)
+            judge_rounding_growth(prepared, row, opset, dynamic_axes, failing, result, dynamo=dynamo)
 
 
 def _peer_export(prepared: Prepared, path: str, opset: int, dynamic_axes):

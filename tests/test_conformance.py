@@ -44,10 +44,10 @@ def _test_models(monkeypatch):
     model_zoo._all.cache_clear()
 
 
-def _cases(names, opsets=(13,), modes=("static",)):
+def _cases(names, opsets=(13,), modes=("static",), capture="torchscript"):
     from conformance.cases import select
 
-    return select(tier="full", opsets=opsets, modes=modes, models=list(names))
+    return select(tier="full", opsets=opsets, modes=modes, models=list(names), capture=capture)
 
 
 def _run_in_process(case, tmp_path):
@@ -539,8 +539,10 @@ def test_arbitration_refuses_a_float64_run_that_computes_something_else():
     assert not verdict.ok and "no float64 arbitration" in verdict.message
 
 
-def test_a_mismatch_row_carries_its_localization(tmp_path):
-    """A wrong aten::add symbolic (in process: the worker runs here) is found by the worker's localization."""
+@pytest.mark.parametrize("capture", ["torchscript", "export"])
+def test_a_mismatch_row_carries_its_localization(tmp_path, capture):
+    """A wrong aten::add symbolic (in process: the worker runs here) is found by the worker's localization, through
+    either capture (the symbolic serves both)."""
     import exporter
     from exporter.registry import REGISTRY
 
@@ -549,13 +551,13 @@ def test_a_mismatch_row_carries_its_localization(tmp_path):
     def wrong_add(g, *args):
         return g.op("Mul", builtin(g, *args), g.const(torch.tensor(1.5)))
 
-    (case,) = _cases(["test_add_one"])
+    (case,) = _cases(["test_add_one"], capture=capture)
     exporter.register_custom_op_symbolic("aten::add", wrong_add, 13)
     try:
         row = _run_in_process(case, tmp_path)
     finally:
         exporter.unregister_custom_op_symbolic("aten::add", 13)
-    assert row["status"] == "mismatch"
+    assert row["status"] == "mismatch" and row["capture"] == ("export" if capture == "export" else "trace")
     found = row["localization"]
     assert found["finding"] == "diverging node" and found["kind"] == "aten::add"
     assert found["source"].endswith(f"conformance_models.py:{inspect.getsourcelines(AddOne.forward)[1] + 1}")
