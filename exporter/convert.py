@@ -19,7 +19,7 @@ from exporter.capture import MODE_FRAME
 from exporter.capture.mutation import is_in_place
 from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
-from exporter.lowering import optional, quantized
+from exporter.lowering import optional, qdq
 from exporter.options import OperatorExportTypes
 from exporter.registry import REGISTRY
 from exporter.ts_types import TORCHSCRIPT_FACTS, declared_element_type, outputs_of, ts_value_type
@@ -49,14 +49,14 @@ class Converter:
         self._symbolics: dict[str, Callable] = {}  # op kind -> its symbolic at the session's opset, as looked up
 
     # -- graphs and blocks ------------------------------------------------------------------------------
-    def convert_graph(self, ts_graph, input_values: list[ir.Value | quantized.QTensor]) -> ir.Graph:
+    def convert_graph(self, ts_graph, input_values: list[ir.Value | qdq.QTensor]) -> ir.Graph:
         graph = ir.Graph("main_graph")
         g = GraphContext(self.session, graph)
         env: dict[int, Any] = {}
-        graph.inputs = [v for value in input_values for v in quantized.boundary_values(value)]
+        graph.inputs = [v for value in input_values for v in qdq.boundary_values(value)]
         for ts_input, value in zip(ts_graph.inputs(), input_values, strict=True):
-            if isinstance(value, quantized.QTensor):
-                value = quantized.typed_input(g, value)
+            if isinstance(value, qdq.QTensor):
+                value = qdq.typed_input(g, value)
             else:
                 self._annotate(value, ts_input)
                 value.argument = ts_input
@@ -69,7 +69,7 @@ class Converter:
         self._convert_nodes(g, ts_graph.nodes(), env)
         g.node = None
         graph.outputs = [self._as_output(g, v, ts_output=ts_output) for ts_output in ts_graph.return_node().inputs()
-                         for v in quantized.boundary_values(env[ts_output.unique()])]
+                         for v in qdq.boundary_values(env[ts_output.unique()])]
         return graph
 
     def _convert_block(self, g: GraphContext, block, input_values: list[ir.Value], name: str) -> ir.Graph:
@@ -245,7 +245,7 @@ class Converter:
                 # the input it is (a symbolic may return its input: a full slice, say).
                 if self.record and not (value.origin is not None and value.origin.node().kind() == "prim::Param"):
                     value.origin = ts_value
-            elif isinstance(value, quantized.QTensor):
+            elif isinstance(value, qdq.QTensor):
                 self._annotate(value.value, ts_value)  # its shape; the integers keep their own element type
                 value.value.origin = ts_value  # the integers stand for the quantized tensor
             env[ts_value.unique()] = value
@@ -429,9 +429,9 @@ def call_symbolic(g: GraphContext, symbolic_fn: Callable, kind: str, args: list[
             "(`if x is not None: ...x...`) are supported"
         )
     try:
-        if (has_quantized and kind not in quantized.STRUCTURAL_OPS
+        if (has_quantized and kind not in qdq.STRUCTURAL_OPS
                 and not getattr(symbolic_fn, "takes_quantized", False)):
-            return quantized.call_on_dequantized(g, symbolic_fn, args)
+            return qdq.call_on_dequantized(g, symbolic_fn, args)
         return symbolic_fn(g, *args)
     except OnnxExporterError as error:
         if isinstance(error, UnsupportedOperatorError) or str(error).startswith(kind):
@@ -447,7 +447,7 @@ def _special_arguments(args: list[Any]) -> tuple[bool, bool]:
         for item in arg if isinstance(arg, (list, tuple)) else (arg,):
             if optional.is_optional(item):
                 has_optional = True
-            elif quantized.contains_quantized(item):
+            elif qdq.contains_quantized(item):
                 has_quantized = True
     return has_optional, has_quantized
 

@@ -48,7 +48,7 @@ SCALAR_NAME_TO_TORCH: dict[str, torch.dtype] = {
 }
 
 # TorchScript's names of the quantized dtypes. Ops on them are converted to float computations between
-# QuantizeLinear and DequantizeLinear (exporter/symbolics/quantized.py), so the converter sees their values as float.
+# QuantizeLinear and DequantizeLinear (exporter/symbolics/quantization.py), so the converter sees their values as float.
 QUANTIZED_SCALAR_NAMES: dict[str, torch.dtype] = {"QUInt8": torch.quint8, "QInt8": torch.qint8, "QInt32": torch.qint32}
 
 # The integer codes TorchScript uses for a ``dtype`` argument (the ScalarType enum).

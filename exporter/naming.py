@@ -17,7 +17,7 @@ from exporter import dtypes, ir, passes
 from exporter.capture import Capture, flatten, split_args
 from exporter.errors import ExportArgumentError, SymbolicValueError
 from exporter.graph_context import ExportSession, GraphContext
-from exporter.lowering import quantized
+from exporter.lowering import qdq
 
 
 def input_names(model: Any, args: Any, captured: Capture, given: Sequence[str] | None) -> list[str]:
@@ -39,7 +39,7 @@ def output_names(captured: Capture, given: Sequence[str] | None) -> list[str]:
     """Names of the graph outputs: ``given`` over the defaults ``output`` (one) or ``output_0``, ``output_1``, ..."""
     count = captured.output_count
     # A quantized output is three ONNX outputs (integers, scale, zero point).
-    count += sum(len(quantized.boundary_examples(t)) - 1 for t in captured.example_outputs or [])
+    count += sum(len(qdq.boundary_examples(t)) - 1 for t in captured.example_outputs or [])
     names = [f"output_{i}" if count > 1 else "output" for i in range(count)]
     _apply_names(names, given, "output", "outputs")
     return names
@@ -74,7 +74,7 @@ def refuse_complex_boundary(captured: Capture, names_in: list[str], names_out: l
 
 def output_examples(captured: Capture) -> list[Any]:
     """The example outputs as the graph outputs they become, one per ONNX output."""
-    return [e for example in captured.example_outputs or [] for e in quantized.boundary_examples(example)]
+    return [e for example in captured.example_outputs or [] for e in qdq.boundary_examples(example)]
 
 
 def user_input_names(model: Any, args: Any, user_inputs: list, given: Sequence[str] | None) -> list[str]:
@@ -129,10 +129,10 @@ def _apply_names(names: list[str], given: Sequence[str] | None, kind: str, what:
 
 
 def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params: bool):
-    """The values the converter starts from: the model's inputs (a quantized one as a :class:`quantized.QTensor`)
+    """The values the converter starts from: the model's inputs (a quantized one as a :class:`qdq.QTensor`)
     with their ``axes`` named, then the parameters, holding their data when ``export_params``."""
     user_count = len(captured.user_inputs)
-    inputs: list[ir.Value | quantized.QTensor] = []
+    inputs: list[ir.Value | qdq.QTensor] = []
     for name, tensor in zip(names[:user_count], captured.user_inputs, strict=True):
         if isinstance(tensor, list):
             inputs.append(_sequence_input(name, tensor, captured.graph, len(inputs), axes))
@@ -143,7 +143,7 @@ def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params:
                 raise ExportArgumentError(f"dynamic_axes[{name!r}] names axis {axis}, but the input has rank {len(shape)}")
             shape[axis] = dim_name
         if tensor.is_quantized:
-            inputs.append(quantized.input_qtensor(name, tensor, tuple(shape)))
+            inputs.append(qdq.input_qtensor(name, tensor, tuple(shape)))
         else:
             inputs.append(ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(shape)))
     params = []
@@ -183,7 +183,7 @@ def lay_out_inputs(
 ) -> list[str]:
     """Make ``inputs`` (a quantized one as three values) and ``params`` the graph's inputs and initializers; without
     ``export_params`` the parameters are plain inputs. The names of the graph's inputs, parameters last."""
-    values = [v for value in inputs for v in quantized.boundary_values(value)]
+    values = [v for value in inputs for v in qdq.boundary_values(value)]
     graph.inputs = values if export_params else values + params
     graph.initializers = params if export_params else []
     return [v.name for v in values] + names[len(inputs):]

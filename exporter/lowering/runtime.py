@@ -178,13 +178,13 @@ BFLOAT16_EXTREMES_IN_FLOAT = declare(
     "bfloat16_extremes_in_float",
     gap="ONNX Runtime has no bfloat16 kernel for ReduceMax/ReduceMin (ONNX allows bfloat16 from opset 13)",
     plain_form="ReduceMax/ReduceMin on bfloat16")
-# lowering.quantized.with_float_bias (quantized conv and linear):
+# lowering.qdq.with_float_bias (quantized conv and linear):
 QDQ_BIAS_AFTER_OP_AT_OPSET_10 = declare(
     "qdq_bias_after_op_at_opset_10",
     gap="ONNX Runtime's QDQ fusion quantizes the float bias of a Conv/Gemm fed by DequantizeLinear with Round, an "
         "opset-11 op, and then refuses to load an opset-10 model",
     plain_form="the float bias as the Conv/Gemm's own input")
-# lowering.quantized.with_float_bias (quantized conv and linear with per-channel weights below opset 13):
+# lowering.qdq.with_float_bias (quantized conv and linear with per-channel weights below opset 13):
 QDQ_FLOAT_WEIGHT_BIAS_AFTER_OP = declare(
     "qdq_float_weight_bias_after_op",
     gap="ONNX Runtime's WeightBiasQuantization (on at every optimization level but none) re-quantizes the float "

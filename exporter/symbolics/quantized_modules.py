@@ -4,12 +4,12 @@ with the output scale and zero point the op was given.
 
 Convolution and linear weights arrive packed (a TorchScript object holding the int8 weight, the float bias and the
 convolution's geometry); they are unpacked here, at export time, into int8 constants behind a DequantizeLinear (see
-``quantized.constant_weight``) and a float32 bias, which PyTorch's fbgemm/qnnpack kernels also add in float.
+``qdq.constant_weight``) and a float32 bias, which PyTorch's fbgemm/qnnpack kernels also add in float.
 """
 
 from __future__ import annotations
 
-from exporter.lowering.quantized import (
+from exporter.lowering.qdq import (
     QDQ_OPSET,
     QTensor,
     constant_weight,

@@ -18,7 +18,7 @@ from exporter import ir
 from exporter.dtypes import FLOAT
 from exporter.lowering.arithmetic import clamp_value
 from exporter.lowering.core import cast, require_rank, unsqueeze
-from exporter.lowering.quantized import (
+from exporter.lowering.qdq import (
     PER_CHANNEL_OPSET,
     QDQ_OPSET,
     QTensor,
