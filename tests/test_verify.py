@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import inspect
 import io
-import os
 
 import numpy as np
-import onnx
 import pytest
 import torch
 import torchvision
-from onnx import numpy_helper
-from onnx.reference import ReferenceEvaluator
 
 import exporter
 from exporter import verify
@@ -21,6 +17,7 @@ from exporter.localization.repro import judge
 from exporter.localization.verifier import Verifier
 from exporter.registry import REGISTRY
 from exporter.verify import Agreement
+from tests.backend_tests import run_backend_test
 
 PLANTED_SCOPE = "layer3.1.conv2"
 OPSET = 14
@@ -79,16 +76,8 @@ def test_the_repro_is_an_onnx_backend_test_that_reproduces_the_divergence(plante
     model, args = _resnet18()
     result = verify(model, args, opset_version=OPSET, repro_dir=str(tmp_path))
     assert result.divergence.repro.directory == str(tmp_path)
-    repro = onnx.load(os.path.join(tmp_path, "model.onnx"))
-    onnx.checker.check_model(repro, full_check=True)
+    repro, computed, expected = run_backend_test(tmp_path)
     assert len(repro.graph.node) <= 3  # the diverging convolution alone (Conv, its wrong constant and the Mul)
-    data = tmp_path / "test_data_set_0"
-    feeds = {}
-    for k in range(len(repro.graph.input)):
-        tensor = onnx.load_tensor(str(data / f"input_{k}.pb"))
-        feeds[tensor.name] = numpy_helper.to_array(tensor)
-    expected = numpy_helper.to_array(onnx.load_tensor(str(data / "output_0.pb")))
-    computed = ReferenceEvaluator(repro).run(None, feeds)[0]
     np.testing.assert_allclose(computed, expected * 1.01, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
 
 

@@ -4,19 +4,16 @@ real models run in PyTorch (the exported program's graph) and in ONNX Runtime.""
 from __future__ import annotations
 
 import inspect
-import os
 
 import numpy as np
-import onnx
 import pytest
 import torch
-from onnx import numpy_helper
-from onnx.reference import ReferenceEvaluator
 
 import exporter
 from exporter import verify
 from exporter.localization.verifier import Verifier
 from exporter.registry import REGISTRY
+from tests.backend_tests import run_backend_test
 
 OPSET = 17
 
@@ -90,15 +87,7 @@ def test_verify_names_the_planted_wrong_sigmoid_its_fx_origin_and_a_repro_that_r
     assert divergence.growth[-1].value == result.export.output_names[0]
     assert divergence.repro.culprit == "export"
     # The repro, an ONNX backend test, computes the planted 1.01 times PyTorch's result.
-    repro = onnx.load(os.path.join(tmp_path, "model.onnx"))
-    onnx.checker.check_model(repro, full_check=True)
-    data = tmp_path / "test_data_set_0"
-    feeds = {}
-    for k in range(len(repro.graph.input)):
-        tensor = onnx.load_tensor(str(data / f"input_{k}.pb"))
-        feeds[tensor.name] = numpy_helper.to_array(tensor)
-    expected = numpy_helper.to_array(onnx.load_tensor(str(data / "output_0.pb")))
-    computed = ReferenceEvaluator(repro).run(None, feeds)[0]
+    repro, computed, expected = run_backend_test(tmp_path)
     np.testing.assert_allclose(computed, expected * 1.01, rtol=1e-5, atol=1e-6)
 
 
