@@ -81,7 +81,7 @@ def aten_ops(graph) -> list[str]:
     return sorted(kinds)
 
 
-def run_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:
+def run_conformance_case(case: dict, state: WorkerState, repro_root: str | None) -> dict:
     """Run one case and return its results row (everything but versions, git revision and rerun command)."""
     row = empty_row()
     row.update({k: case[k] for k in ("case_id", "kind", "name", "family", "opset", "provider", "mode", "exporter")})
@@ -340,7 +340,7 @@ def serve(conn, repro_root: str | None) -> None:
     def model_cases(job: list[tuple[dict, float]], skip: frozenset[str]):
         for case, limit_s in job:
             if case["case_id"] not in skip:
-                yield WorkerCase(case["case_id"], limit_s, functools.partial(run_case, case, state, repro_root))
+                yield WorkerCase(case["case_id"], limit_s, functools.partial(run_conformance_case, case, state, repro_root))
 
     try:
         serve_jobs(conn, model_cases)

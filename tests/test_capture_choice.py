@@ -185,12 +185,12 @@ def test_an_export_run_records_captures_refusals_and_scripted_models(tmp_path, _
     from conformance.cases import select
     from conformance.prepared import WorkerState
     from conformance.results import ResultsWriter
-    from conformance.worker import configure_process, run_case
+    from conformance.worker import configure_process, run_conformance_case
 
     configure_process()
     state, writer = WorkerState(str(tmp_path)), ResultsWriter(str(tmp_path / "r.jsonl"))
     for case in select(tier="full", opsets=(13,), modes=("static",), models=["test_add_one", "test_scripted_add_one"]):
-        writer.append(run_case(case.as_dict(), state, None))
+        writer.append(run_conformance_case(case.as_dict(), state, None))
     both = {(row["name"], row["capture"]): row for row in read_rows(str(tmp_path / "r.jsonl"))}
     assert both[("test_add_one", "trace")]["case_id"] == "example/test_add_one/opset13/static/cpu"
     assert both[("test_scripted_add_one", "script")]["case_id"] == "example/test_scripted_add_one/opset13/static/cpu"

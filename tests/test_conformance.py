@@ -52,11 +52,11 @@ def _cases(names, opsets=(13,), modes=("static",), capture="torchscript"):
 
 def _run_in_process(case, tmp_path):
     from conformance.prepared import WorkerState
-    from conformance.worker import configure_process, run_case
+    from conformance.worker import configure_process, run_conformance_case
 
     configure_process()
     state = WorkerState(str(tmp_path))
-    return run_case(case.as_dict(), state, str(tmp_path / "repro"))
+    return run_conformance_case(case.as_dict(), state, str(tmp_path / "repro"))
 
 
 def _rows(path):

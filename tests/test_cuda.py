@@ -98,11 +98,11 @@ def test_zoo_models_pass_on_cuda(name, opset, tmp_path):
     """A float model with PyTorch's reference on the GPU, and a quantized one with its reference on the CPU."""
     from conformance.cases import select
     from conformance.prepared import WorkerState
-    from conformance.worker import run_case
+    from conformance.worker import run_conformance_case
 
     configure_process()
     (case,) = select(tier="full", opsets=(opset,), modes=("static",), providers=("cuda",), models=[name])
-    row = run_case(case.as_dict(), WorkerState(str(tmp_path)), str(tmp_path / "repro"))
+    row = run_conformance_case(case.as_dict(), WorkerState(str(tmp_path)), str(tmp_path / "repro"))
     assert row["status"] == "pass", (row["status"], row["error"], row["reason"])
     assert row["session_providers"][0] == "CUDAExecutionProvider" and row["gpu"] == torch.cuda.get_device_name(0)
     assert ("computed on the CPU" in row["comparison"]) == name.startswith("quantized_"), row["comparison"]

@@ -24,11 +24,11 @@ REPRESENTATIVES = [
 def _run(name: str, opset: int, mode: str, tmp_path) -> dict:
     from conformance.cases import select
     from conformance.prepared import WorkerState
-    from conformance.worker import configure_process, run_case
+    from conformance.worker import configure_process, run_conformance_case
 
     (case,) = select(tier="full", opsets=(opset,), modes=(mode,), models=[name])
     configure_process()
-    return run_case(case.as_dict(), WorkerState(str(tmp_path)), str(tmp_path / "repro"))
+    return run_conformance_case(case.as_dict(), WorkerState(str(tmp_path)), str(tmp_path / "repro"))
 
 
 @pytest.mark.parametrize("name,mode", REPRESENTATIVES)
