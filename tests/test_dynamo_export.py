@@ -105,6 +105,21 @@ def test_size_reads_of_a_dynamic_program_need_no_decomposition():
     assert _ops_without_symbolics(program, 18) == set()
 
 
+def test_a_batch_of_one_on_a_dynamic_axis_leaves_no_literal_one_in_the_program():
+    # Captured with its example batch of 1, ViT's MultiheadAttention in-projection held the literal batch 1 in one view
+    # (size-oblivious tracing keeps every other view symbolic), and ONNX Runtime refused any other batch.
+    torch.manual_seed(0)
+    model = torchvision.models.vit_b_32()
+    model.heads = torch.nn.Linear(768, 10)  # torchvision zero-initializes the head: its outputs would all be 0
+    model.eval()
+    _, written = _export(model, (torch.randn(1, 3, 224, 224),), 18, input_names=["x"],
+                         dynamic_axes={"x": {0: "batch"}})
+    for batch in (1, 3):
+        x = torch.randn(batch, 3, 224, 224)
+        (got,) = _run(written, {"x": x})
+        np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-4, atol=1e-4)
+
+
 def test_an_axis_the_code_fixes_is_refused_and_nothing_is_written(tmp_path):
     path = tmp_path / "model.onnx"
     with pytest.raises(CaptureError, match="specialized"):

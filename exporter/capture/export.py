@@ -61,17 +61,66 @@ def capture_program(model: Any, args: Any, dynamic_shapes: Any) -> Capture:
             f"dynamo=True captures with torch.export, which takes an nn.Module, not a {type(model).__name__}; "
             "export a scripted model with dynamo=False")
     positional, kwargs = split_args(args)
-    printed = io.StringIO()
-    try:
-        # On failure torch.export prints the partial graph to stderr before raising: the error says what failed.
-        with _torch_export_quiet(), recurrent_layers_whole(), contextlib.redirect_stderr(printed):
-            program = torch.export.export(model, tuple(positional), kwargs=kwargs or None,
-                                          dynamic_shapes=dynamic_shapes, strict=False)
-    except Exception as error:  # torch.export's own refusals: data-dependent control flow, unsupported Python
-        raise CaptureError(f"torch.export could not capture the model: {type(error).__name__}: "
-                           f"{_first_lines(str(error))}") from error
-    sys.stderr.write(printed.getvalue())  # what the model itself printed
+    program = None
+    widened = _widened_examples(model, positional, kwargs, dynamic_shapes)
+    if widened is not None:
+        wide_positional, wide_kwargs = widened
+        with contextlib.suppress(Exception):  # the model refuses the wider example: captured as given, below
+            program = _captured(model, wide_positional, wide_kwargs, dynamic_shapes)
+    if program is None:
+        try:
+            program = _captured(model, positional, kwargs, dynamic_shapes)
+        except Exception as error:  # torch.export's own refusals: data-dependent control flow, unsupported Python
+            raise CaptureError(f"torch.export could not capture the model: {type(error).__name__}: "
+                               f"{_first_lines(str(error))}") from error
     return _capture_of(program, positional, kwargs)
+
+
+def _captured(model, positional, kwargs, dynamic_shapes):
+    printed = io.StringIO()
+    # On failure torch.export prints the partial graph to stderr before raising: the error says what failed.
+    with _torch_export_quiet(), recurrent_layers_whole(), contextlib.redirect_stderr(printed):
+        program = torch.export.export(model, tuple(positional), kwargs=kwargs or None,
+                                      dynamic_shapes=dynamic_shapes, strict=False)
+    sys.stderr.write(printed.getvalue())  # what the model itself printed
+    return program
+
+
+def _widened_examples(model, positional, kwargs, dynamic_shapes):
+    """The example arguments with every dynamic axis of size 1 repeated to size 2 (positional, kwargs), or None when
+    none has size 1 or the spec is not by ``forward``'s parameter names (the form ``dynamic_axes`` becomes).
+
+    Even traced size-oblivious, an example size of 1 on a dynamic axis can end up in the program as a literal: PyTorch's
+    MultiheadAttention in-projection views to ``[L, 1, 3, E]`` for a batch of 1 while every other view keeps the
+    symbolic batch, and the export then fails for any other batch. A size of 2 leaves no such literal to take."""
+    if not isinstance(dynamic_shapes, Mapping):
+        return None
+    try:
+        bound = inspect.signature(model.forward).bind(*positional, **kwargs)
+    except TypeError:
+        return None
+    widened = False
+    for name, value in bound.arguments.items():
+        spec = dynamic_shapes.get(name)
+        if spec is None:
+            continue
+        leaves, structure = pytree.tree_flatten(value)
+        axes_of = pytree.tree_flatten(spec, is_leaf=lambda x: x is None or _is_axes(x))[0]
+        if len(axes_of) != len(leaves):
+            return None
+        for index, (leaf, axes) in enumerate(zip(leaves, axes_of, strict=True)):
+            for axis in (axes or {}) if isinstance(leaf, torch.Tensor) else ():
+                if leaf.dim() > axis >= -leaf.dim() and leaf.shape[axis] == 1:
+                    leaf = torch.cat([leaf, leaf], dim=axis)
+                    widened = True
+            leaves[index] = leaf
+        bound.arguments[name] = pytree.tree_unflatten(leaves, structure)
+    return (list(bound.args), dict(bound.kwargs)) if widened else None
+
+
+def _is_axes(spec) -> bool:
+    """A tensor's dynamic_shapes entry ({axis: Dim}), as opposed to a container's."""
+    return isinstance(spec, dict) and all(isinstance(key, int) for key in spec)
 
 
 def at_opset(captured: Capture, opset: int) -> Capture:
