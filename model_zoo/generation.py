@@ -163,7 +163,7 @@ def _cache_axes(length: str) -> dict[int, str]:
 
 
 def export_for_generation(model: torch.nn.Module, prompt: torch.Tensor, directory: str,
-                          opset: int = exporter.DEFAULT_OPSET) -> tuple[str, str]:
+                          opset: int = exporter.DEFAULT_OPSET, dynamo: bool = False) -> tuple[str, str]:
     """Export ``model`` (a transformers causal LM in eval mode) as ``prefill.onnx`` and ``decode.onnx`` in
     ``directory``, traced on ``prompt`` (batch, sequence) and on one decode step after it; returns both paths."""
     mask = torch.ones_like(prompt)
@@ -177,10 +177,10 @@ def export_for_generation(model: torch.nn.Module, prompt: torch.Tensor, director
     prefill_path, decode_path = os.path.join(directory, "prefill.onnx"), os.path.join(directory, "decode.onnx")
     exporter.export(Prefill(model).eval(), (prompt, mask), prefill_path, opset_version=opset,
                     input_names=["input_ids", "attention_mask"], output_names=outputs,
-                    dynamic_axes={"input_ids": _TOKEN_AXES, "attention_mask": mask_axes, **output_axes})
+                    dynamic_axes={"input_ids": _TOKEN_AXES, "attention_mask": mask_axes, **output_axes}, dynamo=dynamo)
     step = (prompt[:, -1:], torch.ones(prompt.shape[0], prompt.shape[1] + 1, dtype=mask.dtype), *example_past)
     exporter.export(DecodeStep(model).eval(), step, decode_path, opset_version=opset,
-                    input_names=step_inputs, output_names=outputs, dynamic_axes=step_axes)
+                    input_names=step_inputs, output_names=outputs, dynamic_axes=step_axes, dynamo=dynamo)
     return prefill_path, decode_path
 
 
@@ -195,7 +195,7 @@ def decode_step_axes(layers: int) -> tuple[tuple[list[str], list[str]], dict[str
 
 
 def export_seq2seq_for_generation(model: torch.nn.Module, source: torch.Tensor, directory: str,
-                                  opset: int = exporter.DEFAULT_OPSET) -> tuple[str, str, str]:
+                                  opset: int = exporter.DEFAULT_OPSET, dynamo: bool = False) -> tuple[str, str, str]:
     """Export ``model`` (a transformers encoder-decoder in eval mode) as ``encoder.onnx``, ``decoder.onnx`` (the
     first step) and ``decoder_step.onnx`` in ``directory``, traced on ``source`` (batch, sequence), the decoder's
     start token and one step after it; returns the three paths."""
@@ -212,16 +212,17 @@ def export_seq2seq_for_generation(model: torch.nn.Module, source: torch.Tensor, 
     paths = [os.path.join(directory, f"{name}.onnx") for name in ("encoder", "decoder", "decoder_step")]
     exporter.export(Encoder(model).eval(), (source, mask), paths[0], opset_version=opset,
                     input_names=["input_ids", "attention_mask"], output_names=["encoder_hidden_states"],
-                    dynamic_axes=_axes(["input_ids", "attention_mask", "encoder_hidden_states"], _SOURCE_AXES))
+                    dynamic_axes=_axes(["input_ids", "attention_mask", "encoder_hidden_states"], _SOURCE_AXES),
+                    dynamo=dynamo)
     exporter.export(FirstDecoderStep(model).eval(), (start, mask, states), paths[1], opset_version=opset,
                     input_names=[*step_axes, "encoder_hidden_states"],
                     output_names=["logits", *self_present, *cross_present],
                     dynamic_axes={**step_axes, "encoder_hidden_states": _SOURCE_AXES, **output_axes,
-                                  **_axes(cross_present, _cache_axes("source_sequence"))})
+                                  **_axes(cross_present, _cache_axes("source_sequence"))}, dynamo=dynamo)
     exporter.export(DecoderStep(model).eval(), (start, mask, *first[1:]), paths[2], opset_version=opset,
                     input_names=[*step_axes, *self_past, *cross_past], output_names=["logits", *self_present],
                     dynamic_axes={**step_axes, **_axes(self_past, _cache_axes("past_sequence")),
-                                  **_axes(cross_past, _cache_axes("source_sequence")), **output_axes})
+                                  **_axes(cross_past, _cache_axes("source_sequence")), **output_axes}, dynamo=dynamo)
     return tuple(paths)
 
 

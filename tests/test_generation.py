@@ -1,8 +1,9 @@
-"""Generation with a key/value cache (model_zoo.generation), 8 greedy tokens through ONNX Runtime with each step's
-cache fed to the next, compared with PyTorch's own greedy ``generate``: the same tokens, and logits within the zoo's
-tolerance at every step. Decoder-only transformers are exported as a prefill and a decode-step graph; encoder-decoders
-as an encoder, a first decoder step and a decoder step whose cross-attention cache is computed once. Every model's
-output head is drawn afresh (``redraw_output_head``): with random tied weights greedy decoding echoes one token."""
+"""Generation with a key/value cache (model_zoo.generation), traced and through torch.export (dynamo=True), 8 greedy
+tokens through ONNX Runtime with each step's cache fed to the next, compared with PyTorch's own greedy ``generate``:
+the same tokens, and logits within the zoo's tolerance at every step. Decoder-only transformers are exported as a
+prefill and a decode-step graph; encoder-decoders as an encoder, a first decoder step and a decoder step whose
+cross-attention cache is computed once. Every model's output head is drawn afresh (``redraw_output_head``): with
+random tied weights greedy decoding echoes one token."""
 
 from __future__ import annotations
 
@@ -36,9 +37,19 @@ OPSETS = ("lowest", 14, MAX_OPSET)
 _SLIDING_WINDOW = pytest.mark.xfail(strict=True, reason="sliding-window cache: rebuilt from its tensors it counts "
                                                         "only the window's tokens as seen, so positions drift from "
                                                         "step 1 (eager PyTorch through the wrapper too)")
-DECODERS = ("hf_gpt2", "hf_llama", pytest.param("hf_mistral", marks=_SLIDING_WINDOW), "hf_qwen2", "hf_phi", "hf_gemma",
-            "hf_stablelm")
+DECODERS = ("hf_gpt2", "hf_llama", "hf_mistral", "hf_qwen2", "hf_phi", "hf_gemma", "hf_stablelm")
 ENCODER_DECODERS = ("hf_t5", "hf_bart")
+
+
+def _cases(names: tuple[str, ...]) -> list:
+    """(name, opset, dynamo): each architecture traced at each of ``OPSETS``, and captured with torch.export
+    (dynamo=True) at its lowest opset, where the program's run-time sizes ask the most of the lowering (the
+    torch.export capture at 14 and 20 passes too: MEASUREMENTS.md). Mistral's known failure is the wrapper's, traced."""
+    cases = [pytest.param(name, opset, False, id=f"{name}-{opset}",
+                          marks=[_SLIDING_WINDOW] if name == "hf_mistral" else [])
+             for name in names for opset in OPSETS]
+    return cases + [pytest.param(name, "lowest", True, id=f"{name}-lowest-export")
+                    for name in names if name != "hf_mistral"]
 # BART's default init (std 0.02) leaves cross-attention too weak to matter: every source gave the same tokens, so the
 # cross-attention cache would go untested by them. At 0.1 each source leads elsewhere.
 _GENERATION_CONFIG = {"hf_bart": {"init_std": 0.1}}
@@ -86,25 +97,23 @@ def _assert_matches(expected, tokens: np.ndarray, logits: list[np.ndarray]) -> N
         assert verdict.ok, f"step {step}: {verdict.message}"
 
 
-@pytest.mark.parametrize("opset", OPSETS)
-@pytest.mark.parametrize("name", DECODERS)
-def test_greedy_decoding_through_onnx_runtime_matches_pytorch(name, opset, tmp_path):
+@pytest.mark.parametrize(("name", "opset", "dynamo"), _cases(DECODERS))
+def test_greedy_decoding_through_onnx_runtime_matches_pytorch(name, opset, dynamo, tmp_path):
     model = _generating_model(name)
     generator = torch.Generator().manual_seed(1)
     traced_on = torch.randint(FIRST_TOKEN, VOCAB, (2, 5), generator=generator)
-    prefill, decode = export_for_generation(model, traced_on, str(tmp_path), _opset(name, opset))
+    prefill, decode = export_for_generation(model, traced_on, str(tmp_path), _opset(name, opset), dynamo=dynamo)
     prompt = torch.randint(FIRST_TOKEN, VOCAB, (3, 4), generator=generator)  # another batch and prompt length
     expected = _generate(model, prompt, torch.ones_like(prompt))
     _assert_matches(expected, *greedy_through_onnx(prefill, decode, prompt, STEPS))
 
 
-@pytest.mark.parametrize("opset", OPSETS)
-@pytest.mark.parametrize("name", ENCODER_DECODERS)
-def test_encoder_decoder_greedy_decoding_through_onnx_runtime_matches_pytorch(name, opset, tmp_path):
+@pytest.mark.parametrize(("name", "opset", "dynamo"), _cases(ENCODER_DECODERS))
+def test_encoder_decoder_greedy_decoding_through_onnx_runtime_matches_pytorch(name, opset, dynamo, tmp_path):
     model = _generating_model(name)
     generator = torch.Generator().manual_seed(1)
     traced_on = torch.randint(FIRST_TOKEN, VOCAB, (2, 5), generator=generator)
-    paths = export_seq2seq_for_generation(model, traced_on, str(tmp_path), _opset(name, opset))
+    paths = export_seq2seq_for_generation(model, traced_on, str(tmp_path), _opset(name, opset), dynamo=dynamo)
     source = torch.randint(FIRST_TOKEN, VOCAB, (3, 7), generator=generator)  # another batch and source length,
     mask = padded_mask(*source.shape)  # its last row padded
     expected = _generate(model, source, mask)

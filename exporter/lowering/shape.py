@@ -268,14 +268,21 @@ def pad_op(g, x, pad: list, mode: str, value=None):
     whole = is_value(pad) and not is_constant(pad)  # the list itself computed at run time (a list input)
     pads = None if whole else _onnx_pads(list(pad if isinstance(pad, (list, tuple)) else constant_value(pad)), rank)
     if g.opset >= 11:
-        inputs = [x, _run_time_onnx_pads(g, pad, rank) if pads is None else to_int64_list_value(g, pads)]
+        # Pad takes bool from opset 13: before, bool pads as uint8.
+        work = cast(g, x, TensorProto.UINT8) if g.dtype(x) == TensorProto.BOOL and g.opset < 13 else x
+        inputs = [work, _run_time_onnx_pads(g, pad, rank) if pads is None else to_int64_list_value(g, pads)]
         if mode == "constant" and value is not None and constant_value(value) not in (0, 0.0):
-            inputs.append(g.const(np.array(constant_value(value)), g.dtype(x)))
-        return g.op("Pad", *inputs, mode_s=_PAD_MODES[mode])
+            inputs.append(g.const(np.array(constant_value(value)), g.dtype(work)))
+        out = g.op("Pad", *inputs, mode_s=_PAD_MODES[mode])
+        return out if work is x else cast(g, out, TensorProto.BOOL)
     if pads is None or not all(is_constant(p) for p in pads):
+        if pads is not None and mode == "constant" and g.opset >= 9:
+            return _pad_by_concat(g, x, pads, 0.0 if value is None else constant_value(value))
         # (worded so that callers matching PyTorch's exporter's message for this case keep working)
+        lowest = 9 if pads is not None and mode == "constant" else 11
         raise unsupported(g.op_kind, g.opset, "Unsupported: ONNX export of Pad with sizes computed at run time. "
-                          "The sizes of the padding must be constant before Pad takes them as an input: needs opset >= 11")
+                          "The sizes of the padding must be constant before Pad takes them as an input: "
+                          f"needs opset >= {lowest}")
     pads = [int(constant_value(p)) for p in pads]
     # Pad before 11 is defined on floating types only: compute in double and cast back.
     original = g.dtype(x)
@@ -297,6 +304,65 @@ def _onnx_pads(pad: list, rank: int) -> list:
         axis = rank - 1 - i
         begins[axis], ends[axis] = pad[2 * i], pad[2 * i + 1]
     return begins + ends
+
+
+def _pad_by_concat(g, x, pads: list, fill):
+    """Constant padding by sizes computed at run time before opset 11, where Pad takes its pads as an attribute.
+    ``pads``: ONNX order (all begins, then all ends), ints and 0-d int64 values. Per padded axis: the positions kept
+    (a negative size crops) gathered, then blocks of ``fill`` (ConstantOfShape, opset 9) of the positive sizes
+    concatenated on either side. Any dtype, unlike Pad before 11 (floating types only)."""
+    rank = len(pads) // 2
+    pads = [int(constant_value(p)) if is_constant(p) else _as_size(g, p) for p in pads]
+    out = x
+    for axis in range(rank):
+        begin, end = pads[axis], pads[axis + rank]
+        if not is_value(begin) and not is_value(end) and begin == end == 0:
+            continue
+        out = _crop(g, out, axis, _positive_part(g, size_arith(g, "Sub", 0, begin)),
+                    _positive_part(g, size_arith(g, "Sub", 0, end)))
+        blocks = [_fill_block(g, out, axis, _positive_part(g, size), fill) for size in (begin, end)]
+        out = g.op("Concat", blocks[0], out, blocks[1], axis_i=axis)
+        out.shape = (None,) * rank
+    return out
+
+
+def _as_size(g, value):
+    """A run-time size as a 0-d int64 value (a list item may come as a 1-element tensor)."""
+    value = cast(g, value, INT64)
+    return squeeze(g, value, [0]) if value.rank == 1 else value
+
+
+def _positive_part(g, size):
+    """max(size, 0) of an int or a 0-d int64 value (Max takes integers only from opset 12)."""
+    if not is_value(size):
+        return max(int(constant_value(size)), 0)
+    zero = g.const(0, torch.int64)
+    out = g.op("Where", g.op("Greater", size, zero), size, zero)
+    out.shape = ()
+    return out
+
+
+def _crop(g, x, axis: int, start, stop_from_end):
+    """``x`` without ``start`` positions at the beginning of ``axis`` and ``stop_from_end`` at its end (sizes
+    computed at run time: a Gather of the positions kept, Slice taking run-time bounds only from opset 10)."""
+    if not is_value(start) and not is_value(stop_from_end) and start == stop_from_end == 0:
+        return x
+    count = size_arith(g, "Sub", size_arith(g, "Sub", dim_size(g, x, axis), start), stop_from_end)
+    kept = arange_indices(g, count)
+    positions = kept if not is_value(start) and start == 0 else g.op("Add", kept, cast(g, start, INT64))
+    out = g.op("Gather", x, positions, axis_i=axis)
+    out.shape = (None,) * require_rank(g, x)
+    return out
+
+
+def _fill_block(g, x, axis: int, size, fill):
+    """A block of ``fill`` shaped as ``x`` but ``size`` long along ``axis``."""
+    sizes = dims_or_sizes(g, x)
+    sizes[axis] = size
+    scalar = np.array([fill], dtype=dtypes.numpy_from_onnx(g.dtype(x)))
+    out = g.op("ConstantOfShape", to_int64_list_value(g, sizes), value_t=scalar)
+    out.shape = (None,) * len(sizes)
+    return out
 
 
 def _run_time_onnx_pads(g, pad, rank: int):

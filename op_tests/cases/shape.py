@@ -165,6 +165,16 @@ CASES = [
            fn=lambda x: F.pad(x, (-1, 1, -2, 1), mode="circular")),
     OpCase("pad", lambda k: (_r(2 + k, 5, dtype=torch.int64),), sample="int64", fn=lambda x: F.pad(x, (2, 1), value=3)),
     OpCase("pad", lambda k: (_r(2 + k, 6),), sample="negative_crop", fn=lambda x: F.pad(x, (-1, 2))),
+    OpCase("pad", lambda k: (_r(2 + k, 5),), sample="bool", fn=lambda x: F.pad(x > 0, (1, 2), value=True)),
+    # Sizes computed at run time (a dynamic export): Pad takes them as an input from 11; at 9-10 the kept positions
+    # are gathered and ConstantOfShape blocks concatenated. Negative sizes crop; a bool mask padded as transformers'
+    # attention masks are (Pad takes bool from 13 only).
+    OpCase("pad", lambda k: (_r(2 + k, 5 + k),), sample="run_time_sizes", dynamic_min_opset=9,
+           fn=lambda x: F.pad(x, (x.size(0) - 1, 8 - x.shape[-1]), value=2.5)),
+    OpCase("pad", lambda k: (_r(3 + k, 6 + k, dtype=torch.int64),), sample="run_time_crop", dynamic_min_opset=9,
+           fn=lambda x: F.pad(x, (x.shape[1] - 4, 4 - x.shape[-1], 0, 2 - x.shape[0]), value=7)),
+    OpCase("pad", lambda k: (_r(2 + k, 5 + k),), sample="run_time_bool_mask", dynamic_min_opset=9,
+           fn=lambda x: F.pad(x > 0, (0, 9 - x.shape[-1]))),
     OpCase("pad", lambda k: (_r(1 + k, 2, 5, dtype=torch.float16),), sample="float16_reflect",
            fn=lambda x: F.pad(x, (2, 1), mode="reflect")),
     OpCase("constant_pad_nd", lambda k: (_r(1 + k, 3, 3),), module=lambda: torch.nn.ConstantPad2d((1, 0, 0, 2), -1.0)),
@@ -305,13 +315,6 @@ CASES += [
     OpCase("expand", lambda k: (_r(3), torch.tensor(-1)), sample="run_time_minus_one", fn=lambda x, s: x.expand(s)),
     OpCase("expand", lambda k: (_r(2, 1, 3), torch.tensor(-1 if k == 0 else 4)), sample="run_time_sizes",
            fn=lambda x, s: x.expand(2, s, 3)),
-]
-
-# Padding by a size computed at run time (Pad takes its pads as an input from opset 11; below, the error names 11 in
-# the words PyTorch's exporter uses for it).
-CASES += [
-    OpCase("pad", lambda k: (_r(2 + k, 5),), sample="run_time_sizes", dynamic_min_opset=11,
-           fn=lambda x: F.pad(x, (x.size(0) - 1, 1))),
 ]
 
 # tril/triu with a diagonal that is a graph input (a scripted int): Trilu takes it as an input (opset 14); before, the
