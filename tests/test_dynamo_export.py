@@ -120,6 +120,52 @@ def test_a_batch_of_one_on_a_dynamic_axis_leaves_no_literal_one_in_the_program()
         np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=1e-4, atol=1e-4)
 
 
+class _BranchOnLength(torch.nn.Module):
+    """Computes differently for one new token than for several: a decode step's kind of branch."""
+
+    def forward(self, tokens):
+        if tokens.shape[1] > 1:
+            return tokens * 2
+        return tokens * 3
+
+
+def test_a_size_one_example_is_captured_as_given_where_the_wider_one_takes_another_branch():
+    # The example widened to 2 tokens takes the other branch, and torch.export keeps no check of it that ONNX could
+    # state: that program, exported, computed tokens * 2 for the caller's own example. It does not reproduce the
+    # example, so the capture is of the example as given, and the bound torch.export puts on the axis is a warning.
+    tokens = torch.randn(2, 1)
+    with pytest.warns(UserWarning, match=r"branches on or checks axis 1 of input 'tokens' \(new\)"):
+        _, written = _export(_BranchOnLength(), (tokens,), 18, input_names=["tokens"],
+                             dynamic_axes={"tokens": {1: "new"}})
+    (got,) = _run(written, {"tokens": tokens})
+    np.testing.assert_allclose(got, (tokens * 3).numpy())
+
+
+class _DecodeLike(torch.nn.Module):
+    """A mask as long as the cache and the new tokens together, padded when shorter, as transformers' mask code does:
+    with the new tokens widened from 1 to 2 and the mask not, the capture takes the padding branch, which for real
+    inputs pads by 0."""
+
+    def forward(self, tokens, mask, past):
+        total = past.shape[1] + tokens.shape[1]
+        if mask.shape[1] < total:
+            mask = torch.nn.functional.pad(mask, (0, total - mask.shape[1]))
+        return torch.cat([past, tokens], dim=1) * mask
+
+
+@pytest.mark.parametrize("opset", [9, 18])
+def test_a_wider_example_that_reproduces_the_given_one_is_kept(opset):
+    tokens, mask, past = torch.randn(2, 1), torch.ones(2, 6), torch.randn(2, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no bound to warn of: the program's ranges are the wider example's
+        _, written = _export(_DecodeLike(), (tokens, mask, past), opset, input_names=["tokens", "mask", "past"],
+                             dynamic_axes={"tokens": {1: "new"}, "mask": {1: "total"}, "past": {1: "past"}})
+    for new, cached in ((1, 5), (1, 8), (3, 4)):
+        feeds = {"tokens": torch.randn(2, new), "mask": torch.rand(2, new + cached), "past": torch.randn(2, cached)}
+        (got,) = _run(written, feeds)
+        np.testing.assert_allclose(got, _DecodeLike()(**feeds).numpy(), rtol=1e-6)
+
+
 def test_an_axis_the_code_fixes_is_refused_and_nothing_is_written(tmp_path):
     path = tmp_path / "model.onnx"
     with pytest.raises(CaptureError, match="specialized"):

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
+from torch.utils._sympy.numbers import int_oo
 
 from exporter.capture.common import EXPORT, Capture, flatten, split_args
 from exporter.capture.recurrent import recurrent_layers_whole
@@ -67,6 +68,8 @@ def capture_program(model: Any, args: Any, dynamic_shapes: Any) -> Capture:
         wide_positional, wide_kwargs = widened
         with contextlib.suppress(Exception):  # the model refuses the wider example: captured as given, below
             program = _captured(model, wide_positional, wide_kwargs, dynamic_shapes)
+        if program is not None and not _reproduces_example(program, model, positional, kwargs):
+            program = None  # the wider example took another branch: captured as given, below
     if program is None:
         try:
             program = _captured(model, positional, kwargs, dynamic_shapes)
@@ -116,6 +119,43 @@ def _widened_examples(model, positional, kwargs, dynamic_shapes):
             leaves[index] = leaf
         bound.arguments[name] = pytree.tree_unflatten(leaves, structure)
     return (list(bound.args), dict(bound.kwargs)) if widened else None
+
+
+def _reproduces_example(program, model, positional, kwargs) -> bool:
+    """Whether ``program``, captured from the widened example, computes what ``model`` computes for the example as
+    given. A branch the wider size takes (``size > 1``, or a relation between two inputs' sizes that the widening
+    broke, such as a decode step's mask and its new tokens) is in the program with no check left in the ONNX model:
+    torch.export turns such a guard into an input range, which ONNX cannot state, or drops it. Random ops disagree too,
+    and are then captured as given. The program runs without its own input checks: the ranges it holds are the wider
+    example's (a decode step's one new token captured as two is ``>= 2``), and only its values at the given example
+    can tell whether the branch it took is the given example's too. The model's buffers are restored after both runs."""
+    buffers = {name: buffer.clone() for name, buffer in model.named_buffers()}
+    unchecked = program.module(check_guards=False)
+    unchecked._forward_pre_hooks.clear()  # the input checks of check_guards=False
+    try:
+        with torch.no_grad(), _torch_export_quiet():
+            expected = model(*positional, **kwargs)
+            got = unchecked(*positional, **kwargs)
+    except Exception:  # noqa: BLE001 - any failure of the program at the given example means it does not reproduce it
+        return False
+    finally:
+        with torch.no_grad():
+            for name, buffer in model.named_buffers():
+                buffer.copy_(buffers[name])
+    expected_leaves, got_leaves = pytree.tree_leaves(expected), pytree.tree_leaves(got)
+    return len(expected_leaves) == len(got_leaves) and all(
+        _same_value(a, b) for a, b in zip(expected_leaves, got_leaves, strict=True))
+
+
+def _same_value(expected, got) -> bool:
+    """Equal, for tensors within float rounding (the same ATen ops on the same inputs, perhaps in another order)."""
+    if not isinstance(expected, torch.Tensor) or not isinstance(got, torch.Tensor):
+        return type(expected) is type(got) and expected == got
+    if expected.shape != got.shape or expected.dtype != got.dtype:
+        return False
+    if not expected.is_floating_point():
+        return bool(torch.equal(expected, got))
+    return bool(torch.allclose(expected, got, rtol=1e-3, atol=1e-5, equal_nan=True))
 
 
 def _is_axes(spec) -> bool:
@@ -331,6 +371,8 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
                     raise ExportArgumentError(f"dynamic_axes asks for axis {axis} of input {name!r} to be dynamic, "
                                               f"but torch.export found the model's code fixes it to {dim}")
                 continue
+            if str(dim) not in symbol_names:
+                _warn_if_bounded(program, dim, f"axis {axis} of input {name!r} ({asked or dim})")
             dim_name = symbol_names.setdefault(str(dim), asked or str(dim))
             result.setdefault(name, {})[axis] = dim_name
     output_node = next(node for node in program.graph.nodes if node.op == "output")
@@ -344,6 +386,20 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
             if not isinstance(dim, int):
                 result.setdefault(name, {}).setdefault(axis, symbol_names.get(str(dim), str(dim)))
     return result
+
+
+def _warn_if_bounded(program, dim, what: str) -> None:
+    """Warn when torch.export bounded a dynamic input size: the model's code branched on it or checked it (``if
+    x.shape[1] > 1``, a table of fixed length), and the program holds at the example's size but not at every size,
+    which the ONNX model cannot check. A lower bound of 2 is torch.export's usual one (0 and 1 are special sizes to it),
+    not the code's."""
+    bounds = program.range_constraints.get(dim.node.expr)
+    if bounds is None or (bounds.lower <= 2 and bounds.upper == int_oo):
+        return
+    upper = "" if bounds.upper == int_oo else f" {bounds.upper}"
+    warnings.warn(f"the model's code branches on or checks {what}: torch.export bounds it to [{bounds.lower},"
+                  f"{upper or ' ...'}], and the ONNX model checks nothing, so at sizes other than the example's it may "
+                  "compute something else than the model", UserWarning, stacklevel=2)
 
 
 def check_dynamic_shapes(dynamic_shapes: Any) -> None:
