@@ -133,7 +133,8 @@ def _reproduces_example(program, model, positional, kwargs) -> bool:
     unchecked = program.module(check_guards=False)
     unchecked._forward_pre_hooks.clear()  # the input checks of check_guards=False
     try:
-        with torch.no_grad(), _torch_export_quiet():
+        with torch.no_grad(), _torch_export_quiet(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the model's own warnings were shown by the capture
             expected = model(*positional, **kwargs)
             got = unchecked(*positional, **kwargs)
     except Exception:  # noqa: BLE001 - any failure of the program at the given example means it does not reproduce it
@@ -209,6 +210,8 @@ def _torch_export_quiet():
             backed_size_oblivious=True):
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\.|copyreg")
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.")
+        # raised by the code of torch.export's own graphs (while_loop bodies), which torch generates and runs
+        warnings.filterwarnings("ignore", message=r"_check_is_size will be removed", category=FutureWarning)
         # nn.RNN, LSTM and GRU refresh their own weight list (_flat_weights) when called: PyTorch's module, not the
         # caller's code, assigns those tensors, and nothing the caller could register as a buffer.
         warnings.filterwarnings("ignore", message=r"The tensor attributes ([\w.]*_flat_weights\[\d+\](, )?)+ were "
