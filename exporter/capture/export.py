@@ -99,7 +99,7 @@ def _widened_examples(model, positional, kwargs, dynamic_shapes):
     if not isinstance(dynamic_shapes, Mapping):
         return None
     try:
-        bound = inspect.signature(model.forward).bind(*positional, **kwargs)
+        bound = _forward_arguments(model, positional, kwargs)
     except TypeError:
         return None
     widened = False
@@ -157,6 +157,12 @@ def _same_value(expected, got) -> bool:
     if not expected.is_floating_point():
         return bool(torch.equal(expected, got))
     return bool(torch.allclose(expected, got, rtol=1e-3, atol=1e-5, equal_nan=True))
+
+
+def _forward_arguments(model, positional, kwargs) -> inspect.BoundArguments:
+    """The call's arguments by ``forward``'s parameter names, the keys of torch.export's ``dynamic_shapes`` (a
+    TypeError when they do not fit ``forward``)."""
+    return inspect.signature(model.forward).bind(*positional, **kwargs)
 
 
 def _is_axes(spec) -> bool:
@@ -336,7 +342,7 @@ def dynamic_shapes_from_axes(model: torch.nn.Module, args: Any, axes_by_position
     keyed by ``forward``'s parameter names. ``axes_by_position``: flat tensor argument index -> {axis: name}."""
     positional, kwargs = split_args(args)
     try:
-        bound = inspect.signature(model.forward).bind(*positional, **kwargs)
+        bound = _forward_arguments(model, positional, kwargs)
     except TypeError as error:
         raise ExportArgumentError(f"the arguments do not fit the model's forward: {error}") from None
     shapes: dict[str, Any] = {}
