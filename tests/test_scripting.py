@@ -669,8 +669,17 @@ def test_scripted_list_arguments_below_opset_11_are_one_input_per_element():
     np.testing.assert_allclose(got, model(args[0], xs, 3).numpy(), rtol=1e-6)
 
 
-def test_scripted_padding_list_below_opset_11_names_11():
+def test_scripted_padding_list_below_opset_11_pads_by_gather_and_concat():
+    """Pad takes its sizes as an input from opset 11; at 9-10 a list of run-time sizes (one 0-d input each) pads by
+    the kept positions gathered and blocks of zeros concatenated, negative sizes cropping; below 9 the error names 9."""
     model = torch.jit.script(_ListArguments())
     args = (torch.randn(2, 3), [torch.randn(2, 3), torch.randn(2, 3)], 4, [1, 2])
-    with pytest.raises(UnsupportedOperatorError, match="The sizes of the padding must be constant.*needs opset >= 11"):
-        _export(model, args, 10)
+    with pytest.raises(UnsupportedOperatorError, match="The sizes of the padding must be constant.*needs opset >= 9"):
+        _export(model, args, 8)
+    proto = _export(model, args, 10)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    a, xs = torch.randn(2, 3), [torch.randn(2, 3), torch.randn(2, 3)]
+    for sizes in ([1, 2], [0, 3], [-1, 2], [2, -2]):
+        feeds = {"a": a.numpy(), "xs_0": xs[0].numpy(), "xs_1": xs[1].numpy(), "k": np.array(4),
+                 "sizes_0": np.array(sizes[0]), "sizes_1": np.array(sizes[1])}
+        np.testing.assert_allclose(session.run(None, feeds)[0], model(a, xs, 4, sizes).numpy(), rtol=1e-6)
