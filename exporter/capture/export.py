@@ -130,11 +130,11 @@ def _reproduces_example(program, model, positional, kwargs) -> bool:
     example's (a decode step's one new token captured as two is ``>= 2``), and only its values at the given example
     can tell whether the branch it took is the given example's too. The model's buffers are restored after both runs."""
     buffers = {name: buffer.clone() for name, buffer in model.named_buffers()}
-    unchecked = program.module(check_guards=False)
-    unchecked._forward_pre_hooks.clear()  # the input checks of check_guards=False
     try:
         with torch.no_grad(), _torch_export_quiet(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the model's own warnings were shown by the capture
+            unchecked = program.module(check_guards=False)
+            unchecked._forward_pre_hooks.clear()  # the input checks of check_guards=False
             expected = model(*positional, **kwargs)
             got = unchecked(*positional, **kwargs)
     except Exception:  # noqa: BLE001 - any failure of the program at the given example means it does not reproduce it
