@@ -187,6 +187,19 @@ def test_what_torch_export_cannot_capture_is_a_capture_error_with_its_reason(tmp
     assert not path.exists()
 
 
+class _Float32GroupedMatmul(torch.nn.Module):
+    def forward(self, a, b, offsets):
+        return torch._grouped_mm(a, b, offs=offsets)  # torch.export's fake kernel takes bfloat16 only
+
+
+def test_a_kernel_that_refuses_the_capture_is_one_error_and_no_log(capfd):
+    # torch logs the refusing kernel's traceback as an error before torch.export raises: the CaptureError says it.
+    args = (torch.randn(6, 4), torch.randn(2, 4, 3), torch.tensor([2, 6], dtype=torch.int32))
+    with pytest.raises(CaptureError, match="Expected inputs of BF16 type"):
+        exporter.export(_Float32GroupedMatmul(), args, io.BytesIO(), dynamo=True)
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_argument_errors():
     model = torch.nn.Linear(3, 2)
     x = torch.randn(1, 3)

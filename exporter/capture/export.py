@@ -198,8 +198,10 @@ def _first_lines(text: str, count: int = 6) -> str:
 
 
 # The loggers through which torch.export reports, as warnings, the guards a capture could not place (with the
-# partial graph) before it raises: the raised error, which the export passes on with its reason, says it all.
-_CAPTURE_LOGGERS = ("torch.fx.experimental.symbolic_shapes", "torch._export", "torch.export")
+# partial graph) before it raises, and, as an error, the traceback of a kernel that refused its fake tensors: the
+# raised error, which the export passes on with its reason, says it all. Each is raised to the level that hides them.
+_CAPTURE_LOGGERS = {"torch.fx.experimental.symbolic_shapes": logging.ERROR, "torch._export": logging.ERROR,
+                    "torch.export": logging.ERROR, "torch._subclasses.fake_tensor": logging.CRITICAL}
 
 
 @contextlib.contextmanager
@@ -222,8 +224,8 @@ def _torch_export_quiet():
         # caller's code, assigns those tensors, and nothing the caller could register as a buffer.
         warnings.filterwarnings("ignore", message=r"The tensor attributes ([\w.]*_flat_weights\[\d+\](, )?)+ were "
                                                   r"assigned during export", category=UserWarning)
-        for logger in loggers:
-            logger.setLevel(max(logger.level, logging.ERROR))
+        for logger, hiding in zip(loggers, _CAPTURE_LOGGERS.values(), strict=True):
+            logger.setLevel(max(logger.level, hiding))
         try:
             yield
         finally:
