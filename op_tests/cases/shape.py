@@ -173,6 +173,8 @@ CASES = [
            fn=lambda x: F.pad(x, (x.size(0) - 1, 8 - x.shape[-1]), value=2.5)),
     OpCase("pad", lambda k: (_r(3 + k, 6 + k, dtype=torch.int64),), sample="run_time_crop", dynamic_min_opset=9,
            fn=lambda x: F.pad(x, (x.shape[1] - 4, 4 - x.shape[-1], 0, 2 - x.shape[0]), value=7)),
+    OpCase("pad", lambda k: (torch.tensor([[float("nan"), -float("inf"), 1.0, float("inf"), -2.0] + [0.5] * k] * (2 + k)),),
+           sample="run_time_nonfinite", dynamic_min_opset=9, fn=lambda x: F.pad(x, (x.shape[0] - 2, 8 - x.shape[-1]))),
     OpCase("pad", lambda k: (_r(2 + k, 5 + k),), sample="run_time_bool_mask", dynamic_min_opset=9,
            fn=lambda x: F.pad(x > 0, (0, 9 - x.shape[-1]))),
     OpCase("pad", lambda k: (_r(1 + k, 2, 5, dtype=torch.float16),), sample="float16_reflect",
