@@ -9,7 +9,9 @@ the case stops there, the row then holding the status, the stage and the error:
   convert, ``CheckerError`` a checker_error at checker, anything else an export_error at the stage reached, with the
   innermost frames of its traceback; on success the export's time, node count, op types and workarounds;
 - :func:`session_stage`: an ort_error at ort_load, or an env_error where ONNX Runtime fell back from CUDA;
-- :func:`run_stage`: an ort_error at ort_run; the first run's time;
+- :func:`run_stage`: the run fed by name from the caller's values (``conformance.feeds``): a graph input that names
+  no value of the caller's is a mismatch at ort_run, ONNX Runtime's failure an ort_error at ort_run; the first
+  run's time;
 - :func:`compare_stage`: the verdicts of every check input merged into a pass or a mismatch at accuracy.
 
 A mismatch may go to ``conformance.arbitration.arbitrate``. What a caller judges besides (detections, ties between
@@ -26,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from conformance.feeds import FeedError, feeds_for, session_inputs
 from conformance.schema import truncated
 from conformance.session import fell_back, gpu_name
 from exporter.numerics import Verdict
@@ -114,10 +117,18 @@ def session_stage(row: dict, model: str | bytes, provider: str):
     return session
 
 
-def run_stage(row: dict, session, feeds: dict[str, np.ndarray], label: str = "") -> list[np.ndarray] | None:
-    """ONNX Runtime's outputs for ``feeds``, or None with the failure in ``row`` (its error led by ``label``, the
-    check input's name, where given). The case's first run is the row's ``ort_ms``."""
+def run_stage(row: dict, session, values: dict[str, Any], label: str = "") -> list[np.ndarray] | None:
+    """ONNX Runtime's outputs, or None with the failure in ``row`` (its error led by ``label``, the check input's
+    name, where given). The session is fed by name: each graph input gets the caller's value of that name
+    (``values``, from ``conformance.feeds.caller_values``; a value the graph has no input for, an argument the
+    export dropped, is left out), and a graph input that names no value of the caller's is a mismatch, the export's
+    inputs not being the caller's arguments. The case's first run is the row's ``ort_ms``."""
     row["stage"] = "ort_run"
+    try:
+        feeds = feeds_for(session_inputs(session), values)
+    except FeedError as error:
+        fail(row, "mismatch", _led(label, str(error)))
+        return None
     try:
         started = time.perf_counter()
         outputs = session.run(None, feeds)

@@ -95,9 +95,39 @@ def test_a_failed_run_is_an_ort_error_at_ort_run_led_by_its_check_label():
     assert session is not None and row["session_providers"] == ["CPUExecutionProvider"] and row["ort_level"]
     x = np.ones(2, np.float32)
     assert run_stage(row, session, {"x": x, "y": x}, "input 0") is not None and row["ort_ms"] is not None
-    assert run_stage(row, session, {"x": x}, "dynamic input 1") is None
+    assert run_stage(row, session, {"x": x, "y": np.ones(3, np.float32)}, "dynamic input 1") is None
     assert (row["status"], row["stage"]) == ("ort_error", "ort_run")
     assert row["error"].startswith("dynamic input 1: ")
+
+
+def _sub_model(names=("x", "y")):
+    """x - 2 y: an order of its inputs fed the other way round gives other numbers."""
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph([helper.make_node("Constant", [], ["two"], value_float=2.0),
+                               helper.make_node("Mul", [names[1], "two"], ["twice"]),
+                               helper.make_node("Sub", [names[0], "twice"], ["z"])], "sub",
+                              [value(name, TensorProto.FLOAT, [2]) for name in names],
+                              [value("z", TensorProto.FLOAT, [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=7).SerializeToString()
+
+
+def test_a_run_is_fed_by_name_whatever_the_order_of_the_callers_values():
+    row = empty_row()
+    session = session_stage(row, _sub_model(), "cpu")
+    x, y = np.array([1.0, 2.0], np.float32), np.array([10.0, 20.0], np.float32)
+    # the caller's values in another order than the graph's, and one the export dropped (no graph input of its name)
+    (z,) = run_stage(row, session, {"unused": np.zeros(5, np.float32), "y": y, "x": x})
+    assert z.tolist() == (x - 2 * y).tolist()
+
+
+def test_a_graph_input_that_names_none_of_the_callers_values_is_a_mismatch_naming_it():
+    row = empty_row()
+    session = session_stage(row, _sub_model(("x", "mask")), "cpu")
+    x = np.ones(2, np.float32)
+    assert run_stage(row, session, {"x": x, "y": x}, "input 0") is None
+    assert (row["status"], row["stage"]) == ("mismatch", "ort_run")
+    assert row["error"].startswith("input 0: the model's graph inputs are not the caller's arguments")
+    assert "['mask']" in row["error"] and "not in the model: ['y']" in row["error"]
 
 
 def test_the_comparison_merges_the_checks_into_one_verdict_led_by_the_first_failing_label():
