@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 import model_zoo
+from conformance.feeds import call
 
 PERTURBED_SEED = 1
 EXPORT_SEED = 0
@@ -27,7 +28,7 @@ class Prepared:
     entry: model_zoo.ZooEntry
     model: Any = None
     export_args: tuple | None = None
-    checks: dict[str, tuple] = field(default_factory=dict)  # label -> positional args
+    checks: dict[str, tuple] = field(default_factory=dict)  # label -> args (positional, then a dict of keywords)
     references: dict[tuple[str, str], Any] = field(default_factory=dict)  # (device, label) -> structured output
     torch_ms: dict[str, float] = field(default_factory=dict)
     problem: str = ""
@@ -66,13 +67,6 @@ def _as_float64(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: _as_float64(v) for k, v in obj.items()}
     return obj
-
-
-def flat_tensors(obj: Any) -> list[torch.Tensor]:
-    from exporter.capture import flatten
-
-    leaves, _ = flatten(obj)
-    return [t for t in leaves if isinstance(t, torch.Tensor)]
 
 
 def flat_outputs(obj: Any) -> list[np.ndarray]:
@@ -117,7 +111,7 @@ class WorkerState:
             args = _to(clone_inputs(prepared.checks[label]), device)
             with torch.no_grad():
                 start = time.perf_counter()
-                prepared.references[key] = model(*args)
+                prepared.references[key] = call(model, args)
                 if device == "cuda":
                     torch.cuda.synchronize()
                 prepared.torch_ms[key[0] + label] = (time.perf_counter() - start) * 1e3
@@ -132,7 +126,7 @@ class WorkerState:
             model = prepared.device_models[key[0]]
             args = _to(_as_float64(clone_inputs(prepared.checks[label])), device)
             with torch.no_grad():
-                prepared.references[key] = model(*args)
+                prepared.references[key] = call(model, args)
         return prepared.references[key]
 
     @staticmethod

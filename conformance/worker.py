@@ -25,6 +25,7 @@ import model_zoo
 from conformance import op_cases, repro
 from conformance.arbitration import Disagreement, Float64Run, Ruling, arbitrate
 from conformance.compare import compare_detections, reference_problem
+from conformance.feeds import caller_values
 from conformance.localization import (
     LOCALIZED,
     judge_before_selection,
@@ -34,7 +35,7 @@ from conformance.localization import (
 )
 from conformance.pipeline import compare_stage, export_stage, run_stage, session_stage
 from conformance.pool import WorkerCase, serve_jobs
-from conformance.prepared import Prepared, WorkerState, clone_inputs, flat_outputs, flat_tensors, prepared_capture
+from conformance.prepared import Prepared, WorkerState, clone_inputs, flat_outputs, prepared_capture
 from conformance.schema import EXPORT, SCRIPT, TRACE, empty_row, truncated
 from conformance.session import cuda_environment, gpu_name
 from exporter.numerics import Verdict, compare_arrays
@@ -170,8 +171,11 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
     row["torch_ms"] = prepared.torch_ms.get(device + "input 0")
     labels = ["input 0"] + (["dynamic input 1"] if mode == "dynamic" else []) + [
         k for k in prepared.checks if k.startswith("extra")]
+    # Each check's values keyed by the names the caller gives them (the entry's input_names over forward's binding),
+    # so ONNX Runtime is fed by name: an export that binds an argument to the wrong input feeds another tensor.
+    named = functools.partial(caller_values, input_names=entry.input_names, model=prepared.model, numbers=not dynamo)
     try:
-        artifacts["checks"] = {label: (flat_tensors(prepared.checks[label]), flat_outputs(state.reference(prepared, device, label)))
+        artifacts["checks"] = {label: (named(prepared.checks[label]), flat_outputs(state.reference(prepared, device, label)))
                                for label in labels}
     except Exception as error:
         row.update(status="export_error", stage="setup", reason="the model could not be run in PyTorch on a check input",
@@ -190,16 +194,13 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
     if session is None:
         return
 
-    names = [i.name for i in session.get_inputs()]
     # exporter.verify re-judges and localizes a disagreement node by node on either capture; the peer's export has no
     # such judgment, so its verdict rests on the outputs alone.
     judged = case.get("exporter") != "peer"
     verdicts: list[tuple[str, Verdict]] = []
     for label in labels:
-        inputs, expected = artifacts["checks"][label]
-        # Not strict: the export may drop an input its graph never reads (naming.drop_unused_inputs).
-        feeds = {name: t.detach().cpu().numpy() for name, t in zip(names, inputs, strict=False)}
-        actual = run_stage(row, session, feeds, label)
+        values, expected = artifacts["checks"][label]
+        actual = run_stage(row, session, values, label)
         if actual is None:
             return
         current = _compare(entry, expected, actual, state.reference(prepared, device, label))

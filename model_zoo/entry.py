@@ -29,10 +29,13 @@ def stable_scale(scale: float) -> float:
 class ZooEntry:
     """One model or documentation example the project claims to export.
 
-    ``inputs(variant, seed)`` returns the positional example arguments: variant 0 is exported (and checked),
+    ``inputs(variant, seed)`` returns the example arguments as ``export`` takes them (positional ones, then
+    optionally a dict of keyword arguments, in any order, as library exporters pass them): variant 0 is exported (and checked),
     variant 1 has different sizes on the dynamic axes and is fed to the dynamic export as a second check.
     ``seed`` changes the values only (never the shapes), which is how the runner perturbs the input.
     ``extra_checks`` are further argument tuples every mode is verified on (e.g. another loop count).
+    ``input_names`` name the flattened arguments in the order torch.onnx binds them (positional, then the keyword
+    dict's entries in ``forward``'s order); the harness feeds ONNX Runtime by these names (``conformance.feeds``).
     ``min_opset`` is the lowest opset the model should export at (below it, ``unsupported`` is expected);
     ``min_opset_reason`` says which ONNX feature sets it.
     """

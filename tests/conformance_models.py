@@ -51,6 +51,25 @@ class BranchesOnData(torch.nn.Module):
         return x - 1.0
 
 
+class SubtractsTwice(torch.nn.Module):
+    """x - 2 y: two inputs of one shape and dtype, which a run fed the wrong way round tells apart."""
+
+    def forward(self, x, y):
+        return x - 2.0 * y
+
+
+class IgnoresItsFirstArgument(torch.nn.Module):
+    """The export drops ``unused`` (nothing reads it): ``x`` is its only graph input, the caller's second argument."""
+
+    def forward(self, unused, x):
+        return x + 1.0
+
+
+def _two_inputs(variant: int, seed: int) -> tuple:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn((2, 3)[variant], 4, generator=g), torch.randn((2, 3)[variant], 4, generator=g)
+
+
 class ConstantOutput(torch.nn.Module):
     def forward(self, x):
         return torch.zeros_like(x) + 2.0
@@ -107,6 +126,10 @@ def entries() -> list[ZooEntry]:
         entry("test_constant_output", ConstantOutput),
         entry("test_branches_on_data", BranchesOnData),
         entry("test_scripted_add_one", lambda: torch.jit.script(AddOne())),
+        ZooEntry(name="test_subtracts_twice", kind="example", family="test", build=SubtractsTwice, inputs=_two_inputs,
+                 input_names=["x", "y"]),
+        ZooEntry(name="test_ignores_its_first_argument", kind="example", family="test", build=IgnoresItsFirstArgument,
+                 inputs=_two_inputs, input_names=["unused", "x"]),
         ZooEntry(name="test_tied_detector", kind="model", family="detection", build=TiedDetector,
                  inputs=tied_detector_inputs, input_names=["image"], output_names=["boxes", "scores", "labels"],
                  min_opset=11, comparison="detection"),

@@ -94,6 +94,28 @@ def test_mismatch_writes_a_backend_test_bundle(tmp_path):
     assert json.load(open(os.path.join(bundle, "case.json")))["case_id"] == row["case_id"]
 
 
+def test_an_export_with_its_input_names_swapped_is_a_mismatch(tmp_path, monkeypatch):
+    """The graph reads its inputs the other way round from the names it gives them, as an export that binds two
+    arguments to each other's inputs writes it: fed by position the run would agree with PyTorch; fed by the caller's
+    names it computes y - 2 x."""
+    from tests.test_feeds import swapping_inputs
+
+    monkeypatch.setattr(exporter, "export", swapping_inputs(exporter.export, "x", "y"))
+    (case,) = _cases(["test_subtracts_twice"])
+    row = _run_in_process(case, tmp_path)
+    assert (row["status"], row["stage"]) == ("mismatch", "accuracy"), row["error"]
+    model = onnx.load(os.path.join(row["repro"], "model.onnx"))
+    assert [i.name for i in model.graph.input] == ["y", "x"]
+    with open(os.path.join(row["repro"], "test_data_set_0", "input_0.pb"), "rb") as handle:
+        assert onnx.TensorProto.FromString(handle.read()).name == "y"  # the bundle feeds by name too
+
+
+def test_an_argument_the_export_drops_is_left_out_by_name_not_shifted(tmp_path):
+    (case,) = _cases(["test_ignores_its_first_argument"])
+    row = _run_in_process(case, tmp_path)
+    assert row["status"] == "pass", row["error"]
+
+
 def test_output_independent_of_input_is_inconclusive(tmp_path):
     (case,) = _cases(["test_constant_output"])
     row = _run_in_process(case, tmp_path)
