@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from conformance.feeds import caller_values
 from conformance.pipeline import compare_stage, export_stage, run_stage, session_stage
 from conformance.results import ResultsWriter
 from conformance.schema import capture_choice, case_id, empty_row
@@ -126,23 +127,12 @@ def _flat_outputs(out: Any) -> list[torch.Tensor]:
     return flatten_outputs(out)
 
 
-_ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
-              "tensor(int32)": np.int32, "tensor(bool)": np.bool_, "tensor(float16)": np.float16}
-
-
-def feeds_by_name(session, arguments: list) -> dict[str, np.ndarray]:
-    """Feed each graph input by its name (``input_<position>``): the exporter drops unused arguments and, as
-    torch.onnx does, makes Python numbers 0-d inputs, so graph inputs are not the tensors in order."""
-    graph_inputs = {i.name: i.type for i in session.get_inputs()}
-    feeds = {}
-    for name, argument in zip(input_names(len(arguments)), arguments, strict=True):
-        if name not in graph_inputs:
-            continue
-        if isinstance(argument, torch.Tensor):
-            feeds[name] = argument.detach().cpu().numpy()
-        else:
-            feeds[name] = np.asarray(argument, dtype=_ORT_TYPES.get(graph_inputs[name]))
-    return feeds
+def caller_feeds(arguments: tuple, names: list[str], capture: str = "trace") -> dict[str, Any]:
+    """A size variant's arguments keyed by the names the case gives them at export (``export_arguments``): ONNX
+    Runtime is fed by these names (``conformance.pipeline.run_stage``), not by position, so an export that drops an
+    unused argument, or binds one to the wrong input, cannot shift the others. As torch.onnx does, a Python number
+    is a 0-d input of a TorchScript capture; torch.export's capture holds it as a constant."""
+    return caller_values(arguments, names, numbers=capture != "export")
 
 
 def tolerance(case: OpCase, dtype: str) -> Callable[[float], tuple[float, float]]:
@@ -240,7 +230,8 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", cap
         model, tuple(example), buffer, opset_version=opset, input_names=names, dynamic_axes=axes,
         dynamo=capture == "export", captured=captured))
     if exported is not None:
-        _check_exported(case, model, exported.model, buffer.getvalue(), dynamic, provider, row)
+        _check_exported(case, model, exported.model, buffer.getvalue(), dynamic, provider, row,
+                        functools.partial(caller_feeds, names=names, capture=capture))
     note_known_failure(case, row)
     return row
 
@@ -266,9 +257,9 @@ def case_row(case: OpCase, opset: int, dynamic: bool, provider: str, capture: st
 
 
 def _check_exported(case: OpCase, model: torch.nn.Module, onnx_model, onnx_bytes: bytes, dynamic: bool, provider: str,
-                    row: dict) -> None:
+                    row: dict, named: Callable[[tuple], dict[str, Any]]) -> None:
     """Check the exported model's operators against their ONNX schemas, then compare ONNX Runtime with PyTorch on
-    the case's size variants."""
+    the case's size variants, each fed by the names ``named`` gives its arguments."""
     problems = schema_problems(onnx_model)
     if problems:
         row.update(status="checker_error", stage="schema", error="; ".join(problems))
@@ -287,7 +278,7 @@ def _check_exported(case: OpCase, model: torch.nn.Module, onnx_model, onnx_bytes
             started = time.perf_counter()
             expected = _flat_outputs(model(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]))
             row["torch_ms"] = (time.perf_counter() - started) * 1e3
-        actual = run_stage(row, session, feeds_by_name(session, list(inputs)))
+        actual = run_stage(row, session, named(inputs))
         if actual is None:
             return
         expected_arrays = [e.detach().cpu().numpy() for e in expected]

@@ -15,13 +15,14 @@ import numpy as np
 import torch
 
 from conformance.arbitration import Disagreement, ReferenceEvaluatorRun, arbitrate
+from conformance.feeds import feeds_for, session_inputs
 from conformance.pipeline import compare_stage, export_stage, run_stage, session_stage
 from conformance.prepared import prepared_capture
 from conformance.schema import case_id, empty_row, truncated
 from exporter.numerics import compare_arrays
 from exporter.registry import MAX_OPSET, MIN_OPSET
 from exporter.tolerances import tolerance_for
-from op_tests.harness import feeds_by_name, input_names
+from op_tests.harness import caller_feeds, input_names
 from op_tests.opinfo.samples import OpSample, dtype_name, dynamic_partner
 
 OPSETS = tuple(range(MIN_OPSET, MAX_OPSET + 1))
@@ -211,7 +212,7 @@ def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str
     checks = [(prepared.args, prepared.expected)]
     if mode == "dynamic":
         checks.append((prepared.partner_args, prepared.partner_expected))
-    _run_and_compare(prepared, exported.model, session, checks, row, repro_root)
+    _run_and_compare(prepared, exported.model, session, checks, row, repro_root, names, capture)
 
 
 def _explain_unsupported(row: dict, error: Exception) -> None:
@@ -228,15 +229,17 @@ def _explain_unsupported(row: dict, error: Exception) -> None:
     row["lowest_opset"] = int(needs.group(1)) if needs else lowest
 
 
-def _run_and_compare(prepared: Prepared, model, session, checks: list, row: dict, repro_root: str | None) -> None:
+def _run_and_compare(prepared: Prepared, model, session, checks: list, row: dict, repro_root: str | None,
+                     names: list[str], capture: str) -> None:
     tolerance = tolerance_for(row["dtype"], prepared.sample.opinfo.name)
     feeds_list, expected_list, actual_list = [], [], []
     for args, expected in checks:
-        feeds = feeds_by_name(session, list(args))
-        actual = run_stage(row, session, feeds)
+        values = caller_feeds(args, names, capture)  # fed by the names the export was given, not by position
+        actual = run_stage(row, session, values)
         if actual is None:
             return
-        feeds_list.append(feeds), expected_list.append(expected), actual_list.append(actual)
+        feeds_list.append(feeds_for(session_inputs(session), values))
+        expected_list.append(expected), actual_list.append(actual)
     verdicts = [compare_arrays(e, a, tolerance.at) for e, a in zip(expected_list, actual_list, strict=True)]
     verdict = compare_stage(row, [("", v) for v in verdicts])
     row["tolerance_reason"] = tolerance.reason
