@@ -245,6 +245,18 @@ def _greedy(outputs: list[np.ndarray], steps: int, step: NextPass) -> tuple[np.n
     return np.stack(tokens, 1), logits
 
 
+def _output_names(session) -> list[str]:
+    return [output.name for output in session.get_outputs()]
+
+
+def _as_past(names: list[str], outputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """A pass's cache outputs (``present.*``) as the next pass's cache inputs of the same names
+    (``past_key_values.*``): fed by name, so the graph's order of its inputs is never trusted."""
+    prefix = "present."
+    return {"past_key_values." + name[len(prefix):]: value
+            for name, value in zip(names, outputs, strict=True) if name.startswith(prefix)}
+
+
 def greedy_through_onnx(prefill_path: str, decode_path: str, prompt: torch.Tensor, steps: int,
                         provider: str = "cpu") -> tuple[np.ndarray, list[np.ndarray]]:
     """Greedy decoding of ``steps`` tokens through ONNX Runtime: the prefill graph on the prompt, then the decode
@@ -253,12 +265,12 @@ def greedy_through_onnx(prefill_path: str, decode_path: str, prompt: torch.Tenso
     from exporter.ort_session import make_session
 
     prefill, decode = make_session(prefill_path, provider), make_session(decode_path, provider)
-    past_names = [i.name for i in decode.get_inputs()][2:]
+    names = _output_names(prefill)  # logits, present.N.key/value: the decode step's outputs too
     batch, length = prompt.shape
 
     def step(token, index, outputs):
         return decode.run(None, {"input_ids": token, "attention_mask": np.ones((batch, length + index + 1), np.int64),
-                                 **dict(zip(past_names, outputs[1:], strict=True))})
+                                 **_as_past(names, outputs)})
 
     first = prefill.run(None, {"input_ids": prompt.numpy(), "attention_mask": np.ones((batch, length), np.int64)})
     return _greedy(first, steps, step)
@@ -275,17 +287,18 @@ def greedy_seq2seq_through_onnx(paths: tuple[str, str, str], source: torch.Tenso
     from exporter.ort_session import make_session
 
     encoder, first_step, decoder_step = (make_session(path, provider) for path in paths)
-    past_names = [i.name for i in decoder_step.get_inputs()][2:]
     mask = attention_mask.numpy()
     (states,) = encoder.run(None, {"input_ids": source.numpy(), "attention_mask": mask})
     start = np.full((source.shape[0], 1), start_token, np.int64)
     first = first_step.run(None, {"decoder_input_ids": start, "encoder_attention_mask": mask,
                                   "encoder_hidden_states": states})
-    cross = first[1 + len(past_names) // 2:]  # after the logits and the self-attention cache
+    # Both caches by name: the cross-attention one (present.N.encoder.*) from the first step, the self-attention one
+    # (present.N.decoder.*) from the step before.
+    first_cache, step_names = _as_past(_output_names(first_step), first), _output_names(decoder_step)
 
     def step(token, index, outputs):
-        self_cache = outputs[1:1 + len(past_names) // 2]
+        latest = first_cache if outputs is first else _as_past(step_names, outputs)
         return decoder_step.run(None, {"decoder_input_ids": token, "encoder_attention_mask": mask,
-                                       **dict(zip(past_names, [*self_cache, *cross], strict=True))})
+                                       **first_cache, **latest})
 
     return _greedy(first, steps, step)
