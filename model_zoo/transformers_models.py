@@ -155,18 +155,18 @@ class Architecture:
     notes: str = ""
 
     def build(self) -> torch.nn.Module:
+        return Plain(self.model(), self.kind.input_keys, self.output)
+
+    def model(self, **overrides) -> torch.nn.Module:
+        """The transformers model itself, in eval mode, its config's entries overridden by ``overrides``."""
         import transformers  # here, not at the top: importing it takes seconds, and listing the zoo needs none of it
 
-        config = getattr(transformers, self.config_class)(**self.config)
-        model = getattr(transformers, self.model_class)(config)
-        return Plain(model.eval(), self.kind.input_keys, self.output)
+        config = getattr(transformers, self.config_class)(**{**self.config, **overrides})
+        return getattr(transformers, self.model_class)(config).eval()
 
     def causal_lm(self) -> torch.nn.Module:
         """The model itself, in eval mode, with its key/value cache on (the form generation runs)."""
-        import transformers
-
-        config = getattr(transformers, self.config_class)(**{**self.config, "use_cache": True})
-        return getattr(transformers, self.model_class)(config).eval()
+        return self.model(use_cache=True)
 
     def entry(self) -> ZooEntry:
         min_opset = max((opset for opset, _ in self.floors), default=MIN_OPSET)
@@ -339,6 +339,117 @@ def decode_step_entry() -> ZooEntry:
                    notes=f"{entry.notes}; one decode step, the cache in and out as tensors")
 
 
+# -- the calling convention of library exporters -----------------------------------------------------------------
+# Hugging Face Optimum, and the exporters built like it, call export with the model's inputs as a dict, the last
+# element of ``args``, in the order of their own input specification (attention_mask before input_ids, the cache
+# after the mask), and ``input_names`` in the order of forward's signature (Optimum's ``ordered_inputs``), nested
+# arguments flattened (``past_key_values.0.key``). torch.onnx binds a trailing dict by forward's signature, so each
+# name lands on the tensor of that name. These entries call the exporter that way, on the transformers model itself
+# where it takes its inputs as tensors (its ModelOutput's tensors are the outputs); the harness feeds ONNX Runtime by
+# the same names (``conformance.feeds``), so an export that binds a dict entry to another's input fails them.
+def _segments(ids: torch.Tensor) -> torch.Tensor:
+    """Token type ids: the first half of each row segment 0, the rest segment 1."""
+    segments = torch.zeros_like(ids)
+    segments[:, ids.shape[1] // 2:] = 1
+    return segments
+
+
+def _bert_keyword_inputs(variant: int, seed: int) -> tuple:
+    ids, mask = _text_inputs(variant, seed)
+    return ({"token_type_ids": _segments(ids), "attention_mask": mask, "input_ids": ids},)
+
+
+def _decoder_keyword_inputs(variant: int, seed: int) -> tuple:
+    """A decoder's own inputs and the encoder's output, in the reverse of the decoder's signature."""
+    batch, sequence = TEXT_SHAPES[variant]
+    g = generator(seed)
+    ids = token_ids(batch, sequence - 2, g)
+    states = torch.randn(batch, sequence, HIDDEN, generator=g)
+    return ({"encoder_attention_mask": padded_mask(batch, sequence), "encoder_hidden_states": states, "input_ids": ids},)
+
+
+def _seq2seq_keyword_inputs(variant: int, seed: int) -> tuple:
+    ids, mask, decoder_ids = _seq2seq_inputs(variant, seed)
+    return ({"decoder_input_ids": decoder_ids, "attention_mask": mask, "input_ids": ids},)
+
+
+class PastAsTuples(torch.nn.Module):
+    """A causal LM's decode step with the signature and cache form library exporters give it: ``forward(input_ids,
+    past_key_values, attention_mask)`` (GPT-2's own order), the cache in as one (key, value) pair per layer and out
+    as the same pairs grown by the new token (``present``)."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, past_key_values=None, attention_mask=None):
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        for layer, (key, value) in enumerate(past_key_values):
+            cache.update(key, value, layer)
+        out = self.model(input_ids=input_ids, past_key_values=cache, attention_mask=attention_mask, use_cache=True)
+        return out.logits, tuple((layer.keys, layer.values) for layer in out.past_key_values.layers)
+
+
+def _past_keyword_inputs(variant: int, seed: int) -> tuple:
+    """One new token per row after a cache of ``past`` positions (the last row's first one padding), as Optimum
+    orders a decoder's inputs: input_ids, attention_mask, then the cache."""
+    batch, past = DECODE_SHAPES[variant]
+    g = generator(seed)
+    ids = token_ids(batch, 1, g)
+    mask = torch.ones(batch, past + 1, dtype=torch.int64)
+    mask[-1, 0] = 0
+    cache = tuple(tuple(torch.randn(batch, HEADS, past, HIDDEN // HEADS, generator=g) for _ in range(2))
+                  for _ in range(LAYERS))
+    return ({"input_ids": ids, "attention_mask": mask, "past_key_values": cache},)
+
+
+def _keyword_entry(arch: Architecture, name: str, build: Callable[[], torch.nn.Module],
+                   inputs: Callable[[int, int], tuple], input_names: list[str], output_names: list[str],
+                   dynamic_axes: dict, quick: bool, notes: str) -> ZooEntry:
+    entry = arch.entry()
+    return replace(entry, name=name, build=build, inputs=inputs, calibration_inputs=None, input_names=input_names,
+                   output_names=output_names, dynamic_axes=dynamic_axes, quick_opsets=(MAX_OPSET,) if quick else (),
+                   notes=f"{entry.notes}; called as library exporters call: {notes}")
+
+
+def keyword_entries() -> list[ZooEntry]:
+    """Transformers models exported with a dict of inputs in another order than forward's (see above)."""
+    from model_zoo.generation import cache_names, decode_step_axes
+
+    by_name = {arch.name: arch for arch in architectures()}
+    bert, gpt2, bart, t5 = (by_name[name] for name in ("hf_bert", "hf_gpt2", "hf_bart", "hf_t5"))
+    decoder_axes = {0: "batch", 1: "decoder_sequence"}
+    past_names, present_names = cache_names(LAYERS)
+    _, decode_axes = decode_step_axes(LAYERS)
+    return [
+        _keyword_entry(
+            bert, "hf_bert_kwargs", bert.model, _bert_keyword_inputs,
+            ["input_ids", "attention_mask", "token_type_ids"], ["last_hidden_state", "pooler_output"],
+            {"input_ids": _TEXT_AXES, "attention_mask": _TEXT_AXES, "token_type_ids": _TEXT_AXES,
+             "last_hidden_state": _TEXT_AXES, "pooler_output": {0: "batch"}}, quick=True,
+            notes="BertModel given {token_type_ids, attention_mask, input_ids}"),
+        _keyword_entry(
+            gpt2, "hf_gpt2_past_kwargs", lambda: PastAsTuples(gpt2.causal_lm()), _past_keyword_inputs,
+            ["input_ids", *past_names, "attention_mask"], ["logits", *present_names], decode_axes, quick=True,
+            notes="a decode step given {input_ids, attention_mask, past_key_values: ((key, value), ...)}"),
+        _keyword_entry(  # GELU's Erf sets the static export's floor too (BART's model as a whole: its range)
+            replace(bart, floors=(ERF, RANGE)), "hf_bart_decoder_kwargs", lambda: bart.model().get_decoder(),
+            _decoder_keyword_inputs,
+            ["input_ids", "encoder_hidden_states", "encoder_attention_mask"], ["last_hidden_state"],
+            {"input_ids": decoder_axes, "encoder_hidden_states": _TEXT_AXES, "encoder_attention_mask": _TEXT_AXES,
+             "last_hidden_state": decoder_axes}, quick=True,
+            notes="BART's decoder given {encoder_attention_mask, encoder_hidden_states, input_ids}"),
+        _keyword_entry(
+            t5, "hf_t5_kwargs", t5.model, _seq2seq_keyword_inputs,
+            ["input_ids", "attention_mask", "decoder_input_ids"], ["logits", "encoder_last_hidden_state"],
+            {**SEQ2SEQ.dynamic, "logits": decoder_axes, "encoder_last_hidden_state": _TEXT_AXES}, quick=False,
+            notes="T5ForConditionalGeneration given {decoder_input_ids, attention_mask, input_ids}"),
+    ]
+
+
 def transformers_entries() -> list[ZooEntry]:
-    """One entry per architecture, of family ``transformers``, and the decode step of a rotary decoder."""
-    return [arch.entry() for arch in architectures()] + [decode_step_entry()]
+    """One entry per architecture, of family ``transformers``, the decode step of a rotary decoder, and the entries
+    called as library exporters call (``keyword_entries``)."""
+    return [arch.entry() for arch in architectures()] + [decode_step_entry()] + keyword_entries()
