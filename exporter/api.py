@@ -19,6 +19,7 @@ import torch
 
 from exporter import destination, local_functions, naming, passes, provenance, serialize, tensor_bytes, validate
 from exporter.arguments import (
+    bound_arguments,
     check_argument_kinds,
     check_capture_choice,
     check_custom_opsets,
@@ -124,6 +125,7 @@ def unconvertible_ops(
     only for some arguments are not.
     """
     opset = check_opset(opset_version)
+    args = bound_arguments(model, args, dynamo=False)
     with _exporting(), select_model_mode_for_export(model, training):
         captured = capture(model, args)
     missing: list[str] = []
@@ -326,7 +328,7 @@ def export(
         check_capture_choice(dynamo, dynamic_shapes, model)
         check_argument_kinds(input_names, output_names, dynamic_axes, kwargs)
         workarounds = check_workarounds(runtime_workarounds)
-        args = with_keyword_arguments(args, kwargs)
+        args = bound_arguments(model, with_keyword_arguments(args, kwargs), dynamo)
         opset = check_opset(opset_version)
         destination.check_destination(f)
         state = state_tensors(model)
@@ -440,7 +442,7 @@ def prepare_capture(
     ``dynamo=True`` captures with torch.export, whose program fixes which axes are dynamic: give ``dynamic_shapes``
     or ``dynamic_axes`` (with the ``input_names`` they refer to) here, and the same ``dynamic_axes`` to the exports."""
     check_argument_kinds(input_names, None, dynamic_axes, kwargs)
-    args = with_keyword_arguments(args, kwargs)
+    args = bound_arguments(model, with_keyword_arguments(args, kwargs), dynamo)
     check_tensors_hold_data(state_tensors(model), args)
     check_capture_choice(dynamo, dynamic_shapes, model)
     training = enum_member(TrainingMode, training, "training")

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from exporter import naming
+from exporter import binding
 from exporter.capture import flatten, split_args
 from exporter.capture.export import check_dynamic_shapes, dynamic_shapes_from_axes
 from exporter.errors import ExportArgumentError
@@ -55,8 +55,8 @@ def requested_dynamic_shapes(model: Any, args: Any, dynamic_shapes: Any, dynamic
         return dynamic_shapes
     if not dynamic_axes:
         return None
-    tensors = [t for t in flatten(split_args(args))[0] if isinstance(t, torch.Tensor)]
-    names = naming.user_input_names(model, args, tensors, input_names)
+    names = binding.export_input_names(model, args)
+    names[:len(input_names or [])] = list(input_names or [])[:len(names)]
     by_position = {names.index(key): axes for key, axes in normalize_dynamic_axes(dynamic_axes).items()
                    if key in names}
     return dynamic_shapes_from_axes(model, args, by_position)
@@ -84,13 +84,16 @@ def check_tensors_hold_data(state: list[Any], args: Any) -> None:
 
 
 def with_keyword_arguments(args: Any, kwargs: Mapping[str, Any] | None) -> Any:
-    """``args`` with ``kwargs`` appended as the trailing dict of keyword arguments (torch 2.x's ``kwargs=``)."""
+    """``args`` with ``kwargs`` appended as the trailing dict of keyword arguments (torch 2.x's ``kwargs=``); a dict
+    that ended ``args`` is then a positional argument, as in both of PyTorch's exporters."""
     if not kwargs:
         return args
-    positional, trailing = split_args(args)
-    if trailing:
-        raise ExportArgumentError("keyword arguments given twice: in a trailing dict of args and as kwargs")
-    return (*positional, dict(kwargs))
+    return (*(args if isinstance(args, tuple) else (args,)), dict(kwargs))
+
+
+def bound_arguments(model: Any, args: Any, dynamo: bool) -> Any:
+    """``args`` bound to ``forward``'s parameters as the capture takes them (``exporter.binding``)."""
+    return binding.bind_for_export(model, args) if dynamo else binding.bind_for_trace(model, args)
 
 
 def check_workarounds(choice: Any) -> frozenset[str] | None:

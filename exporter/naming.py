@@ -13,8 +13,9 @@ from typing import Any
 
 import torch
 
-from exporter import dtypes, ir, passes
-from exporter.capture import Capture, flatten, split_args
+from exporter import binding, dtypes, ir, passes
+from exporter.capture import EXPORT, Capture, flatten, split_args
+from exporter.capture.export import user_input_placeholders
 from exporter.errors import ExportArgumentError, SymbolicValueError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import qdq
@@ -22,8 +23,13 @@ from exporter.lowering import qdq
 
 def input_names(model: Any, args: Any, captured: Capture, given: Sequence[str] | None) -> list[str]:
     """Names of the model's inputs then of its used parameters. As in PyTorch's exporter, ``given`` names the
-    inputs and then every parameter and buffer in state_dict order, used or not."""
-    user = _default_user_input_names(model, args, captured.user_inputs)
+    inputs and then every parameter and buffer in state_dict order, used or not. The inputs' own names: torch.export's
+    for its program (its placeholders', as torch.onnx's dynamo exporter names them), else after ``forward``'s
+    parameters."""
+    if captured.front_end == EXPORT:
+        user = [node.name for node in user_input_placeholders(captured.program)]
+    else:
+        user = _default_user_input_names(model, args, captured.user_inputs)
     state_names = captured.state_names or [name for name, _ in captured.params]
     names = user + state_names
     _apply_names(names, given, "input", "inputs, parameters and buffers")
@@ -77,25 +83,22 @@ def output_examples(captured: Capture) -> list[Any]:
     return [e for example in captured.example_outputs or [] for e in qdq.boundary_examples(example)]
 
 
-def user_input_names(model: Any, args: Any, user_inputs: list, given: Sequence[str] | None) -> list[str]:
-    """The names the model's inputs get: ``given`` over the defaults (see :func:`input_names`)."""
-    names = _default_user_input_names(model, args, user_inputs)
-    given = list(given or [])[: len(names)]
-    names[: len(given)] = given
-    return names
-
-
 def _default_user_input_names(model: Any, args: Any, user_inputs: list) -> list[str]:
     """Names from ``forward``'s signature when each argument is one tensor or number (or a list that is one input, an
-    ONNX sequence); else input_0, input_1, ..."""
+    ONNX sequence), a container's items numbered after it (``past_0``, ``past_1``), what ``**kwargs`` takes by its
+    keys; else input_0, input_1, ..."""
     count = len(user_inputs)
     positional, kwargs = split_args(args)
+    signature = binding.signature_of(model)
     try:
-        bound = _signature(model).bind(*positional, **kwargs)
-    except (TypeError, ValueError):
+        bound = None if signature is None else signature.bind(*positional, **kwargs)
+    except TypeError:
+        bound = None
+    if signature is None or bound is None:
         return [f"input_{i}" for i in range(count)]
+    bound.apply_defaults()  # a scripted model's defaults are inputs too, bound by its schema
     names: list[str] = []
-    for name, value in bound.arguments.items():
+    for name, value in _named_arguments(signature, bound):
         if isinstance(value, (torch.Tensor, bool, int, float)) or (
                 isinstance(value, (tuple, list)) and len(names) < count and isinstance(user_inputs[len(names)], list)):
             names.append(name)
@@ -107,15 +110,13 @@ def _default_user_input_names(model: Any, args: Any, user_inputs: list) -> list[
     return names
 
 
-def _signature(model: Any) -> inspect.Signature:
-    """``forward``'s signature, or a function's. A scripted function has no Python signature: its schema names the
-    parameters."""
-    if isinstance(model, torch.jit.ScriptFunction):
-        # torch's stubs make ScriptFunction.schema a method; the binding makes it a property
-        arguments = model.schema.arguments  # type: ignore[attr-defined]
-        return inspect.Signature([inspect.Parameter(argument.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                                  for argument in arguments])
-    return inspect.signature(model.forward if isinstance(model, torch.nn.Module) else model)
+def _named_arguments(signature: inspect.Signature, bound: inspect.BoundArguments):
+    """The bound arguments by name, what ``**kwargs`` takes each by its key."""
+    for name, value in bound.arguments.items():
+        if signature.parameters[name].kind == inspect.Parameter.VAR_KEYWORD:
+            yield from value.items()
+        else:
+            yield name, value
 
 
 def _apply_names(names: list[str], given: Sequence[str] | None, kind: str, what: str) -> None:

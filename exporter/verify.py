@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from exporter.api import export
+from exporter.arguments import bound_arguments, with_keyword_arguments
 from exporter.capture import EXPORT, Capture, flatten, split_args
 from exporter.errors import ExportArgumentError
 from exporter.localization.findings import Agreement, Divergence, Repro, SelectionCheck, VerifyResult
@@ -66,7 +67,8 @@ def verify(
     if "f" in export_options:
         raise ExportArgumentError("verify exports to memory: do not pass `f`")
     result = export(model, args, io.BytesIO(), opset_version=opset_version, **export_options)
-    check_args = args if check_args is None else check_args
+    check_args = with_keyword_arguments(args, export_options.get("kwargs")) if check_args is None else check_args
+    check_args = bound_arguments(model, check_args, bool(export_options.get("dynamo", False)))  # as export binds
     graph_inputs = _graph_inputs_of(check_args, result.capture) + [tensor for _, tensor in result.capture.params]
     with torch.no_grad():
         eager = model(*split_args(check_args)[0], **split_args(check_args)[1])

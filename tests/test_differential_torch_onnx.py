@@ -616,7 +616,7 @@ CALLS: list[Call] = [
     Call("f_is_a_file_opened_for_reading", Affine, x4, target="binary_reader", rejects="destination"),
     Call("model_is_a_plain_function", lambda: _function, pair23, rejects="argument"),
     Call("model_raises", Raises, x23, rejects="capture"),
-    Call("wrong_argument_count", TwoInputs, x23, rejects="capture"),
+    Call("wrong_argument_count", TwoInputs, x23, rejects="argument"),
     Call("dynamo_true", Affine, x4, {"dynamo": True}),
     Call("unsupported_op", Fft, x23, rejects="unsupported"),
     Call("op_below_its_opset", GridSample, lambda: (torch.randn(1, 1, 4, 4), torch.rand(1, 2, 2, 2) * 2 - 1),

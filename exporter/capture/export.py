@@ -368,9 +368,7 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
     dim it is, else after its expression: ``u0`` for a size the data decides, ``2*s77``).
     An axis ``axes`` asks for that the program holds static is an error: the model's code fixed its size."""
     program = captured.program
-    placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
-    user = [node for spec, node in zip(program.graph_signature.input_specs, placeholders, strict=True)
-            if spec.kind == InputKind.USER_INPUT and isinstance(node.meta.get("val"), torch.Tensor)]
+    user = user_input_placeholders(program)
     result = {name: dict(dims) for name, dims in axes.items()}
     symbol_names: dict[str, str] = {}
     for name, node in zip(names_in, user, strict=False):  # names_in goes on with the parameters' names
@@ -397,6 +395,14 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
             if not isinstance(dim, int):
                 result.setdefault(name, {}).setdefault(axis, symbol_names.get(str(dim), str(dim)))
     return result
+
+
+def user_input_placeholders(program) -> list[torch.fx.Node]:
+    """The placeholders of the program's tensor arguments, in the order of its inputs (torch.export names each after
+    its argument: ``past_0_1`` for ``past[0][1]``)."""
+    placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
+    return [node for spec, node in zip(program.graph_signature.input_specs, placeholders, strict=True)
+            if spec.kind == InputKind.USER_INPUT and isinstance(node.meta.get("val"), torch.Tensor)]
 
 
 def _warn_if_bounded(program, dim, what: str) -> None:
