@@ -64,22 +64,33 @@ def parameters_of(model: Any) -> list[inspect.Parameter] | None:
     return [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in arguments]
 
 
-def bound_arguments(args: Any, parameters: Sequence[inspect.Parameter] | None) -> list[tuple[str | None, Any]]:
+def bound_arguments(args: Any, parameters: Sequence[inspect.Parameter] | None,
+                    defaults: bool = False) -> list[tuple[str | None, Any]]:
     """The caller's arguments in the order torch.onnx binds them, each with its parameter's name (None where no
-    parameter names it): the positional ones first, then the trailing dict's entries in the order of ``forward``'s
-    signature (keys it does not name after them, in the dict's order). Positional arguments past the named
-    parameters are one argument, the ``*args`` parameter's, where there is one."""
+    parameter names it): the positional ones first, then each later parameter in the order of ``forward``'s signature
+    from the trailing dict, else (``defaults``: TorchScript's binding; torch.export keeps a default a constant) from
+    its default. Positional arguments past the named parameters are one argument, the ``*args`` parameter's, where
+    there is one; a dict key that names no parameter goes to ``**kwargs`` where there is one; one that names no
+    parameter otherwise, or one given positionally, is dropped, as the export drops it. Without ``parameters`` (no signature to read), the dict's entries follow in
+    its own order."""
     positional, keywords = call_arguments(args)
-    parameters = list(parameters or [])
-    by_position = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if parameters is None:
+        return [(None, value) for value in positional] + list(keywords.items())
+    fixed = [p for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    by_position = [p.name for p in fixed if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     rest = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
     bound: list[tuple[str | None, Any]] = [(by_position[i] if i < len(by_position) else None, value)
                                            for i, value in enumerate(positional)]
     if rest is not None and len(positional) > len(by_position):
         bound[len(by_position):] = [(rest, tuple(positional[len(by_position):]))]
-    order = [p.name for p in parameters]
-    named = sorted((key for key in keywords if key in order), key=order.index)
-    bound += [(key, keywords[key]) for key in named + [key for key in keywords if key not in order]]
+    later = [p for p in fixed if p.name not in by_position[:len(positional)]]
+    for parameter in later:
+        if parameter.name in keywords:
+            bound.append((parameter.name, keywords[parameter.name]))
+        elif defaults and parameter.default is not parameter.empty:
+            bound.append((parameter.name, parameter.default))
+    if any(p.kind == p.VAR_KEYWORD for p in parameters):
+        bound += [(key, value) for key, value in keywords.items() if key not in {p.name for p in fixed}]
     return bound
 
 
@@ -106,13 +117,14 @@ def caller_values(args: Any, input_names: Sequence[str] | None = None, *, model:
 
     The values are the arguments' leaves in torch.onnx's binding order (:func:`bound_arguments`, with ``model``'s
     signature ordering the trailing dict), each argument flattened depth first; ``numbers``: Python numbers are
-    inputs (TorchScript's captures), not constants (torch.export's). ``input_names`` name them in that order (names
+    inputs, and the defaults of the parameters left out are filled in (TorchScript's captures), not constants
+    (torch.export's). ``input_names`` name them in that order (names
     past the leaves name parameters, which are not fed); a leaf past them takes its argument's name, ``<argument>_<k>``
     for the k-th leaf of a nested one, or ``input_<i>`` by its position where no parameter names it. A quantized
     tensor is three values, as the export lays it out: its integers, ``<name>_scale`` and ``<name>_zero_point``."""
     parameters = parameters_of(model) if model is not None else None
     named: list[tuple[str, Any]] = []
-    for name, value in bound_arguments(args, parameters):
+    for name, value in bound_arguments(args, parameters, defaults=numbers):
         leaves = _leaves(value, numbers)
         single = len(leaves) == 1 and (isinstance(value, torch.Tensor) or isinstance(value, NUMBERS))
         for k, leaf in enumerate(leaves):

@@ -56,6 +56,28 @@ def test_names_past_the_given_ones_are_the_arguments_own():
     assert list(caller_values((_t(1), _t(2)))) == ["input_0", "input_1"]  # no signature to read
 
 
+def test_a_trace_fills_in_the_defaults_left_out_torch_export_keeps_them_constants():
+    offset_default = _t(1)
+
+    def scaled(x, scale=2.0, mask=None, offset=offset_default):
+        return x * scale + offset
+
+    assert _names_of(caller_values((_t(3),), model=scaled)) == {"x": 3, "scale": 2.0, "offset": 1}
+    assert _names_of(caller_values((_t(3),), model=scaled, numbers=False)) == {"x": 3}
+
+
+def test_a_key_no_parameter_takes_is_dropped_unless_forward_takes_kwargs():
+    def strict(a, b=None):
+        return a
+
+    def loose(a, b=None, **rest):
+        return a
+
+    args = (_t(1), {"c": _t(3), "a": _t(4), "b": _t(2)})  # 'a' given positionally too, 'c' names no parameter
+    assert _names_of(caller_values(args, model=strict)) == {"a": 1, "b": 2}
+    assert _names_of(caller_values(args, model=loose)) == {"a": 1, "b": 2, "c": 3}
+
+
 def test_dict_values_keep_their_order_and_a_tensor_key_comes_before_its_value():
     key = _t(7)
     values = caller_values(({"b": _t(1), "a": _t(2)}, {key: _t(3)}, {}), ["b", "a", "key", "value"])
