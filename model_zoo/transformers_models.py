@@ -344,9 +344,36 @@ def decode_step_entry() -> ZooEntry:
 # element of ``args``, in the order of their own input specification (attention_mask before input_ids, the cache
 # after the mask), and ``input_names`` in the order of forward's signature (Optimum's ``ordered_inputs``), nested
 # arguments flattened (``past_key_values.0.key``). torch.onnx binds a trailing dict by forward's signature, so each
-# name lands on the tensor of that name. These entries call the exporter that way, on the transformers model itself
-# where it takes its inputs as tensors (its ModelOutput's tensors are the outputs); the harness feeds ONNX Runtime by
-# the same names (``conformance.feeds``), so an export that binds a dict entry to another's input fails them.
+# name lands on the tensor of that name. These entries call the exporter that way, on a forward with the parameters
+# the library exports (in the model's own order) that calls the model by keyword, as Optimum's patched forwards do:
+# torch.onnx passes the bound arguments positionally, defaults filled in, and a transformers model's own decorated
+# forward (BertModel's, BartDecoder's) then refuses ``use_cache`` given twice; T5ForConditionalGeneration's takes them
+# as they are. The harness feeds ONNX Runtime by the same names (``conformance.feeds``), so an export that binds a dict
+# entry to another's input fails them.
+class BertKeywords(torch.nn.Module):
+    """BertModel's text inputs, by keyword; its last hidden state and pooled output, by name."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None):
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        return {"last_hidden_state": out.last_hidden_state, "pooler_output": out.pooler_output}
+
+
+class DecoderKeywords(torch.nn.Module):
+    """An encoder-decoder's decoder stack on the encoder's states, by keyword (its own order of them)."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, encoder_hidden_states, encoder_attention_mask=None):
+        return self.model(input_ids=input_ids, encoder_hidden_states=encoder_hidden_states,
+                          encoder_attention_mask=encoder_attention_mask).last_hidden_state
+
+
 def _segments(ids: torch.Tensor) -> torch.Tensor:
     """Token type ids: the first half of each row segment 0, the rest segment 1."""
     segments = torch.zeros_like(ids)
@@ -425,7 +452,7 @@ def keyword_entries() -> list[ZooEntry]:
     _, decode_axes = decode_step_axes(LAYERS)
     return [
         _keyword_entry(
-            bert, "hf_bert_kwargs", bert.model, _bert_keyword_inputs,
+            bert, "hf_bert_kwargs", lambda: BertKeywords(bert.model()), _bert_keyword_inputs,
             ["input_ids", "attention_mask", "token_type_ids"], ["last_hidden_state", "pooler_output"],
             {"input_ids": _TEXT_AXES, "attention_mask": _TEXT_AXES, "token_type_ids": _TEXT_AXES,
              "last_hidden_state": _TEXT_AXES, "pooler_output": {0: "batch"}}, quick=True,
@@ -435,8 +462,8 @@ def keyword_entries() -> list[ZooEntry]:
             ["input_ids", *past_names, "attention_mask"], ["logits", *present_names], decode_axes, quick=True,
             notes="a decode step given {input_ids, attention_mask, past_key_values: ((key, value), ...)}"),
         _keyword_entry(  # GELU's Erf sets the static export's floor too (BART's model as a whole: its range)
-            replace(bart, floors=(ERF, RANGE)), "hf_bart_decoder_kwargs", lambda: bart.model().get_decoder(),
-            _decoder_keyword_inputs,
+            replace(bart, floors=(ERF, RANGE)), "hf_bart_decoder_kwargs",
+            lambda: DecoderKeywords(bart.model().get_decoder()), _decoder_keyword_inputs,
             ["input_ids", "encoder_hidden_states", "encoder_attention_mask"], ["last_hidden_state"],
             {"input_ids": decoder_axes, "encoder_hidden_states": _TEXT_AXES, "encoder_attention_mask": _TEXT_AXES,
              "last_hidden_state": decoder_axes}, quick=True,
@@ -445,7 +472,7 @@ def keyword_entries() -> list[ZooEntry]:
             t5, "hf_t5_kwargs", t5.model, _seq2seq_keyword_inputs,
             ["input_ids", "attention_mask", "decoder_input_ids"], ["logits", "encoder_last_hidden_state"],
             {**SEQ2SEQ.dynamic, "logits": decoder_axes, "encoder_last_hidden_state": _TEXT_AXES}, quick=False,
-            notes="T5ForConditionalGeneration given {decoder_input_ids, attention_mask, input_ids}"),
+            notes="T5ForConditionalGeneration itself given {decoder_input_ids, attention_mask, input_ids}"),
     ]
 
 
