@@ -70,6 +70,12 @@ def _two_inputs(variant: int, seed: int) -> tuple:
     return torch.randn((2, 3)[variant], 4, generator=g), torch.randn((2, 3)[variant], 4, generator=g)
 
 
+def _keywords_out_of_order(variant: int, seed: int) -> tuple:
+    """SubtractsTwice's arguments as library exporters pass them: a dict, in another order than forward's."""
+    x, y = _two_inputs(variant, seed)
+    return ({"y": y, "x": x},)
+
+
 class ConstantOutput(torch.nn.Module):
     def forward(self, x):
         return torch.zeros_like(x) + 2.0
@@ -128,6 +134,8 @@ def entries() -> list[ZooEntry]:
         entry("test_scripted_add_one", lambda: torch.jit.script(AddOne())),
         ZooEntry(name="test_subtracts_twice", kind="example", family="test", build=SubtractsTwice, inputs=_two_inputs,
                  input_names=["x", "y"]),
+        ZooEntry(name="test_keywords_out_of_order", kind="example", family="test", build=SubtractsTwice,
+                 inputs=_keywords_out_of_order, input_names=["x", "y"], dynamic_axes={"x": {0: "n"}, "y": {0: "n"}}),
         ZooEntry(name="test_ignores_its_first_argument", kind="example", family="test", build=IgnoresItsFirstArgument,
                  inputs=_two_inputs, input_names=["unused", "x"]),
         ZooEntry(name="test_tied_detector", kind="model", family="detection", build=TiedDetector,

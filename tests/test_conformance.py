@@ -110,6 +110,15 @@ def test_an_export_with_its_input_names_swapped_is_a_mismatch(tmp_path, monkeypa
         assert onnx.TensorProto.FromString(handle.read()).name == "y"  # the bundle feeds by name too
 
 
+@pytest.mark.parametrize("capture", ["torchscript", "export"])
+def test_a_trailing_dict_out_of_forwards_order_is_bound_and_fed_by_its_names(tmp_path, capture):
+    """{"y": y, "x": x} for forward(x, y), input_names ["x", "y"]: an export binding the dict in its own order puts
+    the name x on y's tensor, which the run, fed by the caller's names, computes as y - 2 x."""
+    (case,) = _cases(["test_keywords_out_of_order"], modes=("dynamic",), capture=capture)
+    row = _run_in_process(case, tmp_path)
+    assert row["status"] == "pass", row["error"]
+
+
 def test_an_argument_the_export_drops_is_left_out_by_name_not_shifted(tmp_path):
     (case,) = _cases(["test_ignores_its_first_argument"])
     row = _run_in_process(case, tmp_path)

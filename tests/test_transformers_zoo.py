@@ -92,3 +92,28 @@ def test_falcon_alibi_keeps_its_bfloat16_slopes(opset, tmp_path):
 def test_falcon_alibi_below_13_names_the_opset_bfloat16_needs(tmp_path):
     row = _run("hf_falcon_alibi", 12, "static", tmp_path)
     assert row["status"] == "unsupported" and "needs opset >= 13" in row["error"], row
+
+
+def test_the_calling_convention_entries_give_a_dict_out_of_forwards_order_and_names_in_its_order():
+    """What library exporters (Optimum) pass: the inputs as a trailing dict in their own order, input_names in
+    forward's; the quick tier has three of them, the harness feeding each by its names."""
+    from conformance.feeds import bound_arguments, parameters_of
+
+    entries = [e for e in model_zoo.entries() if e.name.endswith("_kwargs")]
+    assert len([e for e in entries if e.quick_opsets]) == 3
+    for entry in entries:
+        (given,) = entry.inputs(0, 0)
+        parameters = parameters_of(entry.build())
+        order = [p.name for p in parameters]
+        assert list(given) != sorted(given, key=order.index), entry.name  # the dict is not in forward's order
+        bound = [name for name, _ in bound_arguments((given,), parameters) if name in given]
+        arguments = list(dict.fromkeys(name.split(".")[0] for name in entry.input_names))  # past_key_values.0.key
+        assert arguments == bound, entry.name
+
+
+def test_a_decode_step_given_its_nested_cache_in_a_dict_passes(tmp_path):
+    entry = model_zoo.get("hf_gpt2_past_kwargs")
+    assert entry.input_names[1:3] == ["past_key_values.0.key", "past_key_values.0.value"]
+    assert "past_key_values.1.value" in entry.dynamic_axes
+    row = _run("hf_gpt2_past_kwargs", MAX_OPSET, "dynamic", tmp_path)
+    assert row["status"] == "pass", (row["status"], row["error"])
