@@ -297,7 +297,7 @@ def greedy_seq2seq_through_onnx(paths: tuple[str, str, str], source: torch.Tenso
     first_cache, step_names = _as_past(_output_names(first_step), first), _output_names(decoder_step)
 
     def step(token, index, outputs):
-        latest = first_cache if outputs is first else _as_past(step_names, outputs)
+        latest = first_cache if index == 0 else _as_past(step_names, outputs)  # index 0: the first step's outputs
         return decoder_step.run(None, {"decoder_input_ids": token, "encoder_attention_mask": mask,
                                        **first_cache, **latest})
 
