@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -128,13 +129,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if options.list_unconvertible:
             return _list_unconvertible(model, args, training, options.opset)
-        result = exporter.export(
-            model, args, options.output, verbose=options.verbose, training=training, input_names=options.input_names,
-            output_names=options.output_names, opset_version=options.opset,
-            do_constant_folding=not options.no_constant_folding, dynamic_axes=dynamic_axes(options.dynamic_axis),
-            dynamo=options.dynamo,
-        )
-    except ExportArgumentError as error:  # a wrong option (a --dynamic-axis naming no input, say): a usage error
+        with warnings.catch_warnings():
+            # export ignores a dynamic_axes key naming nothing, as torch.onnx does; on a command line it is a typo
+            warnings.filterwarnings("error", message="Provided key .* for dynamic axes", category=UserWarning)
+            result = exporter.export(
+                model, args, options.output, verbose=options.verbose, training=training,
+                input_names=options.input_names, output_names=options.output_names, opset_version=options.opset,
+                do_constant_folding=not options.no_constant_folding, dynamic_axes=dynamic_axes(options.dynamic_axis),
+                dynamo=options.dynamo,
+            )
+    except (ExportArgumentError, UserWarning) as error:  # a wrong option (a --dynamic-axis naming no input, say)
         parser.error(str(error))
     except OnnxExporterError as error:
         print(f"export failed: {type(error).__name__}: {error}", file=sys.stderr)

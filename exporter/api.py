@@ -23,13 +23,13 @@ from exporter.arguments import (
     check_argument_kinds,
     check_capture_choice,
     check_custom_opsets,
-    check_dynamic_axes_names,
     check_dynamic_axes_shape,
     check_export_capture_options,
     check_opset,
     check_tensors_hold_data,
     check_workarounds,
     exports_training_mode,
+    known_dynamic_axes,
     normalize_dynamic_axes,
     requested_dynamic_shapes,
     shortened,
@@ -294,7 +294,7 @@ def export(
     in state_dict order, as PyTorch's exporter counts them) and outputs in order; a shorter list names a prefix, a longer
     one is an :class:`ExportArgumentError`. ``dynamic_axes`` maps an input or output name to ``{axis: name}`` or
     to a list of axes (named ``<name>_dynamic_axes_<k>``); a key naming neither an input nor an output (a parameter,
-    say) is an :class:`ExportArgumentError`, where PyTorch's exporter warns and writes a static model.
+    say) is ignored with PyTorch's exporter's warning.
     ``keep_initializers_as_inputs`` also lists parameters as graph inputs (always on below opset 9);
     ``export_params=False`` leaves the parameters out, so they become plain inputs. ``training`` selects
     eval, preserve or training mode; ``operator_export_type`` chooses how unconvertible ops are handled;
@@ -370,7 +370,7 @@ def export(
             names_in = naming.input_names(model, args, captured, input_names)
             names_out = naming.output_names(captured, output_names)
             naming.refuse_shared_names(names_in, names_out)
-            check_dynamic_axes_names(requested_axes, names_in, names_out, len(captured.user_inputs))
+            requested_axes = known_dynamic_axes(requested_axes, names_in, names_out, len(captured.user_inputs))
             naming.refuse_complex_boundary(captured, names_in, names_out)
             axes = normalize_dynamic_axes(requested_axes)
             static_shapes = not axes

@@ -4,6 +4,7 @@ dicts, its enums) become the ones the flow reads."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -147,18 +148,20 @@ def check_custom_opsets(custom_opsets: Mapping[str, int] | None) -> None:
                                       "opset_version; custom_opsets versions custom domains only")
 
 
-def check_dynamic_axes_names(dynamic_axes: dict, names_in: list[str], names_out: list[str], user_count: int) -> None:
-    """A ``dynamic_axes`` key names a graph input or output. Anything else is refused: ignoring it (PyTorch's
-    exporter warns and does) writes a static model where the caller asked for a dynamic one. A parameter's or
-    buffer's shape is its data's."""
+def known_dynamic_axes(dynamic_axes: dict, names_in: list[str], names_out: list[str], user_count: int) -> dict:
+    """The ``dynamic_axes`` whose key names a graph input or output. Any other key is ignored with torch.onnx's
+    warning (it says nothing of a parameter's or buffer's name, whose data fixes its shape), naming what there is."""
     inputs, state = names_in[:user_count], set(names_in[user_count:])
-    for key in dynamic_axes:
+    known = {}
+    for key, axes in dynamic_axes.items():
         if key in inputs or key in names_out:
+            known[key] = axes
             continue
-        what = "a parameter or buffer of the model, whose data fixes its shape" if key in state else \
-            "which is neither an input nor an output"
-        raise ExportArgumentError(f"dynamic_axes names {key!r}, {what}; dynamic axes are for the inputs "
-                                  f"{shortened(inputs)} and the outputs {shortened(names_out)}")
+        what = "it names a parameter or buffer of the model, whose data fixes its shape" if key in state else \
+            "it names neither an input nor an output"
+        warnings.warn(f"Provided key {key} for dynamic axes is not a valid input/output name ({what}; the inputs are "
+                      f"{shortened(inputs)} and the outputs {shortened(names_out)}): ignored", UserWarning, stacklevel=3)
+    return known
 
 
 def normalize_dynamic_axes(dynamic_axes: dict) -> dict[str, dict[int, str]]:

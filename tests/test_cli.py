@@ -112,7 +112,7 @@ def test_an_option_the_export_refuses_is_a_usage_error_and_writes_nothing(tmp_pa
     with pytest.raises(SystemExit) as stopped:
         main(["tests.test_cli:build_two_input_net", "--input-shape", "2,4", "--input-shape", "3", "-o", str(target),
               "--dynamic-axis", "input:0:batch"])
-    assert stopped.value.code == 2 and "'input', which is neither an input nor an output" in capsys.readouterr().err
+    assert stopped.value.code == 2 and "key input for dynamic axes is not a valid input/output name" in capsys.readouterr().err
     assert not target.exists()
 
 

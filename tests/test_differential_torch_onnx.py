@@ -518,11 +518,8 @@ CALLS: list[Call] = [
          other_args=lambda: (torch.randn(3, 3, 11, 6),)),
     Call("dynamic_axes_unknown_key", Affine, x4,
          {"input_names": ["x"], "dynamic_axes": {"x": {0: "n"}, "nothing": {0: "m"}}},
-         differs="a dynamic_axes key naming no input or output: torch.onnx warns and ignores it (a static model where "
-                 "the caller asked for a dynamic one); we refuse the call", ours="argument", theirs="exports"),
-    Call("dynamic_axes_parameter_key", Affine, x4, {"dynamic_axes": {"fc.weight": [0]}},
-         differs="a dynamic_axes key naming a parameter: torch.onnx ignores it without a word; we refuse the call",
-         ours="argument", theirs="exports"),
+         other_args=lambda: (torch.randn(5, 4),)),
+    Call("dynamic_axes_parameter_key", Affine, x4, {"dynamic_axes": {"fc.weight": [0]}}),
     Call("dynamic_axes_default_input_name", TwoInputs, pair23, {"dynamic_axes": {"x": [0], "y": [0]}},
          other_args=lambda: (torch.randn(5, 3), torch.randn(5, 3)),
          differs="without input_names our inputs are named after forward's arguments, so {'x': ...} names an "

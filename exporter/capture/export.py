@@ -82,11 +82,29 @@ def capture_program(model: Any, args: Any, dynamic_shapes: Any) -> Capture:
 def _captured(model, positional, kwargs, dynamic_shapes):
     printed = io.StringIO()
     # On failure torch.export prints the partial graph to stderr before raising: the error says what failed.
-    with _torch_export_quiet(), recurrent_layers_whole(), contextlib.redirect_stderr(printed):
+    with (_torch_export_quiet(), recurrent_layers_whole(), contextlib.redirect_stderr(printed),
+          _dynamic_marks_kept(flatten((positional, kwargs))[0])):
         program = torch.export.export(model, tuple(positional), kwargs=kwargs or None,
                                       dynamic_shapes=dynamic_shapes, strict=False)
     sys.stderr.write(printed.getvalue())  # what the model itself printed
     return program
+
+
+@contextlib.contextmanager
+def _dynamic_marks_kept(tensors: list[torch.Tensor]):
+    """The caller's tensors left without the dynamic-dimension marks torch.export sets on them (``_dynamo_dynamic_indices``
+    and the like): it removes them when a capture succeeds, not when it fails, and a later capture of the same tensors
+    would then read a failed export's dynamic dims as the caller's request."""
+    before = [(tensor, {key: value for key, value in vars(tensor).items() if key.startswith("_dynamo")})
+              for tensor in tensors if isinstance(tensor, torch.Tensor)]
+    try:
+        yield
+    finally:
+        for tensor, marks in before:
+            for key in [key for key in vars(tensor) if key.startswith("_dynamo") and key not in marks]:
+                delattr(tensor, key)
+            for key, value in marks.items():
+                setattr(tensor, key, value)
 
 
 def _widened_examples(model, positional, kwargs, dynamic_shapes):
