@@ -48,7 +48,8 @@ def signature_of(model: Any) -> inspect.Signature | None:
 
 def bind_for_trace(model: Any, args: Any) -> Any:
     """``args`` bound as PyTorch's TorchScript exporter binds them (module docstring): a tuple of the arguments in
-    ``forward``'s order, defaults filled in, with a trailing dict only for what ``**kwargs`` takes."""
+    ``forward``'s order, defaults filled in, with a trailing dict only for keyword-only parameters and what
+    ``**kwargs`` takes."""
     if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
         return args  # bound by its schema as it is captured (capture/scripted.py), a None default left a constant
     signature = signature_of(model)
@@ -57,21 +58,26 @@ def bind_for_trace(model: Any, args: Any) -> Any:
         return args
     parameters = [p for p in signature.parameters.values() if p.kind not in _VARIADIC]
     variadic = {p.kind for p in signature.parameters.values() if p.kind in _VARIADIC}
-    bound = list(positional)
+    bound, by_name = list(positional), {}
     for parameter in parameters[len(positional):]:
         if parameter.name in keywords:
-            bound.append(keywords[parameter.name])
+            value = keywords[parameter.name]
         elif parameter.default is not inspect.Parameter.empty:
-            bound.append(parameter.default)
+            value = parameter.default
         else:
             raise ExportArgumentError(
                 f"{_model_name(model)}.forward's argument {parameter.name!r} has no value and no default; give it "
                 f"(the arguments given: {len(positional)} positional, and {sorted(keywords)} by name)")
+        if parameter.kind == inspect.Parameter.KEYWORD_ONLY:  # passed by name, in the signature's order
+            by_name[parameter.name] = value
+        else:
+            bound.append(value)
     extra = _unbound_keys(parameters, len(positional), keywords)
     if extra and inspect.Parameter.VAR_KEYWORD in variadic:
-        return (*bound, {key: keywords[key] for key in extra})
-    _warn_dropped(model, extra, parameters[:len(positional)])
-    return _as_args(bound)
+        by_name.update((key, keywords[key]) for key in extra)
+    else:
+        _warn_dropped(model, extra, parameters[:len(positional)])
+    return (*bound, by_name) if by_name else _as_args(bound)
 
 
 def bind_for_export(model: Any, args: Any) -> Any:

@@ -107,6 +107,11 @@ class VarArgs(torch.nn.Module):
         return args[0] - 2 * args[1] + 3 * args[2]
 
 
+class KeywordOnly(torch.nn.Module):
+    def forward(self, x, *, scale, shift=None):
+        return x * scale + (0 if shift is None else shift)
+
+
 class Numbers(torch.nn.Module):
     def forward(self, x, n: int, s: float, flag: bool):
         return x * n * s if flag else x
@@ -257,6 +262,8 @@ DECODER_AXES = {"input_ids": {0: "batch"}, "encoder_hidden_states": {0: "batch",
 EXTRA_NAMES = ("torch.onnx's dynamo exporter ignores input_names that name no input (a Python number is no input of "
                "a torch.export program, so the names after it land on later tensors); ours refuses them, as its "
                "TorchScript exporter does")
+KEYWORD_ONLY = ("torch.onnx's TorchScript exporter passes keyword-only parameters positionally (the model's call "
+                "fails); ours passes them by name")
 TRACE_DROPS_KEYWORDS = ("torch.onnx's TorchScript exporter drops every key **kwargs would take, so the model runs "
                         "without them; ours passes them on, named by their keys")
 TRACE_SKIPS_REQUIRED = ("torch.onnx's TorchScript exporter skips a required argument the call leaves out, so the "
@@ -346,6 +353,9 @@ CONVENTIONS = [
     Convention("var_keywords", KeywordsForward, lambda: ((t(2, 3), {"b": t(2, 3), "a": t(2, 3)}), None),
                lambda args, kwargs: {"x": args[0], "b": args[1]["b"], "a": args[1]["a"]},
                differs={TRACE: TRACE_DROPS_KEYWORDS}),
+    Convention("keyword_only", KeywordOnly, lambda: ((t(2, 3), {"scale": t(2, 3), "shift": t(2, 3)}), None),
+               lambda args, kwargs: {"x": args[0], "scale": args[1]["scale"], "shift": args[1]["shift"]},
+               differs={TRACE: KEYWORD_ONLY}),
     # scripted modules bind by their schema (the TorchScript capture only)
     Convention("scripted_positional", _scripted_two, SIGNATURE_TWO, positional("a", "b"),
                {"input_names": ["a", "b"]}, captures=(TRACE,)),

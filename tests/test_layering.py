@@ -113,8 +113,9 @@ _TORCHSCRIPT_READERS = {
     # readers of a TorchScript capture's graph: list-input types and inputs PyTorch's exporter reads at run time
     # (naming), the origin of a TorchScript node (provenance), the captured TorchScript graph as verify reads it
     # (its verifier reads either capture through exporter.localization.captured), the op listing of
-    # unconvertible_ops (api)
+    # unconvertible_ops (api), a scripted function's parameters from its schema (binding)
     "exporter.naming", "exporter.provenance", "exporter.localization.torchscript_graph", "exporter.api",
+    "exporter.binding",
 }
 
 
