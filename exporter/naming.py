@@ -33,12 +33,24 @@ def input_names(model: Any, args: Any, captured: Capture, given: Sequence[str] |
     state_names = captured.state_names or [name for name, _ in captured.params]
     names = user + state_names
     _apply_names(names, given, "input", "inputs, parameters and buffers")
+    _rename_unnamed_clashes(names, len(given or []), len(user))
     renamed = dict(zip(state_names, names[len(user):], strict=True))
     names = names[: len(user)] + [renamed.get(name, name) for name, _ in captured.params]
     if len(set(names)) != len(names):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         raise ExportArgumentError(f"input names must be unique; repeated: {duplicates}")
     return names
+
+
+def _rename_unnamed_clashes(names: list[str], named: int, user_count: int) -> None:
+    """An input the caller left unnamed whose default name the caller gave another input (``input_names=["y"]`` for
+    a model whose first argument is ``x`` and second ``y``) takes a suffix: the caller's names stand, as in
+    PyTorch's exporter, whose unnamed inputs have debug names no caller gives."""
+    for index in range(named, user_count):
+        name, suffix = names[index], 1
+        while names[index] in names[:index] + names[index + 1:]:
+            names[index] = f"{name}_{suffix}"
+            suffix += 1
 
 
 def output_names(captured: Capture, given: Sequence[str] | None) -> list[str]:

@@ -436,3 +436,17 @@ def test_a_bfloat16_constant_is_written_as_bfloat16_and_runs_right():
     assert "bfloat16_arithmetic_in_float" in result.workarounds
     (actual,) = run_onnx(data, {model.graph.input[0].name: x.numpy()})
     np.testing.assert_array_equal(actual, _BFloat16Slopes()(x).numpy())
+
+
+def test_an_unnamed_input_whose_default_name_the_caller_gave_another_takes_a_suffix():
+    """input_names name the inputs in order, as in torch.onnx: ``["y"]`` names the first input (x) y, and the second,
+    left unnamed, cannot be y too (torch.onnx's unnamed inputs have debug names no caller gives)."""
+    class Difference(torch.nn.Module):
+        def forward(self, x, y):
+            return x - y
+
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    data, result = export_bytes(Difference(), (x, y), input_names=["y"])
+    assert result.input_names == ["y", "y_1"]
+    (out,) = run_onnx(data, {"y": x.numpy(), "y_1": y.numpy()})
+    np.testing.assert_allclose(out, (x - y).numpy())
