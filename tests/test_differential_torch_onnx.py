@@ -340,6 +340,18 @@ class ChangesItsStateInPlace(torch.nn.Module):
         return x + self.total + self.table
 
 
+class LinearOfABuffer(torch.nn.Module):
+    """Swinv2's relative position bias: nn.Linear on a non-persistent buffer (a constant of the trace)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.randn(1, 5, 5, 2), persistent=False)
+        self.mlp = torch.nn.Linear(2, 4)
+
+    def forward(self, x):
+        return x + self.mlp(self.table).sum()
+
+
 class ScalarTensorOfSize(torch.nn.Module):
     def forward(self, x):
         return torch.scalar_tensor(x.size(0)), torch.scalar_tensor(x.size(1), dtype=torch.int64)
@@ -587,6 +599,8 @@ CALLS: list[Call] = [
                  "changed values and applies the change again (wrong numbers) and leaves the model changed, we write "
                  "them back: one call from the model's state (checked against PyTorch)", ours="exports",
          theirs="exports"),
+    *[Call(f"linear_of_a_non_persistent_buffer_opset{opset}", LinearOfABuffer, lambda: (torch.randn(3),),
+           {"opset_version": opset}) for opset in (9, 14, 20)],
     Call("scalar_tensor_of_dynamic_sizes", ScalarTensorOfSize, x23,
          {"input_names": ["x"], "dynamic_axes": {"x": [0, 1]}}, other_args=lambda: (torch.randn(5, 7),)),
     Call("scalar_tensor_of_dynamic_sizes_scripted", scripted(ScalarTensorOfSize), x23,
