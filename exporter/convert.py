@@ -428,6 +428,8 @@ def call_symbolic(g: GraphContext, symbolic_fn: Callable, kind: str, args: list[
             "branch or loop may set to None); only `is None` tests and the value refined by one "
             "(`if x is not None: ...x...`) are supported"
         )
+    if has_quantized:
+        args = qdq.constants_as_qtensors(g, args)
     try:
         if (has_quantized and kind not in qdq.STRUCTURAL_OPS
                 and not getattr(symbolic_fn, "takes_quantized", False)):
@@ -447,7 +449,7 @@ def _special_arguments(args: list[Any]) -> tuple[bool, bool]:
         for item in arg if isinstance(arg, (list, tuple)) else (arg,):
             if optional.is_optional(item):
                 has_optional = True
-            elif qdq.contains_quantized(item):
+            elif qdq.contains_quantized(item) or qdq.is_quantized_constant(item):
                 has_quantized = True
     return has_optional, has_quantized
 

@@ -68,6 +68,10 @@ class NodeFacts:
         """(sizes, strides) the capture recorded for tensor argument ``index`` (None where unknown)."""
         raise NotImplementedError
 
+    def input_storage_offset(self, node, index: int) -> int | None:
+        """Where tensor argument ``index`` starts in its storage, as the capture recorded it (None where unknown)."""
+        raise NotImplementedError
+
     def input_producer(self, node, index: int) -> tuple[str, str]:
         """(kind, overload) of the op that computed argument ``index`` (kind "" for a graph input or constant)."""
         raise NotImplementedError
@@ -185,6 +189,9 @@ class GraphContext:
 
     def input_layout(self, index: int = 0) -> tuple[tuple | None, tuple | None]:
         return self._facts.input_layout(self.node, index)
+
+    def input_storage_offset(self, index: int = 0) -> int | None:
+        return self._facts.input_storage_offset(self.node, index)
 
     def input_producer(self, index: int) -> tuple[str, str]:
         return self._facts.input_producer(self.node, index)

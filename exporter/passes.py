@@ -21,6 +21,10 @@ _NON_DETERMINISTIC = frozenset(
 # conv's outputs). onnx.reference, which folding evaluates with, knows DequantizeLinear from opset 19 only: before
 # this, quantized models changed form from 19 up.
 _KEPT_QUANTIZED = frozenset({"DequantizeLinear"})
+# Ops that onnx.reference (onnx 1.23) computes wrong below an opset, never folded there: its BatchNormalization-9
+# (opsets 9-13) takes the schema's default momentum for a training run and normalizes with the batch's own
+# statistics, where an inference BatchNormalization (one output) normalizes with the running ones.
+_MISEVALUATED_BELOW = {"BatchNormalization": 14}
 _MAX_FOLDED_ELEMENTS = 1 << 26
 _SMALL_CONSTANT_BYTES = 4096
 _INITIALIZER_MIN_BYTES = 4096
@@ -99,7 +103,8 @@ def fold_constants(graph: ir.Graph, opset: int, fold_params: bool) -> None:
     for node in graph.nodes:
         for sub in graph.subgraphs_of(node):
             fold_constants(sub, opset, fold_params)
-        if node.op_type == "Constant" or node.domain or node.op_type in _NON_DETERMINISTIC | _KEPT_QUANTIZED:
+        if (node.op_type == "Constant" or node.domain or node.op_type in _NON_DETERMINISTIC | _KEPT_QUANTIZED
+                or opset < _MISEVALUATED_BELOW.get(node.op_type, 0)):
             folded_nodes.append(node)
             continue
         if graph.subgraphs_of(node) or any(v.kind in (ir.SEQUENCE, ir.OPTIONAL)

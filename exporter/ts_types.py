@@ -83,6 +83,13 @@ class TorchScriptFacts(NodeFacts):
         sizes, strides = ts_type.varyingSizes(), ts_type.strides()
         return (tuple(sizes) if sizes is not None else None), (tuple(strides) if strides is not None else None)
 
+    def input_storage_offset(self, node, index: int) -> int | None:
+        """A TorchScript type records no storage offset: known for a constant tensor only."""
+        value = node.inputsAt(index)
+        if value.node().kind() != "prim::Constant" or value.type().kind() != "TensorType":
+            return None
+        return value.toIValue().storage_offset()
+
     def input_producer(self, node, index: int) -> tuple[str, str]:
         producer = node.inputsAt(index).node()
         kind = producer.kind()

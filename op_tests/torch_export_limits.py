@@ -54,7 +54,7 @@ LIMITS: dict[str, tuple[tuple[str, ...], str]] = {
     "repeat_interleave_run_time_one_or_per_slice": (DYNAMIC, "torch.export cannot prove the repeats' length equals "
                                                              "the dynamic axis"),
     "as_strided_overlapping_offset": (DYNAMIC, "the engine refuses as_strided where the program does not record the "
-                                               "input's strides as contiguous"),
+                                               "input's strides as numbers (a dynamic program's are symbolic)"),
 }
 
 

@@ -340,6 +340,36 @@ class ChangesItsStateInPlace(torch.nn.Module):
         return x + self.total + self.table
 
 
+class LinearOfABuffer(torch.nn.Module):
+    """Swinv2's relative position bias: nn.Linear on a non-persistent buffer (a constant of the trace)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.randn(1, 5, 5, 2), persistent=False)
+        self.mlp = torch.nn.Linear(2, 4)
+
+    def forward(self, x):
+        return x + self.mlp(self.table).sum()
+
+
+class SlidingChunks(torch.nn.Module):
+    """Longformer's sliding windows: the heads merged by a reshape that is a view, not contiguous, cut into windows
+    overlapping by half with as_strided of that view's strides."""
+
+    def forward(self, x):  # [seq 8, batch 2, 8]
+        chunks = (x * 2).view(8, 2, 2, 4).transpose(0, 1).transpose(1, 2).reshape(4, 8, 4).view(4, 2, 4, 4)
+        size, stride = list(chunks.size()), list(chunks.stride())
+        size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+        return chunks.as_strided(size=size, stride=stride)
+
+
+class StridedFromARow(torch.nn.Module):
+    """as_strided with an explicit storage offset (0) of a view that starts at row 1 of its storage."""
+
+    def forward(self, x):
+        return (x + 1)[1:].as_strided((2, 3), (1, 2), 0)
+
+
 class ScalarTensorOfSize(torch.nn.Module):
     def forward(self, x):
         return torch.scalar_tensor(x.size(0)), torch.scalar_tensor(x.size(1), dtype=torch.int64)
@@ -584,6 +614,17 @@ CALLS: list[Call] = [
                  "changed values and applies the change again (wrong numbers) and leaves the model changed, we write "
                  "them back: one call from the model's state (checked against PyTorch)", ours="exports",
          theirs="exports"),
+    *[Call(f"linear_of_a_non_persistent_buffer_opset{opset}", LinearOfABuffer, lambda: (torch.randn(3),),
+           {"opset_version": opset}) for opset in (9, 14, 20)],
+    Call("as_strided_of_a_non_contiguous_view", SlidingChunks, lambda: (torch.randn(8, 2, 8),),
+         differs="as_strided reads storage; Longformer's chunks read a view whose storage is not its element order: "
+                 "torch.onnx gathers from the view as if it were (wrong numbers), we map each storage position to "
+                 "the view's element by its recorded strides (checked against PyTorch)", ours="exports",
+         theirs="exports"),
+    Call("as_strided_with_an_offset_of_a_view", StridedFromARow, lambda: (torch.randn(4, 6),),
+         differs="an explicit storage offset counts from the start of the storage, before this view's first row: "
+                 "torch.onnx counts it from the view (wrong numbers), we refuse (the view's own offset is not "
+                 "recorded)", ours="unsupported", theirs="exports"),
     Call("scalar_tensor_of_dynamic_sizes", ScalarTensorOfSize, x23,
          {"input_names": ["x"], "dynamic_axes": {"x": [0, 1]}}, other_args=lambda: (torch.randn(5, 7),)),
     Call("scalar_tensor_of_dynamic_sizes_scripted", scripted(ScalarTensorOfSize), x23,

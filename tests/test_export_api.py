@@ -450,3 +450,73 @@ def test_an_unnamed_input_whose_default_name_the_caller_gave_another_takes_a_suf
     assert result.input_names == ["y", "y_1"]
     (out,) = run_onnx(data, {"y": x.numpy(), "y_1": y.numpy()})
     np.testing.assert_allclose(out, (x - y).numpy())
+
+
+class _LinearOfABuffer(torch.nn.Module):
+    """Swinv2's relative position bias: an nn.Linear applied to a non-persistent buffer, which the trace records as a
+    constant tensor (torch.export as a buffer input)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.randn(1, 5, 5, 2), persistent=False)
+        self.mlp = torch.nn.Linear(2, 4)
+
+    def forward(self, x):
+        return x + self.mlp(self.table).sum()
+
+
+@pytest.mark.parametrize(("opset", "dynamo"), [(9, False), (14, False), (20, False), (20, True)])
+def test_a_linear_layer_on_a_non_persistent_buffer_computes_what_pytorch_does(opset, dynamo):
+    model, x = _LinearOfABuffer().eval(), torch.randn(3)
+    data, _ = export_bytes(model, (x,), input_names=["x"], opset_version=opset, dynamo=dynamo)
+    (actual,) = run_onnx(data, {"x": x.numpy()})
+    np.testing.assert_allclose(actual, model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+class _OnAConstant(torch.nn.Module):
+    """``fn(constant, x)``: an op whose tensor argument is a constant of the export (a tensor the trace holds as it
+    is, not a graph input) while another argument is computed at run time."""
+
+    def __init__(self, fn, constant):
+        super().__init__()
+        self.fn, self.constant = fn, constant
+
+    def forward(self, x):
+        return self.fn(self.constant, x)
+
+
+def _quantized_sum(constant, x):
+    quantize = lambda t: torch.quantize_per_tensor(t, 0.125, 128, torch.quint8)  # noqa: E731
+    return torch.ops.quantized.add(quantize(constant), quantize(x), 0.25, 128).dequantize()
+
+
+_SCATTER_INDEX = torch.tensor([[0, 1, 2], [4, 3, 2]])
+_CONSTANT_ARGUMENTS = {  # name: (fn, constant, x, opset); each one failed in its symbolic before
+    "linear_of_a_constant_matrix": (lambda c, w: torch.nn.functional.linear(c, w), torch.randn(3, 4),
+                                    torch.randn(2, 4), 9),
+    "layer_norm_decomposed": (lambda c, w: torch.nn.functional.layer_norm(c, (4,), w), torch.randn(2, 4),
+                              torch.randn(4), 9),
+    "group_norm": (lambda c, w: torch.nn.functional.group_norm(c, 2, w), torch.randn(2, 4, 3), torch.randn(4), 13),
+    "instance_norm": (lambda c, w: torch.nn.functional.instance_norm(c, weight=w), torch.randn(2, 4, 3),
+                      torch.randn(4), 13),
+    "attention_with_a_boolean_mask": (
+        lambda q, k: torch.nn.functional.scaled_dot_product_attention(
+            q, k, k, attn_mask=k[..., :1].transpose(-1, -2) < 1), torch.randn(1, 3, 4), torch.randn(1, 5, 4), 14),
+    "prelu_slopes": (lambda slopes, x: torch.nn.functional.prelu(x, slopes), torch.tensor([0.1, 0.2, 0.3]),
+                     torch.randn(2, 3, 4), 9),
+    "integer_power_by_a_tensor": (lambda e, x: x ** e, torch.tensor([0, 1, 2, 3]), torch.randint(-3, 4, (2, 4)), 13),
+    "quantized_add": (_quantized_sum, torch.randn(2, 5), torch.randn(2, 5), 13),
+    "scatter_of_a_source_tensor": (lambda src, x: x.scatter(1, _SCATTER_INDEX, src), torch.randn(2, 4),
+                                   torch.randn(3, 5), 11),
+}
+
+
+@pytest.mark.parametrize("name", list(_CONSTANT_ARGUMENTS))
+def test_an_op_on_a_constant_tensor_and_a_run_time_value_computes_what_pytorch_does(name):
+    """A symbolic receives a constant of the export as a torch tensor, not a graph value: it asks ``g`` for its type
+    and rank (``g.dtype``, ``g.rank``), and a quantized constant reaches it as the QTensor a run-time one is."""
+    fn, constant, x, opset = _CONSTANT_ARGUMENTS[name]
+    model = _OnAConstant(fn, constant).eval()
+    data, _ = export_bytes(model, (x,), input_names=["x"], opset_version=opset)
+    (actual,) = run_onnx(data, {"x": x.numpy()})
+    np.testing.assert_allclose(actual, model(x).numpy(), rtol=1e-5, atol=1e-5)

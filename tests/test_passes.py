@@ -283,3 +283,28 @@ def test_a_quantized_weight_stays_quantized_and_matches_pytorch_to_the_step(opse
     feeds = [q_input.int_repr().numpy(), np.array(0.5, np.float64), np.array(128, np.int64)]
     actual = session.run(None, dict(zip([i.name for i in session.get_inputs()], feeds, strict=True)))[0]
     np.testing.assert_array_equal(actual, model(q_input).int_repr().numpy())
+
+
+class _NormalizedTable(torch.nn.Module):
+    """An eval BatchNorm1d on a non-persistent buffer: every input of its BatchNormalization is known at export time."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.BatchNorm1d(4).eval()
+        self.norm.running_mean.uniform_(-1, 1)
+        self.norm.running_var.uniform_(0.5, 2)
+        self.register_buffer("table", torch.randn(2, 4), persistent=False)
+
+    def forward(self, x):
+        return x + self.norm(self.table)
+
+
+@pytest.mark.parametrize("opset", [9, 13, 14])
+def test_an_inference_batchnorm_of_constants_computes_with_its_running_statistics(opset):
+    """onnx.reference's BatchNormalization-9 (opsets 9-13) normalizes with the batch's own statistics (it takes the
+    schema's default momentum for a training run): folding kept that, silently wrong. It is not folded there."""
+    model, x = _NormalizedTable().eval(), torch.randn(2, 4)
+    buffer = io.BytesIO()
+    exporter.export(model, (x,), buffer, opset_version=opset, input_names=["x"])
+    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {"x": x.numpy()})[0], model(x).detach().numpy(), rtol=1e-5, atol=1e-6)

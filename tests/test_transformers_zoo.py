@@ -117,3 +117,34 @@ def test_a_decode_step_given_its_nested_cache_in_a_dict_passes(tmp_path):
     assert "past_key_values.1.value" in entry.dynamic_axes
     row = _run("hf_gpt2_past_kwargs", MAX_OPSET, "dynamic", tmp_path)
     assert row["status"] == "pass", (row["status"], row["error"])
+
+
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")  # its Python checks of sizes, which the trace fixes
+def test_longformer_static_export_chunks_its_sliding_windows_exactly():
+    """Longformer (and LED, which shares its attention) cuts a reshaped view of its heads into overlapping windows with
+    as_strided: the export refused it (the view is not contiguous), and torch.onnx's static export gathers from the
+    view as if it were, silently wrong. Its weights are drawn wide (std 0.5) so that attention, not the residual
+    path, decides the output."""
+    import io
+
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+    from transformers import LongformerConfig, LongformerModel
+
+    import exporter
+
+    torch.manual_seed(0)
+    config = LongformerConfig(num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=37,
+                              attention_window=[4], max_position_embeddings=64, vocab_size=100, initializer_range=0.5)
+    model = model_zoo.transformers_models.Plain(LongformerModel(config), ("input_ids", "attention_mask"),
+                                                "last_hidden_state").eval()
+    ids, mask = torch.randint(4, 100, (2, 16)), torch.ones(2, 16, dtype=torch.long)
+    mask[1, -3:] = 0
+    buffer = io.BytesIO()
+    exporter.export(model, (ids, mask), buffer, opset_version=17, input_names=["ids", "mask"])
+    session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
+    (actual,) = session.run(None, {"ids": ids.numpy(), "mask": mask.numpy()})
+    with torch.no_grad():
+        expected = model(ids, mask).numpy()
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4)

@@ -67,10 +67,27 @@ def test_fake_quantize_wider_than_8_bits_raises():
         _export(lambda model, x: torch.fake_quantize_per_tensor_affine(x, 0.1, 0, -1000, 1000), torch.randn(3, 4))
 
 
-def test_as_strided_of_a_non_contiguous_view_raises():
-    """Its storage (the untransposed tensor) is not the order of its elements, which is all the graph has."""
-    with pytest.raises(UnsupportedOperatorError, match="not known to be contiguous"):
-        _export(lambda model, x: x.t().as_strided((2, 2), (1, 2)), torch.randn(3, 4))
+def test_as_strided_reading_storage_its_input_does_not_hold_raises():
+    """The graph holds the view's elements, not its base's storage: a position outside them has no value there."""
+    with pytest.raises(UnsupportedOperatorError, match="reading storage outside its input"):
+        _export(lambda model, x: (x + 1)[:, :2].as_strided((2, 3), (6, 1)), torch.randn(4, 6))
+
+
+def test_as_strided_with_a_storage_offset_of_a_view_raises():
+    """An explicit offset counts from the start of the storage, where a view starts elsewhere: the export took it
+    from the view's first element, a silently wrong model (the rows before it were never read)."""
+    with pytest.raises(UnsupportedOperatorError, match="whose own offset in its storage is not known"):
+        _export(lambda model, x: (x + 1)[1:].as_strided((2, 3), (1, 2), 0), torch.randn(4, 6))
+
+
+def test_as_strided_of_a_non_contiguous_view_with_dynamic_axes_raises():
+    """Its strides, and so which element each storage position is, change with the sizes."""
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return x.t().as_strided((2, 2), (1, 2))
+
+    with pytest.raises(UnsupportedOperatorError, match="dynamic axes"):
+        exporter.export(Model(), (torch.randn(3, 4),), io.BytesIO(), input_names=["x"], dynamic_axes={"x": [0]})
 
 
 def test_complex_casts_raise_instead_of_an_invalid_model():

@@ -111,6 +111,14 @@ class FxFacts(NodeFacts):
         strides = tuple(s if isinstance(s, int) else None for s in example.stride())
         return sizes, (None if None in strides else strides)
 
+    def input_storage_offset(self, node, index: int) -> int | None:
+        value = schema_arguments(node)[index]
+        example = value.meta.get("val") if isinstance(value, torch.fx.Node) else value
+        if not isinstance(example, torch.Tensor):
+            return None
+        offset = example.storage_offset()
+        return offset if isinstance(offset, int) else None
+
     def input_producer(self, node, index: int) -> tuple[str, str]:
         value = schema_arguments(node)[index]
         if not isinstance(value, torch.fx.Node) or value.op != "call_function":

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from exporter.lowering.core import (
+    is_value,
     reduce_op,
     require_rank,
     reshape,
@@ -31,9 +32,9 @@ def normalize_batch(g, input, weight, bias, running_mean, running_var, training,
     trains (the running-statistics update is dropped in an eval export)."""
     channels = _channels(g, input, running_mean, weight)
     if weight is None:
-        weight = g.const(torch.ones(channels), input.dtype)
+        weight = g.const(torch.ones(channels), g.dtype(input))
     if bias is None:
-        bias = g.const(torch.zeros(channels), input.dtype)
+        bias = g.const(torch.zeros(channels), g.dtype(input))
     if running_mean is None or running_var is None:
         return _batch_norm_from_batch_statistics(g, input, weight, bias, eps)
     if training and g.training:
@@ -46,7 +47,7 @@ def normalize_batch(g, input, weight, bias, running_mean, running_var, training,
     if g.opset < 9:
         attrs["spatial_i"] = 1
     out = g.op("BatchNormalization", input, weight, bias, running_mean, running_var, **attrs)
-    out.shape = input.shape
+    out.shape = g.shape(input)
     return out
 
 
@@ -83,8 +84,8 @@ def _batch_norm_training(g, input, weight, bias, running_mean, running_var, mome
                               epsilon_f=eps, momentum_f=1 - momentum, training_mode_i=1, outputs=3)
         # A node of several outputs gets no inferred types: the normalized tensor is the input's, the running
         # statistics keep theirs (a scripted graph records none of these).
-        out.dtype, out.shape = input.dtype, input.shape
-        mean.dtype, var.dtype = running_mean.dtype, running_var.dtype
+        out.dtype, out.shape = g.dtype(input), g.shape(input)
+        mean.dtype, var.dtype = g.dtype(running_mean), g.dtype(running_var)
         return out
     return _batch_norm_from_batch_statistics(g, input, weight, bias, eps)
 
@@ -92,5 +93,5 @@ def _batch_norm_training(g, input, weight, bias, running_mean, running_var, mome
 def _untrained(running_mean, running_var) -> bool:
     """Whether the running statistics are known to be those of a layer that has not been trained: a mean of all zeros
     or a variance of all ones (where ONNX Runtime's optimizations miscompute training-mode BatchNormalization)."""
-    mean, var = running_mean.const, running_var.const
+    mean, var = (s.const if is_value(s) else s for s in (running_mean, running_var))  # a tensor: a constant's own
     return (mean is not None and not np.any(mean)) or (var is not None and bool(np.all(np.asarray(var) == 1)))

@@ -54,6 +54,21 @@ def contains_quantized(args: Any) -> bool:
     return isinstance(args, (list, tuple)) and any(contains_quantized(a) for a in args)
 
 
+def is_quantized_constant(x: Any) -> bool:
+    """A quantized torch tensor the export holds as a constant (a ``quantize_per_tensor`` of constants, computed at
+    export time)."""
+    return isinstance(x, torch.Tensor) and x.is_quantized
+
+
+def constants_as_qtensors(g, args: list) -> list:
+    """``args`` with every quantized constant (also inside lists) a QTensor of constants, the form a quantized value
+    computed at run time has, which the quantized symbolics take."""
+    def converted(x: Any) -> Any:
+        return constant_qtensor(g, x) if is_quantized_constant(x) else x
+
+    return [type(a)(converted(t) for t in a) if isinstance(a, (list, tuple)) else converted(a) for a in args]
+
+
 def require_qdq(g, axis: int | None = None) -> None:
     """QuantizeLinear/DequantizeLinear exist from opset 10, one scale per channel from opset 13."""
     what = g.op_kind if g.node is not None else "a quantized tensor"

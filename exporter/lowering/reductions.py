@@ -109,6 +109,6 @@ def reduction_result_type(g, x, dtype_arg=None, integers_to: int | None = None) 
     requested = torch_dtype_arg(dtype_arg)
     if requested is not None:
         return dtypes.onnx_from_torch(requested)
-    if integers_to is not None and (x.dtype == BOOL or dtypes.is_integer(x.dtype)):
+    if integers_to is not None and (g.dtype(x) == BOOL or dtypes.is_integer(g.dtype(x))):
         return integers_to
-    return x.dtype
+    return g.dtype(x)

@@ -27,7 +27,7 @@ def round_half_even(g, x):
     odd = g.op("Sub", floored, g.op("Mul", two, g.op("Floor", g.op("Div", floored, two))))
     tie_to_odd = g.op("And", equal(g, fraction, half), equal(g, odd, typed_scalar(g, 1, x)))
     round_up = g.op("Or", less(g, half, fraction), tie_to_odd)
-    return g.op("Add", floored, g.op("Cast", round_up, to_i=x.dtype))
+    return g.op("Add", floored, g.op("Cast", round_up, to_i=g.dtype(x)))
 
 
 def truncated_remainder(g, a, b, dtype):

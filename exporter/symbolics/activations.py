@@ -208,7 +208,7 @@ def threshold(g, self, threshold, value):
 @symbolic("aten::prelu", "aten::_prelu_kernel")
 def prelu(g, self, weight):
     rank = require_rank(g, self)
-    if rank >= 2 and weight.rank == 1:
+    if rank >= 2 and g.rank(weight) == 1:
         # PyTorch's weight is per channel (dim 1); ONNX broadcasts the slope from the right.
         weight = unsqueeze(g, weight, list(range(1, rank - 1))) if rank > 2 else weight
     if rank == 0:

@@ -73,7 +73,7 @@ def safe_softmax(g, scores, axis):
     lowest = typed_scalar(g, float(torch.finfo(dtypes.torch_from_onnx(g.dtype(scores))).min), scores)
     masked = cast(g, less(g, scores, lowest), g.dtype(scores))  # 1 exactly where a score is -inf
     fully_masked = reduce_op(g, "ReduceMin", masked, [normalize_dim(axis, require_rank(g, scores))], True)
-    clamped = g.set_type(clamp_value(g, scores, lowest, None), dtype=scores.dtype, shape=scores.shape)
+    clamped = g.set_type(clamp_value(g, scores, lowest, None), dtype=g.dtype(scores), shape=g.shape(scores))
     weights = softmax_op(g, "Softmax", clamped, axis, None)
     return g.op("Mul", weights, g.op("Sub", typed_scalar(g, 1, scores), fully_masked))
 
@@ -85,16 +85,17 @@ def _scale(g, query, scale):
     size = dim_size(g, query, -1)
     if isinstance(size, int):
         return scalar_like(g, 1.0 / math.sqrt(size), query)
-    return g.op("Reciprocal", g.op("Sqrt", cast(g, size, query.dtype)))
+    return g.op("Reciprocal", g.op("Sqrt", cast(g, size, g.dtype(query))))
 
 
 def additive_mask(g, mask, like, attend_where_true=True):
     """A float mask to add to the scores: float masks as they are, boolean ones as 0 / -inf. A mask the static
-    export computed is a constant torch tensor, whose ``dtype`` is torch's: its ONNX type comes from ``g.dtype``."""
+    export computed (or the scores' own ``like``) may be a constant torch tensor, whose ``dtype`` is torch's: ONNX
+    types come from ``g.dtype``."""
     if g.dtype(mask) != BOOL:
-        return cast(g, mask, like.dtype)
+        return cast(g, mask, g.dtype(like))
     keep = mask if attend_where_true else g.op("Not", mask)
-    return g.op("Log", cast(g, keep, like.dtype))
+    return g.op("Log", cast(g, keep, g.dtype(like)))
 
 
 def causal_mask(g, query, key):

@@ -141,8 +141,8 @@ def _zero_base_exponent(g, base, exponent):
     """Integer powers: PyTorch's 0 ** -n is 0, the ONNX Pow's inf (cast to an integer: INT64_MIN). Where the base is
     0 the exponent is made |n|, which gives 0 (and 0 ** 0 stays 1): e + (base == 0) * (|e| - e), in integer
     arithmetic that every opset has."""
-    if not is_value(exponent) and int(constant_value(exponent)) >= 0:
-        return exponent
+    if not is_value(exponent) and bool(np.all(np.asarray(constant_value(exponent)) >= 0)):
+        return exponent  # a constant exponent (a number, or a tensor the export folded) with no negative power
     exponent = cast(g, exponent, TensorProto.INT64)
     zero = g.const(np.zeros((), dtype=np.int64))
     zero_base = cast(g, g.op("Equal", cast(g, base, TensorProto.INT64), zero), TensorProto.INT64)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from exporter import dtypes
+from exporter import dtypes, ir
 from exporter.dtypes import BOOL, INT64
 from exporter.lowering.comparison import less, less_equal
 from exporter.lowering.comparison import select as where_select
@@ -189,7 +189,7 @@ def scatter(g, self, dim, index, src, reduce=None):
         return _as_0d(g, scatter(g, _flat(g, self), 0, _flat(g, index), src, reduce))
     dim = normalize_dim(int(constant_value(dim)), require_rank(g, self))
     index = cast(g, g.value(index), INT64)
-    if is_value(src) and g.rank(src) != 0:
+    if isinstance(src, (ir.Value, torch.Tensor)) and g.rank(src) != 0:  # a tensor (also a constant one), not a value
         updates = cast(g, crop_to(g, src, index), g.dtype(self))
     else:
         updates = expand_to_shape_value(g, g.value(src, None) if is_value(src) else scalar_of(g, src, self),

@@ -34,7 +34,7 @@ for _aten, _onnx in [
 
 def _double_by_identity(g, op_type, x, identity):
     """``op_type(x)``, or its exact ``identity`` for doubles, which ONNX Runtime cannot compute with ``op_type``."""
-    if x.dtype == DOUBLE and applies(g, DOUBLE_MATH_BY_IDENTITY):
+    if g.dtype(x) == DOUBLE and applies(g, DOUBLE_MATH_BY_IDENTITY):
         return identity(g, x)
     return g.op(op_type, x)
 

@@ -118,7 +118,7 @@ def conv_transpose_nd(g, input, weight, bias, stride, padding, output_padding, g
 
 @symbolic("aten::linear")
 def linear(g, input, weight, bias=None):
-    if input.rank == 2 and bias is not None:
+    if g.rank(input) == 2 and bias is not None:
         return g.op("Gemm", input, weight, bias, transB_i=1)
     out = g.op("MatMul", input, g.op("Transpose", weight, perm_i=[1, 0]))
     if bias is not None:
@@ -158,8 +158,8 @@ def dropout_training_mode(g, input, p, train):
     trivial = _trivial_dropout(g, input, p, train)
     if trivial is not None:
         return trivial
-    out, _ = g.op("Dropout", input, g.const(p, input.dtype), g.const(True), outputs=2)
-    out.dtype, out.shape = input.dtype, input.shape
+    out, _ = g.op("Dropout", input, g.const(p, g.dtype(input)), g.const(True), outputs=2)
+    out.dtype, out.shape = g.dtype(input), g.shape(input)
     return out
 
 

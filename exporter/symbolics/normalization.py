@@ -43,15 +43,15 @@ def native_layer_norm(g, input, normalized_shape, weight, bias, eps):
     """(output, mean, rstd), the statistics with the normalized axes kept as size 1."""
     out, mean, std = _layer_norm(g, input, normalized_shape, weight, bias, eps)
     rstd = g.op("Reciprocal", std)
-    return out, cast(g, mean, input.dtype), cast(g, rstd, input.dtype)
+    return out, cast(g, mean, g.dtype(input)), cast(g, rstd, g.dtype(input))
 
 
 def _layer_norm(g, input, normalized_shape, weight, bias, eps):
     rank = require_rank(g, input)
     axes = list(range(rank - len(normalized_shape), rank))
-    x = cast(g, input, accumulation_type(input.dtype))
+    x = cast(g, input, accumulation_type(g.dtype(input)))
     normalized, mean, std = standardize(g, x, axes, eps)
-    return cast(g, _affine(g, normalized, weight, bias), input.dtype), mean, std
+    return cast(g, _affine(g, normalized, weight, bias), g.dtype(input)), mean, std
 
 
 @symbolic("aten::layer_norm", since=17)
@@ -66,7 +66,7 @@ def layer_normalization(g, input, normalized_shape, weight, bias, eps, cudnn_ena
 def native_layer_normalization(g, input, normalized_shape, weight, bias, eps):
     """(output, mean, rstd): LayerNormalization's Mean and InvStdDev keep the normalized axes as size 1, as here."""
     out, mean, inv_std_dev = _layer_normalization(g, input, normalized_shape, weight, bias, eps)
-    return out, cast(g, mean, input.dtype), cast(g, inv_std_dev, input.dtype)
+    return out, cast(g, mean, g.dtype(input)), cast(g, inv_std_dev, g.dtype(input))
 
 
 def _layer_normalization(g, input, normalized_shape, weight, bias, eps):
@@ -91,12 +91,12 @@ def _layer_normalization(g, input, normalized_shape, weight, bias, eps):
 def group_norm(g, input, num_groups, weight, bias, eps, cudnn_enabled=None):
     """Standardize each group of channels: view as [N, groups, -1], normalize the last axis, view back."""
     rank = require_rank(g, input)
-    x = cast(g, input, accumulation_type(input.dtype))
+    x = cast(g, input, accumulation_type(g.dtype(input)))
     grouped = reshape(g, x, [0, num_groups, -1])
     normalized, _, _ = standardize(g, grouped, [2], eps)
     normalized = reshape(g, normalized, shape_of(g, input))
     out = _affine(g, normalized, weight, bias, [-1] + [1] * (rank - 2))
-    return cast(g, out, input.dtype)
+    return cast(g, out, g.dtype(input))
 
 
 @symbolic("aten::instance_norm")
@@ -106,15 +106,15 @@ def instance_norm(g, input, weight, bias, running_mean, running_var, use_input_s
         # Eval mode with tracked statistics: exactly batch norm on the running estimates.
         return normalize_batch(g, input, weight, bias, running_mean, running_var, False, momentum, eps)
     channels = _static_channels(g, input, weight, bias)
-    if channels is not None and _instance_norm_op_takes(g, input.dtype):
-        scale = weight if weight is not None else g.const([1.0] * channels, input.dtype)
-        shift = bias if bias is not None else g.const([0.0] * channels, input.dtype)
-        return g.op("InstanceNormalization", input, cast(g, scale, input.dtype), cast(g, shift, input.dtype),
+    if channels is not None and _instance_norm_op_takes(g, g.dtype(input)):
+        scale = weight if weight is not None else g.const([1.0] * channels, g.dtype(input))
+        shift = bias if bias is not None else g.const([0.0] * channels, g.dtype(input))
+        return g.op("InstanceNormalization", input, cast(g, scale, g.dtype(input)), cast(g, shift, g.dtype(input)),
                     epsilon_f=eps)
     rank = require_rank(g, input)
-    x = cast(g, input, accumulation_type(input.dtype))
+    x = cast(g, input, accumulation_type(g.dtype(input)))
     normalized, _, _ = standardize(g, x, list(range(2, rank)), eps)
-    return cast(g, _affine(g, normalized, weight, bias, [-1] + [1] * (rank - 2)), input.dtype)
+    return cast(g, _affine(g, normalized, weight, bias, [-1] + [1] * (rank - 2)), g.dtype(input))
 
 
 def _instance_norm_op_takes(g, elem_type) -> bool:

@@ -75,7 +75,7 @@ def tolist(g, x, dim, elem_type):
     (other ranks would be nested lists, which have no such form)."""
     if int(constant_value(dim)) != 1:
         raise SymbolicValueError("tolist is exportable for 1-d tensors only (a nested list has no ONNX form)")
-    if x.dtype in (dtypes.onnx_from_torch(torch.complex64), dtypes.onnx_from_torch(torch.complex128)):
+    if g.dtype(x) in (dtypes.onnx_from_torch(torch.complex64), dtypes.onnx_from_torch(torch.complex128)):
         raise SymbolicValueError("tolist of a complex tensor: ONNX has no complex numbers to list")
     return x
 

@@ -514,20 +514,84 @@ for _rank in (1, 2, 3):
 
 @symbolic("aten::as_strided")
 def as_strided(g, self, size, stride, storage_offset=None):
-    """as_strided(size, stride, storage_offset): element [i, j, ...] is storage[offset + i*stride0 + j*stride1 ...].
-    The storage is the input's flattened elements only when the input is contiguous, which TorchScript's recorded
-    strides must show; sizes, strides and offset must be constants (the element positions are precomputed)."""
+    """as_strided(size, stride, storage_offset): element [i, j, ...] is storage[offset + i*stride0 + j*stride1 ...],
+    the offset counted from the start of the storage (the input's own offset where none is given). The graph holds
+    the input's elements, not its storage: the result is a Gather of the flattened input, each storage position
+    read taken from the input element that the recorded sizes and strides put there (the flattened input itself
+    where those show it contiguous; a transposed or chunked view's own layout where the shapes are static, as
+    Longformer's sliding-window chunks of a reshaped attention head need). It refuses where that is not known: no
+    recorded strides, a non-contiguous layout that dynamic axes change, a position outside the input (a view's base
+    beyond it), or an explicit offset where the input's own offset in its storage is not known. Sizes, strides and
+    offset must be constants (the element positions are precomputed)."""
     sizes, strides = g.input_layout(0)
-    if sizes is None or strides is None or None in sizes or list(strides) != _contiguous_strides(sizes):
-        raise unsupported(g.op_kind, g.opset, "as_strided of a tensor not known to be contiguous (its storage "
-                                                  "order is not its element order)")
+    if sizes is None or strides is None or None in sizes or None in strides:
+        raise unsupported(g.op_kind, g.opset, "as_strided of a tensor whose strides the capture did not record "
+                                              "(its storage order is not known)")
     if not all(is_constant(v) for v in (size, stride, storage_offset)):
         raise unsupported(g.op_kind, g.opset, "as_strided with sizes, strides or offset known only at run time")
+    sizes, strides = [int(n) for n in sizes], [int(s) for s in strides]
     size, stride = [int(s) for s in constant_value(size)], [int(s) for s in constant_value(stride)]
-    positions = np.full(size, int(constant_value(storage_offset) or 0), dtype=np.int64)
+    start = 0  # from the input's own first element
+    if constant_value(storage_offset) is not None:
+        own = _storage_offset(g, self)
+        if own is None:
+            raise unsupported(g.op_kind, g.opset, "as_strided with a storage offset, of a tensor whose own offset "
+                                                  "in its storage is not known (a view of another tensor)")
+        start = int(constant_value(storage_offset)) - own
+    positions = np.full(size, start, dtype=np.int64)
     for axis, (length, step) in enumerate(zip(size, stride, strict=True)):
         positions += (np.arange(length, dtype=np.int64) * step).reshape([-1] + [1] * (len(size) - axis - 1))
-    return g.op("Gather", reshape(g, self, [-1]), g.const(positions), axis_i=0)
+    if not g.static_shapes and not (strides == _contiguous_strides(sizes) and _contiguous_at_any_size(g, self)):
+        raise unsupported(g.op_kind, g.opset, "as_strided in an export with dynamic axes, of a tensor whose layout may "
+                                              "change with the sizes (only a graph input or a contiguous() result is "
+                                              "known to stay contiguous)")
+    elements = _element_at(sizes, strides, positions, unbounded=not g.static_shapes)
+    if elements is None:
+        raise unsupported(g.op_kind, g.opset, "as_strided reading storage outside its input (a view of a larger "
+                                              "tensor): the graph holds the input's elements only")
+    return g.op("Gather", reshape(g, self, [-1]), g.const(elements), axis_i=0)
+
+
+def _is_caller_input(g, x) -> bool:
+    """Whether ``x`` is one of the caller's inputs of the main graph (not a parameter, nor a subgraph's input)."""
+    return (is_value(x) and x.producer is None and not x.is_param and x.const is None and g.graph.parent is None
+            and any(v is x for v in g.graph.inputs))
+
+
+def _contiguous_at_any_size(g, self) -> bool:
+    """Whether the input is contiguous whatever its sizes: a caller's input (ONNX Runtime is fed contiguous arrays,
+    and the trace runs on a copy of each) or what ``contiguous()`` returns."""
+    return _is_caller_input(g, self) or g.input_producer(0)[0] == "aten::contiguous"
+
+
+def _storage_offset(g, self) -> int | None:
+    """Where the input starts in its storage: what the capture recorded, else 0 for one of the caller's inputs (the
+    trace runs on a copy of each, as ONNX Runtime is fed arrays of their own); None where unknown."""
+    recorded = g.input_storage_offset(0)
+    if recorded is not None:
+        return recorded
+    return 0 if _is_caller_input(g, self) else None
+
+
+def _element_at(sizes: list[int], strides: list[int], positions: np.ndarray, unbounded: bool) -> np.ndarray | None:
+    """The flat index of the input element at each storage position (relative to the input's first element), for an
+    input of these sizes and strides; None where a position holds none of its elements. ``unbounded``: a contiguous
+    input whose length is known only at run time, whose flat indices the positions are as they stand."""
+    if unbounded:
+        return positions if not positions.size or positions.min() >= 0 else None
+    count = int(np.prod(sizes))
+    if count == 0:
+        return positions if not positions.size else None
+    if strides == _contiguous_strides(sizes):
+        return positions if not positions.size or (positions.min() >= 0 and positions.max() < count) else None
+    held = np.zeros(sizes, dtype=np.int64)  # the storage position of each element, in element order
+    for axis, (length, step) in enumerate(zip(sizes, strides, strict=True)):
+        held += (np.arange(length, dtype=np.int64) * step).reshape([-1] + [1] * (len(sizes) - axis - 1))
+    held = held.reshape(-1)
+    order = np.argsort(held, kind="stable")  # elements sharing a position (a stride of 0) hold the same value
+    where = np.searchsorted(held[order], positions).clip(max=count - 1)
+    found = held[order][where] == positions
+    return order[where] if bool(found.all()) else None
 
 
 def _contiguous_strides(sizes) -> list[int]:

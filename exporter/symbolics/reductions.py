@@ -87,10 +87,10 @@ def _extreme(g, reduce_type, arg_type, elementwise_name, x, args):
         # The binary overload is the element-wise op, exported by its own symbolic.
         return REGISTRY.lookup(elementwise_name, g.opset)(g, x, args[0])
     if not args:
-        return reduce(g, reduce_type, x, None, False, extreme_type(g, x.dtype), x.dtype)
+        return reduce(g, reduce_type, x, None, False, extreme_type(g, g.dtype(x)), g.dtype(x))
     dim, keepdim = int(constant_value(args[0])), bool(constant_value(args[1]))
     axes = reduction_axes(g, x, dim)
-    values = reduce(g, reduce_type, x, axes, keepdim, extreme_type(g, x.dtype), x.dtype)
+    values = reduce(g, reduce_type, x, axes, keepdim, extreme_type(g, g.dtype(x)), g.dtype(x))
     indices = _arg_extreme(g, arg_type, x, axes[0] if axes else 0, keepdim)  # no axes: a 0-d input
     return values, indices
 
@@ -99,14 +99,14 @@ def _extreme(g, reduce_type, arg_type, elementwise_name, x, args):
 @parse_args("v", "is", "b")
 def amax(g, self, dim, keepdim):
     return reduce(g, "ReduceMax", self, reduction_axes(g, self, dim), keepdim,
-                  extreme_type(g, self.dtype), self.dtype)
+                  extreme_type(g, g.dtype(self)), g.dtype(self))
 
 
 @symbolic("aten::amin")
 @parse_args("v", "is", "b")
 def amin(g, self, dim, keepdim):
     return reduce(g, "ReduceMin", self, reduction_axes(g, self, dim), keepdim,
-                  extreme_type(g, self.dtype), self.dtype)
+                  extreme_type(g, g.dtype(self)), g.dtype(self))
 
 
 @symbolic("aten::argmax")
@@ -174,7 +174,7 @@ def _moments(g, x, args):
             correction = 1 if third is None else third
         else:
             correction = 1 if third else 0
-    out = g.output_dtype() or x.dtype
+    out = g.output_dtype() or g.dtype(x)
     compute = accumulation_type(out)
     x = cast(g, x, compute)
     axes = reduction_axes(g, x, dim)

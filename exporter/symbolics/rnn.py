@@ -58,7 +58,7 @@ _RNN_RELU = _Kind("RNN", 1, (0,), activation="Relu")
 
 
 def _static_shape(g, value) -> list[int]:
-    if value.const is not None:
+    if is_value(value) and value.const is not None:
         return list(value.const.shape)
     dims = g.static_dims(value)
     if dims is None:

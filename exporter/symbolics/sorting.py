@@ -103,7 +103,7 @@ def _scan_types(g, x, dtype):
     out = g.output_dtype()
     if out is None:
         requested = torch_dtype_arg(dtype)
-        out = dtypes.onnx_from_torch(requested) if requested is not None else x.dtype
+        out = dtypes.onnx_from_torch(requested) if requested is not None else g.dtype(x)
     return out, accumulation_type(out)
 
 
@@ -210,10 +210,10 @@ def unique_dim(g, self, dim, sorted, return_inverse, return_counts):
 
 
 def _unique(g, x, axis):
-    compute = x.dtype
+    compute = g.dtype(x)
     if compute not in _UNIQUE_KERNEL_TYPES and applies(g, UNIQUE_AS_INT64):
         compute = INT64
     attrs = {"sorted_i": 1} if axis is None else {"sorted_i": 1, "axis_i": axis}
     values, _, inverse, counts = g.op("Unique", cast(g, x, compute), outputs=4, **attrs)
     values.dtype = compute
-    return cast(g, values, x.dtype), inverse, counts
+    return cast(g, values, g.dtype(x)), inverse, counts

@@ -223,9 +223,28 @@ CASES += [
            dynamic_min_opset=9),
 ]
 
+
+def _sliding_chunks(x):
+    """Longformer's (and LED's) sliding-window attention on ``x`` [seq 8, batch 2, 8] (sequence first, as its
+    attention takes the projected states): the heads merged by a reshape that is a view, not contiguous ([batch *
+    heads, seq, head] with strides (head, batch * heads * head, 1)), cut into windows that overlap by half by
+    as_strided with that view's own strides; the values padded (a fresh, contiguous tensor) and cut likewise. The
+    static shapes fix the view's layout."""
+    merged = (x * 2).view(8, 2, 2, 4).transpose(0, 1).transpose(1, 2).reshape(4, 8, 4)
+    chunks = merged.view(4, 2, 4, 4)
+    size, stride = list(chunks.size()), list(chunks.stride())
+    size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+    padded = F.pad(merged, (0, 0, 2, 2), value=-1)
+    step = padded.stride()
+    return (chunks.as_strided(size=size, stride=stride),
+            padded.as_strided(size=(4, 3, 6, 4), stride=(step[0], 2 * step[1], step[1], step[2])))
+
+
 CASES += [
     OpCase("as_strided", lambda k: (_r(5 + k, 8, 7),), sample="overlapping_offset",
            fn=lambda x: x.as_strided((3, 3, 3), (1, 4, 2), storage_offset=2)),
+    OpCase("as_strided", lambda k: (_r(8, 2, 8),), sample="sliding_chunks_of_a_view", fn=_sliding_chunks,
+           dynamic=False),
 ]
 
 # Broadcasting an empty axis to itself below opset 8 (Tile's repeat 0 // 0: OpInfo masked.softmax sample 17).
