@@ -17,6 +17,7 @@ import torch
 import exporter
 from exporter.errors import CaptureError, CheckerError, ExportArgumentError, OnnxExporterError, UnsupportedOperatorError
 from tests.conftest import export_bytes, run_onnx
+from tests.test_differential_torch_onnx import LinearOfABuffer
 
 PROJECT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -452,22 +453,9 @@ def test_an_unnamed_input_whose_default_name_the_caller_gave_another_takes_a_suf
     np.testing.assert_allclose(out, (x - y).numpy())
 
 
-class _LinearOfABuffer(torch.nn.Module):
-    """Swinv2's relative position bias: an nn.Linear applied to a non-persistent buffer, which the trace records as a
-    constant tensor (torch.export as a buffer input)."""
-
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("table", torch.randn(1, 5, 5, 2), persistent=False)
-        self.mlp = torch.nn.Linear(2, 4)
-
-    def forward(self, x):
-        return x + self.mlp(self.table).sum()
-
-
 @pytest.mark.parametrize(("opset", "dynamo"), [(9, False), (14, False), (20, False), (20, True)])
 def test_a_linear_layer_on_a_non_persistent_buffer_computes_what_pytorch_does(opset, dynamo):
-    model, x = _LinearOfABuffer().eval(), torch.randn(3)
+    model, x = LinearOfABuffer().eval(), torch.randn(3)  # Swinv2's relative position bias
     data, _ = export_bytes(model, (x,), input_names=["x"], opset_version=opset, dynamo=dynamo)
     (actual,) = run_onnx(data, {"x": x.numpy()})
     np.testing.assert_allclose(actual, model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
