@@ -61,15 +61,17 @@ def parameters_of(model: Any) -> list[inspect.Parameter] | None:
             return list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError, AttributeError, RuntimeError):
         return None
-    return [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in arguments]
+    return [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                              default=a.default_value if a.has_default_value() else inspect.Parameter.empty)
+            for a in arguments]
 
 
 def bound_arguments(args: Any, parameters: Sequence[inspect.Parameter] | None,
                     defaults: bool = False) -> list[tuple[str | None, Any]]:
     """The caller's arguments in the order torch.onnx binds them, each with its parameter's name (None where no
     parameter names it): the positional ones first, then each later parameter in the order of ``forward``'s signature
-    from the trailing dict, else (``defaults``: TorchScript's binding; torch.export keeps a default a constant) from
-    its default. Positional arguments past the named parameters are one argument, the ``*args`` parameter's, where
+    from the trailing dict, else (``defaults``: a scripted model's schema binding; any other keeps a default a
+    constant) from its default. Positional arguments past the named parameters are one argument, the ``*args`` parameter's, where
     there is one; a dict key that names no parameter goes to ``**kwargs`` where there is one; one that names no
     parameter otherwise, or one given positionally, is dropped, as the export drops it. Without ``parameters`` (no signature to read), the dict's entries follow in
     its own order."""
@@ -117,14 +119,16 @@ def caller_values(args: Any, input_names: Sequence[str] | None = None, *, model:
 
     The values are the arguments' leaves in torch.onnx's binding order (:func:`bound_arguments`, with ``model``'s
     signature ordering the trailing dict), each argument flattened depth first; ``numbers``: Python numbers are
-    inputs, and the defaults of the parameters left out are filled in (TorchScript's captures), not constants
-    (torch.export's). ``input_names`` name them in that order (names
+    inputs (TorchScript's captures), not constants (torch.export's); a scripted model's parameters left out take
+    their defaults as inputs (its schema binds them), any other model's keep them as constants. ``input_names`` name
+    them in that order (names
     past the leaves name parameters, which are not fed); a leaf past them takes its argument's name, ``<argument>_<k>``
     for the k-th leaf of a nested one, or ``input_<i>`` by its position where no parameter names it. A quantized
     tensor is three values, as the export lays it out: its integers, ``<name>_scale`` and ``<name>_zero_point``."""
     parameters = parameters_of(model) if model is not None else None
     named: list[tuple[str, Any]] = []
-    for name, value in bound_arguments(args, parameters, defaults=numbers):
+    scripted = isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction))
+    for name, value in bound_arguments(args, parameters, defaults=numbers and scripted):
         leaves = _leaves(value, numbers)
         single = len(leaves) == 1 and (isinstance(value, torch.Tensor) or isinstance(value, NUMBERS))
         for k, leaf in enumerate(leaves):

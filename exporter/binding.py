@@ -2,12 +2,14 @@
 
 A caller may give the model's arguments positionally, as a trailing dict of ``args`` or as ``kwargs=``, in any order.
 PyTorch's TorchScript exporter binds them by ``forward``'s signature before tracing: the positional arguments, then
-each later parameter in the signature's order from the dict, else from its default (a default of ``None`` is no
-input; a default number becomes a 0-d input as a given one does). Its torch.export exporter orders them the same way
-when it translates ``dynamic_axes``. The graph's inputs follow that order, so ``input_names`` in the signature's order
-name the tensors they mean, whatever order the caller's dict had.
+each later parameter in the signature's order from the dict, else from its default. Its torch.export exporter orders
+them the same way when it translates ``dynamic_axes``. The graph's inputs follow that order, so ``input_names`` in
+the signature's order name the tensors they mean, whatever order the caller's dict had.
 
-Where torch.onnx binds silently wrong, we differ on purpose (README, "Where we differ from torch.onnx, on purpose"):
+Where torch.onnx binds wrong, we differ on purpose (README, "Where we differ from torch.onnx, on purpose"):
+- a parameter the caller left out keeps its default as the model's constant, as in a Python call and in torch.onnx's
+  dynamo exporter (torch.onnx's TorchScript exporter passes a default number as a 0-d input, which breaks a model
+  that branches on a default flag: ``nn.TransformerEncoderLayer``'s ``is_causal`` fails in it);
 - a parameter with neither a value nor a default is an error (torch.onnx skips it, and the parameters after it take
   the wrong values);
 - a dict key that names no parameter (or one given positionally) is dropped with a warning, where torch.onnx drops it
@@ -47,9 +49,9 @@ def signature_of(model: Any) -> inspect.Signature | None:
 
 
 def bind_for_trace(model: Any, args: Any) -> Any:
-    """``args`` bound as PyTorch's TorchScript exporter binds them (module docstring): a tuple of the arguments in
-    ``forward``'s order, defaults filled in, with a trailing dict only for keyword-only parameters and what
-    ``**kwargs`` takes."""
+    """``args`` bound as PyTorch's TorchScript exporter binds them (module docstring): the positional arguments, then
+    the dict's in ``forward``'s order (what ``**kwargs`` takes last, in the caller's order), passed by name; a
+    parameter left out keeps its default, a constant of the model (see the module docstring)."""
     if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
         return args  # bound by its schema as it is captured (capture/scripted.py), a None default left a constant
     signature = signature_of(model)
@@ -58,26 +60,20 @@ def bind_for_trace(model: Any, args: Any) -> Any:
         return args
     parameters = [p for p in signature.parameters.values() if p.kind not in _VARIADIC]
     variadic = {p.kind for p in signature.parameters.values() if p.kind in _VARIADIC}
-    bound, by_name = list(positional), {}
+    by_name = {}
     for parameter in parameters[len(positional):]:
         if parameter.name in keywords:
-            value = keywords[parameter.name]
-        elif parameter.default is not inspect.Parameter.empty:
-            value = parameter.default
-        else:
+            by_name[parameter.name] = keywords[parameter.name]
+        elif parameter.default is inspect.Parameter.empty:
             raise ExportArgumentError(
                 f"{_model_name(model)}.forward's argument {parameter.name!r} has no value and no default; give it "
                 f"(the arguments given: {len(positional)} positional, and {sorted(keywords)} by name)")
-        if parameter.kind == inspect.Parameter.KEYWORD_ONLY:  # passed by name, in the signature's order
-            by_name[parameter.name] = value
-        else:
-            bound.append(value)
     extra = _unbound_keys(parameters, len(positional), keywords)
     if extra and inspect.Parameter.VAR_KEYWORD in variadic:
         by_name.update((key, keywords[key]) for key in extra)
     else:
         _warn_dropped(model, extra, parameters[:len(positional)])
-    return (*bound, by_name) if by_name else _as_args(bound)
+    return (*positional, by_name) if by_name else _as_args(list(positional))
 
 
 def bind_for_export(model: Any, args: Any) -> Any:

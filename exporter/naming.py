@@ -108,7 +108,8 @@ def _default_user_input_names(model: Any, args: Any, user_inputs: list) -> list[
         bound = None
     if signature is None or bound is None:
         return [f"input_{i}" for i in range(count)]
-    bound.apply_defaults()  # a scripted model's defaults are inputs too, bound by its schema
+    if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
+        bound.apply_defaults()  # a scripted model's defaults are inputs too, bound by its schema
     names: list[str] = []
     for name, value in _named_arguments(signature, bound):
         if isinstance(value, (torch.Tensor, bool, int, float)) or (

@@ -262,6 +262,9 @@ DECODER_AXES = {"input_ids": {0: "batch"}, "encoder_hidden_states": {0: "batch",
 EXTRA_NAMES = ("torch.onnx's dynamo exporter ignores input_names that name no input (a Python number is no input of "
                "a torch.export program, so the names after it land on later tensors); ours refuses them, as its "
                "TorchScript exporter does")
+DEFAULT_KEPT = ("torch.onnx's TorchScript exporter passes a default the caller left out as an argument, a number as a "
+                "0-d input (a model branching on a default flag fails: TransformerEncoderLayer's is_causal); ours "
+                "keeps it the model's constant, as a Python call and torch.onnx's dynamo exporter do")
 KEYWORD_ONLY = ("torch.onnx's TorchScript exporter passes keyword-only parameters positionally (the model's call "
                 "fails); ours passes them by name")
 TRACE_DROPS_KEYWORDS = ("torch.onnx's TorchScript exporter drops every key **kwargs would take, so the model runs "
@@ -312,11 +315,13 @@ CONVENTIONS = [
                _decoder_named, {"input_names": DECODER_NAMES, "dynamic_axes": DECODER_AXES}),
     # None, defaults and Python numbers
     Convention("defaults_left_out", Defaults, lambda: ((t(2, 3),), None),
-               lambda args, kwargs: {"x": args[0], "scale": 2.0}),
+               lambda args, kwargs: {"x": args[0]}, differs={TRACE: DEFAULT_KEPT}),
     Convention("default_number_given", Defaults, lambda: ((t(2, 3), {"scale": 3.0}), None),
                lambda args, kwargs: {"x": args[0], "scale": 3.0}),
     Convention("default_none_given_tensor", Defaults, lambda: ((t(2, 3), {"y": t(2, 3)}), None),
-               lambda args, kwargs: {"x": args[0], "y": args[1]["y"], "scale": 2.0}),
+               lambda args, kwargs: {"x": args[0], "y": args[1]["y"]}, differs={TRACE: DEFAULT_KEPT}),
+    Convention("default_flag_left_out", lambda: torch.nn.TransformerEncoderLayer(8, 2, 16).eval(),
+               lambda: ((t(3, 2, 8),), None), positional("src"), differs={TRACE: DEFAULT_KEPT}),
     Convention("defaults_reversed", Defaults, lambda: ((t(2, 3), {"scale": 0.5, "y": t(2, 3)}), None),
                lambda args, kwargs: {"x": args[0], "y": args[1]["y"], "scale": 0.5}),
     Convention("positional_none", Defaults, lambda: ((t(2, 3), None, 3.0), None),

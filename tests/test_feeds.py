@@ -56,14 +56,16 @@ def test_names_past_the_given_ones_are_the_arguments_own():
     assert list(caller_values((_t(1), _t(2)))) == ["input_0", "input_1"]  # no signature to read
 
 
-def test_a_trace_fills_in_the_defaults_left_out_torch_export_keeps_them_constants():
+def test_a_default_left_out_stays_a_constant_but_a_scripted_models_is_an_input():
     offset_default = _t(1)
 
-    def scaled(x, scale=2.0, mask=None, offset=offset_default):
+    def scaled(x, scale: float = 2.0, mask: torch.Tensor | None = None, offset: torch.Tensor = offset_default):
         return x * scale + offset
 
-    assert _names_of(caller_values((_t(3),), model=scaled)) == {"x": 3, "scale": 2.0, "offset": 1}
+    assert _names_of(caller_values((_t(3),), model=scaled)) == {"x": 3}
     assert _names_of(caller_values((_t(3),), model=scaled, numbers=False)) == {"x": 3}
+    # a scripted model's schema binds its defaults: each is an input (None none)
+    assert _names_of(caller_values((_t(3),), model=torch.jit.script(scaled))) == {"x": 3, "scale": 2.0, "offset": 1}
 
 
 def test_a_key_no_parameter_takes_is_dropped_unless_forward_takes_kwargs():
