@@ -514,15 +514,12 @@ for _rank in (1, 2, 3):
 
 @symbolic("aten::as_strided")
 def as_strided(g, self, size, stride, storage_offset=None):
-    """as_strided(size, stride, storage_offset): element [i, j, ...] is storage[offset + i*stride0 + j*stride1 ...],
-    the offset counted from the start of the storage (the input's own offset where none is given). The graph holds
-    the input's elements, not its storage: the result is a Gather of the flattened input, each storage position
-    read taken from the input element that the recorded sizes and strides put there (the flattened input itself
-    where those show it contiguous; a transposed or chunked view's own layout where the shapes are static, as
-    Longformer's sliding-window chunks of a reshaped attention head need). It refuses where that is not known: no
-    recorded strides, a non-contiguous layout that dynamic axes change, a position outside the input (a view's base
-    beyond it), or an explicit offset where the input's own offset in its storage is not known. Sizes, strides and
-    offset must be constants (the element positions are precomputed)."""
+    """as_strided(size, stride, storage_offset): element [i, j, ...] is storage[offset + i*stride0 + ...], the offset
+    from the storage's start. The graph holds the input's elements, not its storage: a Gather of the flattened input,
+    each storage position read from the element the recorded sizes and strides put there (a non-contiguous view's
+    own layout where shapes are static: Longformer's sliding-window chunks). Refused where that is not known: no
+    recorded strides, a layout dynamic axes change, a position outside the input, an explicit offset where the
+    input's own is unknown. Sizes, strides and offset are constants (the positions are precomputed)."""
     sizes, strides = g.input_layout(0)
     if sizes is None or strides is None or None in sizes or None in strides:
         raise unsupported(g.op_kind, g.opset, "as_strided of a tensor whose strides the capture did not record "
