@@ -37,6 +37,7 @@ from exporter.arguments import (
 )
 from exporter.capture import EXPORT, Capture, capture, split_list_inputs
 from exporter.capture.export import at_opset, capture_program, program_axes
+from exporter.capture.traced_sizes import check_traced_axes
 from exporter.convert import Converter
 from exporter.convert_fx import FxConverter
 from exporter.errors import ExportArgumentError
@@ -277,6 +278,7 @@ def export(
     provenance_in_model: bool = False,
     captured: Capture | None = None,
     runtime_workarounds: bool | Collection[str] = True,
+    check_dynamic_axes: bool = True,
 ) -> ExportResult:
     """Export ``model`` to ONNX, with the semantics of the TorchScript-era PyTorch ONNX exporter.
 
@@ -320,6 +322,12 @@ def export(
     export emits an equivalent form it runs (each named in ``exporter/lowering/runtime.py``); ``False`` emits the
     plain ONNX form everywhere, a collection of names keeps just those. The result's ``workarounds`` lists the ones
     the model depends on.
+
+    ``check_dynamic_axes`` (beyond PyTorch's exporter): a declared dynamic axis the trace froze is a
+    :class:`~exporter.errors.DynamicAxesError` naming the input, the axis and the op that fixes it, rather than a
+    model that declares the axis free and computes the example's size: a trace is made again with the dynamic input
+    axes at twice their size and must record the same graph (``exporter/capture/traced_sizes.py``: one more trace of
+    the model). ``False`` skips the second trace: the model is written as traced, as PyTorch's exporter writes it.
     """
     times = StageTimes()
     with times.stage("arguments"):
@@ -372,6 +380,8 @@ def export(
             naming.refuse_complex_boundary(captured, names_in, names_out)
             axes = normalize_dynamic_axes(requested_axes)
             static_shapes = not axes
+            times.move(check_traced_axes(model, args, captured, names_in, axes, check_dynamic_axes), "names",
+                       "dynamic axes check")  # the second trace is capture work, apart from the names
             if captured.front_end == EXPORT:
                 axes = program_axes(captured, names_in, names_out, axes)
                 static_shapes = not any(name in axes for name in names_in)  # a data-decided output size is no reason
