@@ -37,6 +37,7 @@ from exporter.arguments import (
 )
 from exporter.capture import EXPORT, Capture, capture, split_list_inputs
 from exporter.capture.export import at_opset, capture_program, program_axes
+from exporter.capture.export_guards import check_program_guards
 from exporter.capture.traced_sizes import check_traced_axes
 from exporter.convert import Converter
 from exporter.convert_fx import FxConverter
@@ -323,11 +324,13 @@ def export(
     plain ONNX form everywhere, a collection of names keeps just those. The result's ``workarounds`` lists the ones
     the model depends on.
 
-    ``check_dynamic_axes`` (beyond PyTorch's exporter): a declared dynamic axis the trace froze is a
-    :class:`~exporter.errors.DynamicAxesError` naming the input, the axis and the op that fixes it, rather than a
-    model that declares the axis free and computes the example's size: a trace is made again with the dynamic input
-    axes at twice their size and must record the same graph (``exporter/capture/traced_sizes.py``: one more trace of
-    the model). ``False`` skips the second trace: the model is written as traced, as PyTorch's exporter writes it.
+    ``check_dynamic_axes`` (beyond PyTorch's exporter): a declared dynamic axis the capture cannot leave free is a
+    :class:`~exporter.errors.DynamicAxesError` naming the input, the axis and the op or guard that fixes it, rather
+    than a model that declares the axis free and computes the example's size: a trace is made again with the dynamic
+    input axes at twice their size and must record the same graph (``exporter/capture/traced_sizes.py``: one more
+    trace of the model); a torch.export program whose guards hold only for a bounded set of sizes the model itself
+    computes beyond is refused (``exporter/capture/export_guards.py``). ``False`` skips the second trace and makes
+    that refusal a warning: the model is written as captured, as PyTorch's exporter writes it.
     """
     times = StageTimes()
     with times.stage("arguments"):
@@ -384,6 +387,7 @@ def export(
                        "dynamic axes check")  # the second trace is capture work, apart from the names
             if captured.front_end == EXPORT:
                 axes = program_axes(captured, names_in, names_out, axes)
+                check_program_guards(model, args, captured, names_in, axes, check_dynamic_axes)
                 static_shapes = not any(name in axes for name in names_in)  # a data-decided output size is no reason
             session = ExportSession(
                 opset=opset,

@@ -1,7 +1,9 @@
 """Declared dynamic axes are honoured or refused, never silently baked (``export(check_dynamic_axes=True)``).
 
 A trace that froze a declared dynamic size into its graph is refused, naming the input, the axis and the op
-(``exporter/capture/traced_sizes.py``). Honest models export as before, with no warning."""
+(``exporter/capture/traced_sizes.py``); a torch.export program whose guards fix a size computed from a dynamic dim is
+refused naming the guard, and one whose guards only exclude some sizes is warned of
+(``exporter/capture/export_guards.py``). Honest models export as before, with no warning."""
 
 from __future__ import annotations
 
@@ -203,3 +205,66 @@ def test_the_model_and_its_buffers_are_left_as_they_were():
             dynamic_axes={"x": {0: "batch", 2: "length"}, "y": {0: "batch"}}, training=exporter.TrainingMode.TRAINING)
     for name, tensor in model.state_dict().items():
         assert torch.equal(tensor, before[name]), name
+
+
+# -- the torch.export capture -------------------------------------------------------------------------------------
+class _CheckedBlocks(torch.nn.Module):
+    def forward(self, x):
+        torch._check((1 + x.shape[1] // 4) == 3)  # the model accepts 8 to 11 only
+        return x * 2
+
+
+class _BranchOnBlocks(torch.nn.Module):
+    def forward(self, x):
+        if 1 + x.shape[1] // 4 == 3:  # three blocks: another branch at other lengths
+            return x * 2
+        return x + 1
+
+
+class _PadToBlocks(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[1] % 4 != 0:
+            x = torch.nn.functional.pad(x, (0, 4 - x.shape[1] % 4))
+        return x.reshape(x.shape[0], -1, 4).sum(-1)
+
+
+class _Regroup(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(x.shape[0], -1, 2)  # an even length, or PyTorch refuses it too
+
+
+def test_a_guard_fixing_a_value_computed_from_a_dynamic_size_is_refused_naming_it(tmp_path):
+    path = tmp_path / "model.onnx"
+    with pytest.raises(DynamicAxesError) as refused:
+        exporter.export(_BranchOnBlocks(), (torch.randn(2, 8),), str(path), input_names=["x"],
+                        dynamic_axes=SEQUENCE, dynamo=True)
+    message = str(refused.value)
+    assert "axis 1 of input 'x' (sequence)" in message
+    assert "(1 + (x.shape[1] // 4)) == 3" in message
+    assert "at sizes 8 to 11" in message
+    assert not path.exists()
+
+
+def test_the_refused_guard_is_a_warning_with_check_dynamic_axes_false():
+    with pytest.warns(UserWarning, match=r"x\.shape\[1\] // 4"):
+        _export(_BranchOnBlocks(), (torch.randn(2, 8),), input_names=["x"], dynamic_axes=SEQUENCE, dynamo=True,
+                check_dynamic_axes=False)
+
+
+def test_a_checked_size_the_model_itself_refuses_elsewhere_is_a_warning():
+    with pytest.warns(UserWarning, match=r"axis 1 of input 'x' \(sequence\).*\(1 \+ \(x\.shape\[1\] // 4\)\) == 3 "
+                                         r"at .*test_dynamic_axes_check.py:\d+, that is at sizes 8 to 11 \(the model "
+                                         r"itself refuses 12\)"):
+        _export(_CheckedBlocks(), (torch.randn(2, 8),), input_names=["x"], dynamic_axes=SEQUENCE, dynamo=True)
+
+
+@pytest.mark.parametrize("length, excluded", [(8, "not at 2, 3, 5"), (7, "not at 4, 8, 12")])
+def test_a_guard_excluding_some_sizes_the_model_takes_is_a_warning(length, excluded):
+    with pytest.warns(UserWarning, match=rf"axis 1 of input 'x' \(sequence\).*x\.shape\[1\] % 4.*{excluded}"):
+        _export(_PadToBlocks(), (torch.randn(2, length),), input_names=["x"], dynamic_axes=SEQUENCE, dynamo=True)
+
+
+def test_an_ops_own_condition_on_a_size_is_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _export(_Regroup(), (torch.randn(2, 6),), input_names=["x"], dynamic_axes=SEQUENCE, dynamo=True)
