@@ -329,8 +329,9 @@ def export(
     than a model that declares the axis free and computes the example's size: a trace is made again with the dynamic
     input axes at twice their size and must record the same graph (``exporter/capture/traced_sizes.py``: one more
     trace of the model); a torch.export program whose guards hold only for a bounded set of sizes the model itself
-    computes beyond is refused (``exporter/capture/export_guards.py``). ``False`` skips the second trace and makes
-    that refusal a warning: the model is written as captured, as PyTorch's exporter writes it.
+    computes beyond is refused (``exporter/capture/export_guards.py``); either once the graph is converted, so that
+    an op the library cannot convert is reported first. ``False`` skips the second trace and makes that refusal a
+    warning: the model is written as captured, as PyTorch's exporter writes it.
     """
     times = StageTimes()
     with times.stage("arguments"):
@@ -383,11 +384,10 @@ def export(
             naming.refuse_complex_boundary(captured, names_in, names_out)
             axes = normalize_dynamic_axes(requested_axes)
             static_shapes = not axes
-            times.move(check_traced_axes(model, args, captured, names_in, axes, check_dynamic_axes), "names",
-                       "dynamic axes check")  # the second trace is capture work, apart from the names
+            traced_check = check_traced_axes(model, args, captured, names_in, axes, check_dynamic_axes)
+            times.move(traced_check.seconds, "names", "dynamic axes check")  # the second trace: apart from names
             if captured.front_end == EXPORT:
                 axes = program_axes(captured, names_in, names_out, axes)
-                check_program_guards(model, args, captured, names_in, axes, check_dynamic_axes)
                 static_shapes = not any(name in axes for name in names_in)  # a data-decided output size is no reason
             session = ExportSession(
                 opset=opset,
@@ -411,6 +411,9 @@ def export(
                 graph = converter.convert_graph(captured.graph, inputs + params)
             names_in = naming.lay_out_inputs(graph, inputs, params, names_in, export_params)
             naming.name_outputs(graph, names_out, session)
+        traced_check.refuse()  # once converted: an op the library cannot convert is the first error to fix
+        if captured.front_end == EXPORT:
+            check_program_guards(model, args, captured, names_in, axes, check_dynamic_axes)
         logger.info("optimizing %d ONNX nodes", len(graph.nodes))
         passes.optimize(
             graph, opset, do_constant_folding=session.fold_params, fold_params=not is_training,

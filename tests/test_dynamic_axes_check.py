@@ -19,7 +19,7 @@ import torch
 
 import exporter
 import exporter.capture.traced_sizes as traced_sizes
-from exporter.errors import DynamicAxesError
+from exporter.errors import DynamicAxesError, UnsupportedOperatorError
 
 
 def _export(model, args, **options) -> bytes:
@@ -113,6 +113,14 @@ def test_a_size_only_the_static_axes_hold_is_not_refused():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", torch.jit.TracerWarning)
             _export(model, (torch.randn(2, 4),), input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+
+
+def test_an_op_the_library_cannot_convert_is_reported_before_a_frozen_size():
+    # fractional_max_pool2d has no symbolic; its output size, from output_ratio, is also frozen by the trace.
+    model = type("Pool", (torch.nn.Module,), {"forward": lambda self, x: torch.nn.functional.fractional_max_pool2d(
+        x, 2, output_ratio=(0.5, 0.5), _random_samples=torch.full((1, 2, 2), 0.5))})()
+    with pytest.raises(UnsupportedOperatorError, match="fractional_max_pool2d"):
+        _export(model, (torch.randn(1, 2, 8, 8),), input_names=["x"], dynamic_axes={"x": [2, 3]})
 
 
 class _Honest(torch.nn.Module):

@@ -77,27 +77,39 @@ class Difference:
     what: str  # in words: "a constant 8 where the other has 16", "aten::add where the other has aten::mul"
 
 
+@dataclasses.dataclass
+class TraceCheck:
+    """The check of one export's trace: the seconds it spent tracing again, and why the trace does not honour the
+    declared axes (None where it does)."""
+
+    seconds: float = 0.0
+    frozen: str | None = None
+
+    def refuse(self) -> None:
+        """Raise the :class:`DynamicAxesError` the check found, if any. The export calls it once the graph is
+        converted, so that an op the library cannot convert, the first thing to fix, is the error it reports."""
+        if self.frozen is not None:
+            raise DynamicAxesError(self.frozen + " (check_dynamic_axes=False writes the model as traced)")
+
+
 def check_traced_axes(model: Any, args: Any, captured: Capture, names_in: list[str], axes: dict[str, dict[int, str]],
-                      enabled: bool = True) -> float:
-    """Refuse a trace that froze a declared dynamic input axis into its graph (see the module docstring); nothing
+                      enabled: bool = True) -> TraceCheck:
+    """Whether the trace froze a declared dynamic input axis into its graph (see the module docstring); nothing
     where not ``enabled``. ``names_in`` names the graph inputs in order, ``axes`` the declared dynamic axes by name.
-    The verdict is kept on ``captured`` (shared by the copies an export makes of it), so a capture exported many times
-    is checked once. Returns the seconds spent tracing again (0 where the check needed no trace)."""
+    Made before the graph is converted (the converter's passes rewrite it). The verdict is kept on ``captured``
+    (shared by the copies an export makes of it), so a capture exported many times is checked once."""
     if not enabled or captured.front_end != TRACE:
-        return 0.0
+        return TraceCheck()
     declared = _declared_axes(captured, names_in, axes)
     if not declared:
-        return 0.0
+        return TraceCheck()
     key = tuple(dataclasses.astuple(axis) for axis in declared)
     verdicts = captured.size_checks
-    seconds = 0.0
-    if key not in verdicts:
-        began = time.perf_counter()
-        verdicts[key] = _verdict(model, args, captured, declared)
-        seconds = time.perf_counter() - began
-    if verdicts[key] is not None:
-        raise DynamicAxesError(verdicts[key] + " (check_dynamic_axes=False writes the model as traced)")
-    return seconds
+    if key in verdicts:
+        return TraceCheck(0.0, verdicts[key])
+    began = time.perf_counter()
+    verdicts[key] = _verdict(model, args, captured, declared)
+    return TraceCheck(time.perf_counter() - began, verdicts[key])
 
 
 def _declared_axes(captured: Capture, names_in: list[str], axes: dict[str, dict[int, str]]) -> list[Axis]:
