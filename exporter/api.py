@@ -38,6 +38,8 @@ from exporter.arguments import (
 )
 from exporter.capture import EXPORT, Capture, capture, split_list_inputs
 from exporter.capture.export import at_opset, capture_program, program_axes
+from exporter.capture.export_guards import check_program_guards
+from exporter.capture.traced_sizes import check_traced_axes
 from exporter.convert import Converter
 from exporter.convert_fx import FxConverter
 from exporter.errors import ExportArgumentError
@@ -279,6 +281,7 @@ def export(
     provenance_in_model: bool = False,
     captured: Capture | None = None,
     runtime_workarounds: bool | Collection[str] = True,
+    check_dynamic_axes: bool = True,
 ) -> ExportResult:
     """Export ``model`` to ONNX, with the semantics of the TorchScript-era PyTorch ONNX exporter.
 
@@ -322,6 +325,15 @@ def export(
     export emits an equivalent form it runs (each named in ``exporter/lowering/runtime.py``); ``False`` emits the
     plain ONNX form everywhere, a collection of names keeps just those. The result's ``workarounds`` lists the ones
     the model depends on.
+
+    ``check_dynamic_axes`` (beyond PyTorch's exporter): a declared dynamic axis the capture cannot leave free is a
+    :class:`~exporter.errors.DynamicAxesError` naming the input, the axis and the op or guard that fixes it, rather
+    than a model that declares the axis free and computes the example's size: a trace is made again with the dynamic
+    input axes at twice their size and must record the same graph (``exporter/capture/traced_sizes.py``: one more
+    trace of the model); a torch.export program whose guards hold only for a bounded set of sizes the model itself
+    computes beyond is refused (``exporter/capture/export_guards.py``); either once the graph is converted, so that
+    an op the library cannot convert is reported first. ``False`` skips the second trace and makes that refusal a
+    warning: the model is written as captured, as PyTorch's exporter writes it.
     """
     times = StageTimes()
     with times.stage("arguments"):
@@ -374,6 +386,8 @@ def export(
             naming.refuse_complex_boundary(captured, names_in, names_out)
             axes = normalize_dynamic_axes(requested_axes)
             static_shapes = not axes
+            traced_check = check_traced_axes(model, args, captured, names_in, axes, check_dynamic_axes)
+            times.move(traced_check.seconds, "names", "dynamic axes check")  # the second trace: apart from names
             if captured.front_end == EXPORT:
                 axes = program_axes(captured, names_in, names_out, axes)
                 static_shapes = not any(name in axes for name in names_in)  # a data-decided output size is no reason
@@ -399,6 +413,9 @@ def export(
                 graph = converter.convert_graph(captured.graph, inputs + params)
             names_in = naming.lay_out_inputs(graph, inputs, params, names_in, export_params)
             naming.name_outputs(graph, names_out, session)
+        traced_check.refuse()  # once converted: an op the library cannot convert is the first error to fix
+        if captured.front_end == EXPORT:
+            check_program_guards(model, args, captured, names_in, axes, check_dynamic_axes)
         logger.info("optimizing %d ONNX nodes", len(graph.nodes))
         passes.optimize(
             graph, opset, do_constant_folding=session.fold_params, fold_params=not is_training,

@@ -19,6 +19,11 @@ class ExportArgumentError(OnnxExporterError, ValueError):
     """An argument to ``export`` is invalid (bad opset, unknown dynamic-axes name, ...)."""
 
 
+class DynamicAxesError(ExportArgumentError):
+    """A declared dynamic axis the capture cannot leave free: the model's code fixed its size (a trace froze it into
+    the graph, or torch.export's program holds only for some sizes). The message names the input, the axis and why."""
+
+
 class CaptureError(OnnxExporterError):
     """The model could not be turned into a TorchScript graph (tracing or scripting failed)."""
 

@@ -22,9 +22,10 @@ class StageTimes:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
 
     def move(self, seconds: float, source: str, target: str) -> None:
-        """Count ``seconds`` of stage ``source`` under stage ``target`` instead (work one stage did for another)."""
+        """Count ``seconds`` of stage ``source`` under stage ``target`` instead (work one stage did for another; while
+        ``source`` runs, too)."""
         if seconds:
-            self.seconds[source] -= seconds
+            self.seconds[source] = self.seconds.get(source, 0.0) - seconds
             self.seconds[target] = self.seconds.get(target, 0.0) + seconds
 
     def summary(self) -> str:

@@ -1,5 +1,5 @@
 """Generation with a key/value cache, exported with the plain ``exporter.export`` API, the cache named as the
-ecosystem names it and every batch, sequence and cache-length axis dynamic.
+ecosystem names it and every batch, prompt-length and cache-length axis dynamic (a step's one new token is one).
 
 A decoder-only transformers model becomes a prefill graph (the prompt in, logits and the cache out) and a decode-step
 graph (one token and the cache in, logits and the grown cache out): ``past_key_values.N.key`` / ``.value`` in,
@@ -30,6 +30,10 @@ import torch
 import exporter
 
 _TOKEN_AXES = {0: "batch", 1: "sequence"}
+# A step's new token: one per row. The trace of one token records transformers' one-token branch (no causal mask, GQA
+# packed for a single query), which a declared dynamic sequence would leave wrong for more tokens: the engine refuses
+# to declare it free (exporter/capture/traced_sizes.py), so a step's sequence axis is its example's, 1.
+_STEP_AXES = {0: "batch"}
 _SOURCE_AXES = {0: "batch", 1: "source_sequence"}  # the encoder's input, its states and its attention mask
 
 
@@ -185,11 +189,11 @@ def export_for_generation(model: torch.nn.Module, prompt: torch.Tensor, director
 
 
 def decode_step_axes(layers: int) -> tuple[tuple[list[str], list[str]], dict[str, dict[int, str]]]:
-    """A decoder-only decode step's (input names, output names) and dynamic axes: batch, the new tokens
-    (``sequence``), the cache's ``past_sequence`` in and ``total_sequence`` out."""
+    """A decoder-only decode step's (input names, output names) and dynamic axes: batch, the cache's
+    ``past_sequence`` in and ``total_sequence`` out (one new token: see ``_STEP_AXES``)."""
     past_names, present_names = cache_names(layers)
-    axes = {"input_ids": _TOKEN_AXES, "attention_mask": {0: "batch", 1: "total_sequence"},
-            **_axes(past_names, _cache_axes("past_sequence")), "logits": _TOKEN_AXES,
+    axes = {"input_ids": _STEP_AXES, "attention_mask": {0: "batch", 1: "total_sequence"},
+            **_axes(past_names, _cache_axes("past_sequence")), "logits": _STEP_AXES,
             **_axes(present_names, _cache_axes("total_sequence"))}
     return (["input_ids", "attention_mask", *past_names], ["logits", *present_names]), axes
 
@@ -207,8 +211,8 @@ def export_seq2seq_for_generation(model: torch.nn.Module, source: torch.Tensor, 
     layers = (len(first) - 1) // 4
     self_past, self_present = cache_names(layers, "decoder")
     cross_past, cross_present = cache_names(layers, "encoder")
-    output_axes = {"logits": _TOKEN_AXES, **_axes(self_present, _cache_axes("total_sequence"))}
-    step_axes = {"decoder_input_ids": _TOKEN_AXES, "encoder_attention_mask": _SOURCE_AXES}
+    output_axes = {"logits": _STEP_AXES, **_axes(self_present, _cache_axes("total_sequence"))}
+    step_axes = {"decoder_input_ids": _STEP_AXES, "encoder_attention_mask": _SOURCE_AXES}
     paths = [os.path.join(directory, f"{name}.onnx") for name in ("encoder", "decoder", "decoder_step")]
     exporter.export(Encoder(model).eval(), (source, mask), paths[0], opset_version=opset,
                     input_names=["input_ids", "attention_mask"], output_names=["encoder_hidden_states"],

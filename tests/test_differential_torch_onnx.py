@@ -375,6 +375,11 @@ class ScalarTensorOfSize(torch.nn.Module):
         return torch.scalar_tensor(x.size(0)), torch.scalar_tensor(x.size(1), dtype=torch.int64)
 
 
+class ScaledByLength(torch.nn.Module):
+    def forward(self, x):
+        return x * int(x.shape[1])  # a Python number: the trace keeps the example's
+
+
 class Prelu0d(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -629,6 +634,11 @@ CALLS: list[Call] = [
          {"input_names": ["x"], "dynamic_axes": {"x": [0, 1]}}, other_args=lambda: (torch.randn(5, 7),)),
     Call("scalar_tensor_of_dynamic_sizes_scripted", scripted(ScalarTensorOfSize), x23,
          {"input_names": ["x"], "dynamic_axes": {"x": [0, 1]}}, other_args=lambda: (torch.randn(5, 7),)),
+    Call("dynamic_axis_a_trace_froze", ScaledByLength, x23, {"input_names": ["x"], "dynamic_axes": {"x": [0, 1]}},
+         differs="the trace froze a declared dynamic size (x * int(x.shape[1])): torch.onnx writes a model that "
+                 "multiplies by the example's 3 at every size, with a TracerWarning; we refuse the call "
+                 "(DynamicAxesError naming the input, axis and op; check_dynamic_axes=False writes it)",
+         ours="argument", theirs="exports"),
     Call("scripted_int_times_float", scripted(IntTimesFloat), lambda: (torch.tensor([1, 2, 3]), torch.randn(3))),
     Call("scripted_int_true_divide", scripted(IntDivide), lambda: (torch.tensor([7, 8, 9]), torch.tensor([2, 3, 4]))),
     Call("traced_int_true_divide", IntDivide, lambda: (torch.tensor([7, 8, 9]), torch.tensor([2, 3, 4]))),

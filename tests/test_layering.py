@@ -108,6 +108,8 @@ _TORCHSCRIPT_READERS = {
     "exporter.capture.torchscript", "exporter.capture.scripted", "exporter.capture.flat_graph",
     "exporter.capture.mutation", "exporter.capture.script_passes",
     "exporter.capture.module_state", "exporter.ts_types", "exporter.convert",
+    # the check that a trace honours its dynamic axes: it compares two traces of the model, node by node
+    "exporter.capture.traced_sizes",
     # TorchScript's own prim:: ops (If/Loop blocks, lists, tuples): no torch.export program holds them
     "exporter.symbolics.prim", "exporter.symbolics.control_flow", "exporter.symbolics.loop",
     # readers of a TorchScript capture's graph: list-input types and inputs PyTorch's exporter reads at run time

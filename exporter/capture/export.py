@@ -27,7 +27,7 @@ from torch.utils._sympy.numbers import int_oo
 
 from exporter.capture.common import EXPORT, Capture, flatten, split_args
 from exporter.capture.recurrent import recurrent_layers_whole
-from exporter.errors import CaptureError, ExportArgumentError
+from exporter.errors import CaptureError, DynamicAxesError, ExportArgumentError
 from exporter.registry import REGISTRY
 
 # Ops torch.export leaves in a program that assert facts about its inputs (shapes, ranges, metadata) at run time.
@@ -384,7 +384,8 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
     """The dynamic axes of the ONNX model, by input and output name: every symbolic dim of the program's user inputs
     (named as ``axes`` names it, else after its symbol: ``s77``), and every symbolic output dim (named as the input
     dim it is, else after its expression: ``u0`` for a size the data decides, ``2*s77``).
-    An axis ``axes`` asks for that the program holds static is an error: the model's code fixed its size."""
+    An axis ``axes`` asks for that the program holds static is an error: the model's code fixed its size (the
+    program's guards on the symbolic ones are ``export_guards``'s)."""
     program = captured.program
     user = user_input_placeholders(program)
     result = {name: dict(dims) for name, dims in axes.items()}
@@ -395,8 +396,8 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
             asked = axes.get(name, {}).get(axis if axis in axes.get(name, {}) else axis - len(shape))
             if isinstance(dim, int):
                 if asked is not None:
-                    raise ExportArgumentError(f"dynamic_axes asks for axis {axis} of input {name!r} to be dynamic, "
-                                              f"but torch.export found the model's code fixes it to {dim}")
+                    raise DynamicAxesError(f"dynamic_axes asks for axis {axis} of input {name!r} to be dynamic, "
+                                           f"but torch.export found the model's code fixes it to {dim}")
                 continue
             if str(dim) not in symbol_names:
                 _warn_if_bounded(program, dim, f"axis {axis} of input {name!r} ({asked or dim})")

@@ -44,6 +44,19 @@ def quiet_torchscript(tracer_warnings: list[str] | None = None):
         warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
 
 
+@contextlib.contextmanager
+def silenced():
+    """Show no warning raised inside, and remember none as shown: for a capture made again only to be compared (the
+    first capture showed the model's warnings)."""
+    shown = set(_SHOWN_BY_EARLIER_EXPORTS)
+    try:
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            yield
+    finally:
+        _SHOWN_BY_EARLIER_EXPORTS.intersection_update(shown)
+
+
 # What Python's default action ("once per source line") would have kept, were the registries it keeps not reset by
 # every ``catch_warnings`` block, each export's included.
 _SHOWN_BY_EARLIER_EXPORTS: set[tuple] = set()
