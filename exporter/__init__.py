@@ -29,6 +29,7 @@ from exporter.errors import (
     UnsupportedOperatorError,
 )
 from exporter.registry import MAX_OPSET, MIN_OPSET, parse_args
+from exporter.stand_in import in_place_of_torch_onnx
 from exporter.verify import VerifyResult, verify
 from exporter.version import __version__
 
@@ -49,6 +50,7 @@ __all__ = [
     "errors",
     "export",
     "export_to_pretty_string",
+    "in_place_of_torch_onnx",
     "is_in_onnx_export",
     "prepare_capture",
     "parse_args",

@@ -169,7 +169,9 @@ def _cache_axes(length: str) -> dict[int, str]:
 def export_for_generation(model: torch.nn.Module, prompt: torch.Tensor, directory: str,
                           opset: int = exporter.DEFAULT_OPSET, dynamo: bool = False) -> tuple[str, str]:
     """Export ``model`` (a transformers causal LM in eval mode) as ``prefill.onnx`` and ``decode.onnx`` in
-    ``directory``, traced on ``prompt`` (batch, sequence) and on one decode step after it; returns both paths."""
+    ``directory`` (made if missing), traced on ``prompt`` (batch, sequence) and on one decode step after it; returns
+    both paths."""
+    os.makedirs(directory, exist_ok=True)
     mask = torch.ones_like(prompt)
     with torch.no_grad():
         example_past = Prefill(model).eval()(prompt, mask)[1:]
@@ -201,8 +203,9 @@ def decode_step_axes(layers: int) -> tuple[tuple[list[str], list[str]], dict[str
 def export_seq2seq_for_generation(model: torch.nn.Module, source: torch.Tensor, directory: str,
                                   opset: int = exporter.DEFAULT_OPSET, dynamo: bool = False) -> tuple[str, str, str]:
     """Export ``model`` (a transformers encoder-decoder in eval mode) as ``encoder.onnx``, ``decoder.onnx`` (the
-    first step) and ``decoder_step.onnx`` in ``directory``, traced on ``source`` (batch, sequence), the decoder's
-    start token and one step after it; returns the three paths."""
+    first step) and ``decoder_step.onnx`` in ``directory`` (made if missing), traced on ``source`` (batch, sequence),
+    the decoder's start token and one step after it; returns the three paths."""
+    os.makedirs(directory, exist_ok=True)
     mask = torch.ones_like(source)
     start = torch.full((source.shape[0], 1), model.generation_config.decoder_start_token_id, dtype=source.dtype)
     with torch.no_grad():

@@ -24,6 +24,9 @@ ENGINE = pathlib.Path(exporter.__file__).parent
 FORBIDDEN_STRINGS = re.compile(r"_jit_pass_onnx|_export_onnx|_jit_onnx|torch\.onnx")
 ALLOWED_IMPORT = ("torch.onnx.errors", ["OnnxExporterError"])  # the base class of our errors, in errors.py only
 ERRORS_MODULE = ENGINE / "errors.py"
+# The stand-in swaps torch.onnx.export for ours and back: it reads the attribute to replace it, and never calls it.
+STAND_IN_MODULE = ENGINE / "stand_in.py"
+STAND_IN_ALLOWED = {"import torch.onnx", "torch.onnx", "torch.onnx.export"}
 
 
 def _dotted(node: ast.AST) -> str:
@@ -76,8 +79,15 @@ def test_engine_source_never_uses_torch_onnx():
     offenders = []
     for path in ENGINE.rglob("*.py"):
         for line, what in _violations(ast.parse(path.read_text(), str(path)), allow_base_class=path == ERRORS_MODULE):
-            offenders.append(f"{path.relative_to(ENGINE.parent)}:{line}: {what}")
+            if not (path == STAND_IN_MODULE and what in STAND_IN_ALLOWED):
+                offenders.append(f"{path.relative_to(ENGINE.parent)}:{line}: {what}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_the_stand_in_never_calls_what_it_replaces():
+    calls = [node for node in ast.walk(ast.parse(STAND_IN_MODULE.read_text()))
+             if isinstance(node, ast.Call) and _dotted(node.func).startswith("torch.onnx")]
+    assert not calls and "torch.onnx.export" in STAND_IN_MODULE.read_text()
 
 
 def test_the_source_scan_catches_violations():

@@ -1,0 +1,54 @@
+"""This engine in ``torch.onnx.export``'s place, for a library that calls torch.onnx itself (transformers' own
+exporter, Optimum): :func:`in_place_of_torch_onnx` swaps the function in and puts torch's back.
+
+A library reaches the exporter two ways: by attribute at call time (``torch.onnx.export(...)``) or through a name it
+bound at import (``from torch.onnx import export``). Replacing the attribute alone misses the second, so every module
+attribute that holds torch's function is swapped, and on the way out every one that holds ours (modules imported
+inside the block bound ours) gets torch's back. Nothing else of torch.onnx changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+import torch.onnx
+
+from exporter.api import export as engine_export
+
+
+@contextlib.contextmanager
+def in_place_of_torch_onnx(export: Callable[..., Any] | None = None) -> Iterator[Callable[..., Any]]:
+    """Within the block, ``torch.onnx.export`` and every module-level name bound to it is ``export`` (this engine's
+    :func:`exporter.export` by default); after it, torch's function again, whether the block returns or raises. Yields
+    the function swapped in. Nests: an inner block restores what the outer one put in place."""
+    export = export or engine_export
+    replaced = torch.onnx.export
+    if replaced is export:  # already in place: nothing to swap, nothing to restore
+        yield export
+        return
+    bindings = _bindings_of(replaced)
+    for module, name in bindings:
+        setattr(module, name, export)
+    try:
+        yield export
+    finally:
+        # Those swapped in here and those bound to ours since (a module imported inside the block).
+        for module, name in set(bindings) | set(_bindings_of(export)):
+            if getattr(module, name, None) is export:
+                setattr(module, name, replaced)
+
+
+def _bindings_of(function: Callable[..., Any]) -> list[tuple[ModuleType, str]]:
+    """Every (module, name) of a loaded module whose attribute ``name`` is ``function`` itself."""
+    found: list[tuple[ModuleType, str]] = []
+    for module in list(sys.modules.values()):
+        try:
+            namespace = vars(module)
+        except TypeError:  # an entry that is no module (sys.modules admits any object)
+            continue
+        found.extend((module, name) for name, value in list(namespace.items()) if value is function)
+    return found
