@@ -74,8 +74,9 @@ def _select(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list:
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``run``: the selected cases, recorded in the results file that this process alone writes while it runs."""
-    selected = _select(args, parser)
     out = args.out or _default_out(args.tier, args.shard, args.exporter, args.capture)
+    results_io.refuse_if_held(out)  # before the selection's seconds: a second run on the same file learns it at once
+    selected = _select(args, parser)
     level = _session_level(args, parser)
     with results_io.sole_writer(out):  # before --fresh discards anything: the file may be another run's
         return _record(args, parser, selected, out, level)

@@ -160,8 +160,22 @@ def compare(results: dict[str, dict], baseline: dict[str, dict], allowlist: list
             gate.findings.append(Finding(case_id, "new_case_skipped", "not in the baseline", _describe(after)))
         else:
             gate.findings.append(Finding(case_id, "newly_covered", "", _describe(after)))
-    gate.notes = cuda_notes(results, baseline)
+    gate.notes = cuda_notes(results, baseline) + vanished_notes(gate, partial)
     return gate
+
+
+def vanished_notes(gate: GateResult, partial: bool) -> list[str]:
+    """A hint when baseline cases are missing from the run and --partial was not given: a narrowed run (--models,
+    --opsets, --shard) is the usual cause, and each missing case is otherwise a regression."""
+    vanished = [f for f in gate.of_kind("vanished") if f.after == "missing from this run"]
+    if partial or not vanished:
+        return []
+    return [f"{_counted(len(vanished), 'baseline case')} missing from this run: if the run covered part of the "
+            "baseline's tier on purpose (--models, --opsets, --shard), gate it with --partial"]
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def capture_of(row: dict) -> str:
@@ -215,7 +229,7 @@ def verdict_line(gate: GateResult) -> str:
     reasons = [f"no evidence: {gate.no_evidence}"] if gate.no_evidence else []
     if gate.blocking:
         named = ", ".join(f.case_id for f in gate.blocking[:5]) + (", ..." if len(gate.blocking) > 5 else "")
-        reasons.append(f"{len(gate.blocking)} regressions: {named}")
+        reasons.append(f"{_counted(len(gate.blocking), 'regression')}: {named}")
     return f"Release gate: FAIL ({'; '.join(reasons)})"
 
 

@@ -139,6 +139,22 @@ def sole_writer(path: str) -> Iterator[None]:
         yield
 
 
+def refuse_if_held(path: str) -> None:
+    """ResultsFileError at once when another run holds ``path``'s lock, writing nothing: a run checks this before
+    the seconds its case selection takes, then takes the lock itself (:func:`sole_writer`)."""
+    lock_path = path + ".lock"
+    if not os.path.exists(lock_path):
+        return
+    with open(lock_path, encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = handle.read().strip() or "?"
+            raise ResultsFileError(f"{path} is being written by another run (process {holder} holds {lock_path}); "
+                                   "wait for it to end, or pass another --out") from None
+        fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class ResultsWriter:
     """Appends rows to a JSONL file, each written out as soon as its case ends."""
 
@@ -226,10 +242,22 @@ def versions() -> dict[str, str | None]:
 
 
 def git_revision() -> str | None:
-    """HEAD's short hash, with '+dirty' when the tracked files have local changes; None outside git."""
+    """The engine's revision: HEAD's short hash of the repository holding the ``exporter`` package (wherever the run
+    is started from), with '+dirty' when its tracked files have local changes; None when that is no git checkout (an
+    installed copy)."""
+    import exporter  # where the engine is, not where the command runs: another repository's hash would be a lie
+
+    where = os.path.dirname(os.path.dirname(os.path.abspath(exporter.__file__)))
+    git = ["git", "-C", where]
     try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10).stdout.strip()
+        top = subprocess.run([*git, "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=10,
+                             check=True).stdout.strip()
+        if os.path.realpath(top) != os.path.realpath(where):  # an installed copy inside some other repository
+            return None
+        rev = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                             check=True).stdout.strip()
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return rev + ("+dirty" if dirty else "")

@@ -62,7 +62,7 @@ def test_new_failure_fails_and_is_named(tmp_path, baseline, capsys):
     out = capsys.readouterr().out
     assert code == 1
     assert ("model/resnet18/opset14/static/cpu", "new_failure") in _kinds(report)
-    assert "model/resnet18/opset14/static/cpu" in out and "Release gate: FAIL (1 regressions: model/resnet18/opset14/static/cpu)" in out
+    assert "model/resnet18/opset14/static/cpu" in out and "Release gate: FAIL (1 regression: model/resnet18/opset14/static/cpu)" in out
 
 
 def test_improvement_and_newly_covered_do_not_fail(tmp_path, baseline):
@@ -207,12 +207,14 @@ def test_no_baseline_fails_on_any_failure(tmp_path, capsys):
     assert gate.main([str(results), "--no-baseline", "--allowlist", str(tmp_path / "none.json")]) == 0
     _write(results, [_row("model/a/opset9/static/cpu"), _row("model/b/opset9/static/cpu", status="mismatch")])
     assert gate.main([str(results), "--no-baseline", "--allowlist", str(tmp_path / "none.json")]) == 1
-    assert "Release gate: FAIL (1 regressions: model/b/opset9/static/cpu)" in capsys.readouterr().out
+    assert "Release gate: FAIL (1 regression: model/b/opset9/static/cpu)" in capsys.readouterr().out
 
 
-def test_partial_run_is_compared_on_the_cases_it_ran(tmp_path, baseline):
+def test_partial_run_is_compared_on_the_cases_it_ran(tmp_path, baseline, capsys):
     rows = [_row("model/resnet18/opset14/static/cpu")]
     assert _run(tmp_path, baseline, rows)[0] == 1  # the other baseline cases vanished
+    assert "baseline cases missing from this run: if the run covered part of the baseline's tier on purpose " \
+           "(--models, --opsets, --shard), gate it with --partial" in capsys.readouterr().out
     results = _write(tmp_path / "part.jsonl", rows)
     argv = [str(results), "--baseline", str(baseline), "--partial", "--allowlist", str(tmp_path / "none.json")]
     assert gate.main(argv) == 0

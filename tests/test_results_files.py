@@ -151,3 +151,34 @@ def test_the_lock_is_held_for_the_writer_and_released_after(tmp_path):
         assert probe.returncode == 1 and "ResultsFileError" in probe.stderr and "is being written by" in probe.stderr
     with sole_writer(out):  # released on leaving, and the lock file left behind is no obstacle
         pass
+
+
+def test_the_recorded_revision_is_the_engines_wherever_the_run_starts(tmp_path, monkeypatch):
+    import pathlib
+    import subprocess
+
+    from conformance.results import git_revision
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    engine_head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                 text=True, check=True).stdout.strip()
+    other = tmp_path / "other_repository"
+    other.mkdir()
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    subprocess.run(["git", "-C", str(other), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q",
+                    "--allow-empty", "-m", "other"], check=True)
+    for where in (other, tmp_path):  # inside another repository, and outside any
+        monkeypatch.chdir(where)
+        assert git_revision().split("+")[0] == engine_head
+
+
+def test_a_held_results_file_is_refused_before_any_work_and_a_free_one_writes_nothing(tmp_path):
+    from conformance.results import ResultsFileError, refuse_if_held
+
+    path = str(tmp_path / "r.jsonl")
+    refuse_if_held(path)
+    assert os.listdir(tmp_path) == []  # probing a file no run holds writes nothing
+    with sole_writer(path):
+        with pytest.raises(ResultsFileError, match="is being written by another run"):
+            refuse_if_held(path)
+    refuse_if_held(path)  # released: free again
