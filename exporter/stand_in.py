@@ -17,15 +17,16 @@ from typing import Any
 
 import torch.onnx
 
-from exporter.api import export as engine_export
-
 
 @contextlib.contextmanager
 def in_place_of_torch_onnx(export: Callable[..., Any] | None = None) -> Iterator[Callable[..., Any]]:
     """Within the block, ``torch.onnx.export`` and every module-level name bound to it is ``export`` (this engine's
     :func:`exporter.export` by default); after it, torch's function again, whether the block returns or raises. Yields
     the function swapped in. Nests: an inner block restores what the outer one put in place."""
-    export = export or engine_export
+    if export is None:
+        import exporter  # the package's public export, wherever it is defined
+
+        export = exporter.export
     replaced = torch.onnx.export
     if replaced is export:  # already in place: nothing to swap, nothing to restore
         yield export
