@@ -17,39 +17,45 @@ from typing import Any
 
 import torch.onnx
 
+ENGINE_PACKAGE = __name__.partition(".")[0]
+
 
 @contextlib.contextmanager
 def in_place_of_torch_onnx(export: Callable[..., Any] | None = None) -> Iterator[Callable[..., Any]]:
     """Within the block, ``torch.onnx.export`` and every module-level name bound to it is ``export`` (this engine's
     :func:`exporter.export` by default); after it, torch's function again, whether the block returns or raises. Yields
     the function swapped in. Nests: an inner block restores what the outer one put in place."""
-    if export is None:
-        import exporter  # the package's public export, wherever it is defined
+    import exporter  # the package's public export, wherever it is defined
 
-        export = exporter.export
+    export = export or exporter.export
     replaced = torch.onnx.export
     if replaced is export:  # already in place: nothing to swap, nothing to restore
         yield export
         return
-    bindings = _bindings_of(replaced)
+    # The engine's own names (exporter.export, where it is defined) are never swapped nor restored (see _bindings_of):
+    # a nested block must not turn exporter.export into the function it replaces, nor its end turn it into torch's.
+    # Names that held ``export`` before the block keep it after.
+    bindings, held_before = set(_bindings_of(replaced)), set(_bindings_of(export))
     for module, name in bindings:
         setattr(module, name, export)
     try:
         yield export
     finally:
         # Those swapped in here and those bound to ours since (a module imported inside the block).
-        for module, name in set(bindings) | set(_bindings_of(export)):
+        for module, name in (bindings | set(_bindings_of(export))) - held_before:
             if getattr(module, name, None) is export:
                 setattr(module, name, replaced)
 
 
 def _bindings_of(function: Callable[..., Any]) -> list[tuple[ModuleType, str]]:
-    """Every (module, name) of a loaded module whose attribute ``name`` is ``function`` itself."""
+    """Every (module, name) of a loaded module outside the engine whose attribute ``name`` is ``function`` itself."""
     found: list[tuple[ModuleType, str]] = []
     for module in list(sys.modules.values()):
         try:
             namespace = vars(module)
         except TypeError:  # an entry that is no module (sys.modules admits any object)
+            continue
+        if getattr(module, "__name__", "").partition(".")[0] == ENGINE_PACKAGE:
             continue
         found.extend((module, name) for name, value in list(namespace.items()) if value is function)
     return found

@@ -15,6 +15,7 @@ import exporter
 from exporter.serialize import PRODUCER_NAME
 
 TORCH_EXPORT = torch.onnx.export
+ENGINE_EXPORT = exporter.export
 
 
 @pytest.fixture
@@ -50,6 +51,9 @@ def test_a_call_by_attribute_and_a_name_bound_at_import_reach_the_engine_then_to
         bound_before.export_by_name(torch.nn.ReLU(), (x,), by_name, dynamo=False)
     assert _producer(by_attribute) == _producer(by_name) == PRODUCER_NAME
     assert torch.onnx.export is TORCH_EXPORT and bound_before.export is TORCH_EXPORT
+    assert exporter.export is ENGINE_EXPORT  # the engine's own names kept it: a second block swaps the engine in again
+    with exporter.in_place_of_torch_onnx():
+        assert torch.onnx.export is ENGINE_EXPORT
 
 
 def test_a_module_imported_inside_the_block_gets_torchs_function_back(library_module):
@@ -67,14 +71,16 @@ def test_torchs_function_is_back_after_the_block_raises(library_module):
 
 
 def test_blocks_nest_and_an_inner_function_is_replaced_by_the_outer_one_on_the_way_out():
+    engine = exporter.export  # a local: a module-level name holding the engine's export is swapped by a nested block
+
     def inner_export(*args, **kwargs):
-        return exporter.export(*args, **kwargs)
+        return engine(*args, **kwargs)
 
     with exporter.in_place_of_torch_onnx():
         with exporter.in_place_of_torch_onnx():  # already in place: a no-op
             assert torch.onnx.export is exporter.export
         assert torch.onnx.export is exporter.export
         with exporter.in_place_of_torch_onnx(inner_export):
-            assert torch.onnx.export is inner_export
+            assert torch.onnx.export is inner_export and exporter.export is engine
         assert torch.onnx.export is exporter.export
-    assert torch.onnx.export is TORCH_EXPORT
+    assert torch.onnx.export is TORCH_EXPORT and exporter.export is engine
