@@ -106,7 +106,10 @@ def _baseline_of(args: list[str]) -> str:
 
 
 def _capture_suffix(args: list[str]) -> str:
-    """'_export' for a torch.export run (``--capture export``): its cases are not the TorchScript baseline's."""
+    """'_export' for a torch.export run (``--capture export``): its cases are not the TorchScript baseline's;
+    '_transformers' for the transformers route (``--exporter transformers``), whose files are transformers' exporter's."""
+    if _option(args, "--exporter") == "transformers":
+        return "_transformers"
     return "_export" if _option(args, "--capture") == "export" else ""
 
 

@@ -5,6 +5,7 @@
     python -m conformance run --tier full --shard 0/4   a quarter of the models (by model, round robin)
     python -m conformance run --case 'model/resnet50/opset9/*'   exact cases (globs), re-run even if recorded
     python -m conformance run --capture export         the quick tier captured with torch.export (dynamo=True)
+    python -m conformance run --exporter transformers --tier full   transformers' own exporter, ours in torch.onnx's place
     python -m conformance merge a.jsonl b.jsonl --out all.jsonl
     python -m conformance summary results/conformance_quick.jsonl
     python -m conformance report RESULTS --out DIR [--baseline B]   HTML report via `python -m reports build`
@@ -40,6 +41,8 @@ from exporter.ort_session import ORT_LEVEL_VARIABLE, ORT_LEVELS, ort_level
 
 def _default_out(tier: str, shard: tuple[int, int] | None, exporter: str = "engine", capture: str = "torchscript") -> str:
     suffix = f".shard{shard[0]}of{shard[1]}" if shard else ""
+    if exporter == "transformers":  # always torch.export captures: the route names the file
+        return os.path.join("results", f"conformance_{tier}_transformers{suffix}.jsonl")
     peer = "_peer" if exporter == "peer" else ""
     export = "_export" if capture == "export" else ""
     return os.path.join("results", f"conformance_{tier}{peer}{export}{suffix}.jsonl")
@@ -218,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(run_p)
     run_p.add_argument("--exclude", help="comma-separated names or globs to leave out")
     run_p.add_argument("--case", action="append", help="exact case id or glob; repeatable; re-runs even if recorded")
-    run_p.add_argument("--out", help="results JSONL (default results/conformance_<tier>[_peer][_export][.shard<i>of<n>].jsonl)")
+    run_p.add_argument("--out", help="results JSONL (default results/conformance_<tier>[_peer|_transformers][_export]"
+                                      "[.shard<i>of<n>].jsonl)")
     run_p.add_argument("--repro-dir", help="where repro bundles go (default <out without .jsonl>.repro)")
     run_p.add_argument("--workers", type=arguments.positive_int, default=os.environ.get("CONFORMANCE_WORKERS", "2"),
                        help="parallel worker processes (default $CONFORMANCE_WORKERS or 2)")
@@ -233,8 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--no-progress", action="store_true", help="no progress bar")
     run_p.add_argument("--light-first", action="store_true",
                        help="run the cheapest models first (widest coverage if the run is cut short)")
-    run_p.add_argument("--exporter", choices=("engine", "peer"), default="engine",
-                       help="peer: torch.onnx.export(dynamo=False), to validate the zoo and tolerances themselves")
+    run_p.add_argument("--exporter", choices=("engine", "peer", "transformers"), default="engine",
+                       help="peer: torch.onnx.export(dynamo=False), to validate the zoo and tolerances themselves; "
+                            "transformers: transformers' own ONNX exporter with this engine in torch.onnx.export's "
+                            "place, on the zoo's transformers architectures (dynamic, torch.export; opsets 18 and 20 "
+                            "unless --opsets)")
     run_p.add_argument("--ort-level", choices=ORT_LEVELS,
                        help="ONNX Runtime graph optimization level of the sessions (default $CONFORMANCE_ORT_LEVEL or "
                             "basic); all: ONNX Runtime's own default, with its op fusions")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 from collections.abc import Callable
@@ -11,6 +12,11 @@ import model_zoo
 from conformance import op_cases
 from conformance.arguments import ALL_OPSETS
 from conformance.schema import EXPORT, TORCHSCRIPT, case_id
+from conformance.transformers_route import TRANSFORMERS, architecture_names
+
+# The transformers route's default opsets: 18, the lowest transformers' exporter emits (its torchlib functions are
+# written for 18), and 20, our default.
+TRANSFORMERS_OPSETS = (18, 20)
 
 TIERS = ("quick", "full")
 PROVIDERS = ("cpu", "cuda")
@@ -25,7 +31,9 @@ class Case:
     mode: str
     provider: str
     cost: float
-    exporter: str = "engine"  # "engine" (ours) or "peer" (torch.onnx, dynamo=False: validates the zoo itself)
+    # "engine" (ours), "peer" (torch.onnx, dynamo=False: validates the zoo itself) or "transformers" (transformers'
+    # own exporter with ours in torch.onnx.export's place: conformance.transformers_route)
+    exporter: str = "engine"
     # The run's capture: "torchscript" (each model traced, or scripted where it is a script) or "export" (torch.export,
     # dynamo=True). Export cases have ids of their own ('.../export'); the row's ``capture`` says trace, script or export.
     capture: str = TORCHSCRIPT
@@ -69,6 +77,10 @@ def _zoo_subjects() -> list[_Subject]:
 def _op_subjects() -> tuple[_Subject, ...]:
     return tuple(_Subject("op", case.name, "op", op_cases.COST, op_cases.quick_opsets(case),
                           functools.partial(op_cases.modes_at, case)) for case in op_cases.by_name().values())
+
+
+def _dynamic_only(subject: _Subject) -> _Subject:
+    return dataclasses.replace(subject, modes_at=lambda opset: ("dynamic",))
 
 
 def _subjects(tier: str) -> list[_Subject]:
@@ -116,6 +128,11 @@ def select(tier: str = "quick", opsets: tuple[int, ...] | None = None, providers
                          "this exporter")
     if exporter == "peer":  # the peer validates the model zoo; op cases have no peer path
         subjects = [s for s in subjects if s.kind != "op"]
+    if exporter == TRANSFORMERS:  # its architectures, captured by torch.export and dynamic, as that exporter does
+        architectures = architecture_names()
+        subjects = [_dynamic_only(s) for s in subjects if s.name in architectures]
+        capture, quick = EXPORT, False
+        opsets = opsets or TRANSFORMERS_OPSETS
     if kinds:
         subjects = [s for s in subjects if s.kind in kinds]
     if models:

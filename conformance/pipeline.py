@@ -117,9 +117,10 @@ def session_stage(row: dict, model: str | bytes, provider: str):
     return session
 
 
-def run_stage(row: dict, session, values: dict[str, Any], label: str = "") -> list[np.ndarray] | None:
+def run_stage(row: dict, session, values: dict[str, Any], label: str = "",
+              outputs: list[str] | None = None) -> list[np.ndarray] | None:
     """ONNX Runtime's outputs, or None with the failure in ``row`` (its error led by ``label``, the check input's
-    name, where given). The session is fed by name: each graph input gets the caller's value of that name
+    name, where given), every graph output or those named ``outputs``. The session is fed by name: each graph input gets the caller's value of that name
     (``values``, from ``conformance.feeds.caller_values``; a value the graph has no input for, an argument the
     export dropped, is left out), and a graph input that names no value of the caller's is a mismatch, the export's
     inputs not being the caller's arguments. The case's first run is the row's ``ort_ms``."""
@@ -131,13 +132,13 @@ def run_stage(row: dict, session, values: dict[str, Any], label: str = "") -> li
         return None
     try:
         started = time.perf_counter()
-        outputs = session.run(None, feeds)
+        results = session.run(outputs, feeds)
     except Exception as error:
         fail(row, "ort_error", _led(label, f"{type(error).__name__}: {error}"))
         return None
     if row["ort_ms"] is None:
         row["ort_ms"] = round((time.perf_counter() - started) * 1e3, 3)
-    return outputs
+    return results
 
 
 def compare_stage(row: dict, verdicts: list[tuple[str, Verdict]]) -> Verdict:

@@ -110,7 +110,9 @@ def latest_by_case(rows: Iterable[dict]) -> dict[str, dict]:
 
 def engine_cases(rows: Iterable[dict]) -> dict[str, dict]:
     """The latest row of each case this exporter ran: torch.onnx's peer rows (``--exporter peer``) validate the
-    model zoo and say nothing about this exporter."""
+    model zoo and say nothing about this exporter. (The transformers route's rows, ``--exporter transformers``, are
+    this exporter's, judged against their own baseline; their ids are those of the engine's torch.export cases, so
+    their results file is never merged with a ``--capture export`` one.)"""
     return latest_by_case(row for row in rows if row.get("exporter", "engine") != "peer")
 
 

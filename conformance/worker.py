@@ -38,6 +38,7 @@ from conformance.pool import WorkerCase, serve_jobs
 from conformance.prepared import Prepared, WorkerState, clone_inputs, flat_outputs, prepared_capture
 from conformance.schema import EXPORT, SCRIPT, TRACE, empty_row, truncated
 from conformance.session import cuda_environment, gpu_name
+from conformance.transformers_route import TRANSFORMERS, export_through_transformers
 from exporter.numerics import Verdict, compare_arrays
 
 
@@ -194,13 +195,15 @@ def _run(case: dict, state: WorkerState, row: dict, artifacts: dict, workdir: st
     if session is None:
         return
 
-    # exporter.verify re-judges and localizes a disagreement node by node on either capture; the peer's export has no
-    # such judgment, so its verdict rests on the outputs alone.
-    judged = case.get("exporter") != "peer"
+    # exporter.verify re-judges and localizes a disagreement node by node on either capture; the peer's and
+    # transformers' exports have no such judgment, so their verdicts rest on the outputs alone.
+    judged = case.get("exporter", "engine") == "engine"
+    # transformers' exporter writes every field of the model's output; the zoo compares the one it names
+    outputs = entry.output_names if case.get("exporter") == TRANSFORMERS else None
     verdicts: list[tuple[str, Verdict]] = []
     for label in labels:
         values, expected = artifacts["checks"][label]
-        actual = run_stage(row, session, values, label)
+        actual = run_stage(row, session, values, label, outputs)
         if actual is None:
             return
         current = _compare(entry, expected, actual, state.reference(prepared, device, label))
@@ -275,6 +278,8 @@ def _export(case: dict, prepared: Prepared, row: dict, path: str, dynamic_axes):
     explain = functools.partial(_explain_export_failure, entry, opset, dynamo)
     if case.get("exporter") == "peer":
         return export_stage(row, lambda _: _peer_export(prepared, path, opset, dynamic_axes), explain=explain)
+    if case.get("exporter") == TRANSFORMERS:
+        return export_stage(row, lambda _: export_through_transformers(prepared, path, opset), explain=explain)
     return export_stage(
         row,
         lambda captured: exporter.export(prepared.model, prepared.export_args, path, opset_version=opset,
