@@ -516,9 +516,9 @@ def test_reusing_the_capture_across_opsets_changes_nothing(tmp_path):
     cache: dict = {}
     for opset, axes in ((9, None), (13, {"x": {0: "n"}}), (16, None)):
         fresh, reused = io.BytesIO(), io.BytesIO()
-        exporter.export(model, args, fresh, opset_version=opset, input_names=["x"], dynamic_axes=axes)
+        exporter.export(model, args, fresh, opset_version=opset, input_names=["x"], dynamic_axes=axes, dynamo=False)
         exporter.export(model, args, reused, opset_version=opset, input_names=["x"], dynamic_axes=axes,
-                        captured=prepared_capture(cache, model, args))
+                        captured=prepared_capture(cache, model, args), dynamo=False)
         assert fresh.getvalue() == reused.getvalue(), f"opset {opset}"
     assert len(cache) == 1
 

@@ -300,6 +300,19 @@ def _kind_of(op) -> str:
     return op.name().partition(".")[0]
 
 
+def capture_given_program(program, args: Any) -> tuple[Capture, Any]:
+    """The capture of an ExportedProgram handed in as the model, converted as it was captured, and the example
+    arguments it is converted with: ``args`` (positional arguments and a trailing dict of keyword arguments) when
+    given, else the program's own example inputs."""
+    positional, kwargs = split_args(args)
+    if not positional and not kwargs:
+        if program.example_inputs is None:
+            raise ExportArgumentError("the ExportedProgram holds no example inputs: give its arguments as args/kwargs")
+        positional, kwargs = tuple(program.example_inputs[0]), dict(program.example_inputs[1] or {})
+        args = (*positional, kwargs) if kwargs or (positional and isinstance(positional[-1], dict)) else positional
+    return _capture_of(program, positional, kwargs), args
+
+
 def _capture_of(program, positional: tuple, kwargs: dict) -> Capture:
     signature = program.graph_signature
     placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
