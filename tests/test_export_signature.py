@@ -157,3 +157,27 @@ def test_a_scripted_model_with_dynamo_true_is_refused_as_torch_onnx_refuses_it()
     with pytest.raises(exporter.errors.ExportArgumentError, match="dynamo=False"):
         exporter.export(scripted, (torch.randn(2),))
     assert exporter.export_program(scripted, (torch.randn(2),), dynamo=False).capture.front_end == "script"
+
+
+def test_dynamo_exports_in_eval_mode_by_default_unlike_torch_onnx():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).train()
+    program = exporter.export(model, (torch.randn(3, 4),))
+    assert "Dropout" not in {node.op_type for node in program.model_proto.graph.node}
+    assert model.training  # the model is left in its mode
+    kept = exporter.export(model, (torch.randn(3, 4),), training=exporter.TrainingMode.PRESERVE)
+    assert "Dropout" in {node.op_type for node in kept.model_proto.graph.node}
+
+
+def test_dynamo_writes_a_file_object_without_a_warning():
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        program = exporter.export(_Double(), (torch.randn(2),), buffer)
+    assert buffer.getvalue() == program.model_proto.SerializeToString()
+
+
+def test_dynamic_shapes_given_with_an_exported_program_are_ignored_with_a_warning():
+    given = torch.export.export(_Double(), (torch.randn(2, 3),))
+    with pytest.warns(UserWarning, match="dynamic_shapes is ignored for an ExportedProgram"):
+        program = exporter.export(given, dynamic_shapes={"x": {0: torch.export.Dim("n")}})
+    assert [d.dim_value for d in program.model_proto.graph.input[0].type.tensor_type.shape.dim] == [2, 3]

@@ -50,6 +50,7 @@ SYMBOLIC_OF = {
     operator.le: "aten::le", operator.gt: "aten::gt", operator.ge: "aten::ge", torch.sym_max: "aten::maximum",
     torch.sym_min: "aten::minimum", torch.sym_float: "aten::Float", torch.sym_int: "aten::Int",
     math.floor: "aten::floor", math.ceil: "aten::ceil", math.trunc: "aten::trunc", operator.pow: "aten::pow",
+    torch.sym_not: "aten::__not__", torch.sym_ite: "aten::where",
 }
 
 
@@ -313,6 +314,11 @@ def capture_given_program(program, args: Any) -> tuple[Capture, Any]:
     return _capture_of(program, positional, kwargs), args
 
 
+# The Python numbers a program computes from sizes (``x.shape[0] * 2``, ``torch.sym_float``), by the dtype of the 0-d
+# tensor each is as an ONNX output (torch.onnx's: what ``torch.tensor`` makes of the number).
+SYMBOLIC_NUMBERS = {torch.SymInt: torch.int64, torch.SymFloat: torch.float32, torch.SymBool: torch.bool}
+
+
 def _capture_of(program, positional: tuple, kwargs: dict) -> Capture:
     signature = program.graph_signature
     placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
@@ -321,6 +327,12 @@ def _capture_of(program, positional: tuple, kwargs: dict) -> Capture:
     for spec, node in zip(signature.input_specs, placeholders, strict=True):
         if spec.kind == InputKind.USER_INPUT:
             user_examples += isinstance(node.meta.get("val"), torch.Tensor)
+            if isinstance(node.meta.get("val"), tuple(SYMBOLIC_NUMBERS)):
+                # torch.export made a Python number argument an input (dynamic_shapes gave it a Dim): the converter
+                # would bake some value of it into the graph, so it is refused until it becomes an ONNX input
+                raise ExportArgumentError(
+                    f"argument {node.name!r} is a Python number that dynamic_shapes makes dynamic; numbers are "
+                    "constants of the ONNX model here: pass it as a tensor, or leave it out of dynamic_shapes (None)")
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             params.append((spec.target, state_tensor(program, spec.target)))
         elif spec.kind not in (InputKind.CONSTANT_TENSOR, InputKind.TOKEN):  # constants stay constants; effect
@@ -352,6 +364,9 @@ def _example_outputs(program) -> list[torch.Tensor]:
         if spec.kind != OutputKind.USER_OUTPUT:
             continue
         value = node.meta.get("val") if isinstance(node, torch.fx.Node) else node
+        if isinstance(value, tuple(SYMBOLIC_NUMBERS)):  # a size (or a number computed from sizes): a 0-d tensor output
+            examples.append(torch.empty([], dtype=SYMBOLIC_NUMBERS[type(value)]))
+            continue
         if not isinstance(value, torch.Tensor):
             raise ExportArgumentError(
                 f"the model returned a non-tensor output ({value!r}); ONNX outputs must be tensors (or tuples, lists "
