@@ -89,6 +89,7 @@ class ONNXProgram:
         # What ``verify=True`` found: an ``exporter.artifacts.OutputCheck`` per output (None when not asked).
         self.verification: list[Any] | None = None
         self._session: Any = None
+        self._float8_outputs: dict[int, torch.dtype] = {}
         self._session_dir: tempfile.TemporaryDirectory | None = None
 
     # The model ---------------------------------------------------------------------------------------------------
@@ -188,8 +189,10 @@ class ONNXProgram:
         run_options = ort.RunOptions()
         run_options.log_severity_level = 3
         values = {name: _ort_value(tensor) for name, tensor in feeds.items()}
-        outputs = self._session.run_with_ort_values(None, values, run_options=run_options)
-        return [_torch_value(output) for output in outputs]
+        outputs = [_torch_value(output) for output in
+                   self._session.run_with_ort_values(None, values, run_options=run_options)]
+        return [output.to(self._float8_outputs[k]) if k in self._float8_outputs else output
+                for k, output in enumerate(outputs)]
 
     def call_reference(self, *args: Any, **kwargs: Any) -> list[torch.Tensor]:
         """Run the model with ONNX's reference evaluator (``onnx.reference``), the arbiter where ONNX Runtime and
@@ -220,8 +223,25 @@ class ONNXProgram:
             model = os.path.join(self._session_dir.name, "model.onnx")
             self.save(model, external_data=True)
         else:
-            model = self.model_proto.SerializeToString()
+            model = self._widened_float8_outputs(self.model_proto).SerializeToString()
         return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+    def _widened_float8_outputs(self, proto: onnx.ModelProto) -> onnx.ModelProto:
+        """``proto`` with each 8-bit float output cast to float32 (exactly: every such value is a float32), which
+        ONNX Runtime's Python API can hand over (it has no numpy type for them, nor a DLPack one); ``__call__`` casts
+        the float32 tensors back (``_float8_outputs``: output index -> torch dtype)."""
+        self._float8_outputs = {k: _FLOAT8[o.type.tensor_type.elem_type] for k, o in enumerate(proto.graph.output)
+                                if o.type.tensor_type.elem_type in _FLOAT8}
+        if not self._float8_outputs:
+            return proto
+        widened = onnx.ModelProto()
+        widened.CopyFrom(proto)
+        for k in self._float8_outputs:
+            output = widened.graph.output[k]
+            name = f"{output.name}__float32"
+            widened.graph.node.append(onnx.helper.make_node("Cast", [output.name], [name], to=onnx.TensorProto.FLOAT))
+            output.name, output.type.tensor_type.elem_type = name, onnx.TensorProto.FLOAT
+        return widened
 
     def _feeds(self, args: tuple, kwargs: dict) -> dict[str, torch.Tensor]:
         """The graph's inputs by name for a call: the arguments bound as the export bound them (by ``forward``'s
@@ -359,6 +379,8 @@ def _torch_value(value: Any) -> Any:
     return torch.from_numpy(value.numpy())
 
 
+_FLOAT8 = {onnx.TensorProto.FLOAT8E4M3FN: torch.float8_e4m3fn, onnx.TensorProto.FLOAT8E4M3FNUZ: torch.float8_e4m3fnuz,
+           onnx.TensorProto.FLOAT8E5M2: torch.float8_e5m2, onnx.TensorProto.FLOAT8E5M2FNUZ: torch.float8_e5m2fnuz}
 _RAW_ONNX_TYPES = frozenset({onnx.TensorProto.BFLOAT16, onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.FLOAT8E4M3FNUZ,
                              onnx.TensorProto.FLOAT8E5M2, onnx.TensorProto.FLOAT8E5M2FNUZ})
 

@@ -180,3 +180,17 @@ def test_optimize_removes_what_an_edit_left_redundant():
 def test_repr_is_a_summary():
     text = repr(_program())
     assert text.startswith("ONNXProgram(opset=20, capture=export, inputs=['x']") and "nodes=" in text
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_8_bit_floats_are_exported_and_handed_back(dtype):
+    class ToFloat8(torch.nn.Module):
+        def forward(self, x):
+            return x.to(dtype)
+
+    x = torch.randn(2, 3)
+    program = exporter.export_program(ToFloat8(), (x,), dynamo=True)
+    assert program.model.graph.outputs[0].dtype == getattr(ir.DataType, str(dtype).removeprefix("torch.").upper()
+                                                           .replace("FLOAT8_", "FLOAT8"))
+    for got in (program(x)[0], program.call_reference(x)[0]):
+        assert got.dtype == dtype and torch.equal(got.float(), x.to(dtype).float())
