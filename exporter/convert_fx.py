@@ -14,11 +14,11 @@ import operator
 from typing import Any
 
 import torch
-from torch.export.graph_signature import InputKind, OutputKind
+from torch.export.graph_signature import InputKind
 
 from exporter import dtypes, ir, provenance
 from exporter.capture.common import Capture
-from exporter.capture.export import ASSERTION_OPS, SYMBOLIC_NUMBERS, SYMBOLIC_OF, state_tensor
+from exporter.capture.export import ASSERTION_OPS, SYMBOLIC_NUMBERS, SYMBOLIC_OF, state_tensor, user_outputs
 from exporter.capture.fx_facts import FX_FACTS, op_kind, returns_several, schema_arguments, value_type
 from exporter.convert import any_empty, call_symbolic, copy_type, foldable_kind
 from exporter.errors import UnsupportedOperatorError
@@ -94,9 +94,7 @@ class FxConverter:
 
     def _outputs(self, g: GraphContext, program, output_node, env: dict) -> list[ir.Value]:
         outputs = []
-        for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0], strict=True):
-            if spec.kind != OutputKind.USER_OUTPUT:
-                continue  # a buffer or input the program mutates: the ONNX model has no state to write back
+        for arg in user_outputs(program):  # not a buffer or input the program mutates (ONNX holds no state), no None
             value = env[arg] if isinstance(arg, torch.fx.Node) else arg
             if value is None and isinstance(arg, torch.fx.Node):
                 computed_by = arg.args[0] if arg.target is operator.getitem else arg  # getitem: one of its results

@@ -43,3 +43,15 @@ def test_a_python_number_made_dynamic_is_refused_not_baked():
         exporter.export(Offset(), (1, torch.ones(2)), dynamic_shapes=(DYNAMIC, {0: DYNAMIC}))
     program = exporter.export(Offset(), (1, torch.ones(2)), dynamic_shapes=(None, {0: DYNAMIC}))  # a constant
     torch.testing.assert_close(program(1, torch.ones(3))[0], torch.full((3,), 2.0))
+
+
+def test_a_none_output_is_left_out_as_torch_onnx_leaves_it_out():
+    class WithNone(torch.nn.Module):
+        def forward(self, x):
+            return x + 1, None, x * 2
+
+    x = torch.randn(3)
+    program = exporter.export(WithNone(), (x,))
+    assert [o.name for o in program.model_proto.graph.output] == ["output_0", "output_1"]
+    torch.onnx.testing.assert_onnx_program(program)
+    torch.testing.assert_close(program(x), [x + 1, x * 2])

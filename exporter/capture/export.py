@@ -358,11 +358,8 @@ def state_tensor(program, target: str) -> torch.Tensor:
 
 def _example_outputs(program) -> list[torch.Tensor]:
     """Tensors shaped and typed as the program's user outputs (at the example's sizes), without running the model."""
-    output_node = next(node for node in program.graph.nodes if node.op == "output")
     examples = []
-    for spec, node in zip(program.graph_signature.output_specs, output_node.args[0], strict=True):
-        if spec.kind != OutputKind.USER_OUTPUT:
-            continue
+    for node in user_outputs(program):
         value = node.meta.get("val") if isinstance(node, torch.fx.Node) else node
         if isinstance(value, tuple(SYMBOLIC_NUMBERS)):  # a size (or a number computed from sizes): a 0-d tensor output
             examples.append(torch.empty([], dtype=SYMBOLIC_NUMBERS[type(value)]))
@@ -431,10 +428,7 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
                 _warn_if_bounded(program, dim, f"axis {axis} of input {name!r} ({asked or dim})")
             dim_name = symbol_names.setdefault(str(dim), asked or str(dim))
             result.setdefault(name, {})[axis] = dim_name
-    output_node = next(node for node in program.graph.nodes if node.op == "output")
-    user_outputs = [arg for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0], strict=True)
-                    if spec.kind == OutputKind.USER_OUTPUT]
-    for name, arg in zip(names_out, user_outputs, strict=True):
+    for name, arg in zip(names_out, user_outputs(program), strict=True):
         value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
         if not isinstance(value, torch.Tensor):
             continue
@@ -442,6 +436,14 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
             if not isinstance(dim, int):
                 result.setdefault(name, {}).setdefault(axis, symbol_names.get(str(dim), str(dim)))
     return result
+
+
+def user_outputs(program) -> list[Any]:
+    """What the program returns to its caller (not the buffers it mutates), in order, but for the Nones it returns:
+    ONNX has no None output, and torch.onnx leaves them out too."""
+    output_node = next(node for node in program.graph.nodes if node.op == "output")
+    return [arg for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0], strict=True)
+            if spec.kind == OutputKind.USER_OUTPUT and arg is not None]
 
 
 def user_input_placeholders(program) -> list[torch.fx.Node]:
