@@ -100,7 +100,7 @@ def test_an_export_with_its_input_names_swapped_is_a_mismatch(tmp_path, monkeypa
     names it computes y - 2 x."""
     from tests.test_feeds import swapping_inputs
 
-    monkeypatch.setattr(exporter, "export", swapping_inputs(exporter.export, "x", "y"))
+    monkeypatch.setattr(exporter, "export_program", swapping_inputs(exporter.export_program, "x", "y"))
     (case,) = _cases(["test_subtracts_twice"])
     row = _run_in_process(case, tmp_path)
     assert (row["status"], row["stage"]) == ("mismatch", "accuracy"), row["error"]

@@ -24,7 +24,7 @@ from exporter.errors import DynamicAxesError, UnsupportedOperatorError
 
 def _export(model, args, **options) -> bytes:
     buffer = io.BytesIO()
-    exporter.export(model, args, buffer, **{"dynamo": False, **options})
+    exporter.export_program(model, args, buffer, **{"dynamo": False, **options})  # ours: no torch.onnx deprecation
     return buffer.getvalue()
 
 

@@ -181,3 +181,29 @@ def test_dynamic_shapes_given_with_an_exported_program_are_ignored_with_a_warnin
     with pytest.warns(UserWarning, match="dynamic_shapes is ignored for an ExportedProgram"):
         program = exporter.export(given, dynamic_shapes={"x": {0: torch.export.Dim("n")}})
     assert [d.dim_value for d in program.model_proto.graph.input[0].type.tensor_type.shape.dim] == [2, 3]
+
+
+def test_an_exportable_module_fills_in_what_the_call_leaves_out():
+    class Doubler(torch.onnx.ExportableModule):
+        def forward(self, x):
+            return x * 2
+
+        def example_arguments(self):
+            return (torch.randn(2, 3),), None
+
+        def input_names(self):
+            return ["features"]
+
+        def output_names(self):
+            return ["doubled"]
+
+        def dynamic_shapes(self):
+            return ({0: torch.export.Dim.DYNAMIC},)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        program = exporter.export(Doubler(), dynamo=False)  # the torch.export path whatever dynamo says, as torch.onnx
+    proto = program.model_proto
+    assert [i.name for i in proto.graph.input] == ["features"] and [o.name for o in proto.graph.output] == ["doubled"]
+    assert proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param
+    torch.testing.assert_close(program(torch.ones(5, 3))[0], torch.full((5, 3), 2.0))

@@ -185,9 +185,9 @@ def test_exports_load_nothing_of_torch_onnx_but_what_importing_its_error_class_l
         "import io, sys, torch, exporter\n"
         "model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()).eval()\n"
         "exporter.export(model, (torch.randn(1, 3, 8, 8),), io.BytesIO(), opset_version=11, input_names=['x'],\n"
-        "                dynamic_axes={'x': [0]})\n"
+        "                dynamic_axes={'x': [0]}, dynamo=False)\n"
         "try:\n"
-        "    exporter.export(torch.nn.ReLU(), (torch.randn(2),), io.BytesIO(), opset_version=99)\n"
+        "    exporter.export(torch.nn.ReLU(), (torch.randn(2),), io.BytesIO(), opset_version=99, dynamo=False)\n"
         "except exporter.errors.OnnxExporterError as error:\n"
         "    assert type(error) is exporter.errors.ExportArgumentError, type(error).__mro__\n"
     )

@@ -25,7 +25,7 @@ def test_the_two_contracts_examples_run_as_written(tmp_path, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)  # today's contract warns of nothing
         exec(compile(today, "README: today's contract", "exec"), {})
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp.onnx", "mlp.onnx.data"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp.onnx", "mlp.onnx.data", "mlp_inline.onnx"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         exec(compile(legacy, "README: the TorchScript-era contract", "exec"), {})
