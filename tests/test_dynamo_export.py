@@ -23,7 +23,7 @@ def _run(model_bytes: bytes, feeds: dict) -> list[np.ndarray]:
     return session.run(None, {name: value.numpy() for name, value in feeds.items()})
 
 
-def _export(model, args, opset, **options) -> tuple[exporter.ExportResult, bytes]:
+def _export(model, args, opset, **options) -> tuple[exporter.ONNXProgram, bytes]:
     buffer = io.BytesIO()
     result = exporter.export_program(model, args, buffer, opset_version=opset, dynamo=True, **options)
     return result, buffer.getvalue()

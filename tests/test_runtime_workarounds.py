@@ -23,7 +23,7 @@ from tests.workaround_probes import Probe, all_probes
 PROBES = all_probes()
 
 
-def _export(probe: Probe, workarounds) -> tuple[exporter.ExportResult, bytes]:
+def _export(probe: Probe, workarounds) -> tuple[exporter.ONNXProgram, bytes]:
     buffer = io.BytesIO()
     training = exporter.TrainingMode.TRAINING if probe.training else exporter.TrainingMode.EVAL
     result = exporter.export_program(FunctionModule(probe.fn).eval(), probe.inputs(), buffer, opset_version=probe.opset,
