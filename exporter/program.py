@@ -253,8 +253,12 @@ class ONNXProgram:
             raise ExportArgumentError(
                 f"the program takes {len(self._feed_names)} tensor inputs ({shortened(self._feed_names)}), "
                 f"the call gives {len(flat)}")
-        graph_inputs = set(self._graph_input_names())
-        feeds = {name: value for name, value in zip(self._feed_names, flat, strict=True) if name in graph_inputs}
+        graph_inputs = self._graph_input_names()
+        names = self._feed_names
+        renamed = [name for name in graph_inputs if name not in self.input_names]
+        if renamed and len(renamed) == len(flat):  # a caller renamed the inputs through .model: fed by position
+            names = renamed
+        feeds = {name: value for name, value in zip(names, flat, strict=True) if name in graph_inputs}
         if self.capture is not None:
             params = dict(zip(self.input_names[len(self._feed_names):], (t for _, t in self.capture.params),
                               strict=False))
@@ -323,13 +327,16 @@ class ONNXProgram:
             nodes = len(skeleton.graph.node)
             apart = self._source.apart.names() if isinstance(self._source, tensor_bytes.StreamedModel) else []
             initializers = len(skeleton.graph.initializer) + len(apart)
+            inputs, outputs = self._feed_names, self.output_names
         else:
             opset = self._ir_model.opset_imports.get("")
             nodes = len(self._ir_model.graph)
             initializers = len(self._ir_model.graph.initializers)
+            inputs = [str(v.name) for v in self._ir_model.graph.inputs if v.name not in self._ir_model.graph.initializers]
+            outputs = [str(v.name) for v in self._ir_model.graph.outputs]
         front_end = None if self.capture is None else self.capture.front_end
-        return (f"ONNXProgram(opset={opset}, capture={front_end}, inputs={shortened(self._feed_names)}, "
-                f"outputs={shortened(self.output_names)}, nodes={nodes}, initializers={initializers}, "
+        return (f"ONNXProgram(opset={opset}, capture={front_end}, inputs={shortened(inputs)}, "
+                f"outputs={shortened(outputs)}, nodes={nodes}, initializers={initializers}, "
                 f"exported_program={'yes' if self.exported_program is not None else 'None'})")
 
 

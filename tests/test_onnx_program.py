@@ -194,3 +194,13 @@ def test_8_bit_floats_are_exported_and_handed_back(dtype):
                                                            .replace("FLOAT8_", "FLOAT8"))
     for got in (program(x)[0], program.call_reference(x)[0]):
         assert got.dtype == dtype and torch.equal(got.float(), x.to(dtype).float())
+
+
+def test_inputs_renamed_through_model_are_fed_by_position():
+    program = _program()
+    x = torch.randn(3, 32)
+    expected = program(x)
+    program.model.graph.inputs[0].name = "features"
+    assert "inputs=['features']" in repr(program)
+    program.release()  # the session was made from the model before the edit (as in torch.onnx)
+    torch.testing.assert_close(program(x), expected)
