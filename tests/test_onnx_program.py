@@ -3,6 +3,8 @@ torch.onnx's own checkers (``torch.onnx.testing.assert_onnx_program``, ``torch.o
 
 from __future__ import annotations
 
+import os
+
 import onnx
 import onnx_ir as ir
 import onnxruntime as ort
@@ -204,3 +206,28 @@ def test_inputs_renamed_through_model_are_fed_by_position():
     assert "inputs=['features']" in repr(program)
     program.release()  # the session was made from the model before the edit (as in torch.onnx)
     torch.testing.assert_close(program(x), expected)
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+def test_a_model_past_2_gib_without_f_is_staged_with_external_data(tmp_path, monkeypatch, dynamo):
+    import exporter.destination as destination
+
+    monkeypatch.setattr(destination, "EXTERNAL_DATA_THRESHOLD", 1024)  # the 2 GiB rule, scaled down
+    monkeypatch.setattr(program_module, "LARGE_MODEL_BYTES", 1024)
+    program = _program(dynamo)
+    staged = program._source
+    assert isinstance(staged, str) and os.path.exists(staged + ".data")
+    x = torch.randn(3, 32)
+    torch.manual_seed(0)
+    expected = list(_Block().eval()(x))
+    torch.testing.assert_close(program(x), expected)
+    assert len(program.model_proto.graph.initializer) == 2
+    program.save(tmp_path / "m.onnx")
+    assert (tmp_path / "m.onnx.data").exists()
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    torch.testing.assert_close(torch.from_numpy(session.run(None, {"x": x.numpy()})[0]), expected[0])
+    del program
+    import gc
+
+    gc.collect()
+    assert not os.path.exists(staged)  # the program's staging folder goes with it
