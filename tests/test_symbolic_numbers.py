@@ -20,6 +20,7 @@ DYNAMIC = torch.export.Dim.DYNAMIC
     ("not", lambda x: torch.sym_not(x.shape[0] == x.shape[1]), "Not"),
     ("ite", lambda x: torch.sym_ite(x.shape[0] > x.shape[1], x.shape[0], x.shape[1]), "Where"),
     ("product", lambda x: x.shape[0] * x.shape[1], "Mul"),
+    ("sum", lambda x: torch.sym_sum(x.shape), "Add"),
 ])
 def test_a_number_computed_from_sizes_is_a_0d_output_computed_at_run_time(name, compute, op):
     class Sizes(torch.nn.Module):

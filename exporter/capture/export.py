@@ -204,11 +204,33 @@ def at_opset(captured: Capture, opset: int) -> Capture:
                     break
                 program = program.run_decompositions(table)
             program = _with_further_decompositions(program, opset)
+        _sym_sums_as_additions(program.graph)
     except Exception as error:
         raise CaptureError(f"decomposing the exported program failed: {type(error).__name__}: "
                            f"{_first_lines(str(error))}") from error
     return dataclasses.replace(captured, graph=program.graph, program=program,
                                example_outputs=_example_outputs(program))
+
+
+def _sym_sums_as_additions(graph: torch.fx.Graph) -> None:
+    """Each ``torch.sym_sum([a, b, ...])`` (a sum of sizes, one node over a list) as the additions it stands for, which
+    the op library converts (``operator.add``: ``aten::add``). The decomposed program is this export's own copy."""
+    for node in [n for n in graph.nodes if n.op == "call_function" and n.target is torch.sym_sum]:
+        items = list(node.args[0])
+        if not items:
+            continue
+        total = items[0]
+        with graph.inserting_before(node):
+            for item in items[1:]:
+                added = graph.call_function(operator.add, (total, item))
+                added.meta["val"] = _value_of(total) + _value_of(item)
+                total = added
+        node.replace_all_uses_with(total)
+        graph.erase_node(node)
+
+
+def _value_of(item: Any) -> Any:
+    return item.meta["val"] if isinstance(item, torch.fx.Node) else item
 
 
 def _first_lines(text: str, count: int = 6) -> str:
