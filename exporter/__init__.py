@@ -14,7 +14,6 @@ from exporter.api import (
     TrainingMode,
     disable_log,
     enable_log,
-    export_to_pretty_string,
     is_in_onnx_export,
     prepare_capture,
     register_custom_op_symbolic,
@@ -23,7 +22,7 @@ from exporter.api import (
     unregister_custom_op_symbolic,
 )
 from exporter.arguments import DEFAULT_OPSET
-from exporter.contract import export, export_program
+from exporter.contract import export, export_program, export_to_pretty_string
 from exporter.errors import (
     CheckerError,
     OnnxExporterError,

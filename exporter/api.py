@@ -417,32 +417,6 @@ def _unshared(captured: Capture, dynamic_shapes: Any) -> Capture:
     return dataclasses.replace(captured, graph=captured.graph.copy())
 
 
-def export_to_pretty_string(
-    model: Any, args: Any, *, google_printer: bool = False, add_node_names: bool = True, export_type: Any = None,
-    **kwargs: Any,
-) -> str:
-    """Export like :func:`export` and return the ONNX model as readable text instead of writing a file.
-
-    ``google_printer=True`` gives the protobuf text format instead of ONNX's compact text syntax;
-    ``add_node_names=False`` leaves node names out. ``export_type`` is accepted for compatibility and ignored
-    (this exporter writes one format, a protobuf file).
-    """
-    from exporter.contract import export_program
-
-    kwargs.setdefault("dynamo", False)  # the TorchScript-era function: its capture unless asked
-    program = export_program(model, args, **kwargs)
-    printed = onnx.ModelProto()
-    printed.CopyFrom(program.model_proto)
-    if not add_node_names:
-        for node in printed.graph.node:
-            node.ClearField("name")
-    if google_printer:
-        for tensor in printed.graph.initializer:
-            tensor.ClearField("raw_data")
-        return str(printed)
-    return pretty_text(printed)
-
-
 def pretty_text(model: onnx.ModelProto) -> str:
     import onnx.printer
 

@@ -11,10 +11,11 @@ import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+import onnx
 import torch
 
 from exporter import destination
-from exporter.api import prepare_capture, run_export
+from exporter.api import prepare_capture, pretty_text, run_export
 from exporter.arguments import with_keyword_arguments
 from exporter.artifacts import Artifacts, check_outputs
 from exporter.capture.export import capture_given_program
@@ -238,3 +239,26 @@ def is_exportable_module(model: Any) -> bool:
     return any(cls.__name__ == "ExportableModule" and cls.__module__.split(".")[:2] == ["torch", "onnx"]
                for cls in type(model).__mro__)
 
+
+def export_to_pretty_string(
+    model: Any, args: Any, *, google_printer: bool = False, add_node_names: bool = True, export_type: Any = None,
+    **kwargs: Any,
+) -> str:
+    """Export like :func:`export` and return the ONNX model as readable text instead of writing a file.
+
+    ``google_printer=True`` gives the protobuf text format instead of ONNX's compact text syntax;
+    ``add_node_names=False`` leaves node names out. ``export_type`` is accepted for compatibility and ignored
+    (this exporter writes one format, a protobuf file).
+    """
+    kwargs.setdefault("dynamo", False)  # the TorchScript-era function: its capture unless asked
+    program = export_program(model, args, **kwargs)
+    printed = onnx.ModelProto()
+    printed.CopyFrom(program.model_proto)
+    if not add_node_names:
+        for node in printed.graph.node:
+            node.ClearField("name")
+    if google_printer:
+        for tensor in printed.graph.initializer:
+            tensor.ClearField("raw_data")
+        return str(printed)
+    return pretty_text(printed)
