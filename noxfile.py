@@ -168,7 +168,7 @@ def bench(session: nox.Session) -> None:
 
 
 # What mypy resolves the engine's imports against (each ships its own types); the lock pins their versions.
-_TYPED_IMPORTS = ("torch", "onnx", "numpy", "ml-dtypes")
+_TYPED_IMPORTS = ("torch", "onnx", "numpy", "ml-dtypes", "onnx-ir")
 
 
 @nox.session

@@ -69,7 +69,7 @@ class PeakRss:
 # Each exporter writes into the file object ``f`` and returns its wall time per stage (none for the peer). The
 # caller times the call alone: making the file object, reading its bytes and freeing them are not the export.
 def export_ours(model, args, opset, kwargs, f) -> dict[str, float]:
-    return exporter.export(model, args, f, opset_version=opset, **kwargs).stage_seconds
+    return exporter.export_program(model, args, f, opset_version=opset, dynamo=False, **kwargs).stage_seconds
 
 
 def export_peer(model, args, opset, kwargs, f) -> dict[str, float]:

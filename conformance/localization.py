@@ -145,7 +145,7 @@ def judge_before_selection(prepared: Prepared, row: dict, artifacts: dict, opset
             row.update(status="mismatch", error=f"{row['error'] + '; ' if mismatch else ''}{label}: {check.summary()}")
             facts = localization_facts(result, label)
             facts.update(finding=f"fails before/in the selection ({check.stage})", value=failure.value,
-                         node=_producer_name(result.export.model, failure.value),
+                         node=_producer_name(result.export.model_proto, failure.value),
                          kind=failure.origin.kind if failure.origin else "",
                          scope=failure.origin.scope if failure.origin else "",
                          source=failure.origin.source if failure.origin else "", local_max_abs=failure.max_abs)

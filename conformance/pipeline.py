@@ -63,7 +63,7 @@ def export_stage(row: dict, export: Callable[[Any], Any], capture: Callable[[], 
         return None
     finally:
         row["export_seconds"] = round(time.perf_counter() - started, 4)
-    row.update(node_count=len(exported.model.graph.node), op_types=onnx_op_types(exported.model),
+    row.update(node_count=len(exported.model_proto.graph.node), op_types=onnx_op_types(exported.model_proto),
                workarounds=list(getattr(exported, "workarounds", [])))
     return exported
 

@@ -282,7 +282,7 @@ def _export(case: dict, prepared: Prepared, row: dict, path: str, dynamic_axes):
         return export_stage(row, lambda _: export_through_transformers(prepared, path, opset), explain=explain)
     return export_stage(
         row,
-        lambda captured: exporter.export(prepared.model, prepared.export_args, path, opset_version=opset,
+        lambda captured: exporter.export_program(prepared.model, prepared.export_args, path, opset_version=opset,
                                          input_names=entry.input_names, output_names=entry.output_names,
                                          dynamic_axes=dynamic_axes, dynamo=dynamo, captured=captured),
         capture=lambda: prepared_capture(prepared.captures, prepared.model, prepared.export_args, dynamo=dynamo,

@@ -1,19 +1,19 @@
-"""exporter: an ONNX export engine for PyTorch with the API of the TorchScript-era PyTorch ONNX exporter (``export`` of torch 1.x).
+"""exporter: an ONNX export engine for PyTorch with the API of ``torch.onnx.export`` in both of its contracts: today's
+(``dynamo=True``, the default: torch.export capture, an :class:`ONNXProgram` returned) and the TorchScript-era one
+(``dynamo=False``: a traced or scripted model written to ``f``). :func:`export_program` is the same call returning
+the program for both.
 
-Opsets 7 to 20 (default 20). Our own engine: it captures with TorchScript and converts with its own symbolic functions;
-it never calls PyTorch's own ONNX exporter.
+Opsets 7 to 20 (default 20). Our own engine: it captures with torch.export or TorchScript and converts with its own
+symbolic functions; it never calls PyTorch's own ONNX exporter.
 """
 
 from exporter import errors
 from exporter import symbolics as _symbolics  # noqa: F401  (registers the built-in symbolics)
 from exporter.api import (
-    ExportResult,
     OperatorExportTypes,
     TrainingMode,
     disable_log,
     enable_log,
-    export,
-    export_to_pretty_string,
     is_in_onnx_export,
     prepare_capture,
     register_custom_op_symbolic,
@@ -22,12 +22,14 @@ from exporter.api import (
     unregister_custom_op_symbolic,
 )
 from exporter.arguments import DEFAULT_OPSET
+from exporter.contract import export, export_program, export_to_pretty_string
 from exporter.errors import (
     CheckerError,
     OnnxExporterError,
     SymbolicValueError,
     UnsupportedOperatorError,
 )
+from exporter.program import ONNXProgram
 from exporter.registry import MAX_OPSET, MIN_OPSET, parse_args
 from exporter.stand_in import in_place_of_torch_onnx
 from exporter.verify import VerifyResult, verify
@@ -39,7 +41,7 @@ __all__ = [
     "MAX_OPSET",
     "MIN_OPSET",
     "CheckerError",
-    "ExportResult",
+    "ONNXProgram",
     "OnnxExporterError",
     "OperatorExportTypes",
     "SymbolicValueError",
@@ -49,6 +51,7 @@ __all__ = [
     "enable_log",
     "errors",
     "export",
+    "export_program",
     "export_to_pretty_string",
     "in_place_of_torch_onnx",
     "is_in_onnx_export",

@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():
             # export ignores a dynamic_axes key naming nothing, as torch.onnx does; on a command line it is a typo
             warnings.filterwarnings("error", message="Provided key .* for dynamic axes", category=UserWarning)
-            result = exporter.export(
+            result = exporter.export_program(
                 model, args, options.output, verbose=options.verbose, training=training,
                 input_names=options.input_names, output_names=options.output_names, opset_version=options.opset,
                 do_constant_folding=not options.no_constant_folding, dynamic_axes=dynamic_axes(options.dynamic_axis),

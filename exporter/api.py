@@ -6,18 +6,28 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import io
 import logging
+import os
 import re
 import sys
+import tempfile
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import onnx
 import torch
 
-from exporter import destination, local_functions, naming, passes, provenance, serialize, tensor_bytes, validate
+from exporter import (
+    binding,
+    destination,
+    local_functions,
+    naming,
+    passes,
+    provenance,
+    serialize,
+    tensor_bytes,
+    validate,
+)
 from exporter.arguments import (
     bound_arguments,
     check_argument_kinds,
@@ -32,7 +42,6 @@ from exporter.arguments import (
     known_dynamic_axes,
     normalize_dynamic_axes,
     requested_dynamic_shapes,
-    shortened,
     state_tensors,
     with_keyword_arguments,
 )
@@ -46,6 +55,7 @@ from exporter.errors import ExportArgumentError
 from exporter.graph_context import ExportSession
 from exporter.lowering.sequence import SEQUENCE_OPSET
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
+from exporter.program import NON_STRICT, ONNXProgram
 from exporter.provenance import Provenance, write_doc_strings
 from exporter.registry import REGISTRY
 from exporter.timing import StageTimes
@@ -221,49 +231,12 @@ def _already_in_mode(model: torch.nn.Module, training: bool) -> bool:
                for module in model.modules())
 
 
-@dataclass
-class ExportResult:
-    """What one export produced: the ModelProto and facts the harness records.
-
-    ``provenance`` says which TorchScript node and value each ONNX node and value came from (see
-    :class:`exporter.provenance.Provenance`); it is kept in memory, not written to the model.
-    Its repr is a one-line summary (opset, input and output names, node and initializer counts), not the model.
-    """
-
-    model_or_builder: onnx.ModelProto | Callable[[], onnx.ModelProto] = dataclasses.field(repr=False)
-    capture: Capture
-    input_names: list[str]
-    output_names: list[str]
-    provenance: Provenance | None = None
-    workarounds: list[str] = dataclasses.field(default_factory=list)
-    stage_seconds: dict[str, float] = dataclasses.field(default_factory=dict)  # wall time per stage, in order
-
-    @property
-    def model(self) -> onnx.ModelProto:
-        """The exported ModelProto, as written (built on first use when its weights were streamed to the file)."""
-        if callable(self.model_or_builder):
-            self.model_or_builder = self.model_or_builder()
-        return self.model_or_builder
-
-    def __repr__(self) -> str:
-        # From the skeleton when the weights were streamed: a summary never builds the full model.
-        streamed = self.model_or_builder if isinstance(self.model_or_builder, tensor_bytes.StreamedModel) else None
-        proto = streamed.skeleton if streamed else self.model
-        initializers = [t.name for t in proto.graph.initializer] + (streamed.apart.names() if streamed else [])
-        opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
-        inputs = [i.name for i in proto.graph.input if i.name not in set(initializers)]
-        return (
-            f"ExportResult(opset={opset}, inputs={shortened(inputs)}, outputs={shortened(self.output_names)}, "
-            f"nodes={len(proto.graph.node)}, initializers={len(initializers)})"
-        )
-
-
-def export(
+def run_export(
     model: torch.nn.Module | torch.jit.ScriptModule | torch.jit.ScriptFunction,
     args: tuple[Any, ...] | torch.Tensor,
     f: Any,
     export_params: bool = True,
-    verbose: bool = False,
+    verbose: bool | None = False,
     training: TrainingMode = TrainingMode.EVAL,
     input_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
@@ -282,67 +255,23 @@ def export(
     captured: Capture | None = None,
     runtime_workarounds: bool | Collection[str] = True,
     check_dynamic_axes: bool = True,
-) -> ExportResult:
-    """Export ``model`` to ONNX, with the semantics of the TorchScript-era PyTorch ONNX exporter.
-
-    ``model`` is traced (an ``nn.Module``) or used as scripted (``ScriptModule``/``ScriptFunction``) and
-    converted at ``opset_version`` (7 to 20, default 20 as in PyTorch's TorchScript exporter). ``args`` is a
-    tuple of positional arguments, a single tensor, or a tuple whose last element is a dict of keyword arguments;
-    as in PyTorch's exporter, Python numbers become 0-d graph inputs, strings and None are baked in, and arguments
-    the graph never reads are no inputs; a scripted model's list argument is one ONNX sequence input (from opset 11; below, one input per item).
-    ``f`` is a file path or a binary file object; nothing is written unless the whole export succeeds and the
-    model passes ``onnx.checker.check_model(full_check=True)``.
-
-    ``input_names``/``output_names`` name the graph inputs (the flat arguments, then every parameter and buffer
-    in state_dict order, as PyTorch's exporter counts them) and outputs in order; a shorter list names a prefix, a longer
-    one is an :class:`ExportArgumentError`. ``dynamic_axes`` maps an input or output name to ``{axis: name}`` or
-    to a list of axes (named ``<name>_dynamic_axes_<k>``); a key naming neither an input nor an output (a parameter,
-    say) is ignored with PyTorch's exporter's warning.
-    ``keep_initializers_as_inputs`` also lists parameters as graph inputs (always on below opset 9);
-    ``export_params=False`` leaves the parameters out, so they become plain inputs. ``training`` selects
-    eval, preserve or training mode; ``operator_export_type`` chooses how unconvertible ops are handled;
-    ``custom_opsets`` gives versions to custom domains (default 1). Returns an :class:`ExportResult`.
-
-    As in torch 2.x, ``kwargs`` are keyword arguments for the model (the same as a trailing dict in ``args``).
-    ``dynamo=False`` (the default) captures with TorchScript (tracing an ``nn.Module``, or a scripted model's own
-    graph); ``dynamo=True`` captures with ``torch.export.export`` (non-strict) and converts its ATen program with the
-    same op library, at any opset 7 to 20. With ``dynamo=True``, ``dynamic_shapes`` (torch.export's form: by
-    ``forward``'s parameter names, or a tuple in argument order) makes axes dynamic, and ``dynamic_axes`` is
-    translated to it (each named axis of a tensor argument as ``torch.export.Dim.DYNAMIC``); an axis the model's code
-    makes static is then an error, not a silently fixed size. Python numbers are constants of a torch.export
-    program, not inputs. ``training`` and ``operator_export_type`` also take PyTorch's own enums, matched by member
-    name.
-
-    The result's ``provenance`` maps every ONNX node and value to the TorchScript node and value it came from;
-    ``provenance_in_model=True`` also writes each node's origin (op kind, module path, source line) into its
-    ``doc_string`` (by default the written model carries none of it).
-
-    ``captured`` is a capture of this ``model`` and ``args`` made earlier with :func:`prepare_capture`, used instead
-    of capturing again; it is left unchanged, so one capture serves many exports (at several opsets, static and
-    dynamic), each equal to an export that captures for itself.
-
-    ``runtime_workarounds`` (beyond PyTorch's exporter): where ONNX Runtime lacks a kernel or rejects a valid form, the
-    export emits an equivalent form it runs (each named in ``exporter/lowering/runtime.py``); ``False`` emits the
-    plain ONNX form everywhere, a collection of names keeps just those. The result's ``workarounds`` lists the ones
-    the model depends on.
-
-    ``check_dynamic_axes`` (beyond PyTorch's exporter): a declared dynamic axis the capture cannot leave free is a
-    :class:`~exporter.errors.DynamicAxesError` naming the input, the axis and the op or guard that fixes it, rather
-    than a model that declares the axis free and computes the example's size: a trace is made again with the dynamic
-    input axes at twice their size and must record the same graph (``exporter/capture/traced_sizes.py``: one more
-    trace of the model); a torch.export program whose guards hold only for a bounded set of sizes the model itself
-    computes beyond is refused (``exporter/capture/export_guards.py``); either once the graph is converted, so that
-    an op the library cannot convert is reported first. ``False`` skips the second trace and makes that refusal a
-    warning: the model is written as captured, as PyTorch's exporter writes it.
-    """
+    exported_program_given: bool = False,
+) -> ONNXProgram:
+    """The export pipeline behind :func:`exporter.export` and :func:`exporter.export_program` (``exporter/contract.py``
+    holds the public signature and documents each parameter): capture, convert, optimize, assemble, check, and write to
+    ``f`` when it is not None. Returns the :class:`~exporter.program.ONNXProgram`. ``exported_program_given``: the
+    model was handed in as a ``torch.export.ExportedProgram`` (``captured`` is its capture): the program reports no
+    capture strategy, as torch.onnx's."""
     times = StageTimes()
+    verbose = verbose is True
     with times.stage("arguments"):
         check_capture_choice(dynamo, dynamic_shapes, model)
         check_argument_kinds(input_names, output_names, dynamic_axes, kwargs)
         workarounds = check_workarounds(runtime_workarounds)
         args = bound_arguments(model, with_keyword_arguments(args, kwargs), dynamo)
         opset = check_opset(opset_version)
-        destination.check_destination(f)
+        if f is not None:
+            destination.check_destination(f)
         state = state_tensors(model)
         check_tensors_hold_data(state, args)
         training = enum_member(TrainingMode, training, "training")
@@ -357,7 +286,7 @@ def export(
         if keep_initializers_as_inputs is None:
             keep_initializers_as_inputs = operator_export_type != OperatorExportTypes.ONNX
         keep_initializers_as_inputs = opset < 9 or bool(keep_initializers_as_inputs)
-        if export_params:
+        if export_params and f is not None:
             destination.check_room_for_parameters(state, f)
 
     with (_exporting(), _logging_if(verbose), select_model_mode_for_export(model, training), _collector_paused()):
@@ -412,6 +341,7 @@ def export(
                 converter = Converter(session, source_locations=verbose)
                 graph = converter.convert_graph(captured.graph, inputs + params)
             names_in = naming.lay_out_inputs(graph, inputs, params, names_in, export_params)
+            feed_names = names_in[:len(captured.user_inputs)]  # each flat argument's input, before unused ones go
             naming.name_outputs(graph, names_out, session)
         traced_check.refuse()  # once converted: an op the library cannot convert is the first error to fix
         if captured.front_end == EXPORT:
@@ -431,14 +361,18 @@ def export(
                 local_functions.export_modules_as_functions(
                     proto, model, converter.node_scopes, export_modules_as_functions
                 )
-        model_proto = _assemble_check_write(
+        model_proto, staging = _assemble_check_write(
             graph, session, naming.output_examples(captured), f, keep_initializers_as_inputs and export_params, axes,
             outline, verbose, times,
         )
     with times.stage("result"):
         recorded = Provenance.of(graph) if provenance.RECORD else None
-        result = ExportResult(model_proto, captured, names_in, names_out, recorded, sorted(session.used_workarounds),
-                              times.seconds)
+        program = None if captured.front_end != EXPORT else captured.program
+        result = ONNXProgram(
+            model_proto, capture=captured, input_names=names_in, output_names=names_out, feed_names=feed_names,
+            signature=binding.signature_of(model), provenance=recorded, workarounds=sorted(session.used_workarounds),
+            stage_seconds=times.seconds, exported_program=program, staging=staging,
+            capture_strategy=NON_STRICT if program is not None and not exported_program_given else None)
     logger.info("%s", times.summary())
     return result
 
@@ -483,29 +417,6 @@ def _unshared(captured: Capture, dynamic_shapes: Any) -> Capture:
     return dataclasses.replace(captured, graph=captured.graph.copy())
 
 
-def export_to_pretty_string(
-    model: Any, args: Any, *, google_printer: bool = False, add_node_names: bool = True, export_type: Any = None,
-    **kwargs: Any,
-) -> str:
-    """Export like :func:`export` and return the ONNX model as readable text instead of writing a file.
-
-    ``google_printer=True`` gives the protobuf text format instead of ONNX's compact text syntax;
-    ``add_node_names=False`` leaves node names out. ``export_type`` is accepted for compatibility and ignored
-    (this exporter writes one format, a protobuf file).
-    """
-    result = export(model, args, io.BytesIO(), **kwargs)
-    printed = onnx.ModelProto()
-    printed.CopyFrom(result.model)
-    if not add_node_names:
-        for node in printed.graph.node:
-            node.ClearField("name")
-    if google_printer:
-        for tensor in printed.graph.initializer:
-            tensor.ClearField("raw_data")
-        return str(printed)
-    return pretty_text(printed)
-
-
 def pretty_text(model: onnx.ModelProto) -> str:
     import onnx.printer
 
@@ -526,12 +437,15 @@ def _charging_folds(times: StageTimes, graph, stage: str):
     times.move(passes.deferred_seconds(graph) - before, stage, "pass:fuse_conv_batchnorm")
 
 
-def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, outline, verbose,
-                          times: StageTimes) -> onnx.ModelProto | Callable[[], onnx.ModelProto]:
-    """Assemble the ModelProto, check it, write it. Large weights are streamed: into an external data file when
-    they pass 2 GiB, else into the model file after the ModelProto's own bytes (then the ModelProto the file
-    holds is built only when asked for: the returned callable)."""
-    with destination.external_data_stage(graph, f) as stage:
+def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, outline, verbose, times: StageTimes):
+    """Assemble the ModelProto, check it, write it to ``f`` (nothing is written when ``f`` is None). Large weights are
+    streamed: into an external data file when they pass 2 GiB (with no ``f``, beside a model file in a temporary
+    folder the program owns: the second value returned), else into the model file after the ModelProto's own bytes
+    (then the ModelProto the file holds is built only when asked for: the :class:`tensor_bytes.StreamedModel`)."""
+    staging = tempfile.TemporaryDirectory(prefix="exporter-") if f is None and destination.needs_external_data(graph) \
+        else None
+    target = f if staging is None else os.path.join(staging.name, "model.onnx")
+    with destination.external_data_stage(graph, target) as stage:
         apart = None if stage else tensor_bytes.StreamedWeights()
         logger.info("assembling the ModelProto (%d nodes, external data: %s)", len(graph.nodes), stage is not None)
         with _charging_folds(times, graph, "assemble"):
@@ -547,10 +461,11 @@ def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, o
         if stage:
             with times.stage("check+write (external data)"):
                 stage.commit(model_proto, validate_path=validate.check)
-            return model_proto
+            return (model_proto if staging is None else target), staging
         assert apart is not None  # no external data stage: the large weights were kept apart
         with times.stage("check"):
             validate.check(apart.declared(model_proto).SerializeToString())
-        with _charging_folds(times, graph, "serialize"):
-            destination.write(model_proto, f, apart)  # the one serialization of the weights, straight into f
-    return tensor_bytes.StreamedModel(model_proto, apart)
+        if target is not None:
+            with _charging_folds(times, graph, "serialize"):
+                destination.write(model_proto, target, apart)  # the one serialization of the weights, straight into f
+    return tensor_bytes.StreamedModel(model_proto, apart), None

@@ -80,13 +80,37 @@ def bind_for_export(model: Any, args: Any) -> Any:
     """``args`` for the torch.export capture, keyword arguments ordered by ``forward``'s signature (what
     ``**kwargs`` takes last, in the caller's order). torch.export fills no defaults: a default stays a constant of the
     program, as in PyTorch's exporter."""
-    signature = signature_of(model)
+    return ordered_by_signature(signature_of(model), args)
+
+
+def ordered_by_signature(signature: inspect.Signature | None, args: Any) -> Any:
+    """``args`` with the trailing dict's keyword arguments in ``signature``'s order (what ``**kwargs`` takes last, in
+    the caller's order)."""
     positional, keywords = split_args(args)
     if signature is None or not keywords:
         return args
     ordered = {name: keywords[name] for name in signature.parameters if name in keywords}
     ordered.update((key, value) for key, value in keywords.items() if key not in ordered)
     return (*positional, ordered)
+
+
+def graph_input_values(args: Any, capture: Any) -> list:
+    """The arguments as the captured graph's inputs take them: flattened, except that a list argument that is one
+    input (a scripted list, an ONNX sequence) stays one list of tensors, whatever its length. A torch.export
+    program takes the tensors alone (it specialized the numbers)."""
+    from exporter.capture import EXPORT, flatten
+
+    positional, kwargs = split_args(args)
+    if capture.front_end == EXPORT:
+        return flatten((positional, kwargs))[0]
+    user_inputs = capture.user_inputs
+    out: list = []
+    for argument in list(positional) + list(kwargs.values()):
+        if isinstance(argument, (list, tuple)) and len(out) < len(user_inputs) and isinstance(user_inputs[len(out)], list):
+            out.append(flatten(list(argument), numbers_as_tensors=True)[0])
+        else:
+            out.extend(flatten(argument, numbers_as_tensors=True)[0])
+    return out
 
 
 def export_input_names(model: Any, args: Any) -> list[str]:

@@ -14,11 +14,11 @@ import operator
 from typing import Any
 
 import torch
-from torch.export.graph_signature import InputKind, OutputKind
+from torch.export.graph_signature import InputKind
 
 from exporter import dtypes, ir, provenance
 from exporter.capture.common import Capture
-from exporter.capture.export import ASSERTION_OPS, SYMBOLIC_OF, state_tensor
+from exporter.capture.export import ASSERTION_OPS, SYMBOLIC_NUMBERS, SYMBOLIC_OF, state_tensor, user_outputs
 from exporter.capture.fx_facts import FX_FACTS, op_kind, returns_several, schema_arguments, value_type
 from exporter.convert import any_empty, call_symbolic, copy_type, foldable_kind
 from exporter.errors import UnsupportedOperatorError
@@ -94,17 +94,28 @@ class FxConverter:
 
     def _outputs(self, g: GraphContext, program, output_node, env: dict) -> list[ir.Value]:
         outputs = []
-        for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0], strict=True):
-            if spec.kind != OutputKind.USER_OUTPUT:
-                continue  # a buffer or input the program mutates: the ONNX model has no state to write back
+        for arg in user_outputs(program):  # not a buffer or input the program mutates (ONNX holds no state), no None
             value = env[arg] if isinstance(arg, torch.fx.Node) else arg
             if value is None and isinstance(arg, torch.fx.Node):
                 computed_by = arg.args[0] if arg.target is operator.getitem else arg  # getitem: one of its results
                 kind = op_kind(computed_by) if isinstance(computed_by, torch.fx.Node) else str(computed_by)
                 raise UnsupportedOperatorError(f"{kind} (an output the model returns)", self.session.opset,
                                                reason="the symbolic does not compute this output")
+            example = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+            if isinstance(example, tuple(SYMBOLIC_NUMBERS)):
+                value = self._number_output(g, value, SYMBOLIC_NUMBERS[type(example)])
             outputs.append(value if isinstance(value, ir.Value) else g.const(value))
         return outputs
+
+    @staticmethod
+    def _number_output(g: GraphContext, value: Any, dtype: torch.dtype) -> ir.Value:
+        """A number the program computes from sizes, as the 0-d tensor of ``dtype`` torch.onnx returns for it."""
+        if not isinstance(value, ir.Value):
+            return g.const(torch.tensor(value, dtype=dtype))
+        if value.rank != 0:
+            value = g.op("Reshape", value, g.const(torch.tensor([], dtype=torch.int64)))
+        wanted = dtypes.onnx_from_torch(dtype)
+        return value if value.dtype == wanted else g.op("Cast", value, to_i=wanted)
 
     # -- nodes ----------------------------------------------------------------------------------------------------
     def _convert_node(self, g: GraphContext, node: torch.fx.Node, env: dict) -> None:

@@ -191,17 +191,22 @@ def external_data_stage(graph: ir.Graph, f: Any) -> Iterator[ExternalDataStage |
         yield stage
 
 
-def _prepare_external_data(graph: ir.Graph) -> bool:
-    """Whether the tensors (initializers and constants, e.g. folded from parameters) exceed the protobuf limit.
-
-    When they do, large constants become initializers, so every large tensor can go to the external data file.
-    """
+def needs_external_data(graph: ir.Graph) -> bool:
+    """Whether the tensors of ``graph`` (initializers and constants) exceed the protobuf limit."""
     initializer_bytes = sum(v.const.nbytes for v in graph.initializers if v.const is not None)
     constant_bytes = sum(
         node.outputs[0].const.nbytes for node in graph.all_nodes()
         if node.op_type == "Constant" and not node.domain and node.outputs[0].const is not None
     )
-    if initializer_bytes + constant_bytes < EXTERNAL_DATA_THRESHOLD:
+    return initializer_bytes + constant_bytes >= EXTERNAL_DATA_THRESHOLD
+
+
+def _prepare_external_data(graph: ir.Graph) -> bool:
+    """Whether the tensors (initializers and constants, e.g. folded from parameters) exceed the protobuf limit.
+
+    When they do, large constants become initializers, so every large tensor can go to the external data file.
+    """
+    if not needs_external_data(graph):
         return False
     passes.hoist_constants(graph, graph, min_bytes=EXTERNAL_TENSOR_MIN_BYTES)
     return True
@@ -268,3 +273,23 @@ class ExternalDataStage:
             validate_path(str(staged_model))
         os.replace(self.staging / self.location, self.target.parent / self.location)
         os.replace(staged_model, self.target)
+
+
+def write_with_external_data(model: Any, f: Any) -> None:
+    """Write the ``onnx_ir.Model`` ``model`` to the path ``f`` with its tensors in ``<file name>.data`` beside it
+    (``onnx_ir.save``), both staged in a temporary folder beside the target and moved into place once written."""
+    import onnx_ir as ir
+
+    require_path_for_external_data(f)
+    target = Path(f).expanduser().resolve()
+    _check_target_path(target, os.fspath(f))
+    location = external_data_location(target)
+    staging = Path(tempfile.mkdtemp(prefix=_temporary_prefix(target), dir=target.parent))
+    try:
+        ir.save(model, staging / target.name, external_data=location)
+        if (staging / location).exists():
+            os.replace(staging / location, target.parent / location)
+        os.replace(staging / target.name, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+

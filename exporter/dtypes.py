@@ -28,6 +28,11 @@ TORCH_TO_ONNX: dict[torch.dtype, int] = {
     torch.bool: TensorProto.BOOL,
     torch.complex64: TensorProto.COMPLEX64,
     torch.complex128: TensorProto.COMPLEX128,
+    # 8-bit floats (ONNX Cast to them from opset 19)
+    torch.float8_e4m3fn: TensorProto.FLOAT8E4M3FN,
+    torch.float8_e4m3fnuz: TensorProto.FLOAT8E4M3FNUZ,
+    torch.float8_e5m2: TensorProto.FLOAT8E5M2,
+    torch.float8_e5m2fnuz: TensorProto.FLOAT8E5M2FNUZ,
 }
 ONNX_TO_TORCH: dict[int, torch.dtype] = {v: k for k, v in TORCH_TO_ONNX.items()}
 
@@ -55,6 +60,8 @@ QUANTIZED_SCALAR_NAMES: dict[str, torch.dtype] = {"QUInt8": torch.quint8, "QInt8
 _SCALAR_TYPE_CODES = [
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
     torch.float64, None, torch.complex64, torch.complex128, torch.bool, None, None, None, torch.bfloat16,
+    None, None, None, None, None, None, None,  # 16-22: packed and bit types
+    torch.float8_e5m2, torch.float8_e4m3fn, torch.float8_e5m2fnuz, torch.float8_e4m3fnuz,
 ]
 
 

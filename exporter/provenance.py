@@ -24,7 +24,7 @@ from exporter.local_functions import instance_paths
 # Frames in these directories are PyTorch's or this exporter's machinery, not the model's code: the source line
 # reported is the innermost frame outside them.
 # Internal switch, not an export option: ``python -m benchmarks`` turns recording off (``recording(False)``) to
-# measure what it costs. With it off, nodes and values get no stamps and ``ExportResult.provenance`` is None.
+# measure what it costs. With it off, nodes and values get no stamps and ``ONNXProgram.provenance`` is None.
 RECORD = True
 
 

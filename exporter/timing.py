@@ -1,4 +1,4 @@
-"""Wall time per stage of one export, as data: ``ExportResult.stage_seconds`` and, with ``enable_log()``, one log
+"""Wall time per stage of one export, as data: ``ONNXProgram.stage_seconds`` and, with ``enable_log()``, one log
 line. The benchmark divides the export's time by its floor (capture plus one serialization) with these figures."""
 
 from __future__ import annotations

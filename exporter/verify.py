@@ -15,15 +15,14 @@ with the per-operator tolerance of ``exporter.tolerances`` (by the op's family, 
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from exporter.api import export
 from exporter.arguments import bound_arguments, with_keyword_arguments
-from exporter.capture import EXPORT, Capture, flatten, split_args
+from exporter.binding import graph_input_values
+from exporter.capture import split_args
 from exporter.errors import ExportArgumentError
 from exporter.localization.findings import Agreement, Divergence, Repro, SelectionCheck, VerifyResult
 from exporter.localization.verifier import Verifier
@@ -50,7 +49,9 @@ def verify(
     """Export ``model`` and find the first ONNX node whose result disagrees with PyTorch, with its provenance.
 
     ``model``, ``args`` and ``export_options`` (``input_names``, ``dynamic_axes``, ...) are as for
-    :func:`exporter.export` (the model is exported to memory). The comparison runs on ``check_args`` (default
+    :func:`exporter.export_program` (the model is exported to memory; ``dynamo`` defaults to False here, the
+    TorchScript capture). ``model`` may also be an :class:`~exporter.program.ONNXProgram` exported with
+    ``dynamo=True``: it is verified against the ExportedProgram it holds, on ``args``. The comparison runs on ``check_args`` (default
     ``args``; another input size for a dynamic export), in PyTorch and on ONNX Runtime's CPU provider.
     ``dynamo=True`` verifies the torch.export capture's conversion as the default verifies the TorchScript one's.
     Intermediate values are judged by the harness's per-operator tolerance (``exporter.tolerances``) of the op
@@ -66,28 +67,23 @@ def verify(
         raise ExportArgumentError(f"max_local_checks must be at least 1, got {max_local_checks!r}")
     if "f" in export_options:
         raise ExportArgumentError("verify exports to memory: do not pass `f`")
-    result = export(model, args, io.BytesIO(), opset_version=opset_version, **export_options)
+    from exporter.contract import export_program
+    from exporter.program import ONNXProgram
+
+    export_options.setdefault("dynamo", False)
+    if isinstance(model, ONNXProgram):  # exported already: its torch.export program is the model it came from
+        result = model
+        if result.exported_program is None or result.provenance is None or export_options.get("kwargs"):
+            raise ExportArgumentError("verify takes a program exported with dynamo=True (it holds the "
+                                      "ExportedProgram to compare with) and its arguments as args; else the model")
+        model, export_options["dynamo"] = result.exported_program.module(), True
+    else:
+        result = export_program(model, args, opset_version=opset_version, **export_options)
     check_args = with_keyword_arguments(args, export_options.get("kwargs")) if check_args is None else check_args
-    check_args = bound_arguments(model, check_args, bool(export_options.get("dynamo", False)))  # as export binds
-    graph_inputs = _graph_inputs_of(check_args, result.capture) + [tensor for _, tensor in result.capture.params]
+    check_args = bound_arguments(model, check_args, export_options["dynamo"])  # as export binds
+    assert result.capture is not None  # an export's program holds its capture
+    graph_inputs = graph_input_values(check_args, result.capture) + [tensor for _, tensor in result.capture.params]
     with torch.no_grad():
         eager = model(*split_args(check_args)[0], **split_args(check_args)[1])
     verifier = Verifier(result, graph_inputs, output_tolerance, repro_dir, max_local_checks)
     return verifier.run(eager, judge_selection=judge_selection)
-
-
-def _graph_inputs_of(args: Any, capture: Capture) -> list:
-    """The arguments as the captured graph's inputs take them: flattened, except that a list argument that is one
-    input (a scripted list, an ONNX sequence) stays one list of tensors, whatever its length. A torch.export
-    program takes the tensors alone (it specialized the numbers)."""
-    positional, kwargs = split_args(args)
-    if capture.front_end == EXPORT:
-        return flatten((positional, kwargs))[0]
-    user_inputs = capture.user_inputs
-    out: list = []
-    for argument in list(positional) + list(kwargs.values()):
-        if isinstance(argument, (list, tuple)) and len(out) < len(user_inputs) and isinstance(user_inputs[len(out)], list):
-            out.append(flatten(list(argument), numbers_as_tensors=True)[0])
-        else:
-            out.extend(flatten(argument, numbers_as_tensors=True)[0])
-    return out

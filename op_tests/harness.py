@@ -230,11 +230,11 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", cap
                           "its TorchScript case covers it")
         return row
     buffer = io.BytesIO()
-    exported = export_stage(row, lambda captured: exporter.export(
+    exported = export_stage(row, lambda captured: exporter.export_program(
         model, tuple(example), buffer, opset_version=opset, input_names=names, dynamic_axes=axes,
         dynamo=capture == "export", captured=captured, check_dynamic_axes=not case.frozen_by_trace))
     if exported is not None:
-        _check_exported(case, model, exported.model, buffer.getvalue(), dynamic, provider, row,
+        _check_exported(case, model, exported.model_proto, buffer.getvalue(), dynamic, provider, row,
                         functools.partial(caller_feeds, names=names, capture=capture))
     note_known_failure(case, row)
     return row

@@ -103,14 +103,14 @@ def test_onnx_export_type_fails_on_an_unconvertible_op(monkeypatch):
 def test_docs_aten_fallback_example(monkeypatch):
     _hide(monkeypatch, "aten::triu")
     _, result = export_bytes(TriuMul(), (torch.randn(3, 3),), operator_export_type=OET.ONNX_ATEN_FALLBACK)
-    by_type = {n.op_type: n for n in result.model.graph.node}
+    by_type = {n.op_type: n for n in result.model_proto.graph.node}
     assert sorted(by_type) == ["ATen", "Constant", "Mul"]
     aten = by_type["ATen"]
     assert aten.domain == "org.pytorch.aten"
     assert _attrs(aten) == {"operator": b"triu", "overload_name": b""}
     assert aten.input[0] == "x" and aten.input[1] == by_type["Constant"].output[0]
     assert by_type["Mul"].input[0] == aten.output[0]
-    assert {o.domain for o in result.model.opset_import} == {"", "org.pytorch.aten"}
+    assert {o.domain for o in result.model_proto.opset_import} == {"", "org.pytorch.aten"}
 
 
 def test_a_symbolic_returning_none_means_unconvertible():
@@ -119,7 +119,7 @@ def test_a_symbolic_returning_none_means_unconvertible():
         with pytest.raises(UnsupportedOperatorError, match="aten::triu .*returned None"):
             export_bytes(TriuMul(), (torch.randn(3, 3),))
         _, result = export_bytes(TriuMul(), (torch.randn(3, 3),), operator_export_type=OET.ONNX_ATEN_FALLBACK)
-        assert [n.op_type for n in result.model.graph.node if n.domain] == ["ATen"]
+        assert [n.op_type for n in result.model_proto.graph.node if n.domain] == ["ATen"]
     finally:
         exporter.unregister_custom_op_symbolic("aten::triu", 9)
 
@@ -127,25 +127,25 @@ def test_a_symbolic_returning_none_means_unconvertible():
 def test_aten_fallback_keeps_converting_supported_ops():
     x = torch.randn(3, 3)
     data, result = export_bytes(TriuMul(), (x,), operator_export_type=OET.ONNX_ATEN_FALLBACK)
-    assert "ATen" not in [n.op_type for n in result.model.graph.node]
+    assert "ATen" not in [n.op_type for n in result.model_proto.graph.node]
     np.testing.assert_allclose(run_onnx(data, {"x": x.numpy()})[0], TriuMul()(x).numpy())
 
 
 def test_onnx_aten_exports_every_aten_op_as_aten():
     _, result = export_bytes(ExpTriuLog(), (torch.randn(3, 3),), operator_export_type=OET.ONNX_ATEN)
-    aten_nodes = [n for n in result.model.graph.node if n.op_type == "ATen"]
+    aten_nodes = [n for n in result.model_proto.graph.node if n.op_type == "ATen"]
     assert [_attrs(n)["operator"] for n in aten_nodes] == [b"exp", b"triu", b"add", b"log"]
     assert all(n.domain == "org.pytorch.aten" for n in aten_nodes)
     assert _attrs(aten_nodes[2])["overload_name"] == b"Tensor"
-    assert {n.op_type for n in result.model.graph.node} <= {"ATen", "Constant"}
+    assert {n.op_type for n in result.model_proto.graph.node} <= {"ATen", "Constant"}
 
 
 def test_fallthrough_keeps_an_unconvertible_aten_op_in_the_aten_domain(monkeypatch):
     _hide(monkeypatch, "aten::triu")
     _, result = export_bytes(TriuMul(), (torch.randn(3, 3),), operator_export_type=OET.ONNX_FALLTHROUGH)
-    triu = next(n for n in result.model.graph.node if n.op_type == "triu")
+    triu = next(n for n in result.model_proto.graph.node if n.op_type == "triu")
     assert triu.domain == "org.pytorch.aten" and triu.input[0] == "x"
-    assert "Mul" in [n.op_type for n in result.model.graph.node]
+    assert "Mul" in [n.op_type for n in result.model_proto.graph.node]
 
 
 def test_fallthrough_keeps_a_custom_op_in_its_namespace_domain():
@@ -158,19 +158,21 @@ def test_fallthrough_keeps_a_custom_op_in_its_namespace_domain():
             return torch.ops.fallthrough_ns.blend(a, b, 0.25).exp()
 
     _, result = export_bytes(Blend(), (torch.randn(2), torch.randn(2)), operator_export_type=OET.ONNX_FALLTHROUGH)
-    blend = next(n for n in result.model.graph.node if n.op_type == "blend")
+    blend = next(n for n in result.model_proto.graph.node if n.op_type == "blend")
     assert blend.domain == "fallthrough_ns"
     assert list(blend.input[:2]) == ["a", "b"] and len(blend.input) == 3  # the float becomes a Constant input
-    assert [n.op_type for n in result.model.graph.node][-1] == "Exp"
+    assert [n.op_type for n in result.model_proto.graph.node][-1] == "Exp"
 
 
 @pytest.mark.parametrize("export_type", [OET.ONNX_ATEN, OET.ONNX_ATEN_FALLBACK, OET.ONNX_FALLTHROUGH])
-def test_initializers_are_inputs_by_default_for_non_onnx_export_types(export_type):
-    _, result = export_bytes(torch.nn.Linear(3, 2), (torch.randn(1, 3),), operator_export_type=export_type)
-    assert {"weight", "bias"} <= {i.name for i in result.model.graph.input}
-    _, explicit = export_bytes(torch.nn.Linear(3, 2), (torch.randn(1, 3),), operator_export_type=export_type,
-                               keep_initializers_as_inputs=False)
-    assert [i.name for i in explicit.model.graph.input] == ["input"]
+def test_initializers_are_inputs_when_unset_for_non_onnx_export_types(export_type):
+    # None, the default of torch.onnx.utils.export: the export type decides, as torch's TorchScript exporter decides
+    _, result = export_bytes(torch.nn.Linear(3, 2), (torch.randn(1, 3),), operator_export_type=export_type,
+                             keep_initializers_as_inputs=None)
+    assert {"weight", "bias"} <= {i.name for i in result.model_proto.graph.input}
+    # False, the default of torch.onnx.export (which passes it on): no initializer is an input
+    _, default = export_bytes(torch.nn.Linear(3, 2), (torch.randn(1, 3),), operator_export_type=export_type)
+    assert [i.name for i in default.model_proto.graph.input] == ["input"]
 
 
 # -- training modes ----------------------------------------------------------------------------------------------
@@ -188,7 +190,7 @@ def test_eval_mode_removes_dropout_and_uses_running_statistics():
     model = DropNorm().train()
     x = torch.randn(8, 4)
     data, result = export_bytes(model, (x,), training=exporter.TrainingMode.EVAL)
-    assert "Dropout" not in [n.op_type for n in result.model.graph.node]
+    assert "Dropout" not in [n.op_type for n in result.model_proto.graph.node]
     assert model.training  # restored
     expected = model.eval()(x).detach().numpy()
     np.testing.assert_allclose(run_onnx(data, {"x": x.numpy()})[0], expected, rtol=1e-5, atol=1e-6)
@@ -199,7 +201,7 @@ def test_training_mode_keeps_dropout_and_batch_norm_in_training_form():
     model.bn.running_mean.fill_(0.25)  # trained statistics (untrained ones take a runtime workaround, below)
     model.bn.running_var.fill_(2.0)
     _, result = export_bytes(model, (torch.randn(8, 4),), training=exporter.TrainingMode.TRAINING, opset_version=14)
-    by_type = {n.op_type: n for n in result.model.graph.node}
+    by_type = {n.op_type: n for n in result.model_proto.graph.node}
     assert "Dropout" in by_type
     assert _attrs(by_type["BatchNormalization"]).get("training_mode") == 1
     assert not model.training  # restored
@@ -209,7 +211,7 @@ def test_training_mode_keeps_dropout_and_batch_norm_in_training_form():
 def test_a_training_export_of_untrained_batch_norm_normalizes_with_batch_statistics_for_onnx_runtime():
     _, result = export_bytes(DropNorm(), (torch.randn(8, 4),), training=exporter.TrainingMode.TRAINING,
                              opset_version=14)
-    assert "BatchNormalization" not in {n.op_type for n in result.model.graph.node}
+    assert "BatchNormalization" not in {n.op_type for n in result.model_proto.graph.node}
     assert result.workarounds == ["batch_norm_training_decomposed"]
 
 
@@ -226,7 +228,7 @@ def test_training_mode_batch_norm_uses_batch_statistics_on_onnx_runtime(opset):
 def test_preserve_mode_follows_the_model(train):
     model = DropNorm().train(train)
     _, result = export_bytes(model, (torch.randn(8, 4),), training=exporter.TrainingMode.PRESERVE, opset_version=14)
-    assert ("Dropout" in [n.op_type for n in result.model.graph.node]) == train
+    assert ("Dropout" in [n.op_type for n in result.model_proto.graph.node]) == train
     assert model.training == train
 
 
@@ -342,10 +344,10 @@ def test_verbose_turns_logging_on_for_one_export(capsys):
 def test_verbose_export_records_source_locations_in_doc_strings(capsys):
     _, result = export_bytes(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh()), (torch.randn(1, 2),),
                              verbose=True)
-    docs = [n.doc_string for n in result.model.graph.node]
+    docs = [n.doc_string for n in result.model_proto.graph.node]
     assert "linear.py" in docs[0] and "activation.py" in docs[1]
     _, quiet = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),))
-    assert all(not n.doc_string for n in quiet.model.graph.node)
+    assert all(not n.doc_string for n in quiet.model_proto.graph.node)
 
 
 def test_export_to_pretty_string_accepts_export_options():
@@ -400,31 +402,31 @@ def test_modules_as_functions_true_outlines_every_module_and_runs():
     model = Stack().eval()
     x = torch.randn(3, 4)
     data, result = export_bytes(model, (x,), opset_version=15, export_modules_as_functions=True)
-    functions = _functions(result.model)
+    functions = _functions(result.model_proto)
     assert set(functions) == {(__name__, "Block"), ("torch.nn.modules.linear", "Linear")}
-    top = result.model.graph.node
+    top = result.model_proto.graph.node
     assert [(n.domain, n.op_type) for n in top if n.op_type != "Constant"] == [
         (__name__, "Block"), (__name__, "Block"), ("torch.nn.modules.linear", "Linear"), ("", "Add")]
     block = functions[(__name__, "Block")]
     assert [n.op_type for n in block.node if n.op_type != "Constant"] == ["Linear", "Tanh", "Mul"]
-    assert {o.domain for o in result.model.opset_import} >= {__name__, "torch.nn.modules.linear"}
+    assert {o.domain for o in result.model_proto.opset_import} >= {__name__, "torch.nn.modules.linear"}
     np.testing.assert_allclose(run_onnx(data, {"x": x.numpy()})[0], model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_annotated_attributes_are_call_attributes():
     _, result = export_bytes(Stack().eval(), (torch.randn(3, 4),), opset_version=16,
                              export_modules_as_functions={Block})
-    calls = [n for n in result.model.graph.node if n.op_type == "Block"]
+    calls = [n for n in result.model_proto.graph.node if n.op_type == "Block"]
     assert [_attrs(c) for c in calls] == [{"scale": 0.5, "tag": b"first"}, {"scale": 0.5, "tag": b"second"}]
-    assert list(_functions(result.model)[(__name__, "Block")].attribute) == ["scale", "tag"]
+    assert list(_functions(result.model_proto)[(__name__, "Block")].attribute) == ["scale", "tag"]
 
 
 def test_a_set_of_types_outlines_only_those():
     model = Stack().eval()
     x = torch.randn(3, 4)
     data, result = export_bytes(model, (x,), opset_version=15, export_modules_as_functions={torch.nn.Linear})
-    assert set(_functions(result.model)) == {("torch.nn.modules.linear", "Linear")}
-    assert [n.op_type for n in result.model.graph.node].count("Linear") == 3
+    assert set(_functions(result.model_proto)) == {("torch.nn.modules.linear", "Linear")}
+    assert [n.op_type for n in result.model_proto.graph.node].count("Linear") == 3
     np.testing.assert_allclose(run_onnx(data, {"x": x.numpy()})[0], model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
@@ -443,12 +445,12 @@ def test_instances_differing_in_constants_share_a_function_with_inferred_attribu
     model = TwoScales().eval()
     x = torch.randn(2, 4)
     data, result = export_bytes(model, (x,), opset_version=15, export_modules_as_functions={Block})
-    (block,) = result.model.functions
+    (block,) = result.model_proto.functions
     inferred = [name for name in block.attribute if name.startswith("inferred::")]
     assert len(inferred) == 1
     references = [a for n in block.node for a in n.attribute if a.ref_attr_name]
     assert [a.ref_attr_name for a in references] == inferred
-    calls = [n for n in result.model.graph.node if n.domain == __name__]
+    calls = [n for n in result.model_proto.graph.node if n.domain == __name__]
     assert [c.op_type for c in calls] == ["Block", "Block", "Block"]
     scales = [float(onnx.numpy_helper.to_array(_attr_proto(c, inferred[0]).t)) for c in calls]
     assert scales == [0.5, 0.25, 0.5]
@@ -481,8 +483,8 @@ def test_instances_with_different_structure_get_separate_functions():
     model = TwoGates().eval()
     x = torch.randn(2, 4)
     data, result = export_bytes(model, (x,), opset_version=15, export_modules_as_functions={Gate})
-    assert sorted(f.name for f in result.model.functions) == ["Gate", "Gate_1"]
-    assert sorted(n.op_type for n in result.model.graph.node if n.domain == __name__) == ["Gate", "Gate_1"]
+    assert sorted(f.name for f in result.model_proto.functions) == ["Gate", "Gate_1"]
+    assert sorted(n.op_type for n in result.model_proto.graph.node if n.domain == __name__) == ["Gate", "Gate_1"]
     np.testing.assert_allclose(run_onnx(data, {"x": x.numpy()})[0], model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
@@ -500,7 +502,7 @@ def test_one_instance_called_twice_makes_two_calls_with_unique_names():
     model = SharedActivation().eval()
     x = torch.randn(2, 3)
     data, result = export_bytes(model, (x,), opset_version=15, export_modules_as_functions={torch.nn.Tanh})
-    calls = [n for n in result.model.graph.node if n.op_type == "Tanh" and n.domain]
+    calls = [n for n in result.model_proto.graph.node if n.op_type == "Tanh" and n.domain]
     assert len(calls) == 2 and len({c.name for c in calls}) == 2
     np.testing.assert_allclose(run_onnx(data, {"x": x.numpy()})[0], model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
 
@@ -528,10 +530,10 @@ def test_torchvision_resnet_blocks_as_functions():
     x = torch.randn(1, 3, 64, 64)
     data, result = export_bytes(model, (x,), opset_version=15,
                                 export_modules_as_functions={torchvision.models.resnet.BasicBlock})
-    calls = [n for n in result.model.graph.node if n.domain == "torchvision.models.resnet"]
+    calls = [n for n in result.model_proto.graph.node if n.domain == "torchvision.models.resnet"]
     assert len(calls) == 8
     # Blocks with and without a downsample branch differ in structure; strides and channels become attributes.
-    assert sorted(f.name for f in result.model.functions) == ["BasicBlock", "BasicBlock_1"]
+    assert sorted(f.name for f in result.model_proto.functions) == ["BasicBlock", "BasicBlock_1"]
     expected = model(x).detach().numpy()
     np.testing.assert_allclose(run_onnx(data, {"x": x.numpy()})[0], expected, rtol=1e-4, atol=1e-4)
 
@@ -541,8 +543,8 @@ def test_export_params_false_runs_with_parameters_fed_in_state_dict_order():
     model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).eval()
     x = torch.randn(2, 3)
     data, result = export_bytes(model, (x,), export_params=False)
-    assert len(result.model.graph.initializer) == 0
-    names = [i.name for i in result.model.graph.input]
+    assert len(result.model_proto.graph.initializer) == 0
+    names = [i.name for i in result.model_proto.graph.input]
     assert names == ["input", *model.state_dict().keys()]
     feeds = {"input": x.numpy(), **{k: v.numpy() for k, v in model.state_dict().items()}}
     np.testing.assert_allclose(run_onnx(data, feeds)[0], model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
@@ -553,8 +555,8 @@ def test_keep_initializers_as_inputs_runs_both_ways(keep):
     model = torch.nn.Linear(3, 2).eval()
     x = torch.randn(2, 3)
     data, result = export_bytes(model, (x,), keep_initializers_as_inputs=keep)
-    assert ({"weight", "bias"} <= {i.name for i in result.model.graph.input}) == keep
-    assert {t.name for t in result.model.graph.initializer} == {"weight", "bias"}
+    assert ({"weight", "bias"} <= {i.name for i in result.model_proto.graph.input}) == keep
+    assert {t.name for t in result.model_proto.graph.initializer} == {"weight", "bias"}
     np.testing.assert_allclose(run_onnx(data, {"input": x.numpy()})[0], model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
@@ -567,7 +569,7 @@ def test_str_arguments_are_baked_into_the_graph():
     x = torch.randn(3)
     for mode, factor in (("double", 2), ("triple", 3)):
         data, result = export_bytes(StrMode(), (x, mode))
-        assert [i.name for i in result.model.graph.input] == ["x"]
+        assert [i.name for i in result.model_proto.graph.input] == ["x"]
         np.testing.assert_allclose(run_onnx(data, {"x": x.numpy()})[0], (x * factor).numpy(), rtol=1e-6)
 
 
@@ -579,8 +581,8 @@ class DictInOut(torch.nn.Module):
 def test_dict_argument_needs_a_trailing_empty_dict_and_dict_outputs_flatten():
     x, a, b = torch.randn(2), torch.randn(2), torch.randn(2)
     data, result = export_bytes(DictInOut(), (x, {"a": a, "b": b}, {}))
-    assert len(result.model.graph.input) == 3 and len(result.model.graph.output) == 2
-    feeds = dict(zip([i.name for i in result.model.graph.input], (x.numpy(), a.numpy(), b.numpy()), strict=True))
+    assert len(result.model_proto.graph.input) == 3 and len(result.model_proto.graph.output) == 2
+    feeds = dict(zip([i.name for i in result.model_proto.graph.input], (x.numpy(), a.numpy(), b.numpy()), strict=True))
     got_sum, got_prod = run_onnx(data, feeds)
     np.testing.assert_allclose(got_sum, (x + a).numpy())
     np.testing.assert_allclose(got_prod, (x * b).numpy())
@@ -595,7 +597,7 @@ class KeywordModel(torch.nn.Module):
 def test_trailing_dict_is_keyword_arguments_and_missing_ones_take_defaults():
     x, z = torch.randn(3), torch.randn(3)
     data, result = export_bytes(KeywordModel(), (x, {"z": z}))
-    assert [i.name for i in result.model.graph.input] == ["x", "z"]
+    assert [i.name for i in result.model_proto.graph.input] == ["x", "z"]
     np.testing.assert_allclose(run_onnx(data, {"x": x.numpy(), "z": z.numpy()})[0], (x * z).numpy(), rtol=1e-6)
 
 
@@ -610,12 +612,12 @@ def _dims(value_info):
 
 def test_docs_dynamic_axes_example():
     _, static = export_bytes(SumModule(), (torch.ones(2, 2),), input_names=["x"], output_names=["sum"])
-    assert _dims(static.model.graph.input[0]) == [2, 2] and _dims(static.model.graph.output[0]) == [2]
+    assert _dims(static.model_proto.graph.input[0]) == [2, 2] and _dims(static.model_proto.graph.output[0]) == [2]
     data, dynamic = export_bytes(
         SumModule(), (torch.ones(2, 2),), input_names=["x"], output_names=["sum"],
         dynamic_axes={"x": {0: "my_custom_axis_name"}, "sum": [0]},
     )
-    assert _dims(dynamic.model.graph.input[0]) == ["my_custom_axis_name", 2]
-    assert _dims(dynamic.model.graph.output[0]) == ["sum_dynamic_axes_1"]
+    assert _dims(dynamic.model_proto.graph.input[0]) == ["my_custom_axis_name", 2]
+    assert _dims(dynamic.model_proto.graph.output[0]) == ["sum_dynamic_axes_1"]
     x = torch.randn(5, 2)
     np.testing.assert_allclose(run_onnx(data, {"x": x.numpy()})[0], x.sum(dim=1).numpy(), rtol=1e-6)

@@ -129,5 +129,5 @@ def test_the_help_example_runs_as_written_and_makes_the_batch_dynamic(tmp_path, 
 def test_version_is_the_package_version_and_the_producer_version():
     pyproject = tomllib.loads((PROJECT / "pyproject.toml").read_text())
     assert exporter.__version__ == pyproject["project"]["version"]
-    result = exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), io.BytesIO())
-    assert result.model.producer_version == exporter.__version__
+    result = exporter.export_program(torch.nn.Linear(2, 2), (torch.randn(1, 2),), io.BytesIO(), dynamo=False)
+    assert result.model_proto.producer_version == exporter.__version__

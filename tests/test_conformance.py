@@ -100,7 +100,7 @@ def test_an_export_with_its_input_names_swapped_is_a_mismatch(tmp_path, monkeypa
     names it computes y - 2 x."""
     from tests.test_feeds import swapping_inputs
 
-    monkeypatch.setattr(exporter, "export", swapping_inputs(exporter.export, "x", "y"))
+    monkeypatch.setattr(exporter, "export_program", swapping_inputs(exporter.export_program, "x", "y"))
     (case,) = _cases(["test_subtracts_twice"])
     row = _run_in_process(case, tmp_path)
     assert (row["status"], row["stage"]) == ("mismatch", "accuracy"), row["error"]
@@ -516,9 +516,9 @@ def test_reusing_the_capture_across_opsets_changes_nothing(tmp_path):
     cache: dict = {}
     for opset, axes in ((9, None), (13, {"x": {0: "n"}}), (16, None)):
         fresh, reused = io.BytesIO(), io.BytesIO()
-        exporter.export(model, args, fresh, opset_version=opset, input_names=["x"], dynamic_axes=axes)
+        exporter.export(model, args, fresh, opset_version=opset, input_names=["x"], dynamic_axes=axes, dynamo=False)
         exporter.export(model, args, reused, opset_version=opset, input_names=["x"], dynamic_axes=axes,
-                        captured=prepared_capture(cache, model, args))
+                        captured=prepared_capture(cache, model, args), dynamo=False)
         assert fresh.getvalue() == reused.getvalue(), f"opset {opset}"
     assert len(cache) == 1
 

@@ -42,14 +42,14 @@ class IgnoresSecond(torch.nn.Module):
 def test_torch_training_mode_is_accepted_by_member_name(mode):
     model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Dropout()).train()
     _, result = export_bytes(model, (torch.randn(4, 3),), training=mode)
-    ops = {n.op_type for n in result.model.graph.node}
+    ops = {n.op_type for n in result.model_proto.graph.node}
     assert ("Dropout" in ops) == (mode.name != "EVAL")  # PRESERVE keeps the model's own (training) mode
 
 
 @pytest.mark.parametrize("export_type", list(torch.onnx.OperatorExportTypes.__members__.values()), ids=str)
 def test_torch_operator_export_type_is_accepted_by_member_name(export_type):
     _, result = export_bytes(torch.nn.Linear(3, 3), (torch.randn(2, 3),), operator_export_type=export_type)
-    aten = [n for n in result.model.graph.node if n.domain == "org.pytorch.aten"]
+    aten = [n for n in result.model_proto.graph.node if n.domain == "org.pytorch.aten"]
     assert bool(aten) == (export_type.name == "ONNX_ATEN")
 
 
@@ -196,7 +196,7 @@ def test_an_input_returned_twice_gives_two_outputs_that_load_in_onnx_runtime(scr
 def test_scripted_list_and_number_outputs_are_a_sequence_and_0d_tensors():
     x = torch.randn(2, 3)
     data, result = export_bytes(torch.jit.script(ListAndNumbers()), (x,))
-    kinds = [o.type.WhichOneof("value") for o in result.model.graph.output]
+    kinds = [o.type.WhichOneof("value") for o in result.model_proto.graph.output]
     assert kinds == ["sequence_type", "tensor_type", "tensor_type"]
     items, size, is_matrix = run_onnx(data, {"x": x.numpy()})
     np.testing.assert_allclose(items[1], (x * 2).numpy())
@@ -212,7 +212,7 @@ def test_a_list_output_below_opset_11_names_the_opset_it_needs():
 def test_bfloat16_parameters_are_written_as_bfloat16():
     model = torch.nn.Linear(4, 3).to(torch.bfloat16)
     _, result = export_bytes(model, (torch.randn(2, 4).bfloat16(),))
-    weight = next(t for t in result.model.graph.initializer if t.name == "weight")
+    weight = next(t for t in result.model_proto.graph.initializer if t.name == "weight")
     assert weight.data_type == onnx.TensorProto.BFLOAT16
     np.testing.assert_array_equal(onnx.numpy_helper.to_array(weight).astype(np.float32), model.weight.detach().float().numpy())
 
@@ -227,7 +227,7 @@ def umask_027():
 
 def test_a_new_file_gets_its_permissions_from_the_umask(tmp_path, umask_027):
     target = tmp_path / "m.onnx"
-    exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target))
+    exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target), dynamo=False)
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
 
 
@@ -235,7 +235,7 @@ def test_an_existing_file_keeps_its_permissions(tmp_path, umask_027):
     target = tmp_path / "m.onnx"
     target.write_bytes(b"old")
     target.chmod(0o604)
-    exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target))
+    exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target), dynamo=False)
     assert stat.S_IMODE(target.stat().st_mode) == 0o604 and target.read_bytes() != b"old"
 
 
@@ -249,7 +249,7 @@ def test_a_read_only_target_file_is_refused_before_any_work(tmp_path, monkeypatc
     target.chmod(0o444)
     monkeypatch.setattr(exporter.api, "capture", _no_capture)
     with pytest.raises(ExportArgumentError, match="read-only"):
-        exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target))
+        exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target), dynamo=False)
     assert target.read_bytes() == b"keep me"
 
 
@@ -274,7 +274,7 @@ def test_an_unusable_destination_is_a_typed_error_before_any_work(where, unwrita
     target = unwritable_dir / "m.onnx" if where == "unwritable_dir" else tmp_path
     monkeypatch.setattr(exporter.api, "capture", _no_capture)
     with pytest.raises(ExportArgumentError, match="not writable|is a directory"):
-        exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target))
+        exporter.export(torch.nn.Linear(2, 2), (torch.randn(1, 2),), str(target), dynamo=False)
     assert not list(tmp_path.glob(".*tmp"))
 
 
@@ -352,14 +352,15 @@ def test_torchscripts_own_deprecation_noise_stays_hidden():
     assert [str(w.message) for w in caught] == []
 
 
-def test_export_result_repr_is_a_short_summary():
+def test_the_programs_repr_is_a_short_summary():
     model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
     _, result = export_bytes(model, (torch.randn(1, 256),), input_names=["features"])
     text = repr(result)
     assert len(text) < 200
-    assert text.startswith("ExportResult(opset=20, inputs=['features'], outputs=['output'], nodes=")
-    assert callable(result.model_or_builder)  # the summary came from the skeleton: the full model is not built
-    assert text.endswith(f"nodes={len(result.model.graph.node)}, initializers={len(result.model.graph.initializer)})")
+    assert text.startswith("ONNXProgram(opset=20, capture=trace, inputs=['features'], outputs=['output'], nodes=")
+    assert callable(result._source)  # the summary came from the skeleton: the full model is not built
+    assert text.endswith(f"nodes={len(result.model_proto.graph.node)}, "
+                         f"initializers={len(result.model_proto.graph.initializer)}, exported_program=None)")
     assert repr(result) == text  # and the built model says the same
 
 

@@ -23,9 +23,9 @@ def _run(model_bytes: bytes, feeds: dict) -> list[np.ndarray]:
     return session.run(None, {name: value.numpy() for name, value in feeds.items()})
 
 
-def _export(model, args, opset, **options) -> tuple[exporter.ExportResult, bytes]:
+def _export(model, args, opset, **options) -> tuple[exporter.ONNXProgram, bytes]:
     buffer = io.BytesIO()
-    result = exporter.export(model, args, buffer, opset_version=opset, dynamo=True, **options)
+    result = exporter.export_program(model, args, buffer, opset_version=opset, dynamo=True, **options)
     return result, buffer.getvalue()
 
 
@@ -204,7 +204,7 @@ def test_argument_errors():
     model = torch.nn.Linear(3, 2)
     x = torch.randn(1, 3)
     with pytest.raises(ExportArgumentError, match="needs dynamo=True"):
-        exporter.export(model, (x,), io.BytesIO(), dynamic_shapes={"input": {0: torch.export.Dim.DYNAMIC}})
+        exporter.export(model, (x,), io.BytesIO(), dynamic_shapes={"input": {0: torch.export.Dim.DYNAMIC}}, dynamo=False)
     with pytest.raises(ExportArgumentError, match="dynamo must be"):
         exporter.export(model, (x,), io.BytesIO(), dynamo="yes")
     with pytest.raises(ExportArgumentError, match="nn.Module"):
@@ -272,7 +272,7 @@ def test_one_capture_serves_several_opsets():
     captured = exporter.prepare_capture(model, (x,), dynamo=True)
     for opset in (11, 18):
         shared = io.BytesIO()
-        exporter.export(model, (x,), shared, opset_version=opset, captured=captured)
+        exporter.export(model, (x,), shared, opset_version=opset, captured=captured, dynamo=False)
         _, own = _export(model, (x,), opset)
         assert shared.getvalue() == own
 
@@ -288,7 +288,7 @@ class _Scaled(torch.nn.Module):
 
 def test_provenance_names_the_aten_op_module_and_source_line():
     result, _ = _export(_Scaled(), (torch.randn(1, 3, 8, 8),), 18)
-    origins = {node.op_type: result.provenance.node(node.name) for node in result.model.graph.node}
+    origins = {node.op_type: result.provenance.node(node.name) for node in result.model_proto.graph.node}
     assert (origins["Conv"].kind, origins["Conv"].scope) == ("aten::conv2d", "conv")
     assert origins["Tanh"].kind == "aten::tanh"
     assert origins["Tanh"].source.startswith(__file__ + ":")

@@ -41,7 +41,7 @@ def _model():
 def test_unsupported_opset_is_rejected_before_writing(tmp_path, opset):
     target = tmp_path / "m.onnx"
     with pytest.raises(ExportArgumentError, match="supports opsets 7 to 20"):
-        exporter.export(_model(), torch.randn(2, 4), str(target), opset_version=opset)
+        exporter.export(_model(), torch.randn(2, 4), str(target), opset_version=opset, dynamo=False)
     assert not target.exists()
 
 
@@ -55,7 +55,7 @@ def test_dynamic_axes_key_that_names_no_input_or_output_is_ignored_with_torch_on
     with pytest.warns(UserWarning, match=f"Provided key {key} for dynamic axes is not a valid input/output name "
                                          f"\\({what}; the inputs are \\['x'\\]"):
         exporter.export(_model(), torch.randn(2, 4), str(target), input_names=["x"], output_names=["y"],
-                        dynamic_axes={key: [0], "x": [0]})
+                        dynamic_axes={key: [0], "x": [0]}, dynamo=False)
     (batch,) = onnx.load(str(target)).graph.input[0].type.tensor_type.shape.dim[:1]
     assert batch.dim_param == "x_dynamic_axes_1"
 
@@ -71,7 +71,7 @@ def test_dynamic_axes_key_that_names_no_input_or_output_is_ignored_with_torch_on
 def test_an_argument_of_the_wrong_kind_is_an_argument_error_naming_it(tmp_path, options, message):
     target = tmp_path / "m.onnx"
     with pytest.raises(ExportArgumentError, match=message):
-        exporter.export(_model(), torch.randn(2, 4), str(target), **options)
+        exporter.export(_model(), torch.randn(2, 4), str(target), dynamo=False, **options)
     assert not target.exists()
 
 
@@ -79,7 +79,7 @@ def test_a_file_object_opened_for_reading_is_refused_before_any_work(tmp_path):
     (tmp_path / "m.onnx").write_bytes(b"kept")
     with open(tmp_path / "m.onnx", "rb") as readable:
         with pytest.raises(ExportArgumentError, match="cannot be written.*'rb'"):
-            exporter.export(_model(), torch.randn(2, 4), readable)
+            exporter.export(_model(), torch.randn(2, 4), readable, dynamo=False)
     assert (tmp_path / "m.onnx").read_bytes() == b"kept"
 
 
@@ -95,7 +95,7 @@ def test_a_scripted_functions_inputs_are_named_after_its_parameters():
 
 def test_dynamic_axes_must_be_dict_or_list():
     with pytest.raises(ExportArgumentError, match="must be a dict"):
-        exporter.export(_model(), torch.randn(2, 4), io.BytesIO(), input_names=["x"], dynamic_axes={"x": 0})
+        exporter.export(_model(), torch.randn(2, 4), io.BytesIO(), input_names=["x"], dynamic_axes={"x": 0}, dynamo=False)
 
 
 def test_non_tensor_output_is_a_clear_error(tmp_path):
@@ -105,7 +105,7 @@ def test_non_tensor_output_is_a_clear_error(tmp_path):
 
     target = tmp_path / "m.onnx"
     with pytest.raises(OnnxExporterError, match="non-tensor output of type int"):
-        exporter.export(ReturnsInt(), torch.randn(2), str(target))
+        exporter.export(ReturnsInt(), torch.randn(2), str(target), dynamo=False)
     assert not target.exists()
 
 
@@ -115,7 +115,7 @@ def test_unsupported_operator_leaves_no_file_and_names_op(tmp_path, monkeypatch)
     monkeypatch.setattr(REGISTRY, "_builtin", {k: v for k, v in REGISTRY._builtin.items() if k != "aten::relu"})
     target = tmp_path / "m.onnx"
     with pytest.raises(UnsupportedOperatorError, match=f"aten::relu is not exportable at opset {exporter.DEFAULT_OPSET}"):
-        exporter.export(_model(), torch.randn(2, 4), str(target))
+        exporter.export(_model(), torch.randn(2, 4), str(target), dynamo=False)
     assert not target.exists()
     assert [p.name for p in tmp_path.iterdir()] == []
 
@@ -124,7 +124,7 @@ def test_existing_file_is_kept_when_export_fails(tmp_path):
     target = tmp_path / "m.onnx"
     target.write_bytes(b"previous")
     with pytest.raises(ExportArgumentError):
-        exporter.export(_model(), torch.randn(2, 4), str(target), opset_version=21)
+        exporter.export(_model(), torch.randn(2, 4), str(target), opset_version=21, dynamo=False)
     assert target.read_bytes() == b"previous"
 
 
@@ -134,24 +134,24 @@ def test_untraceable_model_raises_capture_error():
             raise RuntimeError("boom")
 
     with pytest.raises(CaptureError, match="tracing Broken failed: RuntimeError: boom"):
-        exporter.export(Broken(), torch.randn(2), io.BytesIO())
+        exporter.export(Broken(), torch.randn(2), io.BytesIO(), dynamo=False)
 
 
 def test_missing_directory_is_rejected(tmp_path):
     with pytest.raises(ExportArgumentError, match="does not exist"):
-        exporter.export(_model(), torch.randn(2, 4), str(tmp_path / "no" / "m.onnx"))
+        exporter.export(_model(), torch.randn(2, 4), str(tmp_path / "no" / "m.onnx"), dynamo=False)
 
 
 def test_text_file_object_is_rejected(tmp_path):
     with open(tmp_path / "m.onnx", "w") as handle, pytest.raises(ExportArgumentError, match="binary mode"):
-        exporter.export(_model(), torch.randn(2, 4), handle)
+        exporter.export(_model(), torch.randn(2, 4), handle, dynamo=False)
 
 
 def test_path_and_file_object_produce_the_same_model(tmp_path):
     model, x = _model(), torch.randn(2, 4)
-    exporter.export(model, x, str(tmp_path / "a.onnx"))
+    exporter.export(model, x, str(tmp_path / "a.onnx"), dynamo=False)
     with open(tmp_path / "b.onnx", "wb") as handle:
-        exporter.export(model, x, handle)
+        exporter.export(model, x, handle, dynamo=False)
     a, b = onnx.load(str(tmp_path / "a.onnx")), onnx.load(str(tmp_path / "b.onnx"))
     assert a.graph == b.graph
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "temporary files left behind"
@@ -160,7 +160,7 @@ def test_path_and_file_object_produce_the_same_model(tmp_path):
 _KILLED_MID_WRITE = """
 import os, signal, sys, torch, exporter
 os.replace = lambda *_: os.kill(os.getpid(), signal.SIGKILL)  # dies with the model written, before the rename
-exporter.export(torch.nn.Linear(64, 64), torch.randn(2, 64), sys.argv[1])
+exporter.export(torch.nn.Linear(64, 64), torch.randn(2, 64), sys.argv[1], dynamo=False)
 """
 
 
@@ -171,7 +171,7 @@ def test_an_export_killed_mid_write_leaves_a_temporary_that_the_next_export_ther
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
     left = list(tmp_path.iterdir())
     assert len(left) == 1 and re.fullmatch(r"\.m\.onnx\.\d+-[0-9a-f]{8}\.tmp", left[0].name) and left[0].stat().st_size
-    exporter.export(_model(), torch.randn(2, 4), str(target))
+    exporter.export(_model(), torch.randn(2, 4), str(target), dynamo=False)
     assert [p.name for p in tmp_path.iterdir()] == ["m.onnx"]
 
 
@@ -184,7 +184,7 @@ def test_temporaries_of_live_exports_and_other_targets_are_left_alone(tmp_path):
     kept = [tmp_path / ".m.onnx.1-abcd1234.tmp", tmp_path / f".other.onnx.{dead.pid}-abcd1234.tmp"]
     for path in kept:  # process 1 is alive; the other belongs to another target
         path.write_bytes(b"x")
-    exporter.export(_model(), torch.randn(2, 4), str(tmp_path / "m.onnx"))
+    exporter.export(_model(), torch.randn(2, 4), str(tmp_path / "m.onnx"), dynamo=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([p.name for p in kept] + ["m.onnx"])
 
 
@@ -279,7 +279,7 @@ def test_constant_folding_switch():
 
 
 def test_verbose_prints_readable_graph(capsys):
-    exporter.export(_model(), torch.randn(2, 4), io.BytesIO(), verbose=True, input_names=["actual_input_1"])
+    exporter.export(_model(), torch.randn(2, 4), io.BytesIO(), verbose=True, input_names=["actual_input_1"], dynamo=False)
     printed = capsys.readouterr().out
     assert "actual_input_1" in printed and "Gemm" in printed
 
@@ -311,7 +311,7 @@ def test_checker_failure_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(validate, "check", failing_check)
     target = tmp_path / "m.onnx"
     with pytest.raises(CheckerError):
-        exporter.export(_model(), torch.randn(2, 4), str(target))
+        exporter.export(_model(), torch.randn(2, 4), str(target), dynamo=False)
     assert not target.exists()
 
 
@@ -334,7 +334,7 @@ def test_scripted_module_and_function_export():
 
 def test_model_mode_is_restored_after_export():
     model = _model().train()
-    exporter.export(model, torch.randn(2, 4), io.BytesIO())
+    exporter.export(model, torch.randn(2, 4), io.BytesIO(), dynamo=False)
     assert model.training
 
 
@@ -350,8 +350,8 @@ def test_a_prepared_capture_serves_many_exports_unchanged():
     before = str(captured.graph)
     for opset in (9, 13, 16):
         fresh, reused = io.BytesIO(), io.BytesIO()
-        exporter.export(model, args, fresh, opset_version=opset)
-        exporter.export(model, args, reused, opset_version=opset, captured=captured)
+        exporter.export(model, args, fresh, opset_version=opset, dynamo=False)
+        exporter.export(model, args, reused, opset_version=opset, captured=captured, dynamo=False)
         assert fresh.getvalue() == reused.getvalue(), f"opset {opset}"
     assert str(captured.graph) == before
 
@@ -367,7 +367,7 @@ def test_a_prepared_capture_sees_the_export_flag_and_mode():
 
 def test_captured_must_be_a_capture():
     with pytest.raises(ExportArgumentError, match="captured must be a Capture"):
-        exporter.export(torch.nn.ReLU(), (torch.zeros(2),), io.BytesIO(), captured="not a capture")
+        exporter.export(torch.nn.ReLU(), (torch.zeros(2),), io.BytesIO(), captured="not a capture", dynamo=False)
 
 
 def test_ops_on_empty_tensors_fold_but_their_inputs_stay():
@@ -410,7 +410,7 @@ def test_the_garbage_collector_is_paused_while_exporting_and_restored_after():
     export_bytes(spy, (torch.randn(2),))
     assert spy.collector_enabled is False and gc.isenabled()
     with pytest.raises(CaptureError):
-        exporter.export(_Failing(), (torch.randn(2),), io.BytesIO())
+        exporter.export(_Failing(), (torch.randn(2),), io.BytesIO(), dynamo=False)
     assert gc.isenabled()  # restored after a failed export too
     gc.disable()
     try:

@@ -46,7 +46,7 @@ def test_large_model_is_written_with_external_data(tmp_path, small_threshold, mo
     model = Wide().eval()
     x = torch.randn(2, 64)
     target = tmp_path / "wide.onnx"
-    exporter.export(model, (x,), str(target))
+    exporter.export(model, (x,), str(target), dynamo=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["wide.onnx", "wide.onnx.data"]
     sizes = [t.numel() * 4 for t in model.state_dict().values()]
     weights = sum(size for size in sizes if size >= destination.EXTERNAL_TENSOR_MIN_BYTES)
@@ -82,7 +82,7 @@ class LargeConstant(torch.nn.Module):
 def test_large_constants_go_to_external_data_too(tmp_path, small_threshold):
     target = tmp_path / "const.onnx"
     x = torch.randn(2, 64)
-    exporter.export(LargeConstant(), (x,), str(target))
+    exporter.export(LargeConstant(), (x,), str(target), dynamo=False)
     assert (tmp_path / "const.onnx.data").stat().st_size >= 64 * 128 * 4
     proto = onnx.load(str(target), load_external_data=False)
     assert not [n for n in proto.graph.node if n.op_type == "Constant" and n.attribute[0].t.ByteSize() > 4096]
@@ -93,7 +93,7 @@ def test_relative_path_and_moved_pair_still_load(tmp_path, small_threshold, monk
     model = Wide().eval()
     x = torch.randn(1, 64)
     monkeypatch.chdir(tmp_path)
-    exporter.export(model, (x,), "relative.onnx")
+    exporter.export(model, (x,), "relative.onnx", dynamo=False)
     moved = tmp_path / "moved"
     moved.mkdir()
     for name in ("relative.onnx", "relative.onnx.data"):
@@ -113,14 +113,14 @@ def test_file_object_gets_a_clear_error_before_anything_runs_or_is_written(small
     buffer = io.BytesIO()
     CountsCalls.calls = 0
     with pytest.raises(ExportArgumentError, match="pass a file path as f"):
-        exporter.export(CountsCalls().eval(), (torch.randn(1, 64),), buffer)
+        exporter.export(CountsCalls().eval(), (torch.randn(1, 64),), buffer, dynamo=False)
     assert buffer.getvalue() == b"" and CountsCalls.calls == 0
 
 
 def test_file_object_is_fine_without_parameters(small_threshold):
     buffer = io.BytesIO()
-    result = exporter.export(Wide().eval(), (torch.randn(1, 64),), buffer, export_params=False)
-    assert len(result.model.graph.initializer) == 0 and buffer.getvalue()
+    result = exporter.export_program(Wide().eval(), (torch.randn(1, 64),), buffer, export_params=False, dynamo=False)
+    assert len(result.model_proto.graph.initializer) == 0 and buffer.getvalue()
 
 
 def test_failed_validation_leaves_no_files_and_keeps_an_existing_model(tmp_path, small_threshold, monkeypatch):
@@ -135,14 +135,14 @@ def test_failed_validation_leaves_no_files_and_keeps_an_existing_model(tmp_path,
 
     monkeypatch.setattr(validate, "check", reject)
     with pytest.raises(CheckerError, match="rejected by the test"):
-        exporter.export(Wide().eval(), (torch.randn(1, 64),), str(target))
+        exporter.export(Wide().eval(), (torch.randn(1, 64),), str(target), dynamo=False)
     assert [p.name for p in tmp_path.iterdir()] == ["wide.onnx"]
     assert target.read_bytes() == b"previous"
 
 
 def test_below_the_threshold_everything_is_inline(tmp_path):
     target = tmp_path / "wide.onnx"
-    exporter.export(Wide().eval(), (torch.randn(1, 64),), str(target))
+    exporter.export(Wide().eval(), (torch.randn(1, 64),), str(target), dynamo=False)
     assert [p.name for p in tmp_path.iterdir()] == ["wide.onnx"]
     proto = onnx.load(str(target), load_external_data=False)
     assert all(t.data_location == onnx.TensorProto.DEFAULT for t in proto.graph.initializer)
@@ -151,7 +151,7 @@ def test_below_the_threshold_everything_is_inline(tmp_path):
 def test_external_data_with_dynamic_axes_and_opset_7(tmp_path, small_threshold):
     model = Wide().eval()
     target = tmp_path / "wide7.onnx"
-    exporter.export(model, (torch.randn(2, 64),), str(target), opset_version=7, dynamic_axes={"x": {0: "batch"}})
+    exporter.export(model, (torch.randn(2, 64),), str(target), opset_version=7, dynamic_axes={"x": {0: "batch"}}, dynamo=False)
     x = torch.randn(5, 64)
     np.testing.assert_allclose(_run(target, x), model(x).detach().numpy(), rtol=1e-5, atol=1e-5)
 
@@ -164,7 +164,7 @@ def test_a_batchnorm_folded_weight_goes_to_external_data(tmp_path, small_thresho
     x = torch.randn(1, 16, 6, 6)
     target = tmp_path / "conv.onnx"
     monkeypatch.setattr(tensor_bytes, "_CHUNK_BYTES", 1000)  # several chunks per weight
-    exporter.export(model, (x,), str(target), input_names=["x"])
+    exporter.export(model, (x,), str(target), input_names=["x"], dynamo=False)
     proto = onnx.load(str(target), load_external_data=False)
     assert [t.data_location for t in proto.graph.initializer if len(t.dims) == 4] == [onnx.TensorProto.EXTERNAL]
     monkeypatch.chdir(tmp_path)

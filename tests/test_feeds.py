@@ -161,7 +161,8 @@ def swap_input_names(model: onnx.ModelProto, a: str, b: str) -> onnx.ModelProto:
 
 
 def swapping_inputs(export, a: str, b: str):
-    """``exporter.export`` writing the export with its inputs ``a`` and ``b`` swapped (:func:`swap_input_names`)."""
+    """``exporter.export_program`` writing the export with its inputs ``a`` and ``b`` swapped
+    (:func:`swap_input_names`)."""
     def export_swapped(model, args, f, **options):
         buffer = io.BytesIO()
         result = export(model, args, buffer, **options)
@@ -170,7 +171,7 @@ def swapping_inputs(export, a: str, b: str):
             onnx.save(swapped, f)
         else:
             f.write(swapped.SerializeToString())
-        return SimpleNamespace(model=swapped, capture=result.capture, workarounds=result.workarounds)
+        return SimpleNamespace(model_proto=swapped, capture=result.capture, workarounds=result.workarounds)
 
     return export_swapped
 
@@ -182,6 +183,6 @@ def test_the_op_case_harness_reports_an_export_with_its_input_names_swapped_as_a
     case = OpCase("sub", lambda k: (torch.randn(2 + k, 3), torch.randn(2 + k, 3)), sample="feed_by_name",
                   fn=lambda x, y: x - 2 * y)
     assert run_case(case, 13, dynamic=False)["status"] == "pass"
-    monkeypatch.setattr(exporter, "export", swapping_inputs(exporter.export, "input_0", "input_1"))
+    monkeypatch.setattr(exporter, "export_program", swapping_inputs(exporter.export_program, "input_0", "input_1"))
     row = run_case(case, 13, dynamic=False)
     assert (row["status"], row["stage"]) == ("mismatch", "accuracy"), row["error"]

@@ -115,7 +115,7 @@ def test_every_error_of_ours_is_a_torch_onnx_exporter_error():
                and c.__module__ == "exporter.errors"]
     assert len(classes) >= 6 and all(issubclass(c, OnnxExporterError) for c in classes)
     with pytest.raises(OnnxExporterError, match="supports opsets 7 to 20"):
-        exporter.export(torch.nn.ReLU(), (torch.randn(2),), io.BytesIO(), opset_version=21)
+        exporter.export(torch.nn.ReLU(), (torch.randn(2),), io.BytesIO(), opset_version=21, dynamo=False)
 
 
 class _Forbidden(AssertionError):
@@ -150,7 +150,7 @@ def test_export_works_with_every_onnx_function_replaced_by_one_that_raises(onnx_
     model = torchvision.models.resnet18(weights=None).eval()
     buffer = io.BytesIO()
     exporter.export(model, torch.randn(1, 3, 64, 64), buffer, opset_version=14,
-                    dynamic_axes={"x": {0: "batch"}}, input_names=["x"])
+                    dynamic_axes={"x": {0: "batch"}}, input_names=["x"], dynamo=False)
     assert buffer.getvalue()
 
 
@@ -160,7 +160,7 @@ def test_scripted_export_works_with_onnx_functions_replaced(onnx_functions_raise
         return torch.relu(x) + 1.0
 
     buffer = io.BytesIO()
-    exporter.export(fn, (torch.randn(2, 3),), buffer, opset_version=11)
+    exporter.export(fn, (torch.randn(2, 3),), buffer, opset_version=11, dynamo=False)
     assert buffer.getvalue()
 
 
@@ -174,7 +174,7 @@ def test_torch_is_in_onnx_export_stays_false_during_our_export():
             seen.append((torch.onnx.is_in_onnx_export(), exporter.is_in_onnx_export()))
             return x + 1
 
-    exporter.export(ReadsBoth(), (torch.randn(2),), io.BytesIO())
+    exporter.export(ReadsBoth(), (torch.randn(2),), io.BytesIO(), dynamo=False)
     assert seen == [(False, True)]
 
 
@@ -195,9 +195,9 @@ def test_exports_load_nothing_of_torch_onnx_but_what_importing_its_error_class_l
         "import io, sys, torch, exporter\n"
         "model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()).eval()\n"
         "exporter.export(model, (torch.randn(1, 3, 8, 8),), io.BytesIO(), opset_version=11, input_names=['x'],\n"
-        "                dynamic_axes={'x': [0]})\n"
+        "                dynamic_axes={'x': [0]}, dynamo=False)\n"
         "try:\n"
-        "    exporter.export(torch.nn.ReLU(), (torch.randn(2),), io.BytesIO(), opset_version=99)\n"
+        "    exporter.export(torch.nn.ReLU(), (torch.randn(2),), io.BytesIO(), opset_version=99, dynamo=False)\n"
         "except exporter.errors.OnnxExporterError as error:\n"
         "    assert type(error) is exporter.errors.ExportArgumentError, type(error).__mro__\n"
     )

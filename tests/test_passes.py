@@ -71,7 +71,7 @@ class _DoubleTranspose(torch.nn.Module):
 def test_consecutive_transposes_merge_and_cancel_with_the_same_results():
     x = torch.randn(2, 3, 4, 5)
     buffer = io.BytesIO()
-    exporter.export(_DoubleTranspose(), (x,), buffer, opset_version=13)
+    exporter.export(_DoubleTranspose(), (x,), buffer, opset_version=13, dynamo=False)
     model = onnx.load_from_string(buffer.getvalue())
     histogram = collections.Counter(node.op_type for node in model.graph.node)
     assert histogram["Transpose"] == 1
@@ -96,7 +96,7 @@ class _NestedCats(torch.nn.Module):
 def test_nested_concats_along_one_axis_become_one_with_the_same_results():
     x, y = torch.randn(2, 3, 4), torch.randn(2, 3, 4)
     buffer = io.BytesIO()
-    exporter.export(_NestedCats(), (x, y), buffer, opset_version=13)
+    exporter.export(_NestedCats(), (x, y), buffer, opset_version=13, dynamo=False)
     model = onnx.load_from_string(buffer.getvalue())
     concat_inputs = sorted(len(node.input) for node in model.graph.node if node.op_type == "Concat")
     # same_axis: one Concat of 4; other_axis: three of 2; shared and its reader: two of 2.
@@ -121,7 +121,7 @@ def test_folding_evaluates_operators_in_the_target_opset_version():
     x = torch.randn(2, 3)
     for opset in (9, 11, 13):
         buffer = io.BytesIO()
-        exporter.export(_UnsqueezedWeight().eval(), (x,), buffer, opset_version=opset)
+        exporter.export(_UnsqueezedWeight().eval(), (x,), buffer, opset_version=opset, dynamo=False)
         model = onnx.load_from_string(buffer.getvalue())
         assert [node.op_type for node in model.graph.node if node.op_type != "Constant"] == ["Add"], opset
 
@@ -139,7 +139,7 @@ def test_folded_weights_become_initializers_small_constants_stay_nodes():
     x = torch.randn(3, 32)
     buffer = io.BytesIO()
     model = _TransposedWeight().eval()
-    exporter.export(model, (x,), buffer, opset_version=13)
+    exporter.export(model, (x,), buffer, opset_version=13, dynamo=False)
     proto = onnx.load_from_string(buffer.getvalue())
     assert [node.op_type for node in proto.graph.node] == ["MatMul", "Constant", "MatMul"]  # 512-byte ones: a node
     assert [tuple(t.dims) for t in proto.graph.initializer] == [(32, 64)]  # the folded 8 KiB transpose
@@ -155,7 +155,7 @@ def test_a_batchnorm_folded_into_the_conv_that_feeds_it_can_be_the_graph_output(
     torch.nn.init.normal_(model[1].running_mean)
     x = torch.randn(2, 3, 5, 5)
     buffer = io.BytesIO()
-    exporter.export(model, (x,), buffer, opset_version=14, output_names=["normalized"])
+    exporter.export(model, (x,), buffer, opset_version=14, output_names=["normalized"], dynamo=False)
     proto = onnx.load_from_string(buffer.getvalue())
     assert [node.op_type for node in proto.graph.node] == ["Conv"]
     assert list(proto.graph.node[0].output) == ["normalized"]
@@ -182,8 +182,8 @@ def _results(data: bytes, x: torch.Tensor) -> np.ndarray:
 def test_two_batchnorms_in_a_row_fold_into_one_conv():
     model, x = _conv_bn(1, 2), torch.randn(2, 3, 6, 6)
     buffer = io.BytesIO()
-    result = exporter.export(model, (x,), buffer, opset_version=14)
-    assert [node.op_type for node in result.model.graph.node] == ["Conv"]
+    result = exporter.export_program(model, (x,), buffer, opset_version=14, dynamo=False)
+    assert [node.op_type for node in result.model_proto.graph.node] == ["Conv"]
     np.testing.assert_allclose(_results(buffer.getvalue(), x), model(x).detach().numpy(), rtol=1e-4, atol=1e-4)
 
 
@@ -193,15 +193,15 @@ def test_a_fused_weight_written_in_chunks_equals_the_product_made_at_once(monkey
 
     model, x = _conv_bn(1, channels=24), torch.randn(1, 3, 8, 8)
     once = io.BytesIO()
-    exporter.export(model, (x,), once, opset_version=14)
+    exporter.export(model, (x,), once, opset_version=14, dynamo=False)
     monkeypatch.setattr(tensor_bytes, "_CHUNK_BYTES", 1)
     chunked = io.BytesIO()
-    result = exporter.export(model, (x,), chunked, opset_version=14)
+    result = exporter.export_program(model, (x,), chunked, opset_version=14, dynamo=False)
     assert chunked.getvalue() == once.getvalue()
-    assert onnx.load_from_string(chunked.getvalue()) == result.model  # the file and the result's model agree
+    assert onnx.load_from_string(chunked.getvalue()) == result.model_proto  # the file and the result's model agree
     conv, norm = model[0], model[1]
     factor = (norm.weight / torch.sqrt(norm.running_var + norm.eps)).detach()
-    weight = onnx.numpy_helper.to_array(next(t for t in result.model.graph.initializer if t.dims[0] == 24
+    weight = onnx.numpy_helper.to_array(next(t for t in result.model_proto.graph.initializer if t.dims[0] == 24
                                              and len(t.dims) == 4))
     np.testing.assert_allclose(weight, (conv.weight * factor[:, None, None, None]).detach().numpy(), rtol=1e-6)
     np.testing.assert_allclose(_results(chunked.getvalue(), x), model(x).detach().numpy(), rtol=1e-4, atol=1e-4)
@@ -209,7 +209,7 @@ def test_a_fused_weight_written_in_chunks_equals_the_product_made_at_once(monkey
 
 def test_the_deferred_product_counts_as_the_folding_pass_not_as_serialization():
     model, x = _conv_bn(1, channels=64), torch.randn(1, 3, 8, 8)
-    stages = exporter.export(model, (x,), io.BytesIO(), opset_version=14).stage_seconds
+    stages = exporter.export_program(model, (x,), io.BytesIO(), opset_version=14, dynamo=False).stage_seconds
     assert stages["pass:fuse_conv_batchnorm"] > 0 and all(seconds >= 0 for seconds in stages.values())
 
 
@@ -239,7 +239,7 @@ def test_a_mask_built_in_place_on_constants_is_computed_at_export_time():
     x = torch.randn(4, 4, dtype=torch.float64)
     for opset in (9, 16):
         buffer = io.BytesIO()
-        exporter.export(_MaskBuiltInPlace(), (x,), buffer, opset_version=opset)
+        exporter.export(_MaskBuiltInPlace(), (x,), buffer, opset_version=opset, dynamo=False)
         model = onnx.load_from_string(buffer.getvalue())
         assert sorted(node.op_type for node in model.graph.node if node.op_type != "Constant") == ["Add", "Add"]
         for got, expected in zip(_run(buffer, x), _MaskBuiltInPlace()(x), strict=True):
@@ -256,7 +256,7 @@ def test_random_in_place_ops_are_never_computed_at_export_time():
     from exporter.convert import foldable_kind
 
     buffer = io.BytesIO()
-    exporter.export(_RandomInPlace(), (torch.randn(1000),), buffer, opset_version=13)
+    exporter.export(_RandomInPlace(), (torch.randn(1000),), buffer, opset_version=13, dynamo=False)
     assert "RandomUniform" in {node.op_type for node in onnx.load_from_string(buffer.getvalue()).graph.node}
     for kind in ("aten::uniform_", "aten::normal_", "aten::bernoulli_", "aten::random_", "aten::exponential_",
                  "aten::geometric_", "aten::cauchy_", "aten::log_normal_", "aten::resize_", "aten::set_"):
@@ -276,7 +276,7 @@ def test_a_quantized_weight_stays_quantized_and_matches_pytorch_to_the_step(opse
                           torch.arange(33).to(torch.float) - 16)
     q_input = torch.quantize_per_tensor(torch.randn(3, 16, 32, 32), 0.5, 128, torch.quint8)
     buffer = io.BytesIO()
-    exporter.export(model, (q_input,), buffer, opset_version=opset)
+    exporter.export(model, (q_input,), buffer, opset_version=opset, dynamo=False)
     proto = onnx.load_from_string(buffer.getvalue())
     assert [node.op_type for node in proto.graph.node].count("DequantizeLinear") == 2  # the input's and the weight's
     session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
@@ -305,6 +305,6 @@ def test_an_inference_batchnorm_of_constants_computes_with_its_running_statistic
     schema's default momentum for a training run): folding kept that, silently wrong. It is not folded there."""
     model, x = _NormalizedTable().eval(), torch.randn(2, 4)
     buffer = io.BytesIO()
-    exporter.export(model, (x,), buffer, opset_version=opset, input_names=["x"])
+    exporter.export(model, (x,), buffer, opset_version=opset, input_names=["x"], dynamo=False)
     session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(session.run(None, {"x": x.numpy()})[0], model(x).detach().numpy(), rtol=1e-5, atol=1e-6)

@@ -65,7 +65,7 @@ def test_a_long_error_is_truncated_as_rows_hold_it():
 
 def test_the_capture_is_handed_to_the_export_and_the_model_is_recorded():
     class Exported:
-        model = _add_model()
+        model_proto = _add_model()
         workarounds = ("cast_around_topk",)
 
     row = empty_row()

@@ -59,8 +59,9 @@ def test_provenance_cost_is_measured_against_an_export_without_it(bench_rows):
     assert f"| scripted_loop | 16 | {cost['on_s']:.3f} | {cost['off_s']:.3f} | {cost['ratio']:.3f} |" in markdown_table(bench_rows)
     model, args, kwargs = MODELS["scripted_loop"]()
     with recording(False):
-        assert exporter.export(model, args, io.BytesIO(), opset_version=16, **kwargs).provenance is None
-    assert exporter.export(model, args, io.BytesIO(), opset_version=16, **kwargs).provenance.nodes
+        assert exporter.export_program(model, args, io.BytesIO(), opset_version=16, dynamo=False,
+                                       **kwargs).provenance is None
+    assert exporter.export_program(model, args, io.BytesIO(), opset_version=16, dynamo=False, **kwargs).provenance.nodes
 
 
 def test_markdown_table_lists_ratios_and_failures(bench_rows):

@@ -23,11 +23,11 @@ from tests.workaround_probes import Probe, all_probes
 PROBES = all_probes()
 
 
-def _export(probe: Probe, workarounds) -> tuple[exporter.ExportResult, bytes]:
+def _export(probe: Probe, workarounds) -> tuple[exporter.ONNXProgram, bytes]:
     buffer = io.BytesIO()
     training = exporter.TrainingMode.TRAINING if probe.training else exporter.TrainingMode.EVAL
-    result = exporter.export(FunctionModule(probe.fn).eval(), probe.inputs(), buffer, opset_version=probe.opset,
-                             runtime_workarounds=workarounds, training=training)
+    result = exporter.export_program(FunctionModule(probe.fn).eval(), probe.inputs(), buffer, opset_version=probe.opset,
+                             runtime_workarounds=workarounds, training=training, dynamo=False)
     return result, buffer.getvalue()
 
 
@@ -71,16 +71,16 @@ def test_the_default_export_depends_on_the_workaround_and_runs_right(probe):
     result, data = _export(probe, True)
     assert probe.workaround in result.workarounds
     session = make_session(data, "cpu")
-    assert _agree(_expected(probe), session.run(None, _feeds(result.model, probe)))
+    assert _agree(_expected(probe), session.run(None, _feeds(result.model_proto, probe)))
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=[p.workaround for p in PROBES])
 def test_the_plain_form_is_right_and_the_runtime_still_fails_it(probe):
     result, data = _export(probe, False)
     assert probe.workaround not in result.workarounds
-    onnx.checker.check_model(result.model, full_check=True)
-    expected, feeds = _expected(probe), _feeds(result.model, probe)
-    assert _agree(expected, ReferenceEvaluator(_for_reference(result.model, probe)).run(None, feeds)), (
+    onnx.checker.check_model(result.model_proto, full_check=True)
+    expected, feeds = _expected(probe), _feeds(result.model_proto, probe)
+    assert _agree(expected, ReferenceEvaluator(_for_reference(result.model_proto, probe)).run(None, feeds)), (
         "the plain ONNX form is wrong")
     try:
         actual = make_session(data, "cpu").run(None, feeds)

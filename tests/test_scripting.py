@@ -24,7 +24,7 @@ ALL_OPSETS = list(range(MIN_OPSET, MAX_OPSET + 1))
 
 def _export(model, args, opset, **kwargs) -> onnx.ModelProto:
     buffer = io.BytesIO()
-    exporter.export(model, args, buffer, opset_version=opset, **kwargs)
+    exporter.export(model, args, buffer, opset_version=opset, **{"dynamo": False, **kwargs})
     return onnx.load_from_string(buffer.getvalue())
 
 
@@ -233,7 +233,7 @@ def test_the_retrace_keeps_warnings_and_source_lines_at_the_models_own_lines():
               if issubclass(w.category, torch.jit.TracerWarning)]
     assert sorted(tracer) == [("torch.as_tensor", __file__), ("torch.tensor", __file__)]  # once each, not twice
     buffer = io.BytesIO()
-    exporter.export(AssignsIntoATensorItMade(), (torch.randn(4),), buffer, opset_version=13, verbose=True)
+    exporter.export(AssignsIntoATensorItMade(), (torch.randn(4),), buffer, opset_version=13, verbose=True, dynamo=False)
     lines = {node.doc_string for node in onnx.load_from_string(buffer.getvalue()).graph.node}
     assert lines and all(line.startswith(f"{__file__}(") for line in lines), lines  # not the mode's frame
 

@@ -20,7 +20,7 @@ def _export(fn, *args, opset=14):
         def forward(self, *inputs):
             return fn(self, *inputs)
 
-    exporter.export(Model(), args, io.BytesIO(), opset_version=opset)
+    exporter.export(Model(), args, io.BytesIO(), opset_version=opset, dynamo=False)
 
 
 _PADDED, _LENGTHS = torch.randn(5, 3, 3), torch.tensor([5, 3, 2])
@@ -87,7 +87,7 @@ def test_as_strided_of_a_non_contiguous_view_with_dynamic_axes_raises():
             return x.t().as_strided((2, 2), (1, 2))
 
     with pytest.raises(UnsupportedOperatorError, match="dynamic axes"):
-        exporter.export(Model(), (torch.randn(3, 4),), io.BytesIO(), input_names=["x"], dynamic_axes={"x": [0]})
+        exporter.export(Model(), (torch.randn(3, 4),), io.BytesIO(), input_names=["x"], dynamic_axes={"x": [0]}, dynamo=False)
 
 
 def test_complex_casts_raise_instead_of_an_invalid_model():
@@ -104,7 +104,7 @@ def test_a_complex_input_or_output_raises_instead_of_a_model_onnx_runtime_cannot
 
     model = torch.jit.script(FirstColumn()) if script else FirstColumn()
     with pytest.raises(exporter.errors.ExportArgumentError, match="input 'x' is a torch.complex64 tensor.*view_as_real"):
-        exporter.export(model, (torch.randn(3, 2, dtype=torch.cfloat),), io.BytesIO())
+        exporter.export(model, (torch.randn(3, 2, dtype=torch.cfloat),), io.BytesIO(), dynamo=False)
     # a value ONNX cannot express, as PyTorch's exporter says of it (its own SymbolicValueError)
     with pytest.raises(exporter.errors.SymbolicValueError, match="output 'output' is a torch.complex64 tensor"):
         _export(lambda model, x: torch.view_as_complex(x), torch.randn(3, 2))

@@ -32,11 +32,11 @@ class _Weights(torch.nn.Module):
 def test_the_file_parses_to_the_returned_model_and_runs(keep_initializers_as_inputs, tmp_path):
     model, x = _Weights().eval(), torch.randn(2, 64)
     for target in (io.BytesIO(), str(tmp_path / "m.onnx")):
-        result = exporter.export(model, (x,), target, opset_version=14,
-                                 keep_initializers_as_inputs=keep_initializers_as_inputs)
+        result = exporter.export_program(model, (x,), target, opset_version=14,
+                                 keep_initializers_as_inputs=keep_initializers_as_inputs, dynamo=False)
         data = target.getvalue() if isinstance(target, io.BytesIO) else open(target, "rb").read()
         parsed = onnx.load_from_string(data)
-        assert parsed.SerializeToString() == result.model.SerializeToString()
+        assert parsed.SerializeToString() == result.model_proto.SerializeToString()
         assert {t.name for t in parsed.graph.initializer} >= {"big.weight", "small"}
         onnx.checker.check_model(parsed, full_check=True)
         session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
@@ -95,10 +95,10 @@ def test_a_folded_transpose_is_written_in_row_major_order_chunk_by_chunk(monkeyp
     monkeypatch.setattr(tensor_bytes, "row_major_bytes", lambda a: chunks.append(a.flags.c_contiguous) or original(a))
     model, x = _SequenceLinear().eval(), torch.randn(2, 5, 48)
     target = io.BytesIO()
-    result = exporter.export(model, (x,), target, opset_version=14)
+    result = exporter.export_program(model, (x,), target, opset_version=14, dynamo=False)
     assert False in chunks, "the transposed weight was expected to stay a view until written"
     parsed = onnx.load_from_string(target.getvalue())
-    assert parsed.SerializeToString() == result.model.SerializeToString()
+    assert parsed.SerializeToString() == result.model_proto.SerializeToString()
     weight = onnx.numpy_helper.to_array(parsed.graph.initializer[0])
     np.testing.assert_array_equal(weight, model.proj.weight.detach().numpy().T)
     session = ort.InferenceSession(target.getvalue(), providers=["CPUExecutionProvider"])

@@ -92,15 +92,15 @@ def test_a_correct_resnet_verifies_clean():
 
 def test_provenance_names_every_node_and_stays_out_of_the_model_unless_asked():
     model, args = _resnet18()
-    result = exporter.export(model, args, io.BytesIO(), opset_version=OPSET)
-    assert all(node.name in result.provenance.nodes for node in result.model.graph.node)
-    assert not any(node.doc_string for node in result.model.graph.node)
-    first_conv = next(n for n in result.model.graph.node if n.op_type == "Conv")
+    result = exporter.export_program(model, args, io.BytesIO(), opset_version=OPSET, dynamo=False)
+    assert all(node.name in result.provenance.nodes for node in result.model_proto.graph.node)
+    assert not any(node.doc_string for node in result.model_proto.graph.node)
+    first_conv = next(n for n in result.model_proto.graph.node if n.op_type == "Conv")
     assert result.provenance.node(first_conv.name).scope == "conv1"
     # Conv+BatchNormalization fusion: the Conv's output now holds the normalized values, and says so.
     assert result.provenance.value(first_conv.output[0]).kind == "aten::batch_norm"
-    written = exporter.export(model, args, io.BytesIO(), opset_version=OPSET, provenance_in_model=True)
-    conv_doc = next(n for n in written.model.graph.node if n.op_type == "Conv").doc_string
+    written = exporter.export_program(model, args, io.BytesIO(), opset_version=OPSET, provenance_in_model=True, dynamo=False)
+    conv_doc = next(n for n in written.model_proto.graph.node if n.op_type == "Conv").doc_string
     assert conv_doc.startswith("aten::_convolution in conv1 at ") and "resnet.py:" in conv_doc
 
 
@@ -218,10 +218,10 @@ def test_a_detector_on_near_ties_is_judged_before_its_selection():
     result = verify(model, args, opset_version=SELECTION_OPSET, judge_selection=True)
     with torch.no_grad():
         final = model(*args)[0]
-    session_outputs = [result.export.model.graph.output[k].name for k in range(3)]
+    session_outputs = [result.export.model_proto.graph.output[k].name for k in range(3)]
     assert session_outputs == result.export.output_names
     expected = [final[k].numpy() for k in ("boxes", "scores", "labels")]
-    actual = [np.asarray(v) for v in _ort(result.export.model, args)]
+    actual = [np.asarray(v) for v in _ort(result.export.model_proto, args)]
     assert compare_detections(["boxes", "scores", "labels"], expected, actual, lambda s: (1e-3, 1e-5)).compared_nothing
     check = result.selection
     assert check.ok, check.summary()
@@ -297,7 +297,7 @@ def _strict_mismatch(opset):
     prepared = state.prepare("resnet18")
     expected = flat_outputs(state.reference(prepared, "cpu", "input 0"))
     buffer = io.BytesIO()
-    exporter.export(prepared.model, prepared.export_args, buffer, opset_version=opset)
+    exporter.export(prepared.model, prepared.export_args, buffer, opset_version=opset, dynamo=False)
     session = make_session(buffer.getvalue(), "cpu")
     actual = session.run(None, {session.get_inputs()[0].name: prepared.checks["input 0"][0].numpy()})
     verdict = compare_arrays(expected, actual, lambda scale: (0.0, 0.0))

@@ -44,7 +44,7 @@ def _line_of(function, text: str) -> str:
 
 
 def _op_type(result: exporter.VerifyResult, node_name: str) -> str:
-    return next(node.op_type for node in result.export.model.graph.node if node.name == node_name)
+    return next(node.op_type for node in result.export.model_proto.graph.node if node.name == node_name)
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_a_dynamic_fx_export_is_verified_on_another_input_size():
     other = (torch.randn(3, 3, 20, 12),)
     result = verify(model, args, OPSET, dynamo=True, input_names=["x"], check_args=other,
                     dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"}})
-    dims = [d.dim_param for d in result.export.model.graph.input[0].type.tensor_type.shape.dim]
+    dims = [d.dim_param for d in result.export.model_proto.graph.input[0].type.tensor_type.shape.dim]
     assert dims == ["batch", "", "height", "width"]
     # The program and the ONNX model both ran on the other size, their outputs agreeing with the model's there.
     assert result.ok and result.capture.ok, result.summary()
@@ -182,7 +182,7 @@ def test_values_inside_cond_branches_are_not_compared():
     verifier = Verifier(result.export, [x], None, None, 1)
     verifier.run(_Branches()(x))
     assert all(node.graph is top for node in verifier.pairs.values())  # ... but only top-level values are compared
-    branch = next(node for node in result.export.model.graph.node if node.op_type == "If")
+    branch = next(node for node in result.export.model_proto.graph.node if node.op_type == "If")
     assert result.export.provenance.node(branch.name).kind == "torch.ops.higher_order::cond"
     kinds = {verifier.graph.kind(node) for node in verifier.pairs.values()}
     assert kinds >= {"aten::relu", "torch.ops.higher_order::cond", "aten::sub"}  # the cond's result is compared

@@ -31,7 +31,7 @@ def measure(tag, keep):
     passes._fusable_conv = only
     try:
         buf = io.BytesIO()
-        exporter.export(p.model, p.export_args, buf, opset_version=14)
+        exporter.export(p.model, p.export_args, buf, opset_version=14, dynamo=False)
     finally:
         passes._fusable_conv = orig
     s = make_session(buf.getvalue(), "cpu")

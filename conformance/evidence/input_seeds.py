@@ -28,7 +28,7 @@ def export(fuse):
         passes.fuse_conv_batchnorm = lambda graph: None
         passes.fuse_conv_batchnorm.__name__ = "fuse_conv_batchnorm"
     try:
-        exporter.export(p.model, p.export_args, buf, opset_version=14)
+        exporter.export(p.model, p.export_args, buf, opset_version=14, dynamo=False)
     finally:
         passes.fuse_conv_batchnorm = saved
     return make_session(buf.getvalue(), "cpu")

@@ -30,7 +30,7 @@ def export(fuse):
         passes.fuse_conv_batchnorm = lambda graph: None
         passes.fuse_conv_batchnorm.__name__ = "fuse_conv_batchnorm"
     try:
-        exporter.export(p.model, p.export_args, buf, opset_version=opset)
+        exporter.export(p.model, p.export_args, buf, opset_version=opset, dynamo=False)
     finally:
         passes.fuse_conv_batchnorm = saved
     return buf.getvalue()

@@ -21,7 +21,7 @@ name, opset = sys.argv[1], int(sys.argv[2])
 state = WorkerState('/tmp')
 p = state.prepare(name)
 e = p.entry
-result = exporter.export(p.model, p.export_args, io.BytesIO(), opset_version=opset, input_names=e.input_names, output_names=e.output_names)
+result = exporter.export_program(p.model, p.export_args, io.BytesIO(), opset_version=opset, input_names=e.input_names, output_names=e.output_names, dynamo=False)
 flat_inputs, _ = flatten(split_args(p.checks["input 0"]), numbers_as_tensors=True)
 ts_inputs = list(flat_inputs) + [t for _, t in result.capture.params]
 with torch.no_grad():

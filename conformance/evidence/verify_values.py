@@ -23,7 +23,7 @@ p = state.prepare(name)
 e = p.entry
 dyn = e.dynamic_axes if label.startswith('dynamic') else None
 t = time.time()
-result = exporter.export(p.model, p.export_args, io.BytesIO(), opset_version=opset, input_names=e.input_names, output_names=e.output_names, dynamic_axes=dyn)
+result = exporter.export_program(p.model, p.export_args, io.BytesIO(), opset_version=opset, input_names=e.input_names, output_names=e.output_names, dynamic_axes=dyn, dynamo=False)
 check_args = p.checks[label]
 flat_inputs, _ = flatten(split_args(check_args), numbers_as_tensors=True)
 ts_inputs = list(flat_inputs) + [tensor for _, tensor in result.capture.params]

@@ -50,6 +50,7 @@ SYMBOLIC_OF = {
     operator.le: "aten::le", operator.gt: "aten::gt", operator.ge: "aten::ge", torch.sym_max: "aten::maximum",
     torch.sym_min: "aten::minimum", torch.sym_float: "aten::Float", torch.sym_int: "aten::Int",
     math.floor: "aten::floor", math.ceil: "aten::ceil", math.trunc: "aten::trunc", operator.pow: "aten::pow",
+    torch.sym_not: "aten::__not__", torch.sym_ite: "aten::where",
 }
 
 
@@ -203,11 +204,33 @@ def at_opset(captured: Capture, opset: int) -> Capture:
                     break
                 program = program.run_decompositions(table)
             program = _with_further_decompositions(program, opset)
+        _sym_sums_as_additions(program.graph)
     except Exception as error:
         raise CaptureError(f"decomposing the exported program failed: {type(error).__name__}: "
                            f"{_first_lines(str(error))}") from error
     return dataclasses.replace(captured, graph=program.graph, program=program,
                                example_outputs=_example_outputs(program))
+
+
+def _sym_sums_as_additions(graph: torch.fx.Graph) -> None:
+    """Each ``torch.sym_sum([a, b, ...])`` (a sum of sizes, one node over a list) as the additions it stands for, which
+    the op library converts (``operator.add``: ``aten::add``). The decomposed program is this export's own copy."""
+    for node in [n for n in graph.nodes if n.op == "call_function" and n.target is torch.sym_sum]:
+        items = list(node.args[0])
+        if not items:
+            continue
+        total = items[0]
+        with graph.inserting_before(node):
+            for item in items[1:]:
+                added = graph.call_function(operator.add, (total, item))
+                added.meta["val"] = _value_of(total) + _value_of(item)
+                total = added
+        node.replace_all_uses_with(total)
+        graph.erase_node(node)
+
+
+def _value_of(item: Any) -> Any:
+    return item.meta["val"] if isinstance(item, torch.fx.Node) else item
 
 
 def _first_lines(text: str, count: int = 6) -> str:
@@ -300,6 +323,24 @@ def _kind_of(op) -> str:
     return op.name().partition(".")[0]
 
 
+def capture_given_program(program, args: Any) -> tuple[Capture, Any]:
+    """The capture of an ExportedProgram handed in as the model, converted as it was captured, and the example
+    arguments it is converted with: ``args`` (positional arguments and a trailing dict of keyword arguments) when
+    given, else the program's own example inputs."""
+    positional, kwargs = split_args(args)
+    if not positional and not kwargs:
+        if program.example_inputs is None:
+            raise ExportArgumentError("the ExportedProgram holds no example inputs: give its arguments as args/kwargs")
+        positional, kwargs = tuple(program.example_inputs[0]), dict(program.example_inputs[1] or {})
+        args = (*positional, kwargs) if kwargs or (positional and isinstance(positional[-1], dict)) else positional
+    return _capture_of(program, positional, kwargs), args
+
+
+# The Python numbers a program computes from sizes (``x.shape[0] * 2``, ``torch.sym_float``), by the dtype of the 0-d
+# tensor each is as an ONNX output (torch.onnx's: what ``torch.tensor`` makes of the number).
+SYMBOLIC_NUMBERS = {torch.SymInt: torch.int64, torch.SymFloat: torch.float32, torch.SymBool: torch.bool}
+
+
 def _capture_of(program, positional: tuple, kwargs: dict) -> Capture:
     signature = program.graph_signature
     placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
@@ -308,6 +349,12 @@ def _capture_of(program, positional: tuple, kwargs: dict) -> Capture:
     for spec, node in zip(signature.input_specs, placeholders, strict=True):
         if spec.kind == InputKind.USER_INPUT:
             user_examples += isinstance(node.meta.get("val"), torch.Tensor)
+            if isinstance(node.meta.get("val"), tuple(SYMBOLIC_NUMBERS)):
+                # torch.export made a Python number argument an input (dynamic_shapes gave it a Dim): the converter
+                # would bake some value of it into the graph, so it is refused until it becomes an ONNX input
+                raise ExportArgumentError(
+                    f"argument {node.name!r} is a Python number that dynamic_shapes makes dynamic; numbers are "
+                    "constants of the ONNX model here: pass it as a tensor, or leave it out of dynamic_shapes (None)")
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             params.append((spec.target, state_tensor(program, spec.target)))
         elif spec.kind not in (InputKind.CONSTANT_TENSOR, InputKind.TOKEN):  # constants stay constants; effect
@@ -333,12 +380,12 @@ def state_tensor(program, target: str) -> torch.Tensor:
 
 def _example_outputs(program) -> list[torch.Tensor]:
     """Tensors shaped and typed as the program's user outputs (at the example's sizes), without running the model."""
-    output_node = next(node for node in program.graph.nodes if node.op == "output")
     examples = []
-    for spec, node in zip(program.graph_signature.output_specs, output_node.args[0], strict=True):
-        if spec.kind != OutputKind.USER_OUTPUT:
-            continue
+    for node in user_outputs(program):
         value = node.meta.get("val") if isinstance(node, torch.fx.Node) else node
+        if isinstance(value, tuple(SYMBOLIC_NUMBERS)):  # a size (or a number computed from sizes): a 0-d tensor output
+            examples.append(torch.empty([], dtype=SYMBOLIC_NUMBERS[type(value)]))
+            continue
         if not isinstance(value, torch.Tensor):
             raise ExportArgumentError(
                 f"the model returned a non-tensor output ({value!r}); ONNX outputs must be tensors (or tuples, lists "
@@ -403,10 +450,7 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
                 _warn_if_bounded(program, dim, f"axis {axis} of input {name!r} ({asked or dim})")
             dim_name = symbol_names.setdefault(str(dim), asked or str(dim))
             result.setdefault(name, {})[axis] = dim_name
-    output_node = next(node for node in program.graph.nodes if node.op == "output")
-    user_outputs = [arg for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0], strict=True)
-                    if spec.kind == OutputKind.USER_OUTPUT]
-    for name, arg in zip(names_out, user_outputs, strict=True):
+    for name, arg in zip(names_out, user_outputs(program), strict=True):
         value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
         if not isinstance(value, torch.Tensor):
             continue
@@ -414,6 +458,14 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
             if not isinstance(dim, int):
                 result.setdefault(name, {}).setdefault(axis, symbol_names.get(str(dim), str(dim)))
     return result
+
+
+def user_outputs(program) -> list[Any]:
+    """What the program returns to its caller (not the buffers it mutates), in order, but for the Nones it returns:
+    ONNX has no None output, and torch.onnx leaves them out too."""
+    output_node = next(node for node in program.graph.nodes if node.op == "output")
+    return [arg for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0], strict=True)
+            if spec.kind == OutputKind.USER_OUTPUT and arg is not None]
 
 
 def user_input_placeholders(program) -> list[torch.fx.Node]:

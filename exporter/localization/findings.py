@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from exporter.api import ExportResult
 from exporter.numerics import ARBITER_AGREEMENT, NONFINITE_WORDS, Verdict
+from exporter.program import ONNXProgram
 from exporter.provenance import Origin
 
 
@@ -148,7 +148,7 @@ class VerifyResult:
     divergence: Divergence | None
     local_checks: int
     localized: bool
-    export: ExportResult = field(repr=False)
+    export: ONNXProgram = field(repr=False)
     selection: SelectionCheck | None = None  # with judge_selection=True: the verdict before the selections
     # values whose local check passed only by float64 arbitration: PyTorch's own float32 result is as far from
     # the float64 one as ONNX Runtime's (within ARBITRATION_FACTOR), so neither diverges

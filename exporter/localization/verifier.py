@@ -14,7 +14,6 @@ import numpy as np
 import onnx
 import torch
 
-from exporter.api import ExportResult
 from exporter.capture import EXPORT, Capture
 from exporter.local_functions import free_names
 from exporter.localization.captured import CapturedGraph
@@ -25,6 +24,7 @@ from exporter.localization.runs import run_onnx, to_numpy
 from exporter.localization.torchscript_graph import TorchScriptGraph
 from exporter.numerics import ARBITER_AGREEMENT, ARBITRATION_WORDS, compare_arrays, judge_by_float64, scale_of
 from exporter.ort_session import make_session
+from exporter.program import ONNXProgram
 from exporter.provenance import Origin
 from exporter.tolerances import DEFAULT_ATOL, DEFAULT_FAMILY, DEFAULT_RTOL, family_of, tolerance_for
 
@@ -75,11 +75,12 @@ def captured_graph(capture: Capture, inputs: list) -> CapturedGraph:
 
 # -- the verifier -----------------------------------------------------------------------------------------------
 class Verifier:
-    def __init__(self, result: ExportResult, inputs: list[torch.Tensor], output_tolerance, repro_dir, max_local):
+    def __init__(self, result: ONNXProgram, inputs: list[torch.Tensor], output_tolerance, repro_dir, max_local):
         self.result = result
-        self.model = result.model
+        self.model = result.model_proto
         assert result.provenance is not None, "verify needs the provenance an export records (provenance.RECORD)"
         self.provenance = result.provenance
+        assert result.capture is not None, "verify needs the program of an export (it holds its capture)"
         self.graph = captured_graph(result.capture, inputs)
         self.output_tolerance = output_tolerance
         self.repro_dir = repro_dir

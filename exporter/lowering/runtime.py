@@ -4,7 +4,7 @@ The ONNX spec is what an export targets. Where ONNX Runtime (the runtime the har
 or rejects a valid form, a building block may emit an equivalent form it can run instead; each such choice is a
 ``Workaround`` declared here, named with the runtime and version whose gap it works around and the plain ONNX form
 it replaces. A symbolic or building block asks ``applies(g, WORKAROUND)`` only when the gap matters for the values
-at hand, so the export records exactly the workarounds its model depends on (``ExportResult.workarounds``).
+at hand, so the export records exactly the workarounds its model depends on (``ONNXProgram.workarounds``).
 
 ``exporter.export(..., runtime_workarounds=False)`` emits the plain ONNX form everywhere (a set of names keeps just
 those). ``tests/test_runtime_workarounds.py`` exports each workaround's probe in plain form and shows that the runtime

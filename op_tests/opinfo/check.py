@@ -201,7 +201,7 @@ def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str
     traced = (lambda: prepared_capture(prepared.captures, prepared.model, prepared.args)) if not dynamo else None
     exported = export_stage(
         row,
-        lambda captured: exporter.export(prepared.model, prepared.args, buffer, opset_version=opset, input_names=names,
+        lambda captured: exporter.export_program(prepared.model, prepared.args, buffer, opset_version=opset, input_names=names,
                                          dynamic_axes=axes, dynamo=dynamo, captured=captured),
         capture=traced, explain=_explain_unsupported)
     if exported is None:
@@ -212,7 +212,7 @@ def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str
     checks = [(prepared.args, prepared.expected)]
     if mode == "dynamic":
         checks.append((prepared.partner_args, prepared.partner_expected))
-    _run_and_compare(prepared, exported.model, session, checks, row, repro_root, names, capture)
+    _run_and_compare(prepared, exported.model_proto, session, checks, row, repro_root, names, capture)
 
 
 def _explain_unsupported(row: dict, error: Exception) -> None:
