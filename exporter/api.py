@@ -42,6 +42,7 @@ from exporter.capture.export_guards import check_program_guards
 from exporter.capture.traced_sizes import check_traced_axes
 from exporter.convert import Converter
 from exporter.convert_fx import FxConverter
+from exporter.custom_translation import as_table as translation_table
 from exporter.errors import ExportArgumentError
 from exporter.graph_context import ExportSession
 from exporter.lowering.sequence import SEQUENCE_OPSET
@@ -277,6 +278,7 @@ def export(
     *,
     kwargs: Mapping[str, Any] | None = None,
     dynamo: bool = False,
+    custom_translation_table: Mapping[Any, Any] | None = None,
     dynamic_shapes: Mapping[str, Any] | Sequence[Any] | None = None,
     provenance_in_model: bool = False,
     captured: Capture | None = None,
@@ -326,6 +328,10 @@ def export(
     plain ONNX form everywhere, a collection of names keeps just those. The result's ``workarounds`` lists the ones
     the model depends on.
 
+    ``custom_translation_table`` maps torch ops (``torch.ops.aten.add.Tensor``, a custom op's overload, an overload
+    packet) to onnxscript functions (or lists of them, the first whose annotated input types fit is used) that
+    convert that op in this export only, with either capture (see ``exporter/custom_translation.py``).
+
     ``check_dynamic_axes`` (beyond PyTorch's exporter): a declared dynamic axis the capture cannot leave free is a
     :class:`~exporter.errors.DynamicAxesError` naming the input, the axis and the op or guard that fixes it, rather
     than a model that declares the axis free and computes the example's size: a trace is made again with the dynamic
@@ -340,6 +346,7 @@ def export(
         check_capture_choice(dynamo, dynamic_shapes, model)
         check_argument_kinds(input_names, output_names, dynamic_axes, kwargs)
         workarounds = check_workarounds(runtime_workarounds)
+        translations = translation_table(custom_translation_table)
         args = bound_arguments(model, with_keyword_arguments(args, kwargs), dynamo)
         opset = check_opset(opset_version)
         destination.check_destination(f)
@@ -373,7 +380,7 @@ def export(
             else:
                 captured = capture(model, args)
             if captured.front_end == EXPORT:
-                captured = at_opset(captured, opset)
+                captured = at_opset(captured, opset, translations.overloads if translations else ())
             elif opset < SEQUENCE_OPSET:  # no ONNX sequences: one input per item
                 captured = split_list_inputs(captured)
         if captured_here:  # PyTorch's trace (or scripted graph) is the floor; our passes over it are not
@@ -399,6 +406,7 @@ def export(
                 operator_export_type=operator_export_type,
                 custom_opsets=dict(custom_opsets or {}),
                 workarounds=workarounds,
+                translations=translations,
             )
             inputs, params = naming.graph_inputs(captured, names_in, axes, export_params)
         if logger.isEnabledFor(logging.INFO):  # counting the nodes walks the whole graph

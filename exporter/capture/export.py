@@ -17,7 +17,7 @@ import math
 import operator
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import torch
@@ -188,21 +188,22 @@ def _is_axes(spec) -> bool:
     return isinstance(spec, dict) and all(isinstance(key, int) for key in spec)
 
 
-def at_opset(captured: Capture, opset: int) -> Capture:
+def at_opset(captured: Capture, opset: int, keep: Collection = ()) -> Capture:
     """``captured`` with its program functionalized (in-place ops made functional), then decomposed where the op
-    library has no symbolic at ``opset``, and only there (the capture itself is left as it is)."""
+    library has no symbolic at ``opset``, and only there (the capture itself is left as it is). The ops of ``keep``
+    (those a custom_translation_table converts) are never decomposed."""
     try:
         with _torch_export_quiet():
             # One pass in the common case: functionalize, decomposing the ops of the captured program that have no
             # symbolic; functionalization itself may bring ops that need one (rarely), hence further rounds.
             program = captured.program.run_decompositions(
-                _decompositions_of(_ops_without_symbolics(captured.program, opset)))
+                _decompositions_of(_ops_without_symbolics(captured.program, opset, keep)))
             for _ in range(_DECOMPOSITION_ROUNDS):
-                table = _decompositions_of(_ops_without_symbolics(program, opset))
+                table = _decompositions_of(_ops_without_symbolics(program, opset, keep))
                 if not table:
                     break
                 program = program.run_decompositions(table)
-            program = _with_further_decompositions(program, opset)
+            program = _with_further_decompositions(program, opset, keep)
     except Exception as error:
         raise CaptureError(f"decomposing the exported program failed: {type(error).__name__}: "
                            f"{_first_lines(str(error))}") from error
@@ -255,22 +256,23 @@ def _torch_export_quiet():
 _DECOMPOSITION_ROUNDS = 4
 
 
-def _ops_without_symbolics(program, opset: int) -> set:
+def _ops_without_symbolics(program, opset: int, keep: Collection = ()) -> set:
     # A refusal counts as a symbolic: the op library has ruled on the op at this opset (its error names the opset
     # that works), which PyTorch's decompositions are not to route around.
     return {node.target for node in program.graph.nodes
             if isinstance(node.target, torch._ops.OpOverload) and _kind_of(node.target) not in ASSERTION_OPS
+            and node.target not in keep
             and not REGISTRY.has_symbolic(SYMBOLIC_OF.get(_kind_of(node.target), _kind_of(node.target)), opset)}
 
 
-def _with_further_decompositions(program, opset: int):
+def _with_further_decompositions(program, opset: int, keep: Collection = ()):
     """``program`` with PyTorch's decompositions beyond the core ATen set (``torch._decomp``: native_group_norm,
     ldexp, ...) applied to the ops still without a symbolic, where that leaves fewer such ops and brings no new
     one; else ``program`` as it is, so that an error names the op the model called (not ``prims::exp2``), and a
     decomposition that fails (one that is not functional) costs nothing."""
     from torch._decomp import decomposition_table
 
-    missing = _ops_without_symbolics(program, opset)
+    missing = _ops_without_symbolics(program, opset, keep)
     table = {op: decomposition_table[op] for op in missing if op in decomposition_table}
     if not table:
         return program
@@ -278,7 +280,7 @@ def _with_further_decompositions(program, opset: int):
         decomposed = program.run_decompositions(table)
     except Exception:
         return program
-    left = _ops_without_symbolics(decomposed, opset)
+    left = _ops_without_symbolics(decomposed, opset, keep)
     return decomposed if left < missing else program
 
 
