@@ -403,14 +403,15 @@ def _output_count(schema, attributes: dict[str, Any], input_count: int) -> int:
     return sum(1 for o in outputs if o.option != onnx.defs.OpSchema.FormalParameterOption.Optional) or len(outputs)
 
 
-def check_same_definition(g, op_type: str, written_for: int | None) -> None:
-    """Refuse a default-domain op that a function written against opset ``written_for`` uses, where the export's
-    opset defines it otherwise (or not at all)."""
+def check_same_definition(g, op_type: str, written_for: int | None,
+                          who: str = "its custom_translation_table function") -> None:
+    """Refuse a default-domain op that ``who``, written against opset ``written_for``, uses where the export's opset
+    defines it otherwise (or not at all)."""
     try:
         at_export = onnx.defs.get_schema(op_type, g.opset, "").since_version
     except onnx.defs.SchemaError:
-        raise UnsupportedOperatorError(g.op_kind, g.opset, reason=f"its custom_translation_table function uses "
-                                       f"{op_type}, which opset {g.opset} does not define") from None
+        raise UnsupportedOperatorError(g.op_kind, g.opset, reason=f"{who} uses {op_type}, which opset {g.opset} "
+                                       "does not define") from None
     if written_for is None or written_for == g.opset:
         return
     try:
@@ -419,9 +420,9 @@ def check_same_definition(g, op_type: str, written_for: int | None) -> None:
         written = None
     if written != at_export:
         raise UnsupportedOperatorError(
-            g.op_kind, g.opset, reason=f"its custom_translation_table function was written against opset "
-            f"{written_for}, whose {op_type} (version {written}) differs from opset {g.opset}'s (version {at_export}): "
-            f"write it with onnxscript's opset{g.opset} or export at opset {written_for}")
+            g.op_kind, g.opset, reason=f"{who} was written against opset {written_for}, whose {op_type} (version "
+            f"{written}) differs from opset {g.opset}'s (version {at_export}): write it for opset {g.opset} or "
+            f"export at opset {written_for}")
 
 
 def _infer_types(g, node: ir.Node) -> None:
