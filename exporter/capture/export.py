@@ -26,8 +26,9 @@ from torch.utils import _pytree as pytree
 from torch.utils._sympy.numbers import int_oo
 
 from exporter.capture.common import EXPORT, Capture, flatten, split_args
+from exporter.capture.library_ops import library_implementation, onnx_op_decomposition
 from exporter.capture.recurrent import recurrent_layers_whole
-from exporter.errors import CaptureError, DynamicAxesError, ExportArgumentError
+from exporter.errors import CaptureError, DynamicAxesError, ExportArgumentError, UnsupportedOperatorError
 from exporter.registry import REGISTRY
 
 # Ops torch.export leaves in a program that assert facts about its inputs (shapes, ranges, metadata) at run time.
@@ -194,16 +195,19 @@ def at_opset(captured: Capture, opset: int, keep: Collection = ()) -> Capture:
     (those a custom_translation_table converts) are never decomposed."""
     try:
         with _torch_export_quiet():
+            program = _with_library_ops(captured.program, opset, keep)
             # One pass in the common case: functionalize, decomposing the ops of the captured program that have no
             # symbolic; functionalization itself may bring ops that need one (rarely), hence further rounds.
-            program = captured.program.run_decompositions(
-                _decompositions_of(_ops_without_symbolics(captured.program, opset, keep)))
+            program = program.run_decompositions(
+                _decompositions_of(_ops_without_symbolics(program, opset, keep)))
             for _ in range(_DECOMPOSITION_ROUNDS):
                 table = _decompositions_of(_ops_without_symbolics(program, opset, keep))
                 if not table:
                     break
                 program = program.run_decompositions(table)
             program = _with_further_decompositions(program, opset, keep)
+    except UnsupportedOperatorError:
+        raise
     except Exception as error:
         raise CaptureError(f"decomposing the exported program failed: {type(error).__name__}: "
                            f"{_first_lines(str(error))}") from error
@@ -263,6 +267,23 @@ def _ops_without_symbolics(program, opset: int, keep: Collection = ()) -> set:
             if isinstance(node.target, torch._ops.OpOverload) and _kind_of(node.target) not in ASSERTION_OPS
             and node.target not in keep
             and not REGISTRY.has_symbolic(SYMBOLIC_OF.get(_kind_of(node.target), _kind_of(node.target)), opset)}
+
+
+def _with_library_ops(program, opset: int, keep: Collection):
+    """``program`` with each op that has no symbolic at ``opset`` but a PyTorch implementation the export may trace
+    (a ``torch.library`` custom op's, ours of a ``torch.onnx.ops`` op: ``library_ops.py``) decomposed through it, one
+    op at a time so that an implementation torch.export cannot trace is reported as that op's."""
+    for op in sorted(_ops_without_symbolics(program, opset, keep), key=str):
+        implementation = onnx_op_decomposition(op) or library_implementation(op)
+        if implementation is None:
+            continue
+        try:
+            program = program.run_decompositions({op: implementation})
+        except Exception as error:
+            raise UnsupportedOperatorError(_kind_of(op), opset, REGISTRY.min_opset(_kind_of(op)), reason=(
+                "the op library has no symbolic for it, and torch.export could not trace its registered "
+                f"implementation: {type(error).__name__}: {_first_lines(str(error), 2)}")) from error
+    return program
 
 
 def _with_further_decompositions(program, opset: int, keep: Collection = ()):
