@@ -195,10 +195,10 @@ def _pick(g, functions: list[Callable], positional: list[Any]) -> Callable:
 
 
 def _admits(function: Callable, positional: list[Any]) -> bool:
-    try:
-        parameters = list(inspect.signature(function.function if _is_script_function(function) else function)
-                          .parameters.values())
-    except (TypeError, ValueError):
+    try:  # the annotations evaluated: a module with ``from __future__ import annotations`` holds them as strings
+        parameters = list(inspect.signature(function.function if _is_script_function(function) else function,
+                                            eval_str=True).parameters.values())
+    except Exception:  # noqa: BLE001 - annotations that do not evaluate say nothing about the types admitted
         return True
     for parameter, value in zip(parameters, positional, strict=False):
         wanted = getattr(parameter.annotation, "dtype", None)
