@@ -34,7 +34,7 @@ import torch
 from exporter import dtypes, ir
 from exporter.errors import ExportArgumentError, SymbolicValueError, UnsupportedOperatorError
 
-_SUFFIX = {onnx.AttributeProto.INT: "i", onnx.AttributeProto.FLOAT: "f", onnx.AttributeProto.STRING: "s",
+_SUFFIX: dict[int, str] = {onnx.AttributeProto.INT: "i", onnx.AttributeProto.FLOAT: "f", onnx.AttributeProto.STRING: "s",
            onnx.AttributeProto.TENSOR: "t", onnx.AttributeProto.GRAPH: "g", onnx.AttributeProto.INTS: "is",
            onnx.AttributeProto.FLOATS: "fs", onnx.AttributeProto.STRINGS: "ss"}
 
@@ -137,7 +137,7 @@ def _fitted(g, function: Callable, positional: list[Any], keywords: dict[str, An
     is dropped when it holds the schema's default, else the call is refused (torch.onnx drops it silently, and the
     function then computes the op without it)."""
     try:
-        signature = inspect.signature(function.function if _is_script_function(function) else function)
+        signature = inspect.signature(_python_function(function))
     except (TypeError, ValueError):
         return positional, keywords
     parameters = list(signature.parameters.values())
@@ -196,8 +196,7 @@ def _pick(g, functions: list[Callable], positional: list[Any]) -> Callable:
 
 def _admits(function: Callable, positional: list[Any]) -> bool:
     try:  # the annotations evaluated: a module with ``from __future__ import annotations`` holds them as strings
-        parameters = list(inspect.signature(function.function if _is_script_function(function) else function,
-                                            eval_str=True).parameters.values())
+        parameters = list(inspect.signature(_python_function(function), eval_str=True).parameters.values())
     except Exception:  # noqa: BLE001 - annotations that do not evaluate say nothing about the types admitted
         return True
     for parameter, value in zip(parameters, positional, strict=False):
@@ -205,6 +204,11 @@ def _admits(function: Callable, positional: list[Any]) -> bool:
         if isinstance(wanted, int) and isinstance(value, ir.Value) and value.dtype and value.dtype != wanted:
             return False
     return True
+
+
+def _python_function(function: Any) -> Callable:
+    """The Python function behind ``function`` (a script function's own), whose signature the call binds to."""
+    return function.function if _is_script_function(function) else function
 
 
 def _is_script_function(function: Any) -> bool:
@@ -436,7 +440,7 @@ def _infer_types(g, node: ir.Node) -> None:
     try:
         schema = onnx.defs.get_schema(node.op_type, g.opset, "")
         proto = node_to_proto(node)
-        types = {v.name: onnx.helper.make_tensor_type_proto(v.dtype, _known_shape(v)) for v in node.inputs
+        types = {v.name: onnx.helper.make_tensor_type_proto(v.dtype or 0, _known_shape(v)) for v in node.inputs
                  if v is not None}
         data = {v.name: onnx.numpy_helper.from_array(np.asarray(v.const)) for v in node.inputs
                 if v is not None and v.const is not None}
