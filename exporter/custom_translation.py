@@ -33,6 +33,7 @@ import torch
 
 from exporter import dtypes, ir
 from exporter.errors import ExportArgumentError, SymbolicValueError, UnsupportedOperatorError
+from exporter.lowering.definitions import check_same_definition
 
 _SUFFIX: dict[int, str] = {onnx.AttributeProto.INT: "i", onnx.AttributeProto.FLOAT: "f", onnx.AttributeProto.STRING: "s",
            onnx.AttributeProto.TENSOR: "t", onnx.AttributeProto.GRAPH: "g", onnx.AttributeProto.INTS: "is",
@@ -105,31 +106,27 @@ def translate(g, functions: list[Callable], schema_args: list[Any]) -> Any:
 
 
 def _call_arguments(g, schema_args: list[Any]) -> tuple[list[Any], dict[str, Any]]:
-    names = g._facts.argument_names(g.node)
-    kwarg_only = _kwarg_only_names(g)
+    schema = _schema(g)
+    arguments = list(schema.arguments) if schema is not None else []
     positional, keywords = [], {}
     for index, value in enumerate(schema_args):
-        if index < len(names) and g.input_type(index).startswith("ScalarType") and isinstance(value, int):
+        argument = arguments[index] if index < len(arguments) else None
+        if argument is not None and str(argument.type).startswith("ScalarType") and isinstance(value, int):
             value = dtypes.onnx_from_torch(dtypes.torch_dtype_from_code(value))  # torch.onnx passes ONNX element types
-        if index < len(names) and names[index] in kwarg_only:
-            keywords[names[index]] = value
+        if argument is not None and argument.kwarg_only:
+            keywords[argument.name] = value
         else:
             positional.append(value)
     return positional, keywords
 
 
 def _schema(g):
-    """The schema of the op being converted (an FX node's overload's, a TorchScript node's parsed), None for none."""
-    target = getattr(g.node, "target", None)
-    if isinstance(target, torch._ops.OpOverload):
-        return target._schema
-    text = g.node.schema() if callable(getattr(g.node, "schema", None)) else "(no schema)"
-    return None if text.startswith("(no schema)") else torch._C.parse_schema(text)
-
-
-def _kwarg_only_names(g) -> set[str]:
-    schema = _schema(g)
-    return set() if schema is None else {a.name for a in schema.arguments if a.kwarg_only}
+    """The schema of the op being converted, from PyTorch's op registry (None for an op it does not hold)."""
+    namespace, _, name = g.op_kind.partition("::")
+    try:
+        return getattr(getattr(getattr(torch.ops, namespace), name), g.overload or "default")._schema
+    except (AttributeError, RuntimeError):
+        return None
 
 
 def _fitted(g, function: Callable, positional: list[Any], keywords: dict[str, Any]):
@@ -146,8 +143,9 @@ def _fitted(g, function: Callable, positional: list[Any], keywords: dict[str, An
     else:
         capacity = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
     takes_any_keyword = any(p.kind == p.VAR_KEYWORD for p in parameters)
-    defaults = _schema_defaults(g)
-    names = g._facts.argument_names(g.node)
+    schema = _schema(g)
+    defaults = _schema_defaults(schema)
+    names = [argument.name for argument in schema.arguments] if schema is not None else []
     for index in range(capacity, len(positional)):
         name = names[index] if index < len(names) else f"#{index}"
         _check_dropped(g, function, name, positional[index], defaults)
@@ -167,8 +165,7 @@ def _check_dropped(g, function, name: str, value: Any, defaults: dict[str, Any])
                              f"argument {name!r}, which this call passes ({value!r}, not its default)")
 
 
-def _schema_defaults(g) -> dict[str, Any]:
-    schema = _schema(g)
+def _schema_defaults(schema) -> dict[str, Any]:
     return {} if schema is None else {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
 
 
@@ -405,28 +402,6 @@ def _output_count(schema, attributes: dict[str, Any], input_count: int) -> int:
             return int(count)
         return len(outputs)
     return sum(1 for o in outputs if o.option != onnx.defs.OpSchema.FormalParameterOption.Optional) or len(outputs)
-
-
-def check_same_definition(g, op_type: str, written_for: int | None,
-                          who: str = "its custom_translation_table function") -> None:
-    """Refuse a default-domain op that ``who``, written against opset ``written_for``, uses where the export's opset
-    defines it otherwise (or not at all)."""
-    try:
-        at_export = onnx.defs.get_schema(op_type, g.opset, "").since_version
-    except onnx.defs.SchemaError:
-        raise UnsupportedOperatorError(g.op_kind, g.opset, reason=f"{who} uses {op_type}, which opset {g.opset} "
-                                       "does not define") from None
-    if written_for is None or written_for == g.opset:
-        return
-    try:
-        written = onnx.defs.get_schema(op_type, written_for, "").since_version
-    except onnx.defs.SchemaError:
-        written = None
-    if written != at_export:
-        raise UnsupportedOperatorError(
-            g.op_kind, g.opset, reason=f"{who} was written against opset {written_for}, whose {op_type} (version "
-            f"{written}) differs from opset {g.opset}'s (version {at_export}): write it for opset {g.opset} or "
-            f"export at opset {written_for}")
 
 
 def _infer_types(g, node: ir.Node) -> None:

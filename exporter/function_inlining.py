@@ -80,15 +80,13 @@ def _inline_node(recorder, node: onnx.NodeProto, env: dict[str, Any], scope: _Sc
 def _subgraph(recorder, graph: onnx.GraphProto, env: dict[str, Any], scope: _Scope) -> ir.Graph:
     """An If branch or Loop/Scan body as our subgraph: its inputs new values, its nodes emitted into it, names of the
     enclosing body read from ``env``."""
-    from exporter.custom_translation import _Recorder
-
     g = recorder.g
     body = ir.Graph(g.session.fresh_name(graph.name or "body"), parent=g.graph)
     body.inputs = [ir.Value(g.session.fresh_name(vi.name), dtype=vi.type.tensor_type.elem_type or None)
                    for vi in graph.input]
     inner = dict(env)
     inner.update({vi.name: value for vi, value in zip(graph.input, body.inputs, strict=True)})
-    sub = _Recorder(g.subcontext(body))
+    sub = type(recorder)(g.subcontext(body))
     for node in graph.node:
         _inline_node(sub, node, inner, scope)
     body.outputs = [_local(sub.g, body, inner[vi.name]) for vi in graph.output]

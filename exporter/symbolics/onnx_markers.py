@@ -14,6 +14,7 @@ from __future__ import annotations
 from exporter.dtypes import INT64
 from exporter.errors import SymbolicValueError
 from exporter.lowering.core import cast, dim_size, reduce_op, scalar_like, squeeze, unsqueeze
+from exporter.lowering.definitions import check_same_definition
 from exporter.lowering.shape import arange_indices
 from exporter.registry import symbolic
 
@@ -42,8 +43,6 @@ def marker_multi_out(g, inputs, op_type, onnx_dtypes, shapes, attr_keys, attr_ty
 
 def _marked_node(g, inputs, op_type, onnx_dtypes, attr_keys, attr_types, attr_pos, attr_ints, attr_floats,
                  attr_strs, domain, version):
-    from exporter.custom_translation import check_same_definition
-
     inputs = list(inputs or [])
     while inputs and inputs[-1] is None:
         inputs.pop()
