@@ -6,16 +6,16 @@
 - ``onnx::RotaryEmbedding`` and ``onnx::Attention`` (``torch.onnx.ops.rotary_embedding`` / ``attention``): the ONNX
   op of opset 23. Below 23 a torch.export program decomposes them (``exporter/capture/library_ops.py``);
 - ``transformers::grouped_mm_fallback``, the grouped matmul of transformers' mixture-of-experts layers (its Python
-  implementation loops over data-dependent group ends, which no capture can trace).
+  implementation loops over data-dependent group ends, which torch.export cannot trace).
 """
 
 from __future__ import annotations
 
 from exporter.dtypes import INT64
 from exporter.errors import SymbolicValueError
-from exporter.lowering.core import cast, dim_size, reduce_op, scalar_like, squeeze, unsqueeze
+from exporter.lowering.core import cast, dim_size, reduce_op, scalar_like, unsqueeze
 from exporter.lowering.definitions import check_same_definition
-from exporter.lowering.shape import arange_indices
+from exporter.lowering.shape import arange_indices, reshape_to
 from exporter.registry import symbolic
 
 _SUFFIXES = {"i": "i", "f": "f", "s": "s", "is": "is", "fs": "fs", "ss": "ss"}
@@ -98,16 +98,17 @@ def attention(g, q, k, v, attn_mask=None, past_key=None, past_value=None, is_cau
 def grouped_mm_fallback(g, input, weight, offs):
     """``grouped_mm_fallback(input (S, in), weight (E, in, out), offs (E,))``: row s of ``input`` times the weight of
     its group, the group being how many group ends ``offs`` holds at or before s; rows past the last end stay zero
-    (the loop of transformers' implementation never writes them). Each row's weight is gathered, so the product is one
-    batched MatMul (memory S x in x out), exact for any ``offs`` the model computes at run time."""
+    (the loop of transformers' implementation never writes them). As ``aten::_grouped_mm``'s symbolic computes it:
+    every row times every group's weight (memory E x S x out) and Gather picks each row's own group's product, exact
+    for any ``offs`` the model computes at run time."""
     rows = arange_indices(g, dim_size(g, input, 0))
+    groups = g.value(dim_size(g, weight, 0))
     ends = cast(g, offs, INT64)
-    before = g.op("Not", g.op("Greater", unsqueeze(g, ends, [0]), unsqueeze(g, rows, [1])))  # ends[e] <= s
-    group = reduce_op(g, "ReduceSum", cast(g, before, INT64), [1], keepdims=False)
-    groups = dim_size(g, weight, 0)
-    inside = g.op("Less", group, g.value(groups))
+    ended = g.op("Not", g.op("Greater", unsqueeze(g, ends, [0]), unsqueeze(g, rows, [1])))  # [S, E]: ends[e] <= s
+    group = reduce_op(g, "ReduceSum", cast(g, ended, INT64), [1], keepdims=False)
+    inside = g.op("Less", group, groups)
     group = g.op("Where", inside, group, g.const(0, INT64))
-    weights = g.op("Gather", g.value(weight), group, axis_i=0)
-    product = squeeze(g, g.op("MatMul", unsqueeze(g, input, [1]), weights), [1])
-    return g.op("Where", unsqueeze(g, inside, [1]), product, scalar_like(g, 0, input))
-
+    products = g.op("Transpose", g.op("MatMul", g.value(input), g.value(weight)), perm_i=[1, 0, 2])  # [S, E, out]
+    by_row_and_group = reshape_to(g, products, [-1, dim_size(g, weight, 2)])
+    picked = g.op("Gather", by_row_and_group, g.op("Add", g.op("Mul", rows, groups), group), axis_i=0)
+    return g.op("Where", unsqueeze(g, inside, [1]), picked, scalar_like(g, 0, input))
