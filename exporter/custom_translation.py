@@ -328,7 +328,8 @@ class _Recorder:
         against (the default domain's must define the op as the export's opset does)."""
         g = self.g
         if not domain or domain == "ai.onnx":
-            check_same_definition(g, op_type, written_for)
+            check_same_definition(g, op_type, written_for, input_types=[
+                _unwrap(x).dtype if isinstance(_unwrap(x), ir.Value) else None for x in inputs])
             domain = ""
         elif written_for is not None:  # a custom domain at the version the function imports it
             known = g.session.custom_opsets.setdefault(domain, written_for)

@@ -139,6 +139,18 @@ def test_a_function_written_for_another_opset_is_refused_where_its_op_changed():
         export_bytes(SumRows(), (x,), dynamo=True, custom_translation_table=table, opset_version=13)
 
 
+@pytest.mark.parametrize("opset", [13, 20])
+def test_a_function_written_for_opset_18_serves_other_opsets_where_its_ops_mean_the_same(opset):
+    """Sub-14 only added types to Sub-13 (float is in both); Constant-19 only added types to Constant-13."""
+    def subtract_with_constant(self, other):
+        return op.Sub(self, op.Mul(other, op.Constant(value_float=1.0)))
+
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    model_bytes, _ = export_bytes(Add(), (x, y), dynamo=True, opset_version=opset,
+                                  custom_translation_table={torch.ops.aten.add.Tensor: subtract_with_constant})
+    _matches(model_bytes, x - y, x, y)
+
+
 class AddTwice(torch.nn.Module):
     def forward(self, x, y):
         return torch.add(x, y, alpha=2)
@@ -292,6 +304,26 @@ def test_transformers_grouped_mm_fallback_is_exact_for_offsets_known_only_at_run
     model_bytes, _ = export_bytes(GroupedMatMul(), (x, weight, offs), dynamo=True, opset_version=18)
     for run_offs in (offs, torch.tensor([0, 5, 9], dtype=torch.int32)):
         _matches(model_bytes, GroupedMatMul()(x, weight, run_offs), x, weight, run_offs)
+
+
+def test_transformers_own_translation_table_converts_the_grouped_matmul_and_a_boolean_masked_fill():
+    """transformers' exporter hands torch.onnx its table; its functions read values as torch.onnx gives them
+    (``mat_b.shape[0]``, ``self.dtype == onnx_ir.DataType.BOOL``)."""
+    onnx_exporter = pytest.importorskip("transformers.exporters.exporter_onnx")
+    table = onnx_exporter._ONNX_TRANSLATION_TABLE
+    x, weight, offs = torch.randn(9, 4), torch.randn(3, 4, 5), torch.tensor([2, 2, 9], dtype=torch.int32)
+    model_bytes, _ = export_bytes(GroupedMatMul(), (x, weight, offs), dynamo=True, custom_translation_table=table)
+    assert "Split" in _op_types(model_bytes)  # transformers' form: one MatMul per expert
+    _matches(model_bytes, GroupedMatMul()(x, weight, offs), x, weight, offs)
+
+    class FillBools(torch.nn.Module):
+        def forward(self, flags, mask):
+            return flags.masked_fill(mask, True)
+
+    flags, mask = torch.rand(3, 4) > 0.5, torch.rand(3, 4) > 0.5
+    model_bytes, _ = export_bytes(FillBools(), (flags, mask), dynamo=True, custom_translation_table=table)
+    assert "Or" in _op_types(model_bytes)
+    _matches(model_bytes, flags | mask, flags, mask)
 
 
 @pytest.mark.skipif(not os.environ.get("EXPORTER_SLOW_TESTS"), reason="about 10 s: set EXPORTER_SLOW_TESTS=1")

@@ -54,7 +54,8 @@ def _marked_node(g, inputs, op_type, onnx_dtypes, attr_keys, attr_types, attr_po
         values = list(pools[kind[0]][start:end])
         attributes[f"{key}_{_SUFFIXES[kind]}"] = values if len(kind) == 2 else values[0]
     if domain in ("", "ai.onnx"):
-        check_same_definition(g, op_type, version, who=f"a torch.onnx.ops marker (version {version})")
+        check_same_definition(g, op_type, version, who=f"a torch.onnx.ops marker (version {version})",
+                              input_types=[None if i is None else g.dtype(i) for i in inputs])
         name = op_type
     else:
         known = g.session.custom_opsets.setdefault(domain, version or 1)
