@@ -251,6 +251,7 @@ class Traced:
 
         return None if self.value.shape is None else onnx_ir.Shape(list(self.value.shape))
 
+    @property
     def rank(self) -> int | None:
         return self.value.rank
 

@@ -262,6 +262,18 @@ def test_a_library_custom_op_is_converted_through_its_registered_implementation(
     _matches(model_bytes, ScaledGelu()(x), x)
 
 
+def relu_scaled(x, scale):
+    return op.Mul(op.Relu(x), scale)  # a Python float: a constant of x's element type
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+def test_the_table_converts_a_library_custom_op_in_both_captures(dynamo):
+    x = torch.randn(3, 4)
+    table = {torch.ops.ct_lib.scaled_gelu.default: relu_scaled}
+    model_bytes, _ = export_bytes(ScaledGelu(), (x,), dynamo=dynamo, custom_translation_table=table)
+    _matches(model_bytes, torch.relu(x + 1) * 3.0, x)
+
+
 def test_a_symbolic_registered_for_the_custom_op_wins_over_its_implementation():
     exporter.register_custom_op_symbolic("ct_lib::scaled_gelu", lambda g, x, scale: g.op("ct.domain::Gelu", x), 9)
     try:

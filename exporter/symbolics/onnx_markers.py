@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from exporter.dtypes import INT64
 from exporter.errors import SymbolicValueError
-from exporter.lowering.core import cast, dim_size, reduce_op, scalar_like, unsqueeze
+from exporter.lowering.core import cast, constant_value, dim_size, reduce_op, scalar_like, unsqueeze
 from exporter.lowering.definitions import check_same_definition
 from exporter.lowering.shape import arange_indices, reshape_to
 from exporter.registry import symbolic
@@ -73,6 +73,8 @@ def _marked_node(g, inputs, op_type, onnx_dtypes, attr_keys, attr_types, attr_po
 def rotary_embedding(g, x, cos_cache, sin_cache, position_ids=None, interleaved=False, num_heads=0,
                      rotary_embedding_dim=0):
     """``torch.onnx.ops.rotary_embedding``: ONNX RotaryEmbedding-23, its arguments as its attributes."""
+    interleaved, num_heads, rotary_embedding_dim = (constant_value(a) for a in (interleaved, num_heads,
+                                                                                 rotary_embedding_dim))
     inputs = [x, cos_cache, sin_cache] + ([position_ids] if position_ids is not None else [])
     return g.op("RotaryEmbedding", *inputs, interleaved_i=int(bool(interleaved)), num_heads_i=int(num_heads),
                 rotary_embedding_dim_i=int(rotary_embedding_dim))
@@ -82,6 +84,9 @@ def rotary_embedding(g, x, cos_cache, sin_cache, position_ids=None, interleaved=
 def attention(g, q, k, v, attn_mask=None, past_key=None, past_value=None, is_causal=False, kv_num_heads=0,
               q_num_heads=0, qk_matmul_output_mode=0, scale=None, softcap=0.0, softmax_precision=None):
     """``torch.onnx.ops.attention``: ONNX Attention-23 (output, present key, present value, QK output)."""
+    is_causal, kv_num_heads, q_num_heads, qk_matmul_output_mode, scale, softcap, softmax_precision = (
+        constant_value(a) for a in (is_causal, kv_num_heads, q_num_heads, qk_matmul_output_mode, scale, softcap,
+                                    softmax_precision))
     inputs = [q, k, v, attn_mask, past_key, past_value]
     while inputs[-1] is None:
         inputs.pop()
