@@ -355,6 +355,17 @@ class _Recorder:
         return [Traced(r) for r in results]
 
 
+def _typed_by_body(node: ir.Node) -> None:
+    """The element types of an If's or a Loop's outputs, from its branch or body's outputs (ONNX's per-node
+    inference does not look into graph attributes)."""
+    body = node.attrs.get("then_branch") or node.attrs.get("body")
+    if not isinstance(body, ir.Graph):
+        return
+    produced = body.outputs[1:] if node.op_type == "Loop" else body.outputs  # a Loop body's first: its condition
+    for value, source in zip(node.outputs, produced, strict=False):
+        value.dtype, value.shape = source.dtype, None
+
+
 def _as_value(g, x: Any, inputs: list[Any]) -> ir.Value:
     """An op input: a value as it is; a Python number as a constant of the element type of the op's first tensor
     input (``op.Add(x, 1)`` adds in x's type, as torch.onnx makes it); a tensor or array as a constant."""
@@ -409,8 +420,10 @@ def _output_count(schema, attributes: dict[str, Any], input_count: int) -> int:
 def _infer_types(g, node: ir.Node) -> None:
     """The element types (and shapes, where ONNX infers them) of a default-domain node's outputs, from onnx's own
     inference for the op: what the function's next ops, and its ``.dtype`` readers, see."""
-    if any(v is not None and v.dtype is None for v in node.inputs) or any(
-            isinstance(a, ir.Graph) for a in node.attrs.values()):
+    if any(isinstance(a, ir.Graph) for a in node.attrs.values()):
+        _typed_by_body(node)
+        return
+    if any(v is not None and v.dtype is None for v in node.inputs):
         return
     from exporter.serialize import node_to_proto
 

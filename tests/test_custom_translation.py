@@ -102,6 +102,31 @@ def test_a_script_function_is_inlined_with_its_attribute_and_the_functions_it_ca
     _matches(model_bytes, torch.relu(x) * 6, x)
 
 
+@onnxscript.script()
+def abs_or_negated(x: FLOAT) -> FLOAT:
+    total = op.ReduceSum(x, keepdims=0)
+    if op.Greater(total, op.CastLike(0.0, total)):
+        y = op.Abs(x)
+    else:
+        y = op.Neg(op.Abs(x))
+    return y
+
+
+class AbsPlusOne(torch.nn.Module):
+    def forward(self, x):
+        return torch.abs(x) + 1
+
+
+@pytest.mark.parametrize("dynamo", [True, False])
+def test_a_script_function_with_control_flow_is_inlined_with_its_branches(dynamo):
+    x = torch.randn(3, 4)
+    model_bytes, _ = export_bytes(AbsPlusOne(), (x,), dynamo=dynamo, opset_version=18,
+                                  custom_translation_table={torch.ops.aten.abs.default: abs_or_negated})
+    assert "If" in _op_types(model_bytes)
+    for sample in (x + 5, x - 5):  # each branch taken at run time
+        _matches(model_bytes, (sample.abs() if sample.sum() > 0 else -sample.abs()) + 1, sample)
+
+
 def doubled(self: DOUBLE, other: DOUBLE) -> DOUBLE:
     return op.Add(op.Add(self, other), op.Add(self, other))
 
