@@ -13,11 +13,13 @@ is emitted into our graph, inlined at the export's opset:
   its If/Loop nodes as our subgraphs.
 
 Inlining rather than a model-local function: local functions need IR version 8 (opset 15), and the export may be at
-any opset from 7; the optimizer sees the nodes as any others. An op of the default domain the function was written
-against another opset version than the export's is used only where ONNX defines it identically at both (the rule
-``onnx.checker`` applies to a local function's opset imports); otherwise the export stops naming the op and the two
-versions, where torch.onnx stamps the node with its own opset and lets the model fail or compute another op's
-semantics. The table applies to one export only: the op library's registry is never changed.
+any opset from 7; the optimizer sees the nodes as any others. A default-domain op of a function written against
+another opset than the export's (``opset18`` at opset 13 or 20) is used where it means the same at the export's opset
+(its versions in between only added types, or optional attributes that keep the old defaults:
+``exporter/lowering/definitions.py``); otherwise the export stops, naming the op and both versions. torch.onnx instead
+stamps the node with the model's opset, and returns a model that onnx.checker and ONNX Runtime reject (ReduceSum-11's
+``axes`` attribute at opset 18) or that computes the newer version's semantics. The table applies to one export only:
+the op library's registry is never changed.
 """
 
 from __future__ import annotations
