@@ -363,7 +363,7 @@ def test_transformers_own_translation_table_converts_the_grouped_matmul_and_a_bo
     _matches(model_bytes, flags | mask, flags, mask)
 
 
-@pytest.mark.skipif(not os.environ.get("EXPORTER_SLOW_TESTS"), reason="about 10 s: set EXPORTER_SLOW_TESTS=1")
+@pytest.mark.skipif(not os.environ.get("EXPORTER_SLOW_TESTS"), reason="13 s: set EXPORTER_SLOW_TESTS=1")
 def test_olmoe_exports_through_torch_export_and_matches():
     transformers = pytest.importorskip("transformers")
     config = transformers.OlmoeConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
