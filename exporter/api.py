@@ -51,6 +51,7 @@ from exporter.capture.export_guards import check_program_guards
 from exporter.capture.traced_sizes import check_traced_axes
 from exporter.convert import Converter
 from exporter.convert_fx import FxConverter
+from exporter.custom_translation import as_table as translation_table
 from exporter.errors import ExportArgumentError
 from exporter.graph_context import ExportSession
 from exporter.lowering.sequence import SEQUENCE_OPSET
@@ -250,6 +251,7 @@ def run_export(
     *,
     kwargs: Mapping[str, Any] | None = None,
     dynamo: bool = False,
+    custom_translation_table: Mapping[Any, Any] | None = None,
     dynamic_shapes: Mapping[str, Any] | Sequence[Any] | None = None,
     provenance_in_model: bool = False,
     captured: Capture | None = None,
@@ -268,6 +270,7 @@ def run_export(
         check_capture_choice(dynamo, dynamic_shapes, model)
         check_argument_kinds(input_names, output_names, dynamic_axes, kwargs)
         workarounds = check_workarounds(runtime_workarounds)
+        translations = translation_table(custom_translation_table)
         args = bound_arguments(model, with_keyword_arguments(args, kwargs), dynamo)
         opset = check_opset(opset_version)
         if f is not None:
@@ -302,7 +305,7 @@ def run_export(
             else:
                 captured = capture(model, args)
             if captured.front_end == EXPORT:
-                captured = at_opset(captured, opset)
+                captured = at_opset(captured, opset, translations.overloads if translations else ())
             elif opset < SEQUENCE_OPSET:  # no ONNX sequences: one input per item
                 captured = split_list_inputs(captured)
         if captured_here:  # PyTorch's trace (or scripted graph) is the floor; our passes over it are not
@@ -328,6 +331,7 @@ def run_export(
                 operator_export_type=operator_export_type,
                 custom_opsets=dict(custom_opsets or {}),
                 workarounds=workarounds,
+                translations=translations,
             )
             inputs, params = naming.graph_inputs(captured, names_in, axes, export_params)
         if logger.isEnabledFor(logging.INFO):  # counting the nodes walks the whole graph

@@ -153,16 +153,17 @@ def export_program(
     (in the report, else printed); ``dump_exported_program=True`` saves the capture there (torch.export's ``.pt2``, or
     a TorchScript graph's text). ``training`` (eval by default, for both captures), ``operator_export_type``,
     ``do_constant_folding``, ``custom_opsets`` and ``export_modules_as_functions`` (``dynamo=False``) are as in torch's
-    TorchScript exporter; ``verbose=True`` logs the stages and prints the model. ``custom_translation_table`` is
-    refused for now; ``autograd_inlining=False`` is refused (autograd Functions are always inlined).
+    TorchScript exporter; ``verbose=True`` logs the stages and prints the model. ``custom_translation_table`` maps
+    torch ops (``torch.ops.aten.add.Tensor``, a custom op's overload, an overload packet) to onnxscript functions (or
+    lists of them: the first whose annotated input types fit is used) that convert that op in this export only, with
+    either capture (``exporter/custom_translation.py``). ``autograd_inlining=False`` is refused (autograd Functions
+    are always inlined).
 
     Beyond torch.onnx: ``provenance_in_model`` writes each node's origin into its ``doc_string``; ``captured`` reuses
     a capture of :func:`exporter.prepare_capture`; ``runtime_workarounds`` chooses the ONNX Runtime workarounds
     (``exporter/lowering/runtime.py``); ``check_dynamic_axes`` refuses a declared dynamic axis the capture fixes (a
     warning when False). See the README for each.
     """
-    if custom_translation_table:
-        raise ExportArgumentError("custom_translation_table is not supported by this build of the exporter")
     if autograd_inlining is not True:
         raise ExportArgumentError("autograd_inlining=False is not supported: autograd Functions without a symbolic are "
                                   "always exported as the ops they call")
@@ -203,7 +204,7 @@ def export_program(
                 custom_opsets=custom_opsets, export_modules_as_functions=export_modules_as_functions, kwargs=kwargs,
                 dynamo=program_contract, dynamic_shapes=dynamic_shapes, provenance_in_model=provenance_in_model,
                 captured=captured, runtime_workarounds=runtime_workarounds, check_dynamic_axes=check_dynamic_axes,
-                exported_program_given=exported_program)
+                exported_program_given=exported_program, custom_translation_table=custom_translation_table)
         if program_contract and f is not None:
             _save_as_torch_onnx(program, f, export_params, bool(keep_initializers_as_inputs), external_data)
         program.verification = check_outputs(program, model, with_keyword_arguments(args, kwargs)) if verify else None

@@ -184,7 +184,9 @@ class Converter:
 
     def _call_symbolic(self, g: GraphContext, node, args: list[Any]) -> Any:
         kind = node.kind()
-        result = call_symbolic(g, self._lookup(kind), kind, args)
+        table = self.session.translations  # the caller's custom_translation_table, by schema name ("aten::add.Tensor")
+        translated = table.symbolic(None, node.schema().partition("(")[0]) if table is not None else None
+        result = call_symbolic(g, translated or self._lookup(kind), kind, args)
         if result is None and any(o.type().kind() == "TensorType" for o in outputs_of(node)):
             # As documented, a symbolic returns None when it cannot convert this use of the op.
             raise UnsupportedOperatorError(kind, self.session.opset, reason="its symbolic returned None")

@@ -145,7 +145,9 @@ class FxConverter:
         else:
             raise UnsupportedOperatorError(op_kind(node), self.session.opset,
                                            reason="a Python function the FX driver does not convert")
-        if not any(_holds_value(arg) for arg in args) and (foldable_kind(kind) or target in SYMBOLIC_OF):
+        translated = self._translated(node)
+        if translated is None and not any(_holds_value(arg) for arg in args) and (
+                foldable_kind(kind) or target in SYMBOLIC_OF):
             env[node] = self._evaluate(node, env)
             return
         empty = _empty_results(node, args)
@@ -155,7 +157,8 @@ class FxConverter:
         g.node = node
         g.scope = _scope_prefix(node)
         first_new = len(g.graph.nodes)
-        result = call_symbolic(g, self._lookup(SYMBOLIC_OF.get(target, SYMBOLIC_OF.get(kind, kind))), kind, args)
+        symbolic = translated or self._lookup(SYMBOLIC_OF.get(target, SYMBOLIC_OF.get(kind, kind)))
+        result = call_symbolic(g, symbolic, kind, args)
         if result is None and any(isinstance(v, torch.Tensor) for v in _recorded(node)):
             raise UnsupportedOperatorError(kind, self.session.opset, reason="its symbolic returned None")
         self._stamp(g.graph.nodes[first_new:], node)
@@ -265,6 +268,14 @@ class FxConverter:
             raise TypeError(f"{node.format_node()}: a call_function node's target is a function")
         with torch.no_grad():
             return node.target(*args, **kwargs)
+
+    def _translated(self, node: torch.fx.Node):
+        """The caller's custom_translation_table entry for ``node``, as a symbolic (None where it has none)."""
+        table = self.session.translations
+        if table is None:
+            return None
+        target = node.target
+        return table.symbolic(target, target.name() if isinstance(target, torch._ops.OpOverload) else op_kind(node))
 
     def _lookup(self, kind: str):
         found = self._symbolics.get(kind)

@@ -123,6 +123,7 @@ class ExportSession:
     facts: NodeFacts | None = None  # set by the front end's driver: what symbolics may ask about its nodes
     workarounds: frozenset[str] | None = None  # runtime workarounds enabled (None: all); see exporter/lowering/runtime.py
     used_workarounds: set[str] = field(default_factory=set)  # the ones this export's model depends on
+    translations: Any = None  # the caller's custom_translation_table (exporter/custom_translation.py), this export's
 
     def fresh_name(self, hint: str) -> str:
         return f"{hint}_{next(self._counter)}"

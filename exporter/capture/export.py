@@ -17,7 +17,7 @@ import math
 import operator
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import torch
@@ -26,8 +26,9 @@ from torch.utils import _pytree as pytree
 from torch.utils._sympy.numbers import int_oo
 
 from exporter.capture.common import EXPORT, Capture, flatten, split_args
+from exporter.capture.library_ops import library_implementation, onnx_op_decomposition
 from exporter.capture.recurrent import recurrent_layers_whole
-from exporter.errors import CaptureError, DynamicAxesError, ExportArgumentError
+from exporter.errors import CaptureError, DynamicAxesError, ExportArgumentError, UnsupportedOperatorError
 from exporter.registry import REGISTRY
 
 # Ops torch.export leaves in a program that assert facts about its inputs (shapes, ranges, metadata) at run time.
@@ -189,22 +190,26 @@ def _is_axes(spec) -> bool:
     return isinstance(spec, dict) and all(isinstance(key, int) for key in spec)
 
 
-def at_opset(captured: Capture, opset: int) -> Capture:
+def at_opset(captured: Capture, opset: int, keep: Collection = ()) -> Capture:
     """``captured`` with its program functionalized (in-place ops made functional), then decomposed where the op
-    library has no symbolic at ``opset``, and only there (the capture itself is left as it is)."""
+    library has no symbolic at ``opset``, and only there (the capture itself is left as it is). The ops of ``keep``
+    (those a custom_translation_table converts) are never decomposed."""
     try:
         with _torch_export_quiet():
+            program = _with_library_ops(captured.program, opset, keep)
             # One pass in the common case: functionalize, decomposing the ops of the captured program that have no
             # symbolic; functionalization itself may bring ops that need one (rarely), hence further rounds.
-            program = captured.program.run_decompositions(
-                _decompositions_of(_ops_without_symbolics(captured.program, opset)))
+            program = program.run_decompositions(
+                _decompositions_of(_ops_without_symbolics(program, opset, keep)))
             for _ in range(_DECOMPOSITION_ROUNDS):
-                table = _decompositions_of(_ops_without_symbolics(program, opset))
+                table = _decompositions_of(_ops_without_symbolics(program, opset, keep))
                 if not table:
                     break
                 program = program.run_decompositions(table)
-            program = _with_further_decompositions(program, opset)
+            program = _with_further_decompositions(program, opset, keep)
         _sym_sums_as_additions(program.graph)
+    except UnsupportedOperatorError:
+        raise
     except Exception as error:
         raise CaptureError(f"decomposing the exported program failed: {type(error).__name__}: "
                            f"{_first_lines(str(error))}") from error
@@ -278,22 +283,40 @@ def _torch_export_quiet():
 _DECOMPOSITION_ROUNDS = 4
 
 
-def _ops_without_symbolics(program, opset: int) -> set:
+def _ops_without_symbolics(program, opset: int, keep: Collection = ()) -> set:
     # A refusal counts as a symbolic: the op library has ruled on the op at this opset (its error names the opset
     # that works), which PyTorch's decompositions are not to route around.
     return {node.target for node in program.graph.nodes
             if isinstance(node.target, torch._ops.OpOverload) and _kind_of(node.target) not in ASSERTION_OPS
+            and node.target not in keep
             and not REGISTRY.has_symbolic(SYMBOLIC_OF.get(_kind_of(node.target), _kind_of(node.target)), opset)}
 
 
-def _with_further_decompositions(program, opset: int):
+def _with_library_ops(program, opset: int, keep: Collection):
+    """``program`` with each op that has no symbolic at ``opset`` but a PyTorch implementation the export may trace
+    (a ``torch.library`` custom op's, ours of a ``torch.onnx.ops`` op: ``library_ops.py``) decomposed through it, one
+    op at a time so that an implementation torch.export cannot trace is reported as that op's."""
+    for op in sorted(_ops_without_symbolics(program, opset, keep), key=str):
+        implementation = onnx_op_decomposition(op) or library_implementation(op)
+        if implementation is None:
+            continue
+        try:
+            program = program.run_decompositions({op: implementation})
+        except Exception as error:
+            raise UnsupportedOperatorError(_kind_of(op), opset, REGISTRY.min_opset(_kind_of(op)), reason=(
+                "the op library has no symbolic for it, and torch.export could not trace its registered "
+                f"implementation: {type(error).__name__}: {_first_lines(str(error), 2)}")) from error
+    return program
+
+
+def _with_further_decompositions(program, opset: int, keep: Collection = ()):
     """``program`` with PyTorch's decompositions beyond the core ATen set (``torch._decomp``: native_group_norm,
     ldexp, ...) applied to the ops still without a symbolic, where that leaves fewer such ops and brings no new
     one; else ``program`` as it is, so that an error names the op the model called (not ``prims::exp2``), and a
     decomposition that fails (one that is not functional) costs nothing."""
     from torch._decomp import decomposition_table
 
-    missing = _ops_without_symbolics(program, opset)
+    missing = _ops_without_symbolics(program, opset, keep)
     table = {op: decomposition_table[op] for op in missing if op in decomposition_table}
     if not table:
         return program
@@ -301,7 +324,7 @@ def _with_further_decompositions(program, opset: int):
         decomposed = program.run_decompositions(table)
     except Exception:
         return program
-    left = _ops_without_symbolics(decomposed, opset)
+    left = _ops_without_symbolics(decomposed, opset, keep)
     return decomposed if left < missing else program
 
 

@@ -19,6 +19,7 @@ from exporter.symbolics import (  # noqa: F401
     math_functions,
     nn,
     normalization,
+    onnx_markers,
     optional,
     pooling,
     prim,
