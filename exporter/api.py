@@ -28,10 +28,10 @@ from exporter.arguments import (
     check_opset,
     check_tensors_hold_data,
     check_workarounds,
+    dynamic_request,
     exports_training_mode,
     known_dynamic_axes,
     normalize_dynamic_axes,
-    requested_dynamic_shapes,
     shortened,
     state_tensors,
     with_keyword_arguments,
@@ -349,6 +349,7 @@ def export(
         operator_export_type = enum_member(OperatorExportTypes, operator_export_type, "operator_export_type")
         requested_axes = dict(dynamic_axes or {})
         check_dynamic_axes_shape(requested_axes)
+        request = dynamic_request(model, args, dynamic_shapes, requested_axes, input_names, dynamo)
         check_custom_opsets(custom_opsets)
         if dynamo:
             check_export_capture_options(operator_export_type, export_modules_as_functions)
@@ -368,8 +369,7 @@ def export(
             if captured is not None:
                 captured = _unshared(captured, dynamic_shapes)
             elif dynamo:
-                captured = capture_program(model, args, requested_dynamic_shapes(model, args, dynamic_shapes,
-                                                                                 requested_axes, input_names))
+                captured = capture_program(model, args, request.shapes)
             else:
                 captured = capture(model, args)
             if captured.front_end == EXPORT:
@@ -382,7 +382,8 @@ def export(
             names_in = naming.input_names(model, args, captured, input_names)
             names_out = naming.output_names(captured, output_names)
             naming.refuse_shared_names(names_in, names_out)
-            requested_axes = known_dynamic_axes(requested_axes, names_in, names_out, len(captured.user_inputs))
+            requested_axes = known_dynamic_axes({**request.axes_by_name(names_in, named_only=dynamo), **requested_axes},
+                                                names_in, names_out, len(captured.user_inputs))
             naming.refuse_complex_boundary(captured, names_in, names_out)
             axes = normalize_dynamic_axes(requested_axes)
             static_shapes = not axes
@@ -467,7 +468,8 @@ def prepare_capture(
         if dynamo:
             axes = dict(dynamic_axes or {})
             check_dynamic_axes_shape(axes)
-            return capture_program(model, args, requested_dynamic_shapes(model, args, dynamic_shapes, axes, input_names))
+            return capture_program(model, args,
+                                   dynamic_request(model, args, dynamic_shapes, axes, input_names, dynamo).shapes)
         return capture(model, args)
 
 

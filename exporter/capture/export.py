@@ -26,7 +26,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._sympy.numbers import int_oo
 
 from exporter.capture.common import EXPORT, Capture, flatten, split_args
-from exporter.capture.recurrent import recurrent_layers_whole
+from exporter.capture.recurrent import has_recurrent_layers, recurrent_layers_whole
 from exporter.errors import CaptureError, DynamicAxesError, ExportArgumentError
 from exporter.registry import REGISTRY
 
@@ -70,19 +70,31 @@ def capture_program(model: Any, args: Any, dynamic_shapes: Any) -> Capture:
             program = _captured(model, wide_positional, wide_kwargs, dynamic_shapes)
         if program is not None and not _reproduces_example(program, model, positional, kwargs):
             program = None  # the wider example took another branch: captured as given, below
+    whole = True
     if program is None:
-        try:
-            program = _captured(model, positional, kwargs, dynamic_shapes)
-        except Exception as error:  # torch.export's own refusals: data-dependent control flow, unsupported Python
-            raise CaptureError(f"torch.export could not capture the model: {type(error).__name__}: "
-                               f"{_first_lines(str(error))}") from error
-    return _capture_of(program, positional, kwargs)
+        program, whole = _captured_either_form(model, positional, kwargs, dynamic_shapes)
+    return dataclasses.replace(_capture_of(program, positional, kwargs), recurrent_whole=whole)
 
 
-def _captured(model, positional, kwargs, dynamic_shapes):
+def _captured_either_form(model, positional, kwargs, dynamic_shapes):
+    """The program and whether its recurrent layers were traced through the while_loop forms: they keep the sequence
+    free but fix the batch (torch 2.13's while_loop), so a dynamic capture they fail is tried with PyTorch's own forms,
+    which keep the batch free and fix the sequence (``exporter/capture/recurrent.py``)."""
+    try:
+        return _captured(model, positional, kwargs, dynamic_shapes), True
+    except Exception as error:  # torch.export's own refusals: data-dependent control flow, unsupported Python
+        first = error
+    if dynamic_shapes is not None and has_recurrent_layers(model):
+        with contextlib.suppress(Exception):  # refused either way: the first refusal is the one reported
+            return _captured(model, positional, kwargs, dynamic_shapes, whole=False), False
+    raise CaptureError(f"torch.export could not capture the model: {type(first).__name__}: "
+                       f"{_first_lines(str(first))}") from first
+
+
+def _captured(model, positional, kwargs, dynamic_shapes, whole: bool = True):
     printed = io.StringIO()
     # On failure torch.export prints the partial graph to stderr before raising: the error says what failed.
-    with (_torch_export_quiet(), recurrent_layers_whole(), contextlib.redirect_stderr(printed),
+    with (_torch_export_quiet(), recurrent_layers_whole(whole), contextlib.redirect_stderr(printed),
           _dynamic_marks_kept(flatten((positional, kwargs))[0])):
         program = torch.export.export(model, tuple(positional), kwargs=kwargs or None,
                                       dynamic_shapes=dynamic_shapes, strict=False)
@@ -192,7 +204,7 @@ def at_opset(captured: Capture, opset: int) -> Capture:
     """``captured`` with its program functionalized (in-place ops made functional), then decomposed where the op
     library has no symbolic at ``opset``, and only there (the capture itself is left as it is)."""
     try:
-        with _torch_export_quiet():
+        with _torch_export_quiet(), recurrent_layers_whole(captured.recurrent_whole):
             # One pass in the common case: functionalize, decomposing the ops of the captured program that have no
             # symbolic; functionalization itself may bring ops that need one (rarely), hence further rounds.
             program = captured.program.run_decompositions(

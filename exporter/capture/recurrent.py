@@ -19,10 +19,19 @@ from collections.abc import Callable, Iterator
 import torch
 
 
+def has_recurrent_layers(model) -> bool:
+    return isinstance(model, torch.nn.Module) and any(isinstance(m, torch.nn.RNNBase) for m in model.modules())
+
+
 @contextlib.contextmanager
-def recurrent_layers_whole() -> Iterator[None]:
+def recurrent_layers_whole(enabled: bool = True) -> Iterator[None]:
     """Within the block, torch.export traces LSTM, GRU and Elman RNN layers through while_loop forms (see the module
-    docstring). Where this torch lacks ``while_loop`` or PyTorch's forms, the layers trace as before."""
+    docstring). Where this torch lacks ``while_loop`` or PyTorch's forms, or ``enabled`` is False, the layers trace
+    through PyTorch's own decompositions (a Python loop: the sequence length is fixed, the batch may stay free; the
+    while_loop forms fix the batch instead, in torch 2.13, so a capture that keeps only the batch free takes these)."""
+    if not enabled:
+        yield
+        return
     try:
         from torch._higher_order_ops.while_loop import while_loop  # noqa: F401  (the Elman forms need it)
         from torch.export._patches import lstm_while_loop_impl
@@ -42,14 +51,25 @@ def _traced_as(op, implementation: Callable) -> Iterator[None]:
     for a composite op (its CompositeImplicitAutograd and Autograd Python kernels: parameters that require grad go
     through the latter), with the op's dispatch cache cleared so no kernel chosen earlier is reused. The previous
     kernels return after."""
+    from torch._decomp import global_decomposition_table
+
     keys = (torch._C.DispatchKey.CompositeImplicitAutograd, torch._C.DispatchKey.Autograd)
     saved = {key: op.py_kernels.get(key) for key in keys}
+    # A program's decomposition (``run_decompositions``) computes a kept op's shapes through this table, not the
+    # kernels: without the form there, it traces the Python loop again and fixes the dynamic sequence it was captured with.
+    table = global_decomposition_table["post_autograd"]
+    saved_decomposition = table.get(op)
     try:
         for key in keys:
             op.py_kernels[key] = implementation
+        table[op] = implementation
         op._dispatch_cache.clear()
         yield
     finally:
+        if saved_decomposition is None:
+            table.pop(op, None)
+        else:
+            table[op] = saved_decomposition
         for key, kernel in saved.items():
             if kernel is None:
                 op.py_kernels.pop(key, None)
