@@ -37,9 +37,6 @@ class Capture:
     graph_passes_seconds: float = 0.0
     front_end: str = TRACE  # TRACE for a traced model (scripted functions inside it included), SCRIPT, or EXPORT
     program: Any = None  # EXPORT: the torch.export.ExportedProgram the graph belongs to
-    # EXPORT: whether recurrent layers were traced through while_loop forms (capture/recurrent.py), as its
-    # decompositions must be
-    recurrent_whole: bool = True
     # Whether the capture honours a set of declared dynamic axes, by that set (see capture/traced_sizes.py): shared by
     # the copies an export makes of a capture, so a capture exported many times is checked once.
     size_checks: dict = field(default_factory=dict, repr=False, compare=False)

@@ -20,13 +20,14 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+import sympy
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
 from torch.utils._sympy.numbers import int_oo
 
 from exporter.capture.common import EXPORT, Capture, flatten, split_args
-from exporter.capture.recurrent import has_recurrent_layers, recurrent_layers_whole
+from exporter.capture.recurrent import recurrent_layers_whole
 from exporter.errors import CaptureError, DynamicAxesError, ExportArgumentError
 from exporter.registry import REGISTRY
 
@@ -70,31 +71,19 @@ def capture_program(model: Any, args: Any, dynamic_shapes: Any) -> Capture:
             program = _captured(model, wide_positional, wide_kwargs, dynamic_shapes)
         if program is not None and not _reproduces_example(program, model, positional, kwargs):
             program = None  # the wider example took another branch: captured as given, below
-    whole = True
     if program is None:
-        program, whole = _captured_either_form(model, positional, kwargs, dynamic_shapes)
-    return dataclasses.replace(_capture_of(program, positional, kwargs), recurrent_whole=whole)
+        try:
+            program = _captured(model, positional, kwargs, dynamic_shapes)
+        except Exception as error:  # torch.export's own refusals: data-dependent control flow, unsupported Python
+            raise CaptureError(f"torch.export could not capture the model: {type(error).__name__}: "
+                               f"{_first_lines(str(error))}") from error
+    return _capture_of(program, positional, kwargs)
 
 
-def _captured_either_form(model, positional, kwargs, dynamic_shapes):
-    """The program and whether its recurrent layers were traced through the while_loop forms: they keep the sequence
-    free but fix the batch (torch 2.13's while_loop), so a dynamic capture they fail is tried with PyTorch's own forms,
-    which keep the batch free and fix the sequence (``exporter/capture/recurrent.py``)."""
-    try:
-        return _captured(model, positional, kwargs, dynamic_shapes), True
-    except Exception as error:  # torch.export's own refusals: data-dependent control flow, unsupported Python
-        first = error
-    if dynamic_shapes is not None and has_recurrent_layers(model):
-        with contextlib.suppress(Exception):  # refused either way: the first refusal is the one reported
-            return _captured(model, positional, kwargs, dynamic_shapes, whole=False), False
-    raise CaptureError(f"torch.export could not capture the model: {type(first).__name__}: "
-                       f"{_first_lines(str(first))}") from first
-
-
-def _captured(model, positional, kwargs, dynamic_shapes, whole: bool = True):
+def _captured(model, positional, kwargs, dynamic_shapes):
     printed = io.StringIO()
     # On failure torch.export prints the partial graph to stderr before raising: the error says what failed.
-    with (_torch_export_quiet(), recurrent_layers_whole(whole), contextlib.redirect_stderr(printed),
+    with (_torch_export_quiet(), recurrent_layers_whole(), contextlib.redirect_stderr(printed),
           _dynamic_marks_kept(flatten((positional, kwargs))[0])):
         program = torch.export.export(model, tuple(positional), kwargs=kwargs or None,
                                       dynamic_shapes=dynamic_shapes, strict=False)
@@ -204,7 +193,7 @@ def at_opset(captured: Capture, opset: int) -> Capture:
     """``captured`` with its program functionalized (in-place ops made functional), then decomposed where the op
     library has no symbolic at ``opset``, and only there (the capture itself is left as it is)."""
     try:
-        with _torch_export_quiet(), recurrent_layers_whole(captured.recurrent_whole):
+        with _torch_export_quiet(), recurrent_layers_whole():
             # One pass in the common case: functionalize, decomposing the ops of the captured program that have no
             # symbolic; functionalization itself may bring ops that need one (rarely), hence further rounds.
             program = captured.program.run_decompositions(
@@ -424,8 +413,16 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
             continue
         for axis, dim in enumerate(value.shape):
             if not isinstance(dim, int):
-                result.setdefault(name, {}).setdefault(axis, symbol_names.get(str(dim), str(dim)))
+                result.setdefault(name, {}).setdefault(axis, symbol_names.get(str(dim)) or _named(dim, symbol_names))
     return result
+
+
+def _named(dim, symbol_names: dict[str, str]) -> str:
+    """A symbolic dim's expression with each input symbol written as its axis's name (``2*batch`` for ``2*s77``)."""
+    expr = dim.node.expr
+    names = {symbol: sympy.Symbol(symbol_names[str(symbol)]) for symbol in expr.free_symbols
+             if str(symbol) in symbol_names}
+    return str(expr.xreplace(names))
 
 
 def user_input_placeholders(program) -> list[torch.fx.Node]:

@@ -19,30 +19,52 @@ from collections.abc import Callable, Iterator
 import torch
 
 
-def has_recurrent_layers(model) -> bool:
-    return isinstance(model, torch.nn.Module) and any(isinstance(m, torch.nn.RNNBase) for m in model.modules())
-
-
 @contextlib.contextmanager
-def recurrent_layers_whole(enabled: bool = True) -> Iterator[None]:
+def recurrent_layers_whole() -> Iterator[None]:
     """Within the block, torch.export traces LSTM, GRU and Elman RNN layers through while_loop forms (see the module
-    docstring). Where this torch lacks ``while_loop`` or PyTorch's forms, or ``enabled`` is False, the layers trace
-    through PyTorch's own decompositions (a Python loop: the sequence length is fixed, the batch may stay free; the
-    while_loop forms fix the batch instead, in torch 2.13, so a capture that keeps only the batch free takes these)."""
-    if not enabled:
-        yield
-        return
+    docstring), and a program's decompositions keep them. Where this torch lacks ``while_loop`` or PyTorch's forms,
+    the layers trace as before."""
     try:
         from torch._higher_order_ops.while_loop import while_loop  # noqa: F401  (the Elman forms need it)
         from torch.export._patches import lstm_while_loop_impl
     except ImportError:
         yield
         return
-    with (_traced_as(torch.ops.aten.lstm.input, lstm_while_loop_impl),
+    with (_loops_forgotten(),
+          _traced_as(torch.ops.aten.lstm.input, lstm_while_loop_impl),
           _traced_as(torch.ops.aten.gru.input, functools.partial(_layers, _gru_step)),
           _traced_as(torch.ops.aten.rnn_tanh.input, functools.partial(_layers, _elman_cell(torch.tanh))),
           _traced_as(torch.ops.aten.rnn_relu.input, functools.partial(_layers, _elman_cell(torch.relu)))):
         yield
+
+
+@contextlib.contextmanager
+def _loops_forgotten() -> Iterator[None]:
+    """torch.compile's memory of the while_loops traced in the block forgotten after it (and before). ``while_loop``
+    compiles one wrapper function for every loop, and the compiled entry and the sizes it saw (the automatic-dynamic
+    profile) stay with that function's code: the next export's loop then reuses them, and a capture whose sequence is
+    dynamic after one whose batch was came out refused as specialized."""
+    _forget_while_loop_wrapper()
+    try:
+        yield
+    finally:
+        _forget_while_loop_wrapper()
+
+
+def _forget_while_loop_wrapper() -> None:
+    from torch._dynamo import convert_frame, pgo, reset_code
+
+    for seen in convert_frame.input_codes.seen + convert_frame.output_codes.seen:
+        code = seen()
+        if code is not None and code.co_name == _WHILE_LOOP_WRAPPER:
+            reset_code(code)
+    state = pgo._CODE_STATE
+    if state is not None:
+        for key in [key for key in state if key.name == _WHILE_LOOP_WRAPPER]:
+            del state[key]
+
+
+_WHILE_LOOP_WRAPPER = "_while_loop_op_wrapper"  # torch._higher_order_ops.while_loop's function torch.compile compiles
 
 
 @contextlib.contextmanager
