@@ -40,6 +40,7 @@ from exporter.capture import EXPORT, Capture, capture, split_list_inputs
 from exporter.capture.export import at_opset, capture_program, program_axes
 from exporter.capture.export_guards import check_program_guards
 from exporter.capture.traced_sizes import check_traced_axes
+from exporter.capture_choice import capture_choice, captured_or_traced
 from exporter.convert import Converter
 from exporter.convert_fx import FxConverter
 from exporter.errors import ExportArgumentError
@@ -337,10 +338,13 @@ def export(
     """
     times = StageTimes()
     with times.stage("arguments"):
+        choice = capture_choice(dynamo, model)
+        dynamo = choice.dynamo
         check_capture_choice(dynamo, dynamic_shapes, model)
         check_argument_kinds(input_names, output_names, dynamic_axes, kwargs)
         workarounds = check_workarounds(runtime_workarounds)
-        args = bound_arguments(model, with_keyword_arguments(args, kwargs), dynamo)
+        call_args = with_keyword_arguments(args, kwargs)
+        args = bound_arguments(model, call_args, dynamo)
         opset = check_opset(opset_version)
         destination.check_destination(f)
         state = state_tensors(model)
@@ -368,8 +372,10 @@ def export(
             captured_here = captured is None
             if captured is not None:
                 captured = _unshared(captured, dynamic_shapes)
-            elif dynamo:
-                captured = capture_program(model, args, request.shapes)
+            elif dynamo:  # or the trace, where torch.export refuses and the caller did not choose (capture_choice.py)
+                captured, args, request = captured_or_traced(model, call_args, args, request, choice, dynamic_shapes,
+                                                             requested_axes, input_names)
+                dynamo = captured.front_end == EXPORT
             else:
                 captured = capture(model, args)
             if captured.front_end == EXPORT:
@@ -460,6 +466,7 @@ def prepare_capture(
     ``dynamo=True`` captures with torch.export, whose program fixes which axes are dynamic: give ``dynamic_shapes``
     or ``dynamic_axes`` (with the ``input_names`` they refer to) here, and the same ``dynamic_axes`` to the exports."""
     check_argument_kinds(input_names, None, dynamic_axes, kwargs)
+    dynamo = capture_choice(dynamo, model).dynamo
     args = bound_arguments(model, with_keyword_arguments(args, kwargs), dynamo)
     check_tensors_hold_data(state_tensors(model), args)
     check_capture_choice(dynamo, dynamic_shapes, model)
