@@ -22,6 +22,7 @@ from typing import Any
 
 import sympy
 import torch
+from torch.export.dynamic_shapes import _DimHint
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
 from torch.utils._sympy.numbers import int_oo
@@ -131,7 +132,7 @@ def _widened_examples(model, positional, kwargs, dynamic_shapes):
         if len(axes_of) != len(leaves):
             return None
         for index, (leaf, axes) in enumerate(zip(leaves, axes_of, strict=True)):
-            for axis in (axes or {}) if isinstance(leaf, torch.Tensor) else ():
+            for axis in _dynamic_axes_of(axes) if isinstance(leaf, torch.Tensor) else ():
                 if leaf.dim() > axis >= -leaf.dim() and leaf.shape[axis] == 1:
                     leaf = torch.cat([leaf, leaf], dim=axis)
                     widened = True
@@ -185,8 +186,17 @@ def _forward_arguments(model, positional, kwargs) -> inspect.BoundArguments:
 
 
 def _is_axes(spec) -> bool:
-    """A tensor's dynamic_shapes entry ({axis: Dim}), as opposed to a container's."""
-    return isinstance(spec, dict) and all(isinstance(key, int) for key in spec)
+    """A tensor's dynamic_shapes entry ({axis: Dim}, or one dim per axis), as opposed to a container's."""
+    if isinstance(spec, dict):
+        return all(isinstance(key, int) for key in spec)
+    return isinstance(spec, (tuple, list)) and bool(spec) and all(
+        dim is None or isinstance(dim, (int, str, torch.export.Dim, _DimHint)) for dim in spec)
+
+
+def _dynamic_axes_of(axes) -> list[int]:
+    """The axes a tensor's entry makes dynamic (not None, an int or ``Dim.STATIC``)."""
+    items = axes.items() if isinstance(axes, dict) else enumerate(axes) if isinstance(axes, (tuple, list)) else ()
+    return [axis for axis, dim in items if dim is not None and not isinstance(dim, int) and dim != _DimHint.STATIC()]
 
 
 def at_opset(captured: Capture, opset: int) -> Capture:
@@ -418,10 +428,12 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
 
 
 def _named(dim, symbol_names: dict[str, str]) -> str:
-    """A symbolic dim's expression with each input symbol written as its axis's name (``2*batch`` for ``2*s77``)."""
+    """A symbolic dim's expression with each input symbol written as its axis's name (``2*batch`` for ``2*s77``),
+    where no other symbol has that name (the caller may name distinct sizes alike: ``s3 + s5`` is no ``2*sequence``)."""
     expr = dim.node.expr
+    taken = list(symbol_names.values())
     names = {symbol: sympy.Symbol(symbol_names[str(symbol)]) for symbol in expr.free_symbols
-             if str(symbol) in symbol_names}
+             if str(symbol) in symbol_names and taken.count(symbol_names[str(symbol)]) == 1}
     return str(expr.xreplace(names))
 
 
