@@ -234,3 +234,16 @@ def test_a_failed_export_leaves_nothing_behind(failure):
         traced = _export(torch.nn.Linear(4, 2), (x,), False, dynamic_shapes={"input": {0: Dim("n")}})
     assert all(isinstance(d, int) for d in _dims(static.graph.input)[0])
     assert _dims(dynamic.graph.input)[0][0] == "n" and _dims(traced.graph.input)[0][0] == "n"
+
+
+class _Refined(torch.nn.Module):
+    def forward(self, x, y):
+        if x.shape[0] >= 6 and y.shape[0] <= 16:  # torch.export refines the ranges of dx and dy
+            return x * 2.0, y + 1
+        return x, y
+
+
+def test_one_dim_per_axis_of_a_one_dimensional_input():
+    proto = _export(_Refined(), (torch.randn(16), torch.randn(12)), True,
+                    dynamic_shapes={"x": (Dim("dx"),), "y": (Dim("dy"),)})
+    assert _dims(proto.graph.input) == [["dx"], ["dy"]]
