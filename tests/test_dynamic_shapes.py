@@ -247,3 +247,11 @@ def test_one_dim_per_axis_of_a_one_dimensional_input():
     proto = _export(_Refined(), (torch.randn(16), torch.randn(12)), True,
                     dynamic_shapes={"x": (Dim("dx"),), "y": (Dim("dy"),)})
     assert _dims(proto.graph.input) == [["dx"], ["dy"]]
+
+
+def test_axes_of_one_size_take_the_first_name_with_torch_onnx_warning():
+    x = torch.randn(3, 4)
+    with pytest.warns(UserWarning, match="The axis name: other will not be used, since it shares the same shape "
+                                         "constraints with another axis: batch"):
+        proto = _export(_AddAndSum(), (x, x.clone()), True, dynamic_shapes={"x": {0: "batch"}, "y": {0: "other"}})
+    assert _dims(proto.graph.input) == [["batch", 4], ["batch", 4]]

@@ -401,6 +401,7 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
     user = user_input_placeholders(program)
     result = {name: dict(dims) for name, dims in axes.items()}
     symbol_names: dict[str, str] = {}
+    dynamic: list[tuple[str, int, Any]] = []
     for name, node in zip(names_in, user, strict=False):  # names_in goes on with the parameters' names
         shape = node.meta["val"].shape
         for axis, dim in enumerate(shape):
@@ -410,10 +411,13 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
                     raise DynamicAxesError(f"dynamic_axes asks for axis {axis} of input {name!r} to be dynamic, "
                                            f"but torch.export found the model's code fixes it to {dim}")
                 continue
-            if str(dim) not in symbol_names:
+            if str(dim) not in symbol_names and not any(str(dim) == str(seen) for _, _, seen in dynamic):
                 _warn_if_bounded(program, dim, f"axis {axis} of input {name!r} ({asked or dim})")
-            dim_name = symbol_names.setdefault(str(dim), asked or str(dim))
-            result.setdefault(name, {})[axis] = dim_name
+            dynamic.append((name, axis, dim))
+            if asked is not None:
+                _name_symbol(symbol_names, str(dim), asked)
+    for name, axis, dim in dynamic:  # one name per symbol: the first asked for it, else the symbol's own
+        result.setdefault(name, {})[axis] = symbol_names.setdefault(str(dim), str(dim))
     output_node = next(node for node in program.graph.nodes if node.op == "output")
     user_outputs = [arg for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0], strict=True)
                     if spec.kind == OutputKind.USER_OUTPUT]
@@ -425,6 +429,14 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
             if not isinstance(dim, int):
                 result.setdefault(name, {}).setdefault(axis, symbol_names.get(str(dim)) or _named(dim, symbol_names))
     return result
+
+
+def _name_symbol(symbol_names: dict[str, str], symbol: str, asked: str) -> None:
+    """``symbol`` named ``asked`` unless an axis of the same size named it first: then torch.onnx's warning."""
+    first = symbol_names.setdefault(symbol, asked)
+    if first != asked:
+        warnings.warn(f"# The axis name: {asked} will not be used, since it shares the same shape constraints with "
+                      f"another axis: {first}.", UserWarning, stacklevel=3)
 
 
 def _named(dim, symbol_names: dict[str, str]) -> str:
