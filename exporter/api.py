@@ -37,10 +37,10 @@ from exporter.arguments import (
     with_keyword_arguments,
 )
 from exporter.capture import EXPORT, Capture, capture, split_list_inputs
-from exporter.capture.export import at_opset, capture_program, program_axes
+from exporter.capture.export import at_opset, program_axes
 from exporter.capture.export_guards import check_program_guards
 from exporter.capture.traced_sizes import check_traced_axes
-from exporter.capture_choice import capture_choice, captured_or_traced
+from exporter.capture_choice import capture_choice, captured_or_traced, traced_arguments
 from exporter.convert import Converter
 from exporter.convert_fx import FxConverter
 from exporter.errors import ExportArgumentError
@@ -373,11 +373,12 @@ def export(
             if captured is not None:
                 captured = _unshared(captured, dynamic_shapes)
             elif dynamo:  # or the trace, where torch.export refuses and the caller did not choose (capture_choice.py)
-                captured, args, request = captured_or_traced(model, call_args, args, request, choice, dynamic_shapes,
-                                                             requested_axes, input_names)
-                dynamo = captured.front_end == EXPORT
+                captured = captured_or_traced(model, call_args, args, request, choice)
             else:
                 captured = capture(model, args)
+            if dynamo and captured.front_end != EXPORT:  # the fallback's trace, made here or by prepare_capture
+                args, request = traced_arguments(model, call_args, dynamic_shapes, requested_axes, input_names)
+                dynamo = False
             if captured.front_end == EXPORT:
                 captured = at_opset(captured, opset)
             elif opset < SEQUENCE_OPSET:  # no ONNX sequences: one input per item
@@ -466,8 +467,10 @@ def prepare_capture(
     ``dynamo=True`` captures with torch.export, whose program fixes which axes are dynamic: give ``dynamic_shapes``
     or ``dynamic_axes`` (with the ``input_names`` they refer to) here, and the same ``dynamic_axes`` to the exports."""
     check_argument_kinds(input_names, None, dynamic_axes, kwargs)
-    dynamo = capture_choice(dynamo, model).dynamo
-    args = bound_arguments(model, with_keyword_arguments(args, kwargs), dynamo)
+    choice = capture_choice(dynamo, model)
+    dynamo = choice.dynamo
+    call_args = with_keyword_arguments(args, kwargs)
+    args = bound_arguments(model, call_args, dynamo)
     check_tensors_hold_data(state_tensors(model), args)
     check_capture_choice(dynamo, dynamic_shapes, model)
     training = enum_member(TrainingMode, training, "training")
@@ -475,8 +478,8 @@ def prepare_capture(
         if dynamo:
             axes = dict(dynamic_axes or {})
             check_dynamic_axes_shape(axes)
-            return capture_program(model, args,
-                                   dynamic_request(model, args, dynamic_shapes, axes, input_names, dynamo).shapes)
+            request = dynamic_request(model, args, dynamic_shapes, axes, input_names, dynamo)
+            return captured_or_traced(model, call_args, args, request, choice)
         return capture(model, args)
 
 

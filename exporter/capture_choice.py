@@ -61,19 +61,24 @@ def capture_choice(dynamo: Any, model: Any = None) -> CaptureChoice:
     return CaptureChoice(dynamo=dynamo, explicit=True)
 
 
-def captured_or_traced(model: Any, call_args: Any, args: Any, request: DynamicRequest, choice: CaptureChoice,
-                       dynamic_shapes: Any, dynamic_axes: dict, input_names: Any) -> tuple[Capture, Any, DynamicRequest]:
+def captured_or_traced(model: Any, call_args: Any, args: Any, request: DynamicRequest,
+                       choice: CaptureChoice) -> Capture:
     """torch.export's capture of ``model`` on ``args`` (bound for it), or, where it refuses and the caller did not
-    choose the capture, the trace on ``call_args`` bound for a trace, with ``dynamic_shapes`` read for it: the capture,
-    the arguments and the request the rest of the export reads."""
+    choose the capture, the trace on ``call_args`` (the call's arguments, unbound), with a warning naming the refusal.
+    An export that gets a trace reads the arguments as :func:`traced_arguments` gives them."""
     try:
-        return capture_program(model, args, request.shapes), args, request
+        return capture_program(model, args, request.shapes)
     except CaptureError as refusal:
         if choice.explicit:
             raise
         warnings.warn(f"{refusal}\nExporting with the TorchScript trace instead (dynamo=False), as torch.onnx's "
                       "fallback=True did; pass dynamo=True to make this an error, or dynamo=False to trace directly",
                       UserWarning, stacklevel=4)
+    return capture(model, bound_arguments(model, call_args, dynamo=False))
+
+
+def traced_arguments(model: Any, call_args: Any, dynamic_shapes: Any, dynamic_axes: dict,
+                     input_names: Any) -> tuple[Any, DynamicRequest]:
+    """The arguments bound for a trace, and ``dynamic_shapes`` read for it (the fallback's trace)."""
     args = bound_arguments(model, call_args, dynamo=False)
-    request = dynamic_request(model, args, dynamic_shapes, dynamic_axes, input_names, dynamo=False)
-    return capture(model, args), args, request
+    return args, dynamic_request(model, args, dynamic_shapes, dynamic_axes, input_names, dynamo=False)

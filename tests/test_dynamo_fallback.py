@@ -75,3 +75,16 @@ def test_a_model_torch_export_takes_is_captured_by_it_and_a_script_keeps_its_gra
     scripted = torch.jit.script(model)
     assert exporter.export(scripted, (torch.randn(2, 4),), io.BytesIO(),
                            dynamo=DYNAMO_DEFAULT).capture.front_end == SCRIPT
+
+
+def test_a_capture_prepared_with_the_default_falls_back_too_and_exports_as_a_trace():
+    x = torch.rand(3, 4) + 0.1
+    with pytest.warns(UserWarning, match="TorchScript trace instead"):
+        captured = exporter.prepare_capture(_BranchOnData(), (x,), dynamo=DYNAMO_DEFAULT)
+    assert captured.front_end == TRACE
+    data = io.BytesIO()
+    result = exporter.export(_BranchOnData(), (x,), data, dynamo=DYNAMO_DEFAULT, captured=captured,
+                             input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+    assert result.capture.front_end == TRACE
+    wider = torch.rand(5, 4) + 0.1
+    np.testing.assert_allclose(_run(data.getvalue(), wider), _BranchOnData()(wider).numpy(), rtol=1e-6)
