@@ -38,17 +38,18 @@ from exporter.arguments import (
     check_opset,
     check_tensors_hold_data,
     check_workarounds,
+    dynamic_request,
     exports_training_mode,
     known_dynamic_axes,
     normalize_dynamic_axes,
-    requested_dynamic_shapes,
     state_tensors,
     with_keyword_arguments,
 )
 from exporter.capture import EXPORT, Capture, capture, split_list_inputs
-from exporter.capture.export import at_opset, capture_program, program_axes
+from exporter.capture.export import at_opset, program_axes
 from exporter.capture.export_guards import check_program_guards
 from exporter.capture.traced_sizes import check_traced_axes
+from exporter.capture_choice import capture_choice, captured_or_traced, traced_arguments
 from exporter.convert import Converter
 from exporter.convert_fx import FxConverter
 from exporter.custom_translation import as_table as translation_table
@@ -267,11 +268,14 @@ def run_export(
     times = StageTimes()
     verbose = verbose is True
     with times.stage("arguments"):
+        choice = capture_choice(dynamo, model)
+        dynamo = choice.dynamo
         check_capture_choice(dynamo, dynamic_shapes, model)
         check_argument_kinds(input_names, output_names, dynamic_axes, kwargs)
         workarounds = check_workarounds(runtime_workarounds)
         translations = translation_table(custom_translation_table)
-        args = bound_arguments(model, with_keyword_arguments(args, kwargs), dynamo)
+        call_args = with_keyword_arguments(args, kwargs)
+        args = bound_arguments(model, call_args, dynamo)
         opset = check_opset(opset_version)
         if f is not None:
             destination.check_destination(f)
@@ -281,6 +285,7 @@ def run_export(
         operator_export_type = enum_member(OperatorExportTypes, operator_export_type, "operator_export_type")
         requested_axes = dict(dynamic_axes or {})
         check_dynamic_axes_shape(requested_axes)
+        request = dynamic_request(model, args, dynamic_shapes, requested_axes, input_names, dynamo)
         check_custom_opsets(custom_opsets)
         if dynamo:
             check_export_capture_options(operator_export_type, export_modules_as_functions)
@@ -299,11 +304,13 @@ def run_export(
             captured_here = captured is None
             if captured is not None:
                 captured = _unshared(captured, dynamic_shapes)
-            elif dynamo:
-                captured = capture_program(model, args, requested_dynamic_shapes(model, args, dynamic_shapes,
-                                                                                 requested_axes, input_names))
+            elif dynamo:  # or the trace, where torch.export refuses and the caller did not choose (capture_choice.py)
+                captured = captured_or_traced(model, call_args, args, request, choice)
             else:
                 captured = capture(model, args)
+            if dynamo and captured.front_end != EXPORT:  # the fallback's trace, made here or by prepare_capture
+                args, request = traced_arguments(model, call_args, dynamic_shapes, requested_axes, input_names)
+                dynamo = False
             if captured.front_end == EXPORT:
                 captured = at_opset(captured, opset, translations.overloads if translations else ())
             elif opset < SEQUENCE_OPSET:  # no ONNX sequences: one input per item
@@ -314,7 +321,8 @@ def run_export(
             names_in = naming.input_names(model, args, captured, input_names)
             names_out = naming.output_names(captured, output_names)
             naming.refuse_shared_names(names_in, names_out)
-            requested_axes = known_dynamic_axes(requested_axes, names_in, names_out, len(captured.user_inputs))
+            requested_axes = known_dynamic_axes({**request.axes_by_name(names_in, named_only=dynamo), **requested_axes},
+                                                names_in, names_out, len(captured.user_inputs))
             naming.refuse_complex_boundary(captured, names_in, names_out)
             axes = normalize_dynamic_axes(requested_axes)
             static_shapes = not axes
@@ -397,7 +405,10 @@ def prepare_capture(
     ``dynamo=True`` captures with torch.export, whose program fixes which axes are dynamic: give ``dynamic_shapes``
     or ``dynamic_axes`` (with the ``input_names`` they refer to) here, and the same ``dynamic_axes`` to the exports."""
     check_argument_kinds(input_names, None, dynamic_axes, kwargs)
-    args = bound_arguments(model, with_keyword_arguments(args, kwargs), dynamo)
+    choice = capture_choice(dynamo, model)
+    dynamo = choice.dynamo
+    call_args = with_keyword_arguments(args, kwargs)
+    args = bound_arguments(model, call_args, dynamo)
     check_tensors_hold_data(state_tensors(model), args)
     check_capture_choice(dynamo, dynamic_shapes, model)
     training = enum_member(TrainingMode, training, "training")
@@ -405,7 +416,8 @@ def prepare_capture(
         if dynamo:
             axes = dict(dynamic_axes or {})
             check_dynamic_axes_shape(axes)
-            return capture_program(model, args, requested_dynamic_shapes(model, args, dynamic_shapes, axes, input_names))
+            request = dynamic_request(model, args, dynamic_shapes, axes, input_names, dynamo)
+            return captured_or_traced(model, call_args, args, request, choice)
         return capture(model, args)
 
 

@@ -12,6 +12,7 @@ import torch
 
 from exporter import binding
 from exporter.capture import flatten, split_args
+from exporter.capture.dynamic_shapes import DynamicRequest, read_dynamic_shapes
 from exporter.capture.export import check_dynamic_shapes, dynamic_shapes_from_axes
 from exporter.errors import ExportArgumentError
 from exporter.lowering import runtime
@@ -30,11 +31,7 @@ def check_capture_choice(dynamo: Any, dynamic_shapes: Any, model: Any) -> None:
     if not isinstance(dynamo, bool):
         raise ExportArgumentError(f"dynamo must be True (capture with torch.export) or False (TorchScript), "
                                   f"got {dynamo!r}")
-    if dynamic_shapes is not None and not dynamo:
-        raise ExportArgumentError("dynamic_shapes is torch.export's form of dynamic axes and needs dynamo=True; "
-                                  "with dynamo=False give dynamic_axes")
-    if dynamo:
-        check_dynamic_shapes(dynamic_shapes)
+    check_dynamic_shapes(dynamic_shapes)
 
 
 def check_export_capture_options(operator_export_type: OperatorExportTypes, export_modules_as_functions: Any) -> None:
@@ -47,15 +44,22 @@ def check_export_capture_options(operator_export_type: OperatorExportTypes, expo
                                   "TorchScript's module scopes")
 
 
-def requested_dynamic_shapes(model: Any, args: Any, dynamic_shapes: Any, dynamic_axes: dict, input_names) -> Any:
-    """``dynamic_shapes`` as given, else ``dynamic_axes`` translated to torch.export's form (by the names the inputs
-    will have: ``input_names`` over the defaults)."""
+def dynamic_request(model: Any, args: Any, dynamic_shapes: Any, dynamic_axes: dict, input_names,
+                    dynamo: bool) -> DynamicRequest:
+    """``dynamic_shapes`` read for the capture (``exporter/capture/dynamic_shapes.py``: for the TorchScript capture,
+    its axes become ``dynamic_axes``), else, for torch.export, ``dynamic_axes`` translated to its form."""
     if dynamic_shapes is not None:
         if dynamic_axes:
             raise ExportArgumentError("give dynamic_shapes or dynamic_axes, not both")
-        return dynamic_shapes
-    if not dynamic_axes:
-        return None
+        return read_dynamic_shapes(model, args, dynamic_shapes, numbers_are_inputs=not dynamo)
+    if not dynamic_axes or not dynamo:
+        return DynamicRequest()
+    return DynamicRequest(shapes=_translated_dynamic_axes(model, args, dynamic_axes, input_names))
+
+
+def _translated_dynamic_axes(model: Any, args: Any, dynamic_axes: dict, input_names) -> Any:
+    """``dynamic_axes`` in torch.export's form (by the names the inputs will have: ``input_names`` over the
+    defaults)."""
     names = binding.export_input_names(model, args)
     names[:len(input_names or [])] = list(input_names or [])[:len(names)]
     by_position = {names.index(key): axes for key, axes in normalize_dynamic_axes(dynamic_axes).items()

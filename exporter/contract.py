@@ -19,6 +19,7 @@ from exporter.api import prepare_capture, pretty_text, run_export
 from exporter.arguments import with_keyword_arguments
 from exporter.artifacts import Artifacts, check_outputs
 from exporter.capture.export import capture_given_program
+from exporter.capture_choice import DYNAMO_DEFAULT
 from exporter.errors import ExportArgumentError
 from exporter.options import OperatorExportTypes, TrainingMode
 from exporter.program import ONNXProgram
@@ -43,7 +44,7 @@ def export(
     input_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
     opset_version: int | None = None,
-    dynamo: bool = True,
+    dynamo: bool = DYNAMO_DEFAULT,
     external_data: bool = True,
     dynamic_shapes: dict[str, Any] | tuple[Any, ...] | list[Any] | None = None,
     custom_translation_table: dict[Callable, Callable] | None = None,
@@ -97,7 +98,7 @@ def export_program(
     input_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
     opset_version: int | None = None,
-    dynamo: bool = True,
+    dynamo: bool = DYNAMO_DEFAULT,
     external_data: bool = True,
     dynamic_shapes: dict[str, Any] | tuple[Any, ...] | list[Any] | None = None,
     custom_translation_table: dict[Callable, Callable] | None = None,
@@ -202,7 +203,8 @@ def export_program(
                 dynamic_axes=dynamic_axes,
                 keep_initializers_as_inputs=False if program_contract else keep_initializers_as_inputs,
                 custom_opsets=custom_opsets, export_modules_as_functions=export_modules_as_functions, kwargs=kwargs,
-                dynamo=program_contract, dynamic_shapes=dynamic_shapes, provenance_in_model=provenance_in_model,
+                dynamo=_capture_asked(dynamo, program_contract, exported_program), dynamic_shapes=dynamic_shapes,
+                provenance_in_model=provenance_in_model,
                 captured=captured, runtime_workarounds=runtime_workarounds, check_dynamic_axes=check_dynamic_axes,
                 exported_program_given=exported_program, custom_translation_table=custom_translation_table)
         if program_contract and f is not None:
@@ -225,9 +227,17 @@ def _save_as_torch_onnx(program: ONNXProgram, f: Any, export_params: bool, as_in
         program.save(f, include_initializers=export_params, keep_initializers_as_inputs=as_inputs)
 
 
+def _capture_asked(dynamo: Any, program_contract: bool, exported_program: bool) -> Any:
+    """The ``dynamo`` the pipeline gets: the default kept as such where the pipeline captures (it may then fall back
+    to the trace: ``exporter/capture_choice.py``), else the contract's capture."""
+    return dynamo if dynamo is DYNAMO_DEFAULT and not exported_program else program_contract
+
+
 def returns_program(dynamo: Any, model: Any) -> bool:
-    """Whether torch.onnx takes its torch.export path (and returns a program): ``dynamo=True``, or a model that is an
-    ``ExportedProgram`` or an ``ExportableModule`` whatever ``dynamo`` says."""
+    """Whether torch.onnx takes its torch.export path (and returns a program): ``dynamo=True`` (its default), or a
+    model that is an ``ExportedProgram`` or an ``ExportableModule`` whatever ``dynamo`` says."""
+    if dynamo is DYNAMO_DEFAULT:
+        return True
     if not isinstance(dynamo, bool):
         raise ExportArgumentError(f"dynamo must be True (capture with torch.export) or False (TorchScript), "
                                   f"got {dynamo!r}")

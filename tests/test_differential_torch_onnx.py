@@ -560,6 +560,12 @@ CALLS: list[Call] = [
          differs="without input_names our inputs are named after forward's arguments, so {'x': ...} names an "
                  "input; torch's are TorchScript debug names (onnx::Mul_0), so it warns and exports static",
          ours="exports", theirs="exports"),
+    Call("dynamic_shapes_with_the_trace", TwoInputs, pair23,
+         {"dynamic_shapes": {"x": {0: torch.export.Dim("n")}, "y": {0: "n"}}},
+         other_args=lambda: (torch.randn(5, 3), torch.randn(5, 3)),
+         differs="torch.onnx takes dynamic_shapes only with dynamo=True (ValueError); we translate it to the trace's "
+                 "dynamic axes, a Dim's or str's name naming the axis",
+         ours="exports", theirs="argument"),
     Call("dynamic_axes_output_only", TwoOutputs, x23,
          {"output_names": ["plus", "times"], "dynamic_axes": {"plus": {0: "n"}}}),
     Call("dynamic_axes_non_int_axis", Affine, x4, {"input_names": ["x"], "dynamic_axes": {"x": ["zero"]}},

@@ -203,8 +203,6 @@ def test_a_kernel_that_refuses_the_capture_is_one_error_and_no_log(capfd):
 def test_argument_errors():
     model = torch.nn.Linear(3, 2)
     x = torch.randn(1, 3)
-    with pytest.raises(ExportArgumentError, match="needs dynamo=True"):
-        exporter.export(model, (x,), io.BytesIO(), dynamic_shapes={"input": {0: torch.export.Dim.DYNAMIC}}, dynamo=False)
     with pytest.raises(ExportArgumentError, match="dynamo must be"):
         exporter.export(model, (x,), io.BytesIO(), dynamo="yes")
     with pytest.raises(ExportArgumentError, match="nn.Module"):
@@ -417,17 +415,3 @@ def test_a_batch_of_three_stays_dynamic(kind, batch_first):
     expected = torch.utils._pytree.tree_leaves(model(x))
     for got, want in zip(_run(written, {"x": x}), expected, strict=True):
         np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-4, atol=1e-5)
-
-
-def test_a_failed_capture_leaves_no_dynamic_marks_on_the_callers_tensors():
-    """torch.export marks the arguments' dynamic dims on the tensors themselves and removes the marks only when it
-    succeeds: a failed export must leave the caller's tensors as they were, so a later export does not read them."""
-    x = torch.randn(3, 2, 4)
-    with pytest.raises(CaptureError, match="seq"):  # the LSTM's batch axis given as a Dim it cannot honour
-        exporter.export(torch.nn.LSTM(4, 5).eval(), (x,), io.BytesIO(), dynamo=True,
-                        dynamic_shapes={"input": {1: torch.export.Dim("seq")}})
-    assert not [key for key in vars(x) if key.startswith("_dynamo")]
-    data = io.BytesIO()
-    exporter.export(torch.nn.Linear(4, 2).eval(), (x,), data, dynamo=True)
-    assert all(dim.HasField("dim_value") for dim in onnx.load_from_string(data.getvalue()).graph.input[0]
-               .type.tensor_type.shape.dim)

@@ -20,7 +20,9 @@ import warnings
 from collections.abc import Collection, Mapping
 from typing import Any
 
+import sympy
 import torch
+from torch.export.dynamic_shapes import _DimHint
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
 from torch.utils._sympy.numbers import int_oo
@@ -132,7 +134,7 @@ def _widened_examples(model, positional, kwargs, dynamic_shapes):
         if len(axes_of) != len(leaves):
             return None
         for index, (leaf, axes) in enumerate(zip(leaves, axes_of, strict=True)):
-            for axis in (axes or {}) if isinstance(leaf, torch.Tensor) else ():
+            for axis in _dynamic_axes_of(axes) if isinstance(leaf, torch.Tensor) else ():
                 if leaf.dim() > axis >= -leaf.dim() and leaf.shape[axis] == 1:
                     leaf = torch.cat([leaf, leaf], dim=axis)
                     widened = True
@@ -186,8 +188,17 @@ def _forward_arguments(model, positional, kwargs) -> inspect.BoundArguments:
 
 
 def _is_axes(spec) -> bool:
-    """A tensor's dynamic_shapes entry ({axis: Dim}), as opposed to a container's."""
-    return isinstance(spec, dict) and all(isinstance(key, int) for key in spec)
+    """A tensor's dynamic_shapes entry ({axis: Dim}, or one dim per axis), as opposed to a container's."""
+    if isinstance(spec, dict):
+        return all(isinstance(key, int) for key in spec)
+    return isinstance(spec, (tuple, list)) and bool(spec) and all(
+        dim is None or isinstance(dim, (int, str, torch.export.Dim, _DimHint)) for dim in spec)
+
+
+def _dynamic_axes_of(axes) -> list[int]:
+    """The axes a tensor's entry makes dynamic (not None, an int or ``Dim.STATIC``)."""
+    items = axes.items() if isinstance(axes, dict) else enumerate(axes) if isinstance(axes, (tuple, list)) else ()
+    return [axis for axis, dim in items if dim is not None and not isinstance(dim, int) and dim != _DimHint.STATIC()]
 
 
 def at_opset(captured: Capture, opset: int, keep: Collection = ()) -> Capture:
@@ -195,7 +206,7 @@ def at_opset(captured: Capture, opset: int, keep: Collection = ()) -> Capture:
     library has no symbolic at ``opset``, and only there (the capture itself is left as it is). The ops of ``keep``
     (those a custom_translation_table converts) are never decomposed."""
     try:
-        with _torch_export_quiet():
+        with _torch_export_quiet(), recurrent_layers_whole():
             program = _with_library_ops(captured.program, opset, keep)
             # One pass in the common case: functionalize, decomposing the ops of the captured program that have no
             # symbolic; functionalization itself may bring ops that need one (rarely), hence further rounds.
@@ -460,6 +471,7 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
     user = user_input_placeholders(program)
     result = {name: dict(dims) for name, dims in axes.items()}
     symbol_names: dict[str, str] = {}
+    dynamic: list[tuple[str, int, Any]] = []
     for name, node in zip(names_in, user, strict=False):  # names_in goes on with the parameters' names
         shape = node.meta["val"].shape
         for axis, dim in enumerate(shape):
@@ -469,17 +481,20 @@ def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
                     raise DynamicAxesError(f"dynamic_axes asks for axis {axis} of input {name!r} to be dynamic, "
                                            f"but torch.export found the model's code fixes it to {dim}")
                 continue
-            if str(dim) not in symbol_names:
+            if str(dim) not in symbol_names and not any(str(dim) == str(seen) for _, _, seen in dynamic):
                 _warn_if_bounded(program, dim, f"axis {axis} of input {name!r} ({asked or dim})")
-            dim_name = symbol_names.setdefault(str(dim), asked or str(dim))
-            result.setdefault(name, {})[axis] = dim_name
+            dynamic.append((name, axis, dim))
+            if asked is not None:
+                _name_symbol(symbol_names, str(dim), asked)
+    for name, axis, dim in dynamic:  # one name per symbol: the first asked for it, else the symbol's own
+        result.setdefault(name, {})[axis] = symbol_names.setdefault(str(dim), str(dim))
     for name, arg in zip(names_out, user_outputs(program), strict=True):
         value = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
         if not isinstance(value, torch.Tensor):
             continue
         for axis, dim in enumerate(value.shape):
             if not isinstance(dim, int):
-                result.setdefault(name, {}).setdefault(axis, symbol_names.get(str(dim), str(dim)))
+                result.setdefault(name, {}).setdefault(axis, symbol_names.get(str(dim)) or _named(dim, symbol_names))
     return result
 
 
@@ -489,6 +504,24 @@ def user_outputs(program) -> list[Any]:
     output_node = next(node for node in program.graph.nodes if node.op == "output")
     return [arg for spec, arg in zip(program.graph_signature.output_specs, output_node.args[0], strict=True)
             if spec.kind == OutputKind.USER_OUTPUT and arg is not None]
+
+
+def _name_symbol(symbol_names: dict[str, str], symbol: str, asked: str) -> None:
+    """``symbol`` named ``asked`` unless an axis of the same size named it first: then torch.onnx's warning."""
+    first = symbol_names.setdefault(symbol, asked)
+    if first != asked:
+        warnings.warn(f"# The axis name: {asked} will not be used, since it shares the same shape constraints with "
+                      f"another axis: {first}.", UserWarning, stacklevel=3)
+
+
+def _named(dim, symbol_names: dict[str, str]) -> str:
+    """A symbolic dim's expression with each input symbol written as its axis's name (``2*batch`` for ``2*s77``),
+    where no other symbol has that name (the caller may name distinct sizes alike: ``s3 + s5`` is no ``2*sequence``)."""
+    expr = dim.node.expr
+    taken = list(symbol_names.values())
+    names = {symbol: sympy.Symbol(symbol_names[str(symbol)]) for symbol in expr.free_symbols
+             if str(symbol) in symbol_names and taken.count(symbol_names[str(symbol)]) == 1}
+    return str(expr.xreplace(names))
 
 
 def user_input_placeholders(program) -> list[torch.fx.Node]:

@@ -22,18 +22,49 @@ import torch
 @contextlib.contextmanager
 def recurrent_layers_whole() -> Iterator[None]:
     """Within the block, torch.export traces LSTM, GRU and Elman RNN layers through while_loop forms (see the module
-    docstring). Where this torch lacks ``while_loop`` or PyTorch's forms, the layers trace as before."""
+    docstring), and a program's decompositions keep them. Where this torch lacks ``while_loop`` or PyTorch's forms,
+    the layers trace as before."""
     try:
         from torch._higher_order_ops.while_loop import while_loop  # noqa: F401  (the Elman forms need it)
         from torch.export._patches import lstm_while_loop_impl
     except ImportError:
         yield
         return
-    with (_traced_as(torch.ops.aten.lstm.input, lstm_while_loop_impl),
+    with (_loops_forgotten(),
+          _traced_as(torch.ops.aten.lstm.input, lstm_while_loop_impl),
           _traced_as(torch.ops.aten.gru.input, functools.partial(_layers, _gru_step)),
           _traced_as(torch.ops.aten.rnn_tanh.input, functools.partial(_layers, _elman_cell(torch.tanh))),
           _traced_as(torch.ops.aten.rnn_relu.input, functools.partial(_layers, _elman_cell(torch.relu)))):
         yield
+
+
+@contextlib.contextmanager
+def _loops_forgotten() -> Iterator[None]:
+    """torch.compile's memory of the while_loops traced in the block forgotten after it (and before). ``while_loop``
+    compiles one wrapper function for every loop, and the compiled entry and the sizes it saw (the automatic-dynamic
+    profile) stay with that function's code: the next export's loop then reuses them, and a capture whose sequence is
+    dynamic after one whose batch was came out refused as specialized."""
+    _forget_while_loop_wrapper()
+    try:
+        yield
+    finally:
+        _forget_while_loop_wrapper()
+
+
+def _forget_while_loop_wrapper() -> None:
+    from torch._dynamo import convert_frame, pgo, reset_code
+
+    for seen in convert_frame.input_codes.seen + convert_frame.output_codes.seen:
+        code = seen()
+        if code is not None and code.co_name == _WHILE_LOOP_WRAPPER:
+            reset_code(code)
+    state = pgo._CODE_STATE
+    if state is not None:
+        for key in [key for key in state if key.name == _WHILE_LOOP_WRAPPER]:
+            del state[key]
+
+
+_WHILE_LOOP_WRAPPER = "_while_loop_op_wrapper"  # torch._higher_order_ops.while_loop's function torch.compile compiles
 
 
 @contextlib.contextmanager
@@ -42,14 +73,25 @@ def _traced_as(op, implementation: Callable) -> Iterator[None]:
     for a composite op (its CompositeImplicitAutograd and Autograd Python kernels: parameters that require grad go
     through the latter), with the op's dispatch cache cleared so no kernel chosen earlier is reused. The previous
     kernels return after."""
+    from torch._decomp import global_decomposition_table
+
     keys = (torch._C.DispatchKey.CompositeImplicitAutograd, torch._C.DispatchKey.Autograd)
     saved = {key: op.py_kernels.get(key) for key in keys}
+    # A program's decomposition (``run_decompositions``) computes a kept op's shapes through this table, not the
+    # kernels: without the form there, it traces the Python loop again and fixes the dynamic sequence it was captured with.
+    table = global_decomposition_table["post_autograd"]
+    saved_decomposition = table.get(op)
     try:
         for key in keys:
             op.py_kernels[key] = implementation
+        table[op] = implementation
         op._dispatch_cache.clear()
         yield
     finally:
+        if saved_decomposition is None:
+            table.pop(op, None)
+        else:
+            table[op] = saved_decomposition
         for key, kernel in saved.items():
             if kernel is None:
                 op.py_kernels.pop(key, None)
