@@ -1,6 +1,6 @@
 """exporter: an ONNX export engine for PyTorch with the API of the TorchScript-era PyTorch ONNX exporter (``export`` of torch 1.x).
 
-Opsets 7 to 20 (default 20). Our own engine: it captures with TorchScript and converts with its own symbolic functions;
+Opsets 7 to 26 (default 20). Our own engine: it captures with TorchScript and converts with its own symbolic functions;
 it never calls PyTorch's own ONNX exporter.
 """
 

@@ -9,6 +9,14 @@ log(mask): 0 where attended, -inf where not, which needs neither Where (opset 9)
 A query whose every key is masked differs between PyTorch's kernels: scaled_dot_product_attention (and
 ``aten::_safe_softmax``) gives that row weights of 0, so its output is 0, while nn.MultiheadAttention's kernels
 give NaN as a plain softmax over -inf does. Each export follows its kernel (``safe_softmax``).
+
+From opset 23 scaled_dot_product_attention is ONNX's Attention where that op states the call exactly: 4-D inputs,
+no mask, ``is_causal`` (top-left aligned in both), or a boolean mask (True = attend in both); grouped-query heads
+(``enable_gqa``) too. ONNX Runtime's and onnx.reference's Attention both give a fully masked query 0, as PyTorch
+does (measured with ONNX Runtime 1.31.1). A float mask stays decomposed: ONNX Runtime's Attention takes a mask
+value equal to the type's lowest (transformers' mask value) for -inf, so a query whose every key holds it gets 0
+where PyTorch (and onnx.reference) average the values. So do 3-D inputs (Attention reads 3-D as heads packed in the
+last axis), dropout (refused) and types other than float, float16 and double.
 """
 
 from __future__ import annotations
@@ -124,6 +132,36 @@ def scaled_dot_product_attention(g, query, key, value, attn_mask, dropout_p, is_
     added = additive_mask(g, mask, query) if mask is not None else None
     out, _ = attend(g, query, key, value, added, constant_value(scale), safe=True)
     return out
+
+
+@symbolic("aten::scaled_dot_product_attention", since=23)
+@parse_args("v", "v", "v", "v", "f", "b", "v", "b")
+def scaled_dot_product_attention_op(g, query, key, value, attn_mask, dropout_p, is_causal, scale=None,
+                                    enable_gqa=False):
+    """Attention-23 where it states the call exactly (see the module docstring), else the decomposed form."""
+    if dropout_p > 0 or not _attention_states(g, query, key, value, attn_mask):
+        return scaled_dot_product_attention.__wrapped__(g, query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                                        enable_gqa)
+    scale = constant_value(scale)
+    attrs = {"is_causal_i": int(bool(is_causal)), **({} if scale is None else {"scale_f": float(scale)})}
+    masks = [attn_mask] if attn_mask is not None and not is_causal else []
+    out = g.op("Attention", query, key, value, *masks, **attrs)
+    dims = g.dims(query) or [None] * 4
+    out.dtype, out.shape = g.dtype(query), (*dims[:3], (g.dims(value) or [None] * 4)[3])
+    return out
+
+
+_ATTENTION_TYPES = (dtypes.FLOAT, dtypes.DOUBLE, dtypes.FLOAT16)
+
+
+def _attention_states(g, query, key, value, attn_mask) -> bool:
+    """Whether Attention-23 computes what PyTorch does for these operands: 4-D query, key and value of one type it
+    takes, and no mask or a boolean one of rank 2 to 4 (numpy broadcasting to [batch, heads, L, S])."""
+    if any(g.rank(x) != 4 or g.dtype(x) != g.dtype(query) for x in (query, key, value)):
+        return False
+    if g.dtype(query) not in _ATTENTION_TYPES:
+        return False
+    return attn_mask is None or (g.dtype(attn_mask) == BOOL and g.rank(attn_mask) in (2, 3, 4))
 
 
 @symbolic("aten::_safe_softmax")
