@@ -127,7 +127,8 @@ def scaled_dot_product_attention(g, query, key, value, attn_mask, dropout_p, is_
     if dropout_p > 0:
         raise unsupported(g.op_kind, g.opset, "attention dropout is random in PyTorch even in eval mode")
     if enable_gqa and _head_count(g, query) != _head_count(g, key):
-        raise unsupported(g.op_kind, g.opset, "grouped-query attention (enable_gqa) is not supported")
+        raise unsupported(g.op_kind, g.opset, "grouped-query attention (enable_gqa with fewer key/value heads than "
+                                              "query heads) needs opset >= 23, ONNX's Attention")
     mask = causal_mask(g, query, key) if is_causal else attn_mask
     added = additive_mask(g, mask, query) if mask is not None else None
     out, _ = attend(g, query, key, value, added, constant_value(scale), safe=True)
