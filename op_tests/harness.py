@@ -37,12 +37,12 @@ from exporter.tolerances import tolerance_for
 from op_tests.schemas import schema_problems
 
 OPSETS = tuple(range(MIN_OPSET, MAX_OPSET + 1))
-# The opsets and modes at which the op cases run under the torch.export capture. By default opset 18 (where dynamo=True
-# callers are), each case once: dynamic where it has a dynamic variant (symbolic shapes are where torch.export's
+# The opsets and modes at which the op cases run under the torch.export capture. By default opsets 18 (where
+# dynamo=True callers are) and the newest, each case once at each: dynamic where it has a dynamic variant (symbolic shapes are where torch.export's
 # programs differ most), else static. OP_TESTS_EXPORT_OPSETS=all (or a comma-separated list) and
 # OP_TESTS_EXPORT_MODES=static,dynamic widen it.
 EXPORT_OPSETS = OPSETS if os.environ.get("OP_TESTS_EXPORT_OPSETS") == "all" else tuple(
-    int(opset) for opset in os.environ.get("OP_TESTS_EXPORT_OPSETS", "18").split(","))
+    int(opset) for opset in os.environ.get("OP_TESTS_EXPORT_OPSETS", f"18,{MAX_OPSET}").split(","))
 EXPORT_MODES = tuple(os.environ.get("OP_TESTS_EXPORT_MODES", "dynamic").split(","))
 
 

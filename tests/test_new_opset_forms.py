@@ -1,5 +1,6 @@
 """The ops of opsets 23-26 that the export writes, each from its boundary opset and only where it computes what
-PyTorch does, through both captures: RMSNormalization-23, Attention-23, CumProd-26, BitCast-26. Below the boundary
+PyTorch does, through both captures: GroupNormalization-21, RMSNormalization-23, Attention-23, CumProd-26,
+BitCast-26. Below the boundary
 the decomposed form (or a refusal naming the opset). Values are checked against PyTorch on ONNX Runtime, at the
 example's sizes and at others along the dynamic axes."""
 
@@ -54,6 +55,16 @@ def _qkv(batch, q_heads, kv_heads, length, source):
 
 
 _QKV_AXES = {"x0": {0: "b", 2: "l"}, "x1": {0: "b", 2: "s"}, "x2": {0: "b", 2: "s"}}
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_group_norm_is_group_normalization_21_scaling_per_channel(dynamo):
+    norm = torch.nn.GroupNorm(2, 4)
+    torch.nn.init.uniform_(norm.weight, 0.5, 1.5)
+    torch.nn.init.uniform_(norm.bias, -1.0, 1.0)
+    args, other, axes = [torch.randn(2, 4, 3, 3)], [torch.randn(3, 4, 5, 2)], {"x0": {0: "b", 2: "h", 3: "w"}}
+    assert "GroupNormalization" not in _check(norm, args, 20, dynamo, other, axes)
+    assert "GroupNormalization" in _check(norm, args, 21, dynamo, other, axes)
 
 
 @pytest.mark.parametrize("dynamo", [False, True])

@@ -1,8 +1,9 @@
 """Normalization layers: layer norm, RMS norm, group norm and instance norm.
 
 Layer norm is LayerNormalization from opset 17 and decomposed into ReduceMean/Sub/Mul/Sqrt below it; RMS norm is
-RMSNormalization from opset 23 and decomposed into Pow/ReduceMean/Add/Sqrt/Div below it. Group norm
-is always decomposed: GroupNormalization-18 scales per group where PyTorch scales per channel. Instance norm maps
+RMSNormalization from opset 23 and decomposed into Pow/ReduceMean/Add/Sqrt/Div below it. Group norm is
+GroupNormalization from opset 21 and decomposed below it: GroupNormalization-18 scales per group where PyTorch scales
+per channel. Instance norm maps
 to InstanceNormalization (float16/float/double; ONNX Runtime runs no double one). Half-precision inputs are
 normalized in float32, as PyTorch's kernels do. Batch norm lives with the other layers in ``nn.py``.
 """
@@ -143,6 +144,23 @@ def group_norm(g, input, num_groups, weight, bias, eps, cudnn_enabled=None):
     normalized = reshape(g, normalized, shape_of(g, input))
     out = _affine(g, normalized, weight, bias, [-1] + [1] * (rank - 2))
     return cast(g, out, g.dtype(input))
+
+
+@symbolic("aten::group_norm", since=21)
+@parse_args("v", "i", "v", "v", "f", "none")
+def group_normalization(g, input, num_groups, weight, bias, eps, cudnn_enabled=None):
+    """GroupNormalization-21, which scales and shifts per channel as PyTorch does (its opset-18 version scaled per
+    group), its statistics in float32 for half inputs (``stash_type``). Doubles (normalized in double by PyTorch) and
+    an unknown channel count without a weight stay decomposed."""
+    dtype, channels = g.dtype(input), _static_channels(g, input, weight, bias)
+    if dtype == DOUBLE or channels is None:
+        return group_norm.__wrapped__(g, input, num_groups, weight, bias, eps)
+    scale = g.const(np.ones(channels), dtype) if weight is None else cast(g, weight, dtype)
+    shift = g.const(np.zeros(channels), dtype) if bias is None else cast(g, bias, dtype)
+    out = g.op("GroupNormalization", input, scale, shift, num_groups_i=num_groups, epsilon_f=eps,
+               stash_type_i=accumulation_type(dtype))
+    out.dtype, out.shape = dtype, g.shape(input)
+    return out
 
 
 @symbolic("aten::instance_norm")
