@@ -145,10 +145,24 @@ def scaled_dot_product_attention_op(g, query, key, value, attn_mask, dropout_p, 
                                                         enable_gqa)
     scale = constant_value(scale)
     attrs = {"is_causal_i": int(bool(is_causal)), **({} if scale is None else {"scale_f": float(scale)})}
-    masks = [attn_mask] if attn_mask is not None and not is_causal else []
+    masks = [_mask_rows_of_query(g, attn_mask, query)] if attn_mask is not None and not is_causal else []
     out = g.op("Attention", query, key, value, *masks, **attrs)
     dims = g.dims(query) or [None] * 4
     out.dtype, out.shape = g.dtype(query), (*dims[:3], (g.dims(value) or [None] * 4)[3])
+    return out
+
+
+def _mask_rows_of_query(g, mask, query):
+    """``mask`` with one row per query: ONNX Runtime 1.31's Attention refuses a mask whose second-last dim is not the
+    query length ("inconsistent q_sequence_length"), where PyTorch broadcasts one row (transformers' decode-step and
+    padding masks are [batch, 1, 1, S]), so the rows are expanded unless the export knows they are already there."""
+    rows, length = (g.dims(mask) or [None, None])[-2], dim_size(g, query, 2)
+    if isinstance(length, int) and rows == length:
+        return mask
+    rank = require_rank(g, mask)
+    target = [g.const([1] * (rank - 2), torch.int64), reshape(g, cast(g, length, INT64), [1]), g.const([1], torch.int64)]
+    out = g.op("Expand", mask, g.op("Concat", *target, axis_i=0))
+    out.dtype = g.dtype(mask)
     return out
 
 

@@ -155,3 +155,12 @@ CASES += [
            sample="enable_gqa_equal_heads_mask",
            fn=lambda q, kk, v, m: F.scaled_dot_product_attention(q, kk, v, attn_mask=m, enable_gqa=True)),
 ]
+
+# A key-padding mask of one row, [batch, 1, 1, S], broadcast over the queries as transformers passes it (ONNX
+# Runtime's Attention takes only a mask with a row per query: the export expands it).
+CASES += [
+    OpCase("scaled_dot_product_attention",
+           lambda k: (*_qkv(k, source=5 + k), torch.arange(5 + k).expand(2 + k, 1, 1, 5 + k) < 4 + k),
+           sample="bool_key_padding_mask_one_row",
+           fn=lambda q, kk, v, m: F.scaled_dot_product_attention(q, kk, v, attn_mask=m)),
+]
