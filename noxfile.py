@@ -25,15 +25,28 @@ def _workers() -> str:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Unit tests (tests/) and per-op tests across opsets 7-20 (op_tests/), in parallel with xdist."""
+    """Unit tests (tests/) and per-op tests (op_tests/), in parallel with xdist: each op case at the opsets
+    ``op_tests/opset_plan.json`` chooses for it (its lowest, every opset where its form changes, the newest), through
+    torch.export at 18 and 26, the OpInfo quick tier at 7-20, 23 and 26."""
     install(session)
     args = session.posargs or ["tests", "op_tests"]
     session.run("python", "-m", "pytest", "-n", _workers(), "-q", "--max-worker-restart=8", *args)
 
 
 @nox.session
+def op_matrix(session: nox.Session) -> None:
+    """The whole op matrix: every op case and the OpInfo quick tier at every opset 7-26, static and dynamic, through
+    TorchScript at each and torch.export at each (OP_TESTS_OPSETS=all, OP_TESTS_EXPORT_OPSETS=all). Arguments after
+    ``--`` go to pytest (``-k "opset23"``). ``python -m op_tests.opset_plan`` writes the default run's choice again."""
+    install(session)
+    session.env.update(OP_TESTS_OPSETS="all", OP_TESTS_EXPORT_OPSETS="all")
+    session.run("python", "-m", "pytest", "-n", _workers(), "-q", "--max-worker-restart=8",
+                *(session.posargs or ["op_tests"]))
+
+
+@nox.session
 def opinfo(session: nox.Session) -> None:
-    """The full OpInfo matrix: every OpInfo of torch's op_db, every sample, opsets 7-20, static and dynamic, into
+    """The full OpInfo matrix: every OpInfo of torch's op_db, every sample, opsets 7-26, static and dynamic, into
     ``results/opinfo.jsonl`` (resumable: cases already there are kept), its op x opset HTML report (with the
     hand-written cases when ``results/op_tests.jsonl`` exists) in ``results/reports/ops``, then the expectations
     check, which exits non-zero on a mismatch, an unexpected failure or an unexpected pass (the run only records,

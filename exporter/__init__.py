@@ -3,7 +3,7 @@
 (``dynamo=False``: a traced or scripted model written to ``f``). :func:`export_program` is the same call returning
 the program for both.
 
-Opsets 7 to 20 (default 20). Our own engine: it captures with torch.export or TorchScript and converts with its own
+Opsets 7 to 26 (default 20). Our own engine: it captures with torch.export or TorchScript and converts with its own
 symbolic functions; it never calls PyTorch's own ONNX exporter.
 """
 

@@ -110,7 +110,13 @@ def check_workarounds(choice: Any) -> frozenset[str] | None:
 
 def check_opset(opset_version: int | None) -> int:
     opset = DEFAULT_OPSET if opset_version is None else opset_version
-    if not isinstance(opset, int) or not MIN_OPSET <= opset <= MAX_OPSET:
+    if isinstance(opset, int) and not isinstance(opset, bool) and opset > MAX_OPSET:
+        raise ExportArgumentError(
+            f"unsupported opset_version {opset}: this exporter supports opsets {MIN_OPSET} to {MAX_OPSET}; "
+            f"{MAX_OPSET} is the newest opset ONNX Runtime 1.31 implements (it refuses to load a model "
+            f"importing {MAX_OPSET + 1} or above), so a model stamped {opset} could not be checked or run"
+        )
+    if not isinstance(opset, int) or isinstance(opset, bool) or not MIN_OPSET <= opset <= MAX_OPSET:
         raise ExportArgumentError(
             f"unsupported opset_version {opset_version!r}: this exporter supports opsets {MIN_OPSET} to {MAX_OPSET}"
         )

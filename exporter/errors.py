@@ -32,7 +32,7 @@ class UnsupportedOperatorError(OnnxExporterError):
     """An operator has no symbolic applicable at the target opset.
 
     ``min_opset`` is the lowest opset that has a symbolic for the operator (a refusal does not count), or ``None``
-    when no opset from MIN_OPSET to MAX_OPSET (7 to 20) can express it (or no symbolic is registered at all).
+    when no opset from MIN_OPSET to MAX_OPSET (7 to 26) can express it (or no symbolic is registered at all).
     """
 
     def __init__(self, op_name: str, opset: int, min_opset: int | None = None, reason: str | None = None):

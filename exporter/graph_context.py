@@ -17,6 +17,8 @@ import torch
 from onnx import AttributeProto, TensorProto
 
 from exporter import dtypes, ir
+from exporter.errors import UnsupportedOperatorError
+from exporter.lowering.runtime import missing_kernel
 
 _SUFFIX_TYPES = {
     "i": AttributeProto.INT,
@@ -240,6 +242,8 @@ class GraphContext:
             domain = ""
         if domain:
             self.session.used_domains.add(domain)
+        elif (gap := missing_kernel(op_type, self.opset)) is not None:
+            raise UnsupportedOperatorError(self.op_kind, self.opset, reason=gap)
         in_values = [None if x is None else self.value(x) for x in inputs]
         attrs, attr_types = _parse_attributes(attributes)
         out_values = [ir.Value(self.session.fresh_name(op_type)) for _ in range(outputs)]

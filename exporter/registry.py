@@ -22,7 +22,8 @@ from exporter import ir
 from exporter.errors import SymbolicValueError, UnsupportedOperatorError
 
 MIN_OPSET = 7
-MAX_OPSET = 20
+# The newest opset ONNX Runtime 1.31 (the lock's) implements: it refuses a model importing 27 or above.
+MAX_OPSET = 26
 
 
 @dataclass(frozen=True)

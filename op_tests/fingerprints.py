@@ -34,8 +34,10 @@ from op_tests.harness import EXPORT_MODES, EXPORT_OPSETS, OPSETS, OpCase, export
 _CASES: list[OpCase] = []  # each worker process's own copy of the cases (their inputs are lambdas: not picklable)
 
 
-def export_fingerprint(case: OpCase, opset: int, dynamic: bool, capture: str = "trace") -> str:
-    """``sha256:<hex>`` of the ONNX bytes ``case`` exports to, or ``<ErrorType>: <message>`` where the export raises."""
+def export_fingerprint(case: OpCase, opset: int, dynamic: bool, capture: str = "trace", form: bool = False) -> str:
+    """``sha256:<hex>`` of the ONNX bytes ``case`` exports to, or ``<ErrorType>: <message>`` where the export raises.
+    With ``form``, of the graph alone and with the opset left out of the message: what stays equal from one opset to
+    the next where the export's form does not change (``op_tests.opset_plan``)."""
     import exporter
 
     torch.manual_seed(0)
@@ -46,7 +48,12 @@ def export_fingerprint(case: OpCase, opset: int, dynamic: bool, capture: str = "
         exporter.export(model, tuple(example), buffer, opset_version=opset, input_names=names, dynamic_axes=axes,
                         dynamo=capture == "export", check_dynamic_axes=not case.frozen_by_trace)
     except Exception as error:  # a refusal is behaviour too: its type and message must not change either
-        return f"{type(error).__name__}: {error}"
+        message = f"{type(error).__name__}: {error}"
+        return message.replace(f"opset {opset}", "opset N") if form else message
+    if form:
+        import onnx
+
+        return "sha256:" + hashlib.sha256(onnx.load_from_string(buffer.getvalue()).graph.SerializeToString()).hexdigest()
     return "sha256:" + hashlib.sha256(buffer.getvalue()).hexdigest()
 
 

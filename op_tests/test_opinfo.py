@@ -1,4 +1,5 @@
-"""The quick tier of the OpInfo suite: for every OpInfo in op_db, at every opset 7-20, its first float32 sample
+"""The quick tier of the OpInfo suite: for every OpInfo in op_db, at opsets 7-20, 23 and 26 (every opset 7-26 with
+``OP_TESTS_OPSETS=all``), its first float32 sample
 exported static, and its first sample that has a dynamic partner (another sample baking the same constants, with
 other sizes) exported dynamic; each row judged against ``op_tests/opinfo/expectations.toml``.
 
@@ -10,6 +11,7 @@ pytest: ``python -m op_tests.opinfo run``.
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
 import torch
@@ -23,8 +25,13 @@ from op_tests.opinfo.samples import opinfos_by_key, samples
 PARTNER_SEARCH = 24
 
 
+# By default the opsets of the range before 21 and the two where new forms begin (23: Attention, RMSNormalization;
+# 26: the newest); every opset 7-26 with OP_TESTS_OPSETS=all (``nox -s op_matrix``), where the hand-written op cases
+# run at each opset their form changes at by default (op_tests/opset_plan.py).
+QUICK_OPSETS = OPSETS if os.environ.get("OP_TESTS_OPSETS") == "all" else tuple(
+    opset for opset in OPSETS if opset <= 20 or opset in (23, OPSETS[-1]))
 PARAMS = [pytest.param(key, opset, mode, id=f"{key}-float32-opset{opset}-{mode}")
-          for key in opinfos_by_key() for opset in OPSETS for mode in MODES]
+          for key in opinfos_by_key() for opset in QUICK_OPSETS for mode in MODES]
 
 
 @functools.lru_cache(maxsize=8)

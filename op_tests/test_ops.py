@@ -1,28 +1,34 @@
-"""Every op case at every opset 7-20, static and dynamic, on ONNX Runtime's CPU provider (and CUDA where present).
+"""Every op case, static and dynamic, on ONNX Runtime's CPU provider (and CUDA where present): by default at the
+opsets ``op_tests/opset_plan.json`` chooses for it (its lowest, every opset where its form changes, the newest);
+with ``OP_TESTS_OPSETS=all`` (``nox -s op_matrix``) at every opset 7-26.
 
 Ids read ``test_op[gather-opset13-dynamic]``, so ``pytest op_tests -k "gather and opset13"`` selects them.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
 from op_tests.cases import all_cases
 from op_tests.harness import EXPORT_MODES, EXPORT_OPSETS, OPSETS, export_modes, record, run_case
+from op_tests.opset_plan import load_plan, planned_opsets
 from op_tests.torch_export_limits import unsupported_modes
 
 CASES = all_cases()
 
 
-def _params(opsets=OPSETS, modes_wanted=("static", "dynamic")):
+def _params(opsets=OPSETS, modes_wanted=("static", "dynamic"), plan=None):
     for case in CASES:
         for opset in opsets:
             for mode in export_modes(case, opset, modes_wanted):
-                yield pytest.param(case, opset, mode == "dynamic", id=f"{case.name}-opset{opset}-{mode}")
+                if plan is None or opset in planned_opsets(case, mode, plan):
+                    yield pytest.param(case, opset, mode == "dynamic", id=f"{case.name}-opset{opset}-{mode}")
 
 
-PARAMS = list(_params())
+PARAMS = list(_params(plan=None if os.environ.get("OP_TESTS_OPSETS") == "all" else load_plan()))
 
 
 def _check(case, opset, dynamic, provider, capture="trace"):

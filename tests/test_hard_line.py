@@ -114,8 +114,8 @@ def test_every_error_of_ours_is_a_torch_onnx_exporter_error():
     classes = [c for c in vars(exporter.errors).values() if isinstance(c, type) and issubclass(c, Exception)
                and c.__module__ == "exporter.errors"]
     assert len(classes) >= 6 and all(issubclass(c, OnnxExporterError) for c in classes)
-    with pytest.raises(OnnxExporterError, match="supports opsets 7 to 20"):
-        exporter.export(torch.nn.ReLU(), (torch.randn(2),), io.BytesIO(), opset_version=21, dynamo=False)
+    with pytest.raises(OnnxExporterError, match="supports opsets 7 to 26"):
+        exporter.export(torch.nn.ReLU(), (torch.randn(2),), io.BytesIO(), opset_version=27, dynamo=False)
 
 
 class _Forbidden(AssertionError):

@@ -192,3 +192,19 @@ QDQ_FLOAT_WEIGHT_BIAS_AFTER_OP = declare(
         "per-channel weight, which is float below opset 13, loses its small channels and the results move by "
         "several quantization steps",
     plain_form="the float bias as the Conv/Gemm's own input, none when the op has no bias")
+
+
+# ONNX ops whose version at opset 22 (a version that only adds types) ONNX Runtime 1.31 implements no kernel for, on
+# any provider of its CPU build: a model importing 22 or above that holds one fails to load ("Could not find an
+# implementation for RandomUniform(22)"). No other form draws random numbers or pools regions of interest, so an
+# export that needs one at 22+ is refused, naming opset 21, where it exports and runs.
+NO_KERNEL_FROM_22 = frozenset({"RandomUniform", "RandomUniformLike", "RandomNormal", "RandomNormalLike", "Multinomial",
+                               "Bernoulli", "MaxRoiPool", "RoiAlign"})
+
+
+def missing_kernel(op_type: str, opset: int) -> str | None:
+    """Why ONNX Runtime cannot run ``op_type`` (default domain) at ``opset``, or None where it can."""
+    if opset >= 22 and op_type in NO_KERNEL_FROM_22:
+        return (f"{ONNX_RUNTIME} has no kernel for {op_type}-22 (opset {opset} selects that version, which only "
+                f"adds types to {op_type}); export at opset 21 or below")
+    return None

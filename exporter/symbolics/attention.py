@@ -9,6 +9,14 @@ log(mask): 0 where attended, -inf where not, which needs neither Where (opset 9)
 A query whose every key is masked differs between PyTorch's kernels: scaled_dot_product_attention (and
 ``aten::_safe_softmax``) gives that row weights of 0, so its output is 0, while nn.MultiheadAttention's kernels
 give NaN as a plain softmax over -inf does. Each export follows its kernel (``safe_softmax``).
+
+From opset 23 scaled_dot_product_attention is ONNX's Attention where that op states the call exactly: 4-D inputs,
+no mask, ``is_causal`` (top-left aligned in both), or a boolean mask (True = attend in both); grouped-query heads
+(``enable_gqa``) too. ONNX Runtime's and onnx.reference's Attention both give a fully masked query 0, as PyTorch
+does (measured with ONNX Runtime 1.31.1). A float mask stays decomposed: ONNX Runtime's Attention takes a mask
+value equal to the type's lowest (transformers' mask value) for -inf, so a query whose every key holds it gets 0
+where PyTorch (and onnx.reference) average the values. So do 3-D inputs (Attention reads 3-D as heads packed in the
+last axis), dropout (refused) and types other than float, float16 and double.
 """
 
 from __future__ import annotations
@@ -119,11 +127,56 @@ def scaled_dot_product_attention(g, query, key, value, attn_mask, dropout_p, is_
     if dropout_p > 0:
         raise unsupported(g.op_kind, g.opset, "attention dropout is random in PyTorch even in eval mode")
     if enable_gqa and _head_count(g, query) != _head_count(g, key):
-        raise unsupported(g.op_kind, g.opset, "grouped-query attention (enable_gqa) is not supported")
+        raise unsupported(g.op_kind, g.opset, "grouped-query attention (enable_gqa with fewer key/value heads than "
+                                              "query heads) needs opset >= 23, ONNX's Attention")
     mask = causal_mask(g, query, key) if is_causal else attn_mask
     added = additive_mask(g, mask, query) if mask is not None else None
     out, _ = attend(g, query, key, value, added, constant_value(scale), safe=True)
     return out
+
+
+@symbolic("aten::scaled_dot_product_attention", since=23)
+@parse_args("v", "v", "v", "v", "f", "b", "v", "b")
+def scaled_dot_product_attention_op(g, query, key, value, attn_mask, dropout_p, is_causal, scale=None,
+                                    enable_gqa=False):
+    """Attention-23 where it states the call exactly (see the module docstring), else the decomposed form."""
+    if dropout_p > 0 or not _attention_states(g, query, key, value, attn_mask):
+        return scaled_dot_product_attention.__wrapped__(g, query, key, value, attn_mask, dropout_p, is_causal, scale,
+                                                        enable_gqa)
+    scale = constant_value(scale)
+    attrs = {"is_causal_i": int(bool(is_causal)), **({} if scale is None else {"scale_f": float(scale)})}
+    masks = [_mask_rows_of_query(g, attn_mask, query)] if attn_mask is not None and not is_causal else []
+    out = g.op("Attention", query, key, value, *masks, **attrs)
+    dims = g.dims(query) or [None] * 4
+    out.dtype, out.shape = g.dtype(query), (*dims[:3], (g.dims(value) or [None] * 4)[3])
+    return out
+
+
+def _mask_rows_of_query(g, mask, query):
+    """``mask`` with one row per query: ONNX Runtime 1.31's Attention refuses a mask whose second-last dim is not the
+    query length ("inconsistent q_sequence_length"), where PyTorch broadcasts one row (transformers' decode-step and
+    padding masks are [batch, 1, 1, S]), so the rows are expanded unless the export knows they are already there."""
+    rows, length = (g.dims(mask) or [None, None])[-2], dim_size(g, query, 2)
+    if isinstance(length, int) and rows == length:
+        return mask
+    rank = require_rank(g, mask)
+    target = [g.const([1] * (rank - 2), torch.int64), reshape(g, cast(g, length, INT64), [1]), g.const([1], torch.int64)]
+    out = g.op("Expand", mask, g.op("Concat", *target, axis_i=0))
+    out.dtype = g.dtype(mask)
+    return out
+
+
+_ATTENTION_TYPES = (dtypes.FLOAT, dtypes.DOUBLE, dtypes.FLOAT16)
+
+
+def _attention_states(g, query, key, value, attn_mask) -> bool:
+    """Whether Attention-23 computes what PyTorch does for these operands: 4-D query, key and value of one type it
+    takes, and no mask or a boolean one of rank 2 to 4 (numpy broadcasting to [batch, heads, L, S])."""
+    if any(g.rank(x) != 4 or g.dtype(x) != g.dtype(query) for x in (query, key, value)):
+        return False
+    if g.dtype(query) not in _ATTENTION_TYPES:
+        return False
+    return attn_mask is None or (g.dtype(attn_mask) == BOOL and g.rank(attn_mask) in (2, 3, 4))
 
 
 @symbolic("aten::_safe_softmax")

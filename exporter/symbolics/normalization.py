@@ -1,7 +1,9 @@
-"""Normalization layers: layer norm, group norm and instance norm.
+"""Normalization layers: layer norm, RMS norm, group norm and instance norm.
 
-Layer norm is LayerNormalization from opset 17 and decomposed into ReduceMean/Sub/Mul/Sqrt below it. Group norm
-is always decomposed: GroupNormalization-18 scales per group where PyTorch scales per channel. Instance norm maps
+Layer norm is LayerNormalization from opset 17 and decomposed into ReduceMean/Sub/Mul/Sqrt below it; RMS norm is
+RMSNormalization from opset 23 and decomposed into Pow/ReduceMean/Add/Sqrt/Div below it. Group norm is
+GroupNormalization from opset 21 and decomposed below it: GroupNormalization-18 scales per group where PyTorch scales
+per channel. Instance norm maps
 to InstanceNormalization (float16/float/double; ONNX Runtime runs no double one). Half-precision inputs are
 normalized in float32, as PyTorch's kernels do. Batch norm lives with the other layers in ``nn.py``.
 """
@@ -9,10 +11,11 @@ normalized in float32, as PyTorch's kernels do. Batch norm lives with the other 
 from __future__ import annotations
 
 import numpy as np
+import torch
 from onnx import TensorProto
 
-from exporter.dtypes import DOUBLE
-from exporter.lowering.core import cast, require_rank, reshape, shape_of
+from exporter.dtypes import DOUBLE, onnx_from_torch, torch_from_onnx
+from exporter.lowering.core import cast, reduce_op, require_rank, reshape, scalar_like, shape_of
 from exporter.lowering.normalization import normalize_batch, standardize
 from exporter.lowering.reductions import accumulation_type
 from exporter.lowering.runtime import INSTANCE_NORM_DOUBLE_DECOMPOSED, applies
@@ -86,6 +89,50 @@ def _layer_normalization(g, input, normalized_shape, weight, bias, eps):
     return out, mean, inv_std_dev
 
 
+@symbolic("aten::rms_norm")
+@parse_args("v", "is", "v", "f")
+def rms_norm(g, input, normalized_shape, weight, eps):
+    """PyTorch's order: x / sqrt(mean(x², normalized axes) + eps) in the type it accumulates in (float32 for half
+    types), cast back to the input's type, then times ``weight``."""
+    dtype, stash = g.dtype(input), accumulation_type(g.dtype(input))
+    rank = require_rank(g, input)
+    x = cast(g, input, stash)
+    mean_square = reduce_op(g, "ReduceMean", g.op("Pow", x, scalar_like(g, 2, x)),
+                            list(range(rank - len(normalized_shape), rank)), True)
+    rms = g.op("Sqrt", g.op("Add", mean_square, scalar_like(g, _rms_eps(eps, stash), x)))
+    out = cast(g, g.op("Div", x, rms), dtype)
+    if weight is None:
+        return out
+    promoted = _promoted(dtype, g.dtype(weight))
+    return g.op("Mul", cast(g, out, promoted), cast(g, weight, promoted))
+
+
+@symbolic("aten::rms_norm", since=23)
+@parse_args("v", "is", "v", "f")
+def rms_normalization(g, input, normalized_shape, weight, eps):
+    """RMSNormalization-23 over the last len(normalized_shape) axes, in float32 for half types (``stash_type``), as
+    PyTorch computes; a missing weight is a Scale of ones. A double input (which PyTorch normalizes in double, where
+    the op's statistics are float) or a weight of another type (whose product PyTorch promotes) stays decomposed."""
+    dtype = g.dtype(input)
+    if dtype == DOUBLE or (weight is not None and g.dtype(weight) != dtype):
+        return rms_norm.__wrapped__(g, input, normalized_shape, weight, eps)
+    scale = g.const(np.ones(normalized_shape), dtype) if weight is None else weight
+    out = g.op("RMSNormalization", input, scale, axis_i=-len(normalized_shape),
+               epsilon_f=_rms_eps(eps, accumulation_type(dtype)), stash_type_i=accumulation_type(dtype))
+    out.dtype, out.shape = dtype, g.shape(input)
+    return out
+
+
+def _rms_eps(eps, stash_type) -> float:
+    """``eps``, or where the call gives none, PyTorch's default: the machine epsilon of the type it computes in (not
+    RMSNormalization's default of 1e-5)."""
+    return float(torch.finfo(torch_from_onnx(stash_type)).eps) if eps is None else eps
+
+
+def _promoted(a: int, b: int) -> int:
+    return onnx_from_torch(torch.promote_types(torch_from_onnx(a), torch_from_onnx(b)))
+
+
 @symbolic("aten::group_norm")
 @parse_args("v", "i", "v", "v", "f", "none")
 def group_norm(g, input, num_groups, weight, bias, eps, cudnn_enabled=None):
@@ -97,6 +144,23 @@ def group_norm(g, input, num_groups, weight, bias, eps, cudnn_enabled=None):
     normalized = reshape(g, normalized, shape_of(g, input))
     out = _affine(g, normalized, weight, bias, [-1] + [1] * (rank - 2))
     return cast(g, out, g.dtype(input))
+
+
+@symbolic("aten::group_norm", since=21)
+@parse_args("v", "i", "v", "v", "f", "none")
+def group_normalization(g, input, num_groups, weight, bias, eps, cudnn_enabled=None):
+    """GroupNormalization-21, which scales and shifts per channel as PyTorch does (its opset-18 version scaled per
+    group), its statistics in float32 for half inputs (``stash_type``). Doubles (normalized in double by PyTorch) and
+    an unknown channel count without a weight stay decomposed."""
+    dtype, channels = g.dtype(input), _static_channels(g, input, weight, bias)
+    if dtype == DOUBLE or channels is None:
+        return group_norm.__wrapped__(g, input, num_groups, weight, bias, eps)
+    scale = g.const(np.ones(channels), dtype) if weight is None else cast(g, weight, dtype)
+    shift = g.const(np.zeros(channels), dtype) if bias is None else cast(g, bias, dtype)
+    out = g.op("GroupNormalization", input, scale, shift, num_groups_i=num_groups, epsilon_f=eps,
+               stash_type_i=accumulation_type(dtype))
+    out.dtype, out.shape = dtype, g.shape(input)
+    return out
 
 
 @symbolic("aten::instance_norm")

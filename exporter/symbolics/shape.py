@@ -13,7 +13,7 @@ import math
 import numpy as np
 import torch
 
-from exporter import ir
+from exporter import dtypes, ir
 from exporter.dtypes import INT64
 from exporter.errors import SymbolicValueError
 from exporter.lowering.comparison import less, select
@@ -96,8 +96,37 @@ def dim(g, self):
 # -- reshaping --------------------------------------------------------------------------------------------------
 @symbolic("aten::view", "aten::reshape", "aten::_reshape_alias")
 def view(g, self, size, *unused):
-    """view/reshape: ONNX Reshape (-1 inferred; list entries may be run-time sizes)."""
+    """view/reshape: ONNX Reshape (-1 inferred; list entries may be run-time sizes); view(dtype) (a type where the
+    size list goes: a ScalarType code) reinterprets the bits."""
+    if _is_scalar_type(size):
+        return _view_as_type(g, self, dtypes.onnx_from_torch(dtypes.torch_dtype_from_code(int(constant_value(size)))))
     return reshape(g, self, size)
+
+
+def _is_scalar_type(size) -> bool:
+    """Whether view's second argument is view.dtype's ScalarType code rather than a size list: a plain int, as
+    torch.export's ``aten.view.dtype`` arrives. TorchScript never holds view.dtype: its tracer cannot record it (an
+    internal assert) and scripted code compiles ``x.view(torch.int32)`` to a view of size [3]."""
+    return isinstance(size, int)
+
+
+def _view_as_type(g, self, target: int):
+    """view(dtype): BitCast-26, which keeps the shape, so only between types of one element size (PyTorch scales the
+    last dimension otherwise); there is no ONNX op that reinterprets bits below opset 26."""
+    source = g.dtype(self)
+    if source == target:
+        return self
+    require_opset(g, 26, "view(dtype) reinterprets bits, which takes ONNX's BitCast")
+    if source is None or _item_size(source) != _item_size(target):
+        raise unsupported(g.op_kind, g.opset, "view(dtype) between types of different element sizes changes the "
+                                              "last dimension, which BitCast (same-width types only) cannot")
+    out = g.op("BitCast", self, to_i=target)
+    out.dtype, out.shape = target, g.shape(self)
+    return out
+
+
+def _item_size(elem_type: int) -> int:
+    return dtypes.torch_from_onnx(elem_type).itemsize
 
 
 @symbolic("aten::view_as", "aten::reshape_as")

@@ -172,13 +172,25 @@ def cumprod(g, self, dim, dtype=None):
     return _scan(g, self, dim, dtype, lambda x, axis: _running_product(g, x, axis))
 
 
+# The compute types CumProd-26 takes that ONNX Runtime 1.31 has kernels for (halves compute in float32, narrow
+# integers in int64: ``_scan_types``).
+_CUMPROD_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64)
+
+
+@symbolic("aten::cumprod", "aten::cumprod_", since=26)
+def cumprod_op(g, self, dim, dtype=None):
+    """CumProd-26, along an axis of any length (dynamic too), in the scan's compute type."""
+    return _scan(g, self, dim, dtype, lambda x, axis: g.op("CumProd", x, g.const(axis))
+                 if g.dtype(x) in _CUMPROD_TYPES else _running_product(g, x, axis))
+
+
 def _running_product(g, x, axis):
     """The products, in the type Pad takes (the final cast goes straight to the output type)."""
     rank = require_rank(g, x)
     length = _axis_length(g, x, axis)
     if length is None:
-        raise unsupported(g.op_kind, g.opset, "cumprod along an axis of dynamic length is not supported "
-                                                  "(the scan unrolls over the axis)")
+        raise unsupported(g.op_kind, g.opset, "cumprod along an axis of dynamic length needs CumProd: needs "
+                                                  "opset >= 26 (below it the scan unrolls over the axis)")
     y = cast(g, x, pad_type(g, x.dtype))
     shift = 1
     while shift < length:

@@ -129,3 +129,38 @@ CASES += [
                                                       torch.randn(2, 4, 6, 8)),
            sample="query_rank_3", fn=F.scaled_dot_product_attention),
 ]
+
+
+def _fully_masked_row_mask(k, batch=2):
+    """A [batch, 1, L, S] boolean mask with the first query of every batch masked from every key: PyTorch gives that
+    query 0, and so must the export (Attention-23 from opset 23, the safe softmax below it)."""
+    mask = torch.rand(batch + k, 1, 4, 5, generator=torch.Generator().manual_seed(k)) > 0.4
+    mask[:, :, 0] = False
+    mask[:, :, 1:, 0] = True
+    return mask
+
+
+# Attention-23's forms (opset 23): the decomposed one below. Grouped-query heads need Attention: below 23 refused.
+CASES += [
+    OpCase("scaled_dot_product_attention", lambda k: (*_qkv(k, source=5), _fully_masked_row_mask(k)),
+           sample="bool_mask_4d_fully_masked_row",
+           fn=lambda q, kk, v, m: F.scaled_dot_product_attention(q, kk, v, attn_mask=m)),
+    OpCase("scaled_dot_product_attention", lambda k: (torch.randn(2 + k, 6, 3 + k, 8), *_qkv(k, source=5 + k)[1:]),
+           sample="grouped_heads", min_opset=23,
+           fn=lambda q, kk, v: F.scaled_dot_product_attention(q, kk, v, enable_gqa=True)),
+    OpCase("scaled_dot_product_attention", lambda k: (torch.randn(2 + k, 6, 5, 8), *_qkv(k, length=5, source=5)[1:]),
+           sample="grouped_heads_causal_scale", min_opset=23,
+           fn=lambda q, kk, v: F.scaled_dot_product_attention(q, kk, v, is_causal=True, scale=0.2, enable_gqa=True)),
+    OpCase("scaled_dot_product_attention", lambda k: (*_qkv(k, source=5), torch.rand(4, 5) > 0.3),
+           sample="enable_gqa_equal_heads_mask",
+           fn=lambda q, kk, v, m: F.scaled_dot_product_attention(q, kk, v, attn_mask=m, enable_gqa=True)),
+]
+
+# A key-padding mask of one row, [batch, 1, 1, S], broadcast over the queries as transformers passes it (ONNX
+# Runtime's Attention takes only a mask with a row per query: the export expands it).
+CASES += [
+    OpCase("scaled_dot_product_attention",
+           lambda k: (*_qkv(k, source=5 + k), torch.arange(5 + k).expand(2 + k, 1, 1, 5 + k) < 4 + k),
+           sample="bool_key_padding_mask_one_row",
+           fn=lambda q, kk, v, m: F.scaled_dot_product_attention(q, kk, v, attn_mask=m)),
+]

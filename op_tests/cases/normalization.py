@@ -1,4 +1,4 @@
-"""Cases for normalization layers: layer norm, group norm, instance norm, local response norm, F.normalize."""
+"""Cases for normalization layers: layer norm, RMS norm (RMSNormalization from opset 23), group norm, instance norm, local response norm, F.normalize."""
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +23,15 @@ CASES = [
            module=lambda: _with_affine(torch.nn.LayerNorm(8)).half()),
     OpCase("layer_norm", lambda k: (torch.randn(2 + k, 8).double(),), sample="float64",
            module=lambda: _with_affine(torch.nn.LayerNorm(8)).double()),
+    OpCase("rms_norm", lambda k: (torch.randn(2 + k, 3, 8),), module=lambda: _with_affine(torch.nn.RMSNorm(8))),
+    OpCase("rms_norm", lambda k: (torch.randn(2, 3 + k, 4, 5),), sample="two_axes_no_affine_default_eps",
+           module=lambda: torch.nn.RMSNorm([4, 5], elementwise_affine=False)),
+    OpCase("rms_norm", lambda k: (torch.randn(2 + k, 6) * 1e-3,), sample="eps",
+           fn=lambda x: F.rms_norm(x, (6,), eps=1e-4)),
+    OpCase("rms_norm", lambda k: (torch.randn(2 + k, 3, 8).half(),), sample="float16",
+           module=lambda: _with_affine(torch.nn.RMSNorm(8)).half()),
+    OpCase("rms_norm", lambda k: (torch.randn(2 + k, 8).double(),), sample="float64",
+           module=lambda: _with_affine(torch.nn.RMSNorm(8)).double()),
     OpCase("group_norm", lambda k: (torch.randn(2 + k, 6, 4, 4),), module=lambda: _with_affine(torch.nn.GroupNorm(3, 6))),
     OpCase("group_norm", lambda k: (torch.randn(2, 4, 5 + k),), sample="3d_no_affine",
            module=lambda: torch.nn.GroupNorm(2, 4, affine=False)),

@@ -66,6 +66,11 @@ CASES = [
     OpCase("cumprod", lambda k: (torch.rand(2 + k, 7) + 0.5,), fn=lambda x: torch.cumprod(x, 1)),
     OpCase("cumprod", lambda k: (torch.randn(5, 2 + k, 3),), sample="dim0_signs", fn=lambda x: torch.cumprod(x, 0)),
     OpCase("cumprod", lambda k: (torch.randint(-3, 4, (2 + k, 6)),), sample="int64", fn=lambda x: torch.cumprod(x, -1)),
+    # CumProd-26 takes an axis of any length; below 26 the scan unrolls over a length the export must know.
+    OpCase("cumprod", lambda k: (torch.rand(3, 5 + 2 * k) + 0.5,), sample="dynamic_axis_length", dynamic_min_opset=26,
+           fn=lambda x: torch.cumprod(x, 1)),
+    OpCase("cumprod", lambda k: (torch.randn(4 + k, 6).half(),), sample="float16_as_float32",
+           fn=lambda x: torch.cumprod(x, 1)),
     OpCase("unique", lambda k: (torch.randint(0, 5, (3 + k, 4)).float(),), min_opset=11, dynamic=False,
            fn=lambda x: torch.unique(x)),
     OpCase("unique", lambda k: (torch.randint(0, 5, (3 + k, 4)),), sample="inverse_counts", min_opset=11, dynamic=False,

@@ -7,7 +7,7 @@ depend on rounding rather than on the export.
 import torch
 from torchvision import ops
 
-from op_tests.harness import OPSETS, OpCase
+from op_tests.harness import OPSETS, OpCase, no_kernel_from_22
 
 
 def _boxes(count, generator):
@@ -40,6 +40,7 @@ def _deform_inputs(k):
     return (torch.randn(1, 2, 6, 6), torch.randn(3, 2, 3, 3), torch.randn(1, 18, 4, 4))
 
 
+_NO_ROI_ALIGN_22, _NO_MAX_ROI_POOL_22 = no_kernel_from_22("RoiAlign"), no_kernel_from_22("MaxRoiPool")
 _NO_ONNX_OP = {opset: "ONNX has no position-sensitive RoI pooling operator at any opset" for opset in OPSETS}
 
 CASES = [
@@ -49,17 +50,20 @@ CASES = [
            fn=lambda boxes, scores: ops.nms(boxes, scores, 0.3)[:2]),
     OpCase("batched_nms", _batched_inputs, min_opset=10,
            fn=lambda boxes, scores, idxs: ops.batched_nms(boxes, scores, idxs, 0.3)),
-    OpCase("roi_align", _feature_and_rois, min_opset=10, atol=1e-5,
+    OpCase("roi_align", _feature_and_rois, min_opset=10, atol=1e-5, known_failures=_NO_ROI_ALIGN_22,
            tolerance_reason="bilinear samples averaged in another order than torchvision's kernel",
            fn=lambda x, rois: ops.roi_align(x, rois, (3, 2), spatial_scale=0.5, sampling_ratio=2)),
     OpCase("roi_align", _feature_and_rois, sample="adaptive_sampling", min_opset=10, atol=1e-5,
+           known_failures=_NO_ROI_ALIGN_22,
            tolerance_reason="bilinear samples averaged in another order than torchvision's kernel",
            fn=lambda x, rois: ops.roi_align(x, rois, 2, spatial_scale=0.5, sampling_ratio=-1)),
-    OpCase("roi_align", _feature_and_rois, sample="aligned", min_opset=16, atol=1e-5,
+    OpCase("roi_align", _feature_and_rois, sample="aligned", min_opset=16, atol=1e-5, known_failures=_NO_ROI_ALIGN_22,
            tolerance_reason="bilinear samples averaged in another order than torchvision's kernel",
            fn=lambda x, rois: ops.roi_align(x, rois, (2, 3), spatial_scale=0.5, sampling_ratio=2, aligned=True)),
-    OpCase("roi_pool", _feature_and_rois, fn=lambda x, rois: ops.roi_pool(x, rois, (3, 2), spatial_scale=0.5)),
-    OpCase("roi_pool", _feature_and_rois, sample="unit_scale", fn=lambda x, rois: ops.roi_pool(x, rois, 2)),
+    OpCase("roi_pool", _feature_and_rois, known_failures=_NO_MAX_ROI_POOL_22,
+           fn=lambda x, rois: ops.roi_pool(x, rois, (3, 2), spatial_scale=0.5)),
+    OpCase("roi_pool", _feature_and_rois, sample="unit_scale", known_failures=_NO_MAX_ROI_POOL_22,
+           fn=lambda x, rois: ops.roi_pool(x, rois, 2)),
     OpCase("ps_roi_align", lambda k: (torch.randn(1, 8, 10, 10), torch.tensor([[0.0, 1, 1, 8, 8]])),
            known_failures=_NO_ONNX_OP, dynamic=False,
            fn=lambda x, rois: ops.ps_roi_align(x, rois, 2, spatial_scale=1.0)),
