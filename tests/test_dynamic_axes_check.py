@@ -193,6 +193,22 @@ def test_a_constant_broadcast_into_copy_is_not_refused():
     np.testing.assert_array_equal(got, assign(x).numpy())
 
 
+class _ArangeIntoOut(torch.nn.Module):
+    def forward(self, start, end):
+        return torch.arange(start.size(0), end, out=torch.tensor([1.0]))
+
+
+def test_a_constant_only_written_through_out_is_not_refused():
+    # The tracer records the out= tensor by reference, holding what arange wrote at each traced size; only its type
+    # is read (PyTorch's legacy suite: test_arange_start_out, which torch.onnx exports right at other sizes too).
+    end = torch.tensor(8.5)
+    written = _export(_ArangeIntoOut(), (torch.randn(2, 3, 4), end), input_names=["x", "y"],
+                      dynamic_axes={"x": [0, 1, 2]})
+    x = torch.randn(5, 3, 4)
+    (got,) = _run(written, {"x": x, "y": end})
+    np.testing.assert_array_equal(got, _ArangeIntoOut()(x, end).numpy())
+
+
 def test_a_capture_exported_many_times_is_traced_again_once(monkeypatch):
     calls = []
     original = traced_sizes._traced

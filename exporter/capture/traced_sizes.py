@@ -232,7 +232,7 @@ def _first_difference(first_graph, second_graph) -> Difference | None:
         if first is None or second is None:
             return Difference(first, second, "another number of constants")
         a, b = _constant(first), _constant(second)
-        if not _same(a, b) and not _broadcast_into_copy(first):
+        if not _same(a, b) and not _broadcast_into_copy(first) and not _only_overwritten(first.output()):
             return Difference(first, second, f"a constant {_shown(a)} where the other has {_shown(b)}")
     return None
 
@@ -255,6 +255,30 @@ def _broadcast_into_copy(constant) -> bool:
         if not readers or any(r.user.kind() not in ("aten::copy_", "aten::copy") or r.offset != 1 for r in readers):
             return False
     return True
+
+
+# Ops through which a tensor stays the same storage (or a copy of it) on its way to an ``out=`` argument.
+_PASSED_ON = ("aten::to", "aten::detach", "aten::clone", "aten::contiguous")
+
+
+def _only_overwritten(value, depth: int = 4) -> bool:
+    """Whether ``value`` reaches only ``out=`` arguments, whose contents the op overwrites (``torch.arange(n, end,
+    out=torch.tensor([1.]))``: the tracer records the ``out`` tensor by reference, holding what the op wrote at the
+    traced size; only its type is read)."""
+    uses = value.uses()
+    return bool(uses) and all(_an_out_argument(use) or (
+        use.user.kind() in _PASSED_ON and use.offset == 0 and depth > 0
+        and _only_overwritten(use.user.output(), depth - 1)) for use in uses)
+
+
+def _an_out_argument(use) -> bool:
+    if not use.user.kind().startswith("aten::"):
+        return False
+    try:
+        arguments = torch._C.parse_schema(use.user.schema()).arguments
+    except RuntimeError:  # a node without a registered schema
+        return False
+    return use.offset < len(arguments) and arguments[use.offset].name == "out"
 
 
 def _from_constants(node, depth: int = 8) -> bool:
