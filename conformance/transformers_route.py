@@ -27,15 +27,17 @@ def architecture_names() -> frozenset[str]:
 
 @dataclass
 class TransformersExport:
-    """What the worker needs of the export: no capture of ours to report (transformers made the program)."""
+    """What the worker needs of the export: the file's graph (weights left in the data file), and no capture of ours
+    to report (transformers made the program)."""
 
-    program: Any
+    model_proto: Any
     capture: Any = None
 
 
 def export_through_transformers(prepared: Any, path: str, opset: int) -> TransformersExport:
     """Export ``prepared``'s transformers model with transformers' exporter, this engine in torch.onnx's place, and
     save the program to ``path`` (weights in ``<path>.data``, as that exporter saves them)."""
+    import onnx
     from transformers.exporters import OnnxConfig, OnnxExporter
 
     import exporter
@@ -45,6 +47,5 @@ def export_through_transformers(prepared: Any, path: str, opset: int) -> Transfo
     inputs = dict(zip(wrapper.input_keys, clone_inputs(prepared.checks[EXPORT_EXAMPLE]), strict=True))
     with exporter.in_place_of_torch_onnx():
         exported = OnnxExporter().export(wrapper.model, inputs, config=OnnxConfig(opset_version=opset, dynamic=True))
-    program = exported.program
-    OnnxExporter.save_program(program, path)
-    return TransformersExport(program)
+    OnnxExporter.save_program(exported.program, path)
+    return TransformersExport(onnx.load(path, load_external_data=False))

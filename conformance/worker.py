@@ -265,7 +265,7 @@ def _peer_export(prepared: Prepared, path: str, opset: int, dynamic_axes):
 
 @dataclass
 class _PeerResult:
-    model: Any
+    model_proto: Any
     capture: Any = None
 
 

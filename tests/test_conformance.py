@@ -77,6 +77,15 @@ def test_pass_records_errors_and_graph_facts(tmp_path):
     assert row["repro"] is None
 
 
+def test_the_peer_route_exports_with_torch_onnx_and_is_judged_on_its_outputs(tmp_path):
+    from conformance.cases import select
+
+    (case,) = select(tier="full", opsets=(13,), modes=("dynamic",), models=["test_add_one"], exporter="peer")
+    row = _run_in_process(case, tmp_path)
+    assert row["status"] == "pass", row["error"]
+    assert row["exporter"] == "peer" and "Add" in row["op_types"]
+
+
 def test_mismatch_writes_a_backend_test_bundle(tmp_path):
     (case,) = _cases(["test_bakes_a_random_number"])
     row = _run_in_process(case, tmp_path)
