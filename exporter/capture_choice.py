@@ -54,6 +54,10 @@ def capture_choice(dynamo: Any, model: Any = None) -> CaptureChoice:
     takes an ``nn.Module``)."""
     if dynamo is DYNAMO_DEFAULT:
         scripted = isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction))
+        if scripted:  # the fallback's rule: torch.export refuses a scripted model, so its own graph is exported
+            warnings.warn(f"torch.export cannot capture a {type(model).__name__} (it takes an nn.Module): exporting "
+                          "its TorchScript graph instead (dynamo=False); pass dynamo=False to say so, or dynamo=True "
+                          "to make this an error", UserWarning, stacklevel=4)
         return CaptureChoice(dynamo=not scripted, explicit=False)
     if not isinstance(dynamo, bool):
         raise ExportArgumentError(f"dynamo must be True (capture with torch.export) or False (TorchScript), "

@@ -25,9 +25,9 @@ def in_place_of_torch_onnx(export: Callable[..., Any] | None = None) -> Iterator
     """Within the block, ``torch.onnx.export`` and every module-level name bound to it is ``export`` (this engine's
     :func:`exporter.export` by default); after it, torch's function again, whether the block returns or raises. Yields
     the function swapped in. Nests: an inner block restores what the outer one put in place."""
-    import exporter  # the package's public export, wherever it is defined
+    from exporter.contract import export as engine_export  # here: the package root imports this module
 
-    export = export or exporter.export
+    export = export or engine_export
     replaced = torch.onnx.export
     if replaced is export:  # already in place: nothing to swap, nothing to restore
         yield export

@@ -153,8 +153,17 @@ def test_an_option_we_cannot_honour_is_refused_not_ignored():
 def test_a_scripted_model_with_dynamo_true_is_refused_as_torch_onnx_refuses_it():
     scripted = torch.jit.script(_Double())
     with pytest.raises(exporter.errors.ExportArgumentError, match="dynamo=False"):
-        exporter.export(scripted, (torch.randn(2),))
+        exporter.export(scripted, (torch.randn(2),), dynamo=True)
     assert exporter.export_program(scripted, (torch.randn(2),), dynamo=False).capture.front_end == "script"
+
+
+def test_a_scripted_model_with_dynamo_left_to_its_default_falls_back_to_its_graph_with_a_warning():
+    scripted = torch.jit.script(_Double())
+    with pytest.warns(UserWarning, match="torch.export cannot capture a RecursiveScriptModule"):
+        program = exporter.export(scripted, (torch.randn(2),))
+    assert program.capture.front_end == "script"
+    (y,) = program(torch.tensor([1.0, 2.0]))
+    assert y.tolist() == [2.0, 4.0]
 
 
 def test_dynamo_exports_in_eval_mode_by_default_unlike_torch_onnx():

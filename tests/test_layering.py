@@ -16,7 +16,7 @@ from tests.import_graph import HARNESS, LIBRARY, import_circle, import_graph, im
 # The top of the flow: what builds ONNX graphs from TorchScript ones and what users call (the package root is the
 # public facade over the API and verify; verify's machinery, exporter.localization, exports the model it verifies).
 # Below them: the registry, the graph context, the TorchScript facts (ts_types), the options, the IR and the symbolics.
-UPPER = {"exporter", "exporter.api", "exporter.contract", "exporter.convert", "exporter.convert_fx", "exporter.verify", "exporter.__main__",
+UPPER = {"exporter", "exporter.api", "exporter.contract", "exporter.stand_in", "exporter.convert", "exporter.convert_fx", "exporter.verify", "exporter.__main__",
          "exporter.localization", "exporter.localization.findings", "exporter.localization.repro",
          "exporter.localization.runs", "exporter.localization.selections", "exporter.localization.verifier",
          "exporter.localization.captured", "exporter.localization.torchscript_graph", "exporter.localization.fx_graph"}
