@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from exporter.arguments import DEFAULT_OPSET
 from exporter.registry import MAX_OPSET, MIN_OPSET
 from model_zoo.conditioning import generator
 from model_zoo.entry import ZooEntry
@@ -176,7 +177,7 @@ class Architecture:
             input_names=list(self.kind.input_keys), output_names=[self.output],
             dynamic_axes={**self.kind.dynamic, self.output: self.kind.output_axes},
             min_opset=min_opset, min_opset_reason="; ".join(reason for _, reason in self.floors),
-            quick_opsets=(min_opset, MAX_OPSET) if self.name in QUICK else (), cost=0.5,
+            quick_opsets=(min_opset, DEFAULT_OPSET, MAX_OPSET) if self.name in QUICK else (), cost=0.5,
             notes="; ".join(filter(None, [f"transformers.{self.model_class}", self.notes])),
         )
 
@@ -437,7 +438,7 @@ def _keyword_entry(arch: Architecture, name: str, build: Callable[[], torch.nn.M
                    dynamic_axes: dict, quick: bool, notes: str) -> ZooEntry:
     entry = arch.entry()
     return replace(entry, name=name, build=build, inputs=inputs, calibration_inputs=None, input_names=input_names,
-                   output_names=output_names, dynamic_axes=dynamic_axes, quick_opsets=(MAX_OPSET,) if quick else (),
+                   output_names=output_names, dynamic_axes=dynamic_axes, quick_opsets=(DEFAULT_OPSET, MAX_OPSET) if quick else (),
                    notes=f"{entry.notes}; called as library exporters call: {notes}")
 
 
