@@ -347,6 +347,8 @@ class _Recorder:
             raw = _unwrap(raw)
             if raw is None:
                 continue
+            if hasattr(raw, "numpy") and not isinstance(raw, torch.Tensor):  # an onnx_ir tensor: a tensor attribute
+                raw = raw.numpy()
             kind = (attribute_types or {}).get(name)
             suffix = _SUFFIX.get(kind) if kind is not None else None
             named[f"{name}_{suffix}" if suffix else name] = raw

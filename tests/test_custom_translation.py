@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 import onnx
+import onnx_ir
 import onnxscript
 import pytest
 import torch
@@ -51,6 +52,20 @@ def test_the_table_converts_its_op_in_this_export_only(dynamo):
     _matches(model_bytes, x - y, x, y)
     plain, _ = export_bytes(Add(), (x, y), dynamo=dynamo)  # the op library itself is unchanged
     assert "Add" in _op_types(plain)
+
+
+def add_through_a_tensor_attribute(self, other):
+    # an onnx_ir tensor as an attribute value, as transformers' own table writes its constants
+    ones = op.ConstantOfShape(op.Shape(other), value=onnx_ir.tensor(np.array([1.0], dtype=np.float32)))
+    return op.Add(self, op.Mul(other, ones))
+
+
+def test_an_onnx_ir_tensor_attribute_becomes_a_tensor_attribute():
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    table = {torch.ops.aten.add.Tensor: add_through_a_tensor_attribute}
+    model_bytes, _ = export_bytes(Add(), (x, y), dynamo=True, custom_translation_table=table)
+    assert "ConstantOfShape" in _op_types(model_bytes)
+    _matches(model_bytes, x + y, x, y)
 
 
 def test_an_overload_packet_key_covers_every_overload():
