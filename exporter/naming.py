@@ -24,8 +24,8 @@ from exporter.lowering import qdq
 def input_names(model: Any, args: Any, captured: Capture, given: Sequence[str] | None) -> list[str]:
     """Names of the model's inputs then of its used parameters. As in PyTorch's exporter, ``given`` names the
     inputs and then every parameter and buffer in state_dict order, used or not. The inputs' own names: torch.export's
-    for its program (its placeholders', as torch.onnx's dynamo exporter names them), else after ``forward``'s
-    parameters."""
+    for its program (its placeholders', as PyTorch's torch.export-based ONNX exporter names them), else after
+    ``forward``'s parameters."""
     if captured.front_end == EXPORT:
         user = [node.name for node in user_input_placeholders(captured.program)]
     else:

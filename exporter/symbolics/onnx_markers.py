@@ -1,9 +1,9 @@
 """Ops a model's own code writes to say which ONNX it exports to, and ops libraries register with ``torch.library``:
 
-- ``onnx_symbolic::_symbolic`` / ``_symbolic_multi_out``, the markers ``torch.onnx.ops.symbolic`` and
-  ``symbolic_multi_out`` leave in a graph: the ONNX node they describe (domain, op type, attributes, as many outputs
+- ``onnx_symbolic::_symbolic`` / ``_symbolic_multi_out``, the markers PyTorch's ``ops.symbolic`` and
+  ``ops.symbolic_multi_out`` (its ONNX package) leave in a graph: the ONNX node they describe (domain, op type, attributes, as many outputs
   as dtypes given; the element types and shapes are the marker's, which the capture recorded);
-- ``onnx::RotaryEmbedding`` and ``onnx::Attention`` (``torch.onnx.ops.rotary_embedding`` / ``attention``): the ONNX
+- ``onnx::RotaryEmbedding`` and ``onnx::Attention`` (PyTorch's ``ops.rotary_embedding`` / ``ops.attention``): the ONNX
   op of opset 23. Below 23 a torch.export program decomposes them (``exporter/capture/library_ops.py``);
 - ``transformers::grouped_mm_fallback``, the grouped matmul of transformers' mixture-of-experts layers (its Python
   implementation loops over data-dependent group ends, which torch.export cannot trace).
@@ -25,7 +25,7 @@ ATTENTION_OPSET = 23
 @symbolic("onnx_symbolic::_symbolic")
 def marker(g, inputs, op_type, onnx_dtype, shape, attr_keys, attr_types, attr_pos, attr_ints, attr_floats,
            attr_strs, metadata_props_keys=(), metadata_props_values=(), domain="", version=None):
-    """``torch.onnx.ops.symbolic(domain_op, inputs, attrs, dtype=, shape=, version=)``: one ONNX node, one output of
+    """The ``ops.symbolic(domain_op, inputs, attrs, dtype=, shape=, version=)``: one ONNX node, one output of
     ``onnx_dtype`` (its node metadata is not kept: our nodes carry none)."""
     return _marked_node(g, inputs, op_type, [onnx_dtype], attr_keys, attr_types, attr_pos, attr_ints, attr_floats,
                         attr_strs, domain, version)
@@ -35,7 +35,7 @@ def marker(g, inputs, op_type, onnx_dtype, shape, attr_keys, attr_types, attr_po
 def marker_multi_out(g, inputs, op_type, onnx_dtypes, shapes, attr_keys, attr_types, attr_pos, attr_ints,
                      attr_floats, attr_strs, metadata_props_keys=(), metadata_props_values=(), domain="",
                      version=None):
-    """``torch.onnx.ops.symbolic_multi_out``: one ONNX node with one output per dtype given (a list of them)."""
+    """The ``ops.symbolic_multi_out`` marker: one ONNX node with one output per dtype given (a list of them)."""
     results = _marked_node(g, inputs, op_type, list(onnx_dtypes), attr_keys, attr_types, attr_pos, attr_ints,
                            attr_floats, attr_strs, domain, version)
     return list(results) if isinstance(results, tuple) else [results]
@@ -72,7 +72,7 @@ def _marked_node(g, inputs, op_type, onnx_dtypes, attr_keys, attr_types, attr_po
 @symbolic("onnx::RotaryEmbedding", since=ATTENTION_OPSET)
 def rotary_embedding(g, x, cos_cache, sin_cache, position_ids=None, interleaved=False, num_heads=0,
                      rotary_embedding_dim=0):
-    """``torch.onnx.ops.rotary_embedding``: ONNX RotaryEmbedding-23, its arguments as its attributes."""
+    """The ``ops.rotary_embedding`` marker: ONNX RotaryEmbedding-23, its arguments as its attributes."""
     interleaved, num_heads, rotary_embedding_dim = (constant_value(a) for a in (interleaved, num_heads,
                                                                                  rotary_embedding_dim))
     inputs = [x, cos_cache, sin_cache] + ([position_ids] if position_ids is not None else [])
@@ -83,7 +83,7 @@ def rotary_embedding(g, x, cos_cache, sin_cache, position_ids=None, interleaved=
 @symbolic("onnx::Attention", since=ATTENTION_OPSET)
 def attention(g, q, k, v, attn_mask=None, past_key=None, past_value=None, is_causal=False, kv_num_heads=0,
               q_num_heads=0, qk_matmul_output_mode=0, scale=None, softcap=0.0, softmax_precision=None):
-    """``torch.onnx.ops.attention``: ONNX Attention-23 (output, present key, present value, QK output)."""
+    """The ``ops.attention`` marker: ONNX Attention-23 (output, present key, present value, QK output)."""
     is_causal, kv_num_heads, q_num_heads, qk_matmul_output_mode, scale, softcap, softmax_precision = (
         constant_value(a) for a in (is_causal, kv_num_heads, q_num_heads, qk_matmul_output_mode, scale, softcap,
                                     softmax_precision))
