@@ -5,7 +5,7 @@ run`` and the report's badge all use these rules, so they cannot disagree. Per-r
 tolerance scaled by an output's magnitude) carry float noise, so they are never compared for equality: two values
 differ only when they leave a relative band around each other.
 
-Bands (stated in the README, "Release gating"):
+Bands (stated in docs/release-gating.md):
 
 - a tolerance (rtol or atol) is *loosened* when it grows by more than ``TOLERANCE_BAND`` (5 %); magnitude-scaled
   tolerances round their scale up to 3 significant digits (``model_zoo.entry.stable_scale``), so float noise moves

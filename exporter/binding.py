@@ -6,7 +6,7 @@ each later parameter in the signature's order from the dict, else from its defau
 them the same way when it translates ``dynamic_axes``. The graph's inputs follow that order, so ``input_names`` in
 the signature's order name the tensors they mean, whatever order the caller's dict had.
 
-Where torch.onnx binds wrong, we differ on purpose (README, "Where we differ from torch.onnx, on purpose"):
+Where torch.onnx binds wrong, we differ on purpose (docs/differences-from-torch-onnx.md):
 - a parameter the caller left out keeps its default as the model's constant, as in a Python call and in torch.onnx's
   dynamo exporter (torch.onnx's TorchScript exporter passes a default number as a 0-d input, which breaks a model
   that branches on a default flag: ``nn.TransformerEncoderLayer``'s ``is_causal`` fails in it);

@@ -3,7 +3,7 @@
 ``dynamo`` defaults to True, as in torch.onnx, through :data:`DYNAMO_DEFAULT`: a value equal to True that tells
 "the caller passed nothing" from ``dynamo=True``. A caller who passed nothing gets torch.export's capture, and where
 torch.export cannot capture the model (data-dependent control flow, quantized modules' packed parameters: 24 of the
-zoo's models, MEASUREMENTS.md), the TorchScript trace instead, with a warning naming torch.export's reason, as
+zoo's models, docs/measurements/2026-12-07-fallback-to-tracing.md), the TorchScript trace instead, with a warning naming torch.export's reason, as
 torch.onnx's ``fallback=True`` did. The trace goes through every check a trace export goes through: its declared
 dynamic axes are traced again at other sizes (``capture/traced_sizes.py``), so the fallback is never a silently fixed
 size. A caller who passed ``dynamo=True`` gets torch.export's refusal; ``dynamo=False``, the trace.

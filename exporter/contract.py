@@ -163,7 +163,7 @@ def export_program(
     Beyond torch.onnx: ``provenance_in_model`` writes each node's origin into its ``doc_string``; ``captured`` reuses
     a capture of :func:`exporter.prepare_capture`; ``runtime_workarounds`` chooses the ONNX Runtime workarounds
     (``exporter/lowering/runtime.py``); ``check_dynamic_axes`` refuses a declared dynamic axis the capture fixes (a
-    warning when False). See the README for each.
+    warning when False). See docs/user-guide.md for each.
     """
     if autograd_inlining is not True:
         raise ExportArgumentError("autograd_inlining=False is not supported: autograd Functions without a symbolic are "

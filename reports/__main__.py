@@ -1,6 +1,7 @@
 """Command line: ``python -m reports build RESULTS... --out DIR``, ``python -m reports registry --out FILE`` and
-``python -m reports supported-ops --readme README.md`` (the README's supported-operator table) and
-``python -m reports torch-suite JUNIT... --measurements MEASUREMENTS.md`` (the measured runs of PyTorch's exporter suite).
+``python -m reports supported-ops --doc docs/operators.md`` (the generated tables of supported operators, opset forms
+and runtime workarounds), ``python -m reports torch-suite JUNIT... --measurements FILE`` (the measured runs of PyTorch's
+exporter suite, in a campaign file) and ``python -m reports current-numbers`` (``docs/measurements/current.md``).
 
 ``build`` prints the path of the HTML it wrote as its last line, so wrappers (nox, the conformance runner)
 can show or pick it up.
@@ -34,16 +35,19 @@ def build_parser() -> argparse.ArgumentParser:
     registry = commands.add_parser("registry", help="snapshot which ops have symbolics at which opsets, as JSON")
     registry.add_argument("--out", required=True, help="file to write")
 
-    ops = commands.add_parser("supported-ops", help="the README's supported-operator table, from the registry")
-    ops.add_argument("--readme", help="rewrite the table between the markers of this file (default: print it)")
-    ops.add_argument("--check", action="store_true", help="exit 1 when the README's table is out of date")
+    ops = commands.add_parser("supported-ops", help="docs/operators.md's generated tables, from the registry")
+    ops.add_argument("--doc", help="rewrite the tables between the markers of this file, docs/operators.md "
+                     "(default: print the supported-operator table)")
+    ops.add_argument("--check", action="store_true", help="exit 1 when the document's tables are out of date")
 
-    suite = commands.add_parser("torch-suite", help="MEASUREMENTS.md's section on PyTorch's exporter suite, from its junit")
+    suite = commands.add_parser("torch-suite", help="a campaign file's section on PyTorch's exporter suite, from its junit")
     suite.add_argument("junit", nargs="+", help="junit XML files of ../shared/torch_suite/run.sh")
     suite.add_argument("--measurements", metavar="FILE",
-                       help="rewrite the section between the markers of this file, MEASUREMENTS.md (default: print it)")
+                       help="rewrite the section between the markers of this campaign file (default: print it)")
     suite.add_argument("--peer", action="append", default=[], metavar="OPSET=PASSED/FAILED",
                        help="torch.onnx's own counts for an opset (or 'all'), e.g. 14=2930/4; repeatable")
+    current = commands.add_parser("current-numbers", help="docs/measurements/current.md, from current.toml and the campaigns")
+    current.add_argument("--check", action="store_true", help="exit 1 when current.md is out of date")
     return parser
 
 
@@ -52,9 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "registry":
         return _registry(args.out)
     if args.command == "supported-ops":
-        return _supported_ops(args.readme, args.check)
+        return _supported_ops(args.doc, args.check)
     if args.command == "torch-suite":
         return _torch_suite(args.junit, args.measurements, args.peer)
+    if args.command == "current-numbers":
+        return _current_numbers(args.check)
     return _build(args)
 
 
@@ -85,26 +91,26 @@ def _registry(out: str) -> int:
     return 0
 
 
-def _supported_ops(readme: str | None, check: bool) -> int:
+def _supported_ops(document: str | None, check: bool) -> int:
     from reports.registry_snapshot import take_snapshot
     from reports.supported_ops import rewrite, table
 
     snapshot = take_snapshot()
-    if readme is None:
+    if document is None:
         print(table(snapshot))
         return 0
-    with open(readme, encoding="utf-8") as handle:
+    with open(document, encoding="utf-8") as handle:
         current = handle.read()
     updated = rewrite(current, snapshot)
     if check:
         if updated != current:
-            print(f"{readme}: the supported-ops table is out of date; run python -m reports supported-ops --readme {readme}",
+            print(f"{document}: the generated tables are out of date; run python -m reports supported-ops --doc {document}",
                   file=sys.stderr)
             return 1
         return 0
-    with open(readme, "w", encoding="utf-8") as handle:
+    with open(document, "w", encoding="utf-8") as handle:
         handle.write(updated)
-    print(f"{readme}: supported-ops table rewritten")
+    print(f"{document}: supported-ops tables rewritten")
     return 0
 
 
@@ -125,6 +131,21 @@ def _torch_suite(junit: list[str], measurements: str | None, peer_counts: list[s
     with open(measurements, "w", encoding="utf-8") as handle:
         handle.write(rewrite(content, text))
     print(f"{measurements}: torch-suite section rewritten")
+    return 0
+
+
+def _current_numbers(check: bool) -> int:
+    from reports.current_numbers import FOLDER, render
+
+    path = FOLDER / "current.md"
+    text = render()
+    if check:
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            print(f"{path}: out of date; run python -m reports current-numbers", file=sys.stderr)
+            return 1
+        return 0
+    path.write_text(text, encoding="utf-8")
+    print(f"{path}: rewritten")
     return 0
 
 

@@ -8,8 +8,8 @@ compute what the model computes.
 
 Libraries call the exporter with a dict of inputs in their own order, ``input_names`` in ``forward``'s order and
 past key/values nested (Hugging Face Optimum); a binding slip there puts names on the wrong tensors, which only
-feeding by name catches. A row with ``differs`` is a deliberate difference (README, "Where we differ from
-torch.onnx, on purpose"): it asserts what each exporter does, so the difference cannot silently change.
+feeding by name catches. A row with ``differs`` is a deliberate difference (docs/differences-from-torch-onnx.md): it
+asserts what each exporter does, so the difference cannot silently change.
 """
 
 from __future__ import annotations

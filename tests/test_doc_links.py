@@ -1,7 +1,9 @@
 """Every link of the project's markdown documents leads somewhere: a relative link names a file or folder that
 exists, and a ``#section`` link (in the same document or another) names a heading that document has, spelt as
-GitHub spells heading anchors. The README and MEASUREMENTS.md link each other section by section, so a renamed
-heading breaks a link here rather than for a reader."""
+GitHub spells heading anchors. The README and the pages of ``docs/`` link each other section by section, so a
+renamed heading breaks a link here rather than for a reader. The README stays short and its first screen leads to
+the op table, adding an operator and release gating; the product's documents say what the product does and what
+was measured (with date and commit), never how the work on it was organized."""
 
 from __future__ import annotations
 
@@ -78,8 +80,27 @@ def test_the_anchor_rule_is_githubs():
     assert links("[x](#a) `[y](#not-a-link)` [z](FILE.md#b)\n```\n[w](#in-code)\n```") == ["#a", "FILE.md#b"]
 
 
-def test_the_readme_and_the_measurements_are_among_the_documents():
-    assert {"README.md", "MEASUREMENTS.md"} <= set(DOCUMENTS)
+def test_the_readme_and_the_docs_are_among_the_documents():
+    assert {"README.md", "docs/user-guide.md", "docs/operators.md", "docs/measurements/current.md"} <= set(DOCUMENTS)
+
+
+def test_the_readme_is_short_and_its_first_screen_finds_the_op_table_adding_an_operator_and_release_gating():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 300, f"README.md has {len(lines)} lines: the rest belongs in docs/"
+    first_screen = links("\n".join(lines[:40]))
+    for target in ("docs/operators.md#supported-operators", "docs/adding-an-operator.md", "docs/release-gating.md"):
+        assert target in first_screen, f"the README's first 40 lines do not link {target}"
+
+
+# Words that tell how the work was organized rather than what the product does: a measurement carries its date and
+# commit, nothing more.
+_WORK_ACCOUNT = re.compile(r"\bsessions? \d+|\bwork period|\bhelper (?:session|branch)|\bbranch `[\w-]+`", re.I)
+
+
+@pytest.mark.parametrize("document", [d for d in DOCUMENTS if d == "README.md" or d.startswith("docs/")])
+def test_a_product_document_gives_no_account_of_how_the_work_was_done(document):
+    found = _WORK_ACCOUNT.findall((ROOT / document).read_text(encoding="utf-8"))
+    assert not found, f"{document}: {found}"
 
 
 @pytest.mark.parametrize("document", DOCUMENTS)

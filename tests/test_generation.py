@@ -43,7 +43,7 @@ ENCODER_DECODERS = ("hf_t5", "hf_bart")
 
 # Captured with torch.export (dynamo=True) too, one architecture per kind of graph: positions from a Range (GPT-2),
 # rotary tables sliced at run-time bounds (Llama), an encoder-decoder (T5). Every other architecture passes under
-# that capture as well (MEASUREMENTS.md); CI's time keeps it to these.
+# that capture as well (docs/measurements/2026-11-28-generation-timing.md); CI's time keeps it to these.
 EXPORTED = ("hf_gpt2", "hf_llama", "hf_t5")
 
 

@@ -15,7 +15,8 @@ README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 def _section_blocks(heading: str) -> list[str]:
     text = README.read_text()
     start = text.index(f"\n{heading}\n")
-    end = text.index("\n### ", start + 1)
+    ends = [at for at in (text.find("\n## ", start + 1), text.find("\n### ", start + 1)) if at != -1]
+    end = min(ends, default=len(text))
     return re.findall(r"```python\n(.*?)```", text[start:end], flags=re.S)
 
 

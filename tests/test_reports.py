@@ -584,11 +584,11 @@ def test_a_localized_mismatch_shows_node_scope_source_growth_and_repro(tmp_path)
     assert "localization (input 0): no value out of tolerance" in html
 
 
-def test_the_readme_supported_ops_table_is_what_the_registry_declares():
+def test_the_operators_document_tables_are_what_the_registry_declares():
     from reports.__main__ import main
 
-    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
-    assert main(["supported-ops", "--readme", readme, "--check"]) == 0
+    document = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "operators.md")
+    assert main(["supported-ops", "--doc", document, "--check"]) == 0
 
 
 def test_the_supported_ops_table_shows_declared_lowest_opsets():
@@ -676,15 +676,18 @@ def test_torch_suite_section_counts_per_opset_and_lists_each_failing_test_once(t
         rewrite("no markers", text)
 
 
-def test_the_measurements_hold_the_generated_torch_suite_section_where_the_generator_writes_it():
+def test_a_campaign_file_holds_the_generated_torch_suite_section_where_the_generator_writes_it():
+    import pathlib
+
     from reports.__main__ import build_parser
     from reports.torch_suite import BEGIN, END, SuiteResults, rewrite, section
 
-    assert "--measurements MEASUREMENTS.md" in BEGIN
+    assert "--measurements FILE" in BEGIN
     assert build_parser().parse_args(["torch-suite", "j.xml", "--measurements", "M.md"]).measurements == "M.md"
-    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "MEASUREMENTS.md"),
-              encoding="utf-8") as handle:
-        measurements = handle.read()
+    folder = pathlib.Path(__file__).resolve().parents[1] / "docs" / "measurements"
+    holding = [path for path in sorted(folder.glob("*.md")) if BEGIN in path.read_text(encoding="utf-8")]
+    assert len(holding) == 1, f"one campaign file holds the generated section, not {holding}"
+    measurements = holding[0].read_text(encoding="utf-8")
     assert measurements.count(BEGIN) == 1 and measurements.count(END) == 1
     generated = measurements[measurements.index(BEGIN) + len(BEGIN):measurements.index(END)].strip("\n")
     header = section(SuiteResults(), {}).splitlines()[0]

@@ -18,8 +18,8 @@ converter's ``copy_`` broadcasts to the destination's run-time shape.
 Every trace exported with declared dynamic input axes is checked, not only one that raised TracerWarnings: the
 silent forms above are as common in models as the warned ones (three op cases relied on sizes whose piece counts
 coincide; transformers' one-token decode step packs its attention heads for one query only). The cost is one more
-trace of the model, at the larger size (MEASUREMENTS.md), once per capture: a capture exported at many opsets
-(``prepare_capture``) is checked once. ``export(check_dynamic_axes=False)`` skips it and writes the model as traced,
+trace of the model, at the larger size (docs/measurements/2026-12-07-dynamic-axes-check.md), once per capture:
+a capture exported at many opsets (``prepare_capture``) is checked once. ``export(check_dynamic_axes=False)`` skips it and writes the model as traced,
 as PyTorch's exporter does.
 
 False positives kept out: both traces draw the same random numbers (torch's, Python's and NumPy's generators are
