@@ -41,7 +41,7 @@ _INT64_OUTPUT_OPS = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero", "
 
 class NodeFacts:
     """What a symbolic may ask about the op it converts beyond its arguments' values, answered by the front end
-    that captured the graph (:class:`exporter.ts_types.TorchScriptFacts`, :class:`exporter.fx_facts.FxFacts`).
+    that captured the graph (:class:`exporter.frontends.torchscript.facts.TorchScriptFacts`, :class:`exporter.fx_facts.FxFacts`).
     ``node`` is the front end's own node; a symbolic never reads it, only these answers (through its
     :class:`GraphContext`)."""
 

@@ -14,22 +14,18 @@ from typing import Any
 import torch
 
 from exporter import binding, dtypes, ir, passes
-from exporter.capture import EXPORT, Capture, flatten, split_args
-from exporter.capture.export import user_input_placeholders
 from exporter.errors import ExportArgumentError, SymbolicValueError
+from exporter.frontends.base import Captured, flatten, split_args
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import qdq
 
 
-def input_names(model: Any, args: Any, captured: Capture, given: Sequence[str] | None) -> list[str]:
+def input_names(model: Any, args: Any, captured: Captured, given: Sequence[str] | None) -> list[str]:
     """Names of the model's inputs then of its used parameters. As in PyTorch's exporter, ``given`` names the
     inputs and then every parameter and buffer in state_dict order, used or not. The inputs' own names: torch.export's
     for its program (its placeholders', as PyTorch's torch.export-based ONNX exporter names them), else after
     ``forward``'s parameters."""
-    if captured.front_end == EXPORT:
-        user = [node.name for node in user_input_placeholders(captured.program)]
-    else:
-        user = _default_user_input_names(model, args, captured.user_inputs)
+    user = captured.front_end.user_input_names(model, args, captured)
     state_names = captured.state_names or [name for name, _ in captured.params]
     names = user + state_names
     _apply_names(names, given, "input", "inputs, parameters and buffers")
@@ -53,7 +49,7 @@ def _rename_unnamed_clashes(names: list[str], named: int, user_count: int) -> No
             suffix += 1
 
 
-def output_names(captured: Capture, given: Sequence[str] | None) -> list[str]:
+def output_names(captured: Captured, given: Sequence[str] | None) -> list[str]:
     """Names of the graph outputs: ``given`` over the defaults ``output`` (one) or ``output_0``, ``output_1``, ..."""
     count = captured.output_count
     # A quantized output is three ONNX outputs (integers, scale, zero point).
@@ -71,7 +67,7 @@ def refuse_shared_names(names_in: list[str], names_out: list[str]) -> None:
         raise ExportArgumentError(f"input and output names must differ; both name {shared}")
 
 
-def refuse_complex_boundary(captured: Capture, names_in: list[str], names_out: list[str]) -> None:
+def refuse_complex_boundary(captured: Captured, names_in: list[str], names_out: list[str]) -> None:
     """ONNX declares complex element types, but its operators do not compute on them and ONNX Runtime loads no model
     that holds one: a complex input (an :class:`ExportArgumentError`) or output (a value ONNX cannot express: a
     :class:`SymbolicValueError`, as PyTorch's exporter raises) is refused rather than written into a model no one
@@ -90,12 +86,12 @@ def refuse_complex_boundary(captured: Capture, names_in: list[str], names_out: l
             )
 
 
-def output_examples(captured: Capture) -> list[Any]:
+def output_examples(captured: Captured) -> list[Any]:
     """The example outputs as the graph outputs they become, one per ONNX output."""
     return [e for example in captured.example_outputs or [] for e in qdq.boundary_examples(example)]
 
 
-def _default_user_input_names(model: Any, args: Any, user_inputs: list) -> list[str]:
+def default_user_input_names(model: Any, args: Any, user_inputs: list) -> list[str]:
     """Names from ``forward``'s signature when each argument is one tensor or number (or a list that is one input, an
     ONNX sequence), a container's items numbered after it (``past_0``, ``past_1``), what ``**kwargs`` takes by its
     keys; else input_0, input_1, ..."""
@@ -142,7 +138,7 @@ def _apply_names(names: list[str], given: Sequence[str] | None, kind: str, what:
     names[: len(given)] = given
 
 
-def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params: bool):
+def graph_inputs(captured: Captured, names: list[str], axes: dict, export_params: bool):
     """The values the converter starts from: the model's inputs (a quantized one as a :class:`qdq.QTensor`)
     with their ``axes`` named, then the parameters, holding their data when ``export_params``."""
     user_count = len(captured.user_inputs)

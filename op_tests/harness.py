@@ -83,7 +83,7 @@ class OpCase:
     compare: str = "values"  # "values", or "distribution" for random outputs (see the module docstring)
     # Why the dynamic export keeps a count the trace fixes (the number of pieces a split makes of a dynamic dim, equal
     # at both size variants): exported with check_dynamic_axes=False, which the engine otherwise refuses (see
-    # exporter/capture/traced_sizes.py); empty for every case the check must pass.
+    # exporter/frontends/torchscript/traced_sizes.py); empty for every case the check must pass.
     frozen_by_trace: str = ""
 
     def known_failures_on(self, provider: str, dynamic: bool) -> dict[int, str]:
@@ -135,7 +135,7 @@ def input_names(count: int) -> list[str]:
 
 
 def _flat_outputs(out: Any) -> list[torch.Tensor]:
-    from exporter.capture import flatten_outputs
+    from exporter.frontends.base import flatten_outputs
 
     return flatten_outputs(out)
 

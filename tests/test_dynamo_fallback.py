@@ -15,9 +15,9 @@ import torch
 from torch.export import Dim
 
 import exporter
-from exporter.capture.common import EXPORT, SCRIPT, TRACE
 from exporter.capture_choice import DYNAMO_DEFAULT, capture_choice
 from exporter.errors import CaptureError, DynamicAxesError
+from exporter.frontends.base import EXPORT, SCRIPT, TRACE
 
 
 class _BranchOnData(torch.nn.Module):

@@ -16,10 +16,10 @@ from tests.import_graph import HARNESS, LIBRARY, import_circle, import_graph, im
 # The top of the flow: what builds ONNX graphs from TorchScript ones and what users call (the package root is the
 # public facade over the API and verify; verify's machinery, exporter.localization, exports the model it verifies).
 # Below them: the registry, the graph context, the TorchScript facts (ts_types), the options, the IR and the symbolics.
-UPPER = {"exporter", "exporter.api", "exporter.contract", "exporter.stand_in", "exporter.convert", "exporter.convert_fx", "exporter.verify", "exporter.__main__",
+UPPER = {"exporter", "exporter.api", "exporter.contract", "exporter.stand_in", "exporter.frontends.torchscript.driver", "exporter.frontends.export.driver", "exporter.verify", "exporter.__main__",
          "exporter.localization", "exporter.localization.findings", "exporter.localization.repro",
          "exporter.localization.runs", "exporter.localization.selections", "exporter.localization.verifier",
-         "exporter.localization.captured", "exporter.localization.torchscript_graph", "exporter.localization.fx_graph"}
+         "exporter.localization.captured", "exporter.frontends.torchscript.graph_reader", "exporter.frontends.export.graph_reader"}
 
 
 @functools.lru_cache(maxsize=1)
@@ -47,12 +47,12 @@ def test_the_library_never_imports_the_harness():
 
 def test_the_scan_sees_lazy_imports(tmp_path):
     source = tmp_path / "lazy.py"
-    source.write_text("def f():\n    from exporter.convert import Converter\n")
-    assert "exporter.convert" in imports(source)
+    source.write_text("def f():\n    from exporter.frontends.torchscript.driver import Converter\n")
+    assert "exporter.frontends.torchscript.driver" in imports(source)
 
 
 # What a family module of the op library may build on: the registry, the lowering layer and the facts below them.
-FAMILY_MAY_IMPORT = ("exporter.registry", "exporter.lowering", "exporter.ts_types", "exporter.ir", "exporter.dtypes",
+FAMILY_MAY_IMPORT = ("exporter.registry", "exporter.lowering", "exporter.frontends.torchscript.facts", "exporter.ir", "exporter.dtypes",
                      "exporter.errors", "exporter.options", "exporter.graph_context")
 FAMILIES = sorted(name for name in _import_graph() if name.startswith("exporter.symbolics."))
 
@@ -105,18 +105,18 @@ _TORCHSCRIPT_GRAPH_API = frozenset({
 })
 _TORCHSCRIPT_READERS = {
     # the TorchScript front end: its capture, passes, facts and driver
-    "exporter.capture.torchscript", "exporter.capture.scripted", "exporter.capture.flat_graph",
-    "exporter.capture.mutation", "exporter.capture.script_passes",
-    "exporter.capture.module_state", "exporter.ts_types", "exporter.convert",
+    "exporter.frontends.torchscript.capture", "exporter.frontends.torchscript.scripted", "exporter.frontends.torchscript.flat_graph",
+    "exporter.frontends.torchscript.mutation", "exporter.frontends.torchscript.script_passes",
+    "exporter.frontends.torchscript.module_state", "exporter.frontends.torchscript.facts", "exporter.frontends.torchscript.driver",
     # the check that a trace honours its dynamic axes: it compares two traces of the model, node by node
-    "exporter.capture.traced_sizes",
+    "exporter.frontends.torchscript.traced_sizes",
     # TorchScript's own prim:: ops (If/Loop blocks, lists, tuples): no torch.export program holds them
-    "exporter.symbolics.prim", "exporter.symbolics.control_flow", "exporter.symbolics.loop",
+    "exporter.frontends.torchscript.symbolics.prim", "exporter.frontends.torchscript.symbolics.control_flow", "exporter.frontends.torchscript.symbolics.loop",
     # readers of a TorchScript capture's graph: list-input types and inputs PyTorch's exporter reads at run time
     # (naming), the origin of a TorchScript node (provenance), the captured TorchScript graph as verify reads it
     # (its verifier reads either capture through exporter.localization.captured), the op listing of
     # unconvertible_ops (api), a scripted function's parameters from its schema (binding)
-    "exporter.naming", "exporter.provenance", "exporter.localization.torchscript_graph", "exporter.api",
+    "exporter.naming", "exporter.provenance", "exporter.frontends.torchscript.graph_reader", "exporter.api",
     "exporter.binding",
 }
 

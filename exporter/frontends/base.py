@@ -1,25 +1,54 @@
-"""What every front end's capture is: the :class:`Capture` the converter starts from, and the flattening of a call's
-arguments and results that all front ends share."""
+"""The seam between the pipeline and the front ends: :class:`Capture` (which capture made a graph), the
+:class:`Captured` record every front end's capture gives, the :class:`FrontEnd` each capture's package implements
+(what the pipeline asks of a capture, instead of comparing captures), and the flattening of a call's arguments and
+results that all front ends share.
+
+A front end registers itself (:func:`register`) when its package is imported; a :class:`Captured` is only ever made
+by its front end's capture, so ``captured.front_end`` always finds it. Nothing here imports a front end."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import enum
+import pathlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from exporter.errors import ExportArgumentError
-from exporter.ts_types import graph_output_count
+
+if TYPE_CHECKING:
+    from exporter import ir
+    from exporter.graph_context import ExportSession
+    from exporter.localization.captured import CapturedGraph
 
 SCALARS = (bool, int, float)
 
 
-TRACE, SCRIPT, EXPORT = "trace", "script", "export"  # the captures: torch.jit.trace, torch.jit.script, torch.export
+class Capture(enum.StrEnum):
+    """How a model was captured. The value is the word results rows, op test ids, reports and the command lines write
+    (``capture`` in ``conformance.schema``), so it compares equal to that string."""
+
+    TRACE = "trace"  # torch.jit.trace (scripted functions called inside the traced model stay scripted)
+    SCRIPT = "script"  # a ScriptModule's or ScriptFunction's own graph
+    EXPORT = "export"  # torch.export.export: an ExportedProgram (``dynamo=True``)
+
+    @classmethod
+    def of_dynamo(cls, dynamo: bool) -> Capture:
+        """The capture ``dynamo`` names in an op test or a harness call: EXPORT, or TRACE for TorchScript (a model
+        that is a script keeps its graph: SCRIPT, which only its capture tells)."""
+        return cls.EXPORT if dynamo else cls.TRACE
+
+    @property
+    def dynamo(self) -> bool:
+        """Whether this is the capture ``dynamo=True`` asks for."""
+        return self is Capture.EXPORT
 
 
 @dataclass
-class Capture:
+class Captured:
     """A model captured on example arguments: what the converter starts from, whichever front end made it."""
 
     # The captured graph: TorchScript's (TRACE, SCRIPT) or the ExportedProgram's FX graph (EXPORT, see ``program``).
@@ -35,19 +64,101 @@ class Capture:
     # Wall time of our TorchScript passes after the trace or the scripted graph (inlining, peepholes, constant
     # propagation, functionalization, ...): the export's work, apart from what PyTorch spends capturing.
     graph_passes_seconds: float = 0.0
-    front_end: str = TRACE  # TRACE for a traced model (scripted functions inside it included), SCRIPT, or EXPORT
+    capture: Capture = Capture.TRACE  # TRACE for a traced model (scripted functions inside it included), SCRIPT, EXPORT
     program: Any = None  # EXPORT: the torch.export.ExportedProgram the graph belongs to
-    # Whether the capture honours a set of declared dynamic axes, by that set (see capture/traced_sizes.py): shared by
-    # the copies an export makes of a capture, so a capture exported many times is checked once.
+    # Whether the capture honours a set of declared dynamic axes, by that set (see frontends/torchscript/traced_sizes.py):
+    # shared by the copies an export makes of a capture, so a capture exported many times is checked once.
     size_checks: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def front_end(self) -> FrontEnd:
+        """The front end that made this capture: what the pipeline asks about it."""
+        return _FRONT_ENDS[self.capture]
 
     @property
     def output_count(self) -> int:
         """How many outputs the captured graph has (before quantized outputs become three each)."""
-        if self.front_end == EXPORT:
-            assert self.example_outputs is not None  # the torch.export capture records its outputs
-            return len(self.example_outputs)
-        return graph_output_count(self.graph)
+        return self.front_end.output_count(self)
+
+
+class SizeCheck(ABC):
+    """Whether a capture holds at the sizes its declared dynamic axes leave free: computed before conversion,
+    refused (:meth:`refuse`) after it, so that an op the library cannot convert is the first error reported."""
+
+    seconds: float = 0.0  # the check's time before conversion (a second trace), reported apart
+
+    @abstractmethod
+    def refuse(self, names_in: list[str]) -> None:
+        """Raise where the capture does not hold (``names_in``: the graph's inputs as laid out after conversion)."""
+
+
+class Driver(ABC):
+    """A front end's graph walk: one symbolic call per captured node, building the ONNX graph."""
+
+    node_scopes: dict[str, str]  # ONNX node name -> the module path of the node it came from
+
+    @abstractmethod
+    def convert(self, captured: Captured, input_values: list) -> ir.Graph:
+        """The ONNX graph of ``captured``: ``input_values`` are its user inputs then its parameters."""
+
+
+class FrontEnd(ABC):
+    """What the pipeline asks of the front end that made a capture. One instance per front end; the few methods
+    here are the whole seam between the pipeline and a capture."""
+
+    captures: tuple[Capture, ...]  # the captures this front end makes
+
+    @abstractmethod
+    def output_count(self, captured: Captured) -> int:
+        """How many outputs the captured graph has."""
+
+    @abstractmethod
+    def unshared(self, captured: Captured) -> Captured:
+        """``captured`` as one export may use it: a copy where the conversion rewrites what it reads."""
+
+    @abstractmethod
+    def at_opset(self, captured: Captured, opset: int, keep: Collection = ()) -> Captured:
+        """``captured`` made ready for conversion at ``opset`` (``keep``: ops a custom translation table takes)."""
+
+    @abstractmethod
+    def user_input_names(self, model: Any, args: Any, captured: Captured) -> list[str]:
+        """The default names of the capture's user inputs."""
+
+    @abstractmethod
+    def graph_input_values(self, args: Any, captured: Captured) -> list:
+        """The call's arguments (``export``'s ``args``) as the captured graph's inputs take them, flattened."""
+
+    @abstractmethod
+    def declared_axes(self, captured: Captured, names_in: list[str], names_out: list[str],
+                      axes: dict) -> tuple[dict, bool]:
+        """The dynamic axes the model declares, and whether its shapes are static."""
+
+    @abstractmethod
+    def size_check(self, model: Any, args: Any, captured: Captured, names_in: list[str], axes: dict,
+                   enabled: bool) -> SizeCheck:
+        """The check that ``captured`` holds at every size its declared dynamic axes leave free."""
+
+    @abstractmethod
+    def driver(self, session: ExportSession, source_locations: bool) -> Driver:
+        """The graph walk converting this front end's captures in ``session``."""
+
+    @abstractmethod
+    def graph_reader(self, captured: Captured, inputs: list) -> CapturedGraph:
+        """The captured graph as :func:`exporter.verify` runs and reads it, on ``inputs``."""
+
+    @abstractmethod
+    def dump(self, captured: Captured, directory: pathlib.Path, stem: str) -> pathlib.Path:
+        """Save the captured graph under ``directory`` (file name starting ``stem``); the path written."""
+
+
+_FRONT_ENDS: dict[Capture, FrontEnd] = {}
+
+
+def register(front_end: FrontEnd) -> FrontEnd:
+    """Make ``front_end`` the one its captures' :class:`Captured` records answer to."""
+    for capture in front_end.captures:
+        _FRONT_ENDS[capture] = front_end
+    return front_end
 
 
 def split_args(args: Any) -> tuple[tuple, dict]:

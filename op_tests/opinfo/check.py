@@ -56,7 +56,7 @@ class Prepared:
 
 
 def _outputs(model: torch.nn.Module, args: tuple, seed: int = 0) -> list[np.ndarray]:
-    from exporter.capture import flatten_outputs
+    from exporter.frontends.base import flatten_outputs
 
     torch.manual_seed(seed)
     with torch.no_grad():

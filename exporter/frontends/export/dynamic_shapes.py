@@ -25,8 +25,8 @@ from torch.export.dynamic_shapes import _DerivedDim, _DimHint
 from torch.utils import _pytree as pytree
 
 from exporter import binding
-from exporter.capture.common import SCALARS, split_args
 from exporter.errors import ExportArgumentError
+from exporter.frontends.base import SCALARS, split_args
 
 Dim = torch.export.Dim
 
