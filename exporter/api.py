@@ -329,7 +329,7 @@ def run_export(
             keep_module_boundaries=bool(export_modules_as_functions), times=times,
         )
         with times.stage("names"):
-            names_in = naming.drop_unused_inputs(graph, names_in, len(params), opset)
+            names_in = naming.drop_unused_inputs(graph, names_in, len(params), opset, front_end.read_at_run_time)
         if provenance_in_model:
             write_doc_strings(graph)
         outline = None

@@ -8,7 +8,7 @@ nothing reads; this module does the same around the converter's graph.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -145,7 +145,8 @@ def graph_inputs(captured: Captured, names: list[str], axes: dict, export_params
     inputs: list[ir.Value | qdq.QTensor] = []
     for name, tensor in zip(names[:user_count], captured.user_inputs, strict=True):
         if isinstance(tensor, list):
-            inputs.append(_sequence_input(name, tensor, captured.graph, len(inputs), axes))
+            number_type = captured.front_end.list_input_number_type(captured, len(inputs))
+            inputs.append(_sequence_input(name, tensor, number_type, axes))
             continue
         shape = list(tensor.shape)
         for axis, dim_name in axes.get(name, {}).items():
@@ -165,17 +166,14 @@ def graph_inputs(captured: Captured, names: list[str], axes: dict, export_params
     return inputs, params
 
 
-_NUMBER_LIST_TYPES = {"IntType": torch.int64, "FloatType": torch.float64, "BoolType": torch.bool}
-
-
-def _sequence_input(name: str, items: list[torch.Tensor], graph, position: int, axes: dict) -> ir.Value:
+def _sequence_input(name: str, items: list[torch.Tensor], number_type: torch.dtype | None, axes: dict) -> ir.Value:
     """A list input: an ONNX sequence of its items' element type (a list of numbers: int64, double or bool, as
-    PyTorch's exporter feeds them). Its items may have any shape and the list any length at run time."""
+    PyTorch's exporter feeds them; ``number_type``, where the list holds numbers). Its items may have any shape and
+    the list any length at run time."""
     if name in axes:
         raise ExportArgumentError(f"dynamic_axes[{name!r}] names axes of a list input, an ONNX sequence: its items "
                                   "have no fixed shape to make dynamic")
-    element = list(graph.inputs())[position].type().getElementType()
-    types = {t.dtype for t in items} or {_NUMBER_LIST_TYPES.get(element.kind(), torch.get_default_dtype())}
+    types = {t.dtype for t in items} or {number_type or torch.get_default_dtype()}
     if len(types) > 1:
         raise ExportArgumentError(f"the list input {name!r} holds tensors of several element types "
                                   f"({sorted(str(t) for t in types)}); an ONNX sequence holds one")
@@ -183,7 +181,7 @@ def _sequence_input(name: str, items: list[torch.Tensor], graph, position: int, 
     value = ir.Value(name, dtypes.onnx_from_torch(types.pop()), None, kind=ir.SEQUENCE)
     # Items of a list[int]/float/bool are numbers (0-d); the rank of tensor items is taken from the example where
     # they agree, their sizes are left free.
-    value.elem_shape = () if element.kind() in _NUMBER_LIST_TYPES else (
+    value.elem_shape = () if number_type is not None else (
         (None,) * ranks.pop() if len(ranks) == 1 else None)
     return value
 
@@ -216,50 +214,15 @@ def name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> N
     graph.outputs = renamed
 
 
-def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int, opset: int) -> list[str]:
+def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int, opset: int,
+                       read_at_run_time: Callable[[ir.Value, int], bool]) -> list[str]:
     """Remove the model's own inputs that no node reads, as PyTorch's exporter does, except those it keeps reading at
-    run time even where this converter folded the read (see ``_read_at_run_time_by_torch``), so callers feed the
-    inputs they would feed its model. The names of the inputs left, the ``param_count`` parameters last."""
+    run time even where this converter folded the read (``read_at_run_time``, the capture's front end's), so callers
+    feed the inputs they would feed its model. The names of the inputs left, the ``param_count`` parameters last."""
     user_count = len(names) - param_count
     used = passes.used_values(graph)
     unused = {id(v) for v in graph.inputs[:user_count]
               if id(v) not in used and not v.read_by_folded_op
-              and not (v.argument is not None and _read_at_run_time_by_torch(v.argument, _has_static_shape(v), opset))}
+              and not read_at_run_time(v, opset)}
     graph.inputs = [v for v in graph.inputs if id(v) not in unused]
     return [v.name for v in graph.inputs[:user_count - len(unused)]] + names[user_count:]
-
-
-# TorchScript ops whose argument at this position PyTorch's exporter reads at run time (a Shape node it does not fold)
-# even when the shape is static, so the input stays though this converter folds the read: {kind: (position, the first
-# opset at which PyTorch's exporter folds the read too, None for none)}.
-_READ_AT_RUN_TIME = {"aten::view_as": (1, None), "aten::reshape_as": (1, None), "aten::expand_as": (1, None),
-                     "aten::full_like": (0, None), "aten::copy_": (0, None), "aten::unbind": (0, None),
-                     "aten::Int": (0, None), "aten::_dim_arange": (0, 11)}
-_SHAPE_QUERIES = frozenset({"aten::size", "aten::sym_size", "aten::dim", "aten::numel", "aten::len", "prim::shape"})
-_FILLS = frozenset({"aten::fill_", "aten::fill"})
-
-
-def _has_static_shape(value: ir.Value) -> bool:
-    return value.shape is not None and all(isinstance(dim, int) for dim in value.shape)
-
-
-def _read_at_run_time_by_torch(ts_value, static: bool, opset: int) -> bool:
-    """Whether PyTorch's exporter reads the input ``ts_value`` at run time where this converter folded every read:
-    through ``view_as``/``reshape_as``/``expand_as`` (the other tensor's shape), ``full_like``, ``copy_`` into it,
-    ``unbind`` and ``int()`` of it; through ``_dim_arange`` below opset 11; through ``fill_``
-    with a value computed at run time; through a shape query when its shape has dynamic axes; as an item of a list
-    indexed at a position computed at run time."""
-    for use in ts_value.uses():
-        kind = use.user.kind()
-        position, folded_from = _READ_AT_RUN_TIME.get(kind, (None, None))
-        if position == use.offset and (folded_from is None or opset < folded_from):
-            return True
-        if not static and kind in _SHAPE_QUERIES:
-            return True
-        if kind in _FILLS and use.offset == 0 and use.user.inputsAt(1).node().kind() != "prim::Constant":
-            return True
-        if kind == "prim::ListConstruct" and any(
-                item.user.kind() == "aten::__getitem__" and item.user.inputsAt(1).node().kind() != "prim::Constant"
-                for item in use.user.output().uses()):
-            return True  # an item of a list indexed at a run-time position: PyTorch's exporter makes the list a sequence
-    return False

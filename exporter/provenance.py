@@ -87,8 +87,8 @@ class Provenance:
     its ONNX element type. :meth:`node` and :meth:`value` give the readable :class:`Origin`.
     """
 
-    nodes: dict[str, torch._C.Node]
-    values: dict[str, tuple[torch._C.Value, int | None]]
+    nodes: dict[str, Any]  # a front end's node stamp (a TorchScript node, an FX node)
+    values: dict[str, tuple[Any, int | None]]  # its value stamp, and the ONNX element type
 
     @classmethod
     def of(cls, graph: ir.Graph) -> Provenance:

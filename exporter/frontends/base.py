@@ -129,6 +129,15 @@ class FrontEnd(ABC):
         """The call's arguments (``export``'s ``args``) as the captured graph's inputs take them, flattened."""
 
     @abstractmethod
+    def list_input_number_type(self, captured: Captured, position: int) -> torch.dtype | None:
+        """The dtype of the numbers the list input at ``position`` holds; None where it holds tensors."""
+
+    @abstractmethod
+    def read_at_run_time(self, value: ir.Value, opset: int) -> bool:
+        """Whether PyTorch's exporter reads the graph input ``value`` at run time where the converter folded every
+        read (it stays an input, though no node reads it)."""
+
+    @abstractmethod
     def declared_axes(self, captured: Captured, names_in: list[str], names_out: list[str],
                       axes: dict) -> tuple[dict, bool]:
         """The dynamic axes the model declares, and whether its shapes are static."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from exporter import ir
 from exporter.frontends.base import Capture, Captured, Driver, FrontEnd, SizeCheck, flatten, split_args
 from exporter.frontends.export import origin as _origin  # noqa: F401  (registers the origin of its stamps)
 from exporter.frontends.export.capture import at_opset, program_axes, user_input_placeholders
@@ -50,6 +51,12 @@ class ExportFrontEnd(FrontEnd):
         """The tensors alone: the program specialized the numbers."""
         positional, kwargs = split_args(args)
         return flatten((positional, kwargs))[0]
+
+    def list_input_number_type(self, captured: Captured, position: int) -> torch.dtype | None:
+        return None  # a program's inputs are tensors
+
+    def read_at_run_time(self, value: ir.Value, opset: int) -> bool:
+        return False  # inputs are the program's: no read is folded that PyTorch's exporter makes at run time
 
     def declared_axes(self, captured: Captured, names_in: list[str], names_out: list[str],
                       axes: dict) -> tuple[dict, bool]:

@@ -8,8 +8,11 @@ import pathlib
 from collections.abc import Collection
 from typing import Any
 
-from exporter import naming
+import torch
+
+from exporter import ir, naming
 from exporter.frontends.base import Capture, Captured, Driver, FrontEnd, SizeCheck, flatten, split_args
+from exporter.frontends.torchscript import boundary
 from exporter.frontends.torchscript import origin as _origin  # noqa: F401  (registers the origin of its stamps)
 from exporter.frontends.torchscript import symbolics as _families  # noqa: F401  (registers the prim families)
 from exporter.frontends.torchscript.driver import Converter
@@ -62,6 +65,12 @@ class TorchScriptFrontEnd(FrontEnd):
             else:
                 out.extend(flatten(argument, numbers_as_tensors=True)[0])
         return out
+
+    def list_input_number_type(self, captured: Captured, position: int) -> torch.dtype | None:
+        return boundary.list_input_number_type(captured.graph, position)
+
+    def read_at_run_time(self, value: ir.Value, opset: int) -> bool:
+        return boundary.read_at_run_time(value, opset)
 
     def declared_axes(self, captured: Captured, names_in: list[str], names_out: list[str],
                       axes: dict) -> tuple[dict, bool]:
