@@ -43,7 +43,7 @@ def test_resnet18_at_the_opset_asked(opset):
     assert _opset_of(written) == opset
     (actual,) = _run(written, {"x": x})
     np.testing.assert_allclose(actual, model(x).detach().numpy(), rtol=1e-4, atol=1e-4)
-    assert result.capture.front_end == "export"
+    assert result.capture.capture == "export"
 
 
 class _Flatten(torch.nn.Module):
