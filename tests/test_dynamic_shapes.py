@@ -169,7 +169,7 @@ class _FixedRecurrent(_Recurrent):
 
 class _BranchOnBlocks(torch.nn.Module):
     def forward(self, x):
-        if 1 + x.shape[0] // 4 == 3:  # three blocks: another branch at other lengths (export_guards refuses it)
+        if 1 + x.shape[0] // 4 == 3:  # three blocks: another branch at other lengths (the export front end's guards refuse it)
             return x * 2
         return x + 1
 

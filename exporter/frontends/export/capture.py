@@ -466,7 +466,7 @@ def program_axes(captured: Captured, names_in: list[str], names_out: list[str],
     (named as ``axes`` names it, else after its symbol: ``s77``), and every symbolic output dim (named as the input
     dim it is, else after its expression: ``u0`` for a size the data decides, ``2*s77``).
     An axis ``axes`` asks for that the program holds static is an error: the model's code fixed its size (the
-    program's guards on the symbolic ones are ``export_guards``'s)."""
+    program's guards on the symbolic ones are ``guards``'s)."""
     program = captured.program
     user = user_input_placeholders(program)
     result = {name: dict(dims) for name, dims in axes.items()}

@@ -1,4 +1,5 @@
-"""Convert: one symbolic call per TorchScript node, building the in-memory ONNX graph.
+"""The TorchScript driver: one symbolic call per TorchScript node, building the in-memory ONNX graph (the lookup, the
+call and the folding policy it shares with the FX driver are ``exporter.conversion_core``'s).
 
 Nodes whose inputs are all Python or tensor constants are evaluated with PyTorch itself (TorchScript-level
 constant folding: shape arithmetic on static shapes, constant tensors), so the ONNX graph only carries
