@@ -33,7 +33,7 @@ from pathlib import Path
 
 from conformance import arguments
 from conformance import results as results_io
-from conformance.schema import CAPTURE_CHOICES, STATUSES, TORCHSCRIPT
+from conformance.schema import CAPTURE_CHOICES, EXPORT, STATUSES, TORCHSCRIPT
 from conformance.summary import print_summary
 from conformance.verdict import is_failure
 from exporter.ort_session import ORT_LEVEL_VARIABLE, ORT_LEVELS, ort_level
@@ -44,7 +44,7 @@ def _default_out(tier: str, shard: tuple[int, int] | None, exporter: str = "engi
     if exporter == "transformers":  # always torch.export captures: the route names the file
         return os.path.join("results", f"conformance_{tier}_transformers{suffix}.jsonl")
     peer = "_peer" if exporter == "peer" else ""
-    export = "_export" if capture == "export" else ""
+    export = "_export" if capture == EXPORT else ""
     return os.path.join("results", f"conformance_{tier}{peer}{export}{suffix}.jsonl")
 
 
@@ -61,7 +61,7 @@ def _select(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list:
         if problem:
             parser.error(f"{option}: {problem}")
     modes = ("static", "dynamic") if args.mode == "both" else (args.mode,)
-    if getattr(args, "exporter", "engine") == "peer" and args.capture == "export":
+    if getattr(args, "exporter", "engine") == "peer" and args.capture == EXPORT:
         parser.error("--capture export: the peer (torch.onnx, dynamo=False) runs TorchScript captures only")
     selected = case_sel.select(
         tier=args.tier, opsets=args.opsets, providers=case_sel.providers_for(args.ep, args.tier), modes=modes,
@@ -69,7 +69,7 @@ def _select(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list:
         exporter=getattr(args, "exporter", "engine"), exclude=_names(getattr(args, "exclude", None)),
         capture=args.capture)
     if not selected:
-        export_ids = args.capture != "export" and any(p.endswith("/export") for p in getattr(args, "case", None) or [])
+        export_ids = args.capture != EXPORT and any(p.endswith("/export") for p in getattr(args, "case", None) or [])
         parser.error("these options select no case (`python -m conformance list` with the tier's options shows what each selects)"
                      + ("; a case id ending in /export is a torch.export case: add --capture export" if export_ids else ""))
     return selected

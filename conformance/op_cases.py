@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 
 from conformance.arguments import ALL_OPSETS
+from conformance.schema import EXPORT, TRACE
 
 QUICK_OPSETS = (11, 16, 18, 20)
 COST = 0.05  # relative to a resnet50 model case: op cases sort after the models, which keeps the run's tail short
@@ -45,7 +46,7 @@ def run(case: dict, row: dict) -> None:
     """Run the op case described by the conformance ``case`` and fill ``row`` with its result."""
     from op_tests.harness import run_case
 
-    capture = "export" if case.get("capture") == "export" else "trace"
+    capture = EXPORT if case.get("capture") == EXPORT else TRACE
     op_row = run_case(by_name()[case["name"]], case["opset"], case["mode"] == "dynamic", case["provider"], capture)
     # Keep what the runner already knows (family, ...) where the op row has nothing to say.
     row.update({key: value for key, value in op_row.items() if value is not None})

@@ -70,7 +70,7 @@ def _as_float64(obj: Any) -> Any:
 
 
 def flat_outputs(obj: Any) -> list[np.ndarray]:
-    from exporter.capture import flatten_outputs
+    from exporter.frontends.base import flatten_outputs
 
     return [t.detach().cpu().numpy() for t in flatten_outputs(obj)]
 

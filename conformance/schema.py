@@ -99,7 +99,7 @@ FIELDS = {
 FAILURES = ("mismatch", "export_error", "checker_error", "ort_error", "timeout", "crash", "env_error")
 
 
-# The captures a row records (exporter.capture's TRACE, SCRIPT, EXPORT, written out so that reading results needs no
+# The captures a row records (the values of exporter.Capture, written out so that reading results needs no
 # torch), and the choice ``run --capture`` offers: TorchScript (each model traced or scripted, as it is written) or
 # torch.export (``exporter.export(..., dynamo=True)``).
 TRACE, SCRIPT, EXPORT = "trace", "script", "export"

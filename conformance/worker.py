@@ -39,6 +39,7 @@ from conformance.prepared import Prepared, WorkerState, clone_inputs, flat_outpu
 from conformance.schema import EXPORT, SCRIPT, TRACE, empty_row, truncated
 from conformance.session import cuda_environment, gpu_name
 from conformance.transformers_route import TRANSFORMERS, export_through_transformers
+from exporter import Capture
 from exporter.numerics import Verdict, compare_arrays
 
 
@@ -60,7 +61,7 @@ def torchscript_capture(model) -> str:
 def aten_ops_of(captured) -> list[str]:
     """The captured graph's op kinds: TorchScript node kinds, or for a torch.export capture the ATen ops its program
     calls ('aten::convolution'), as converted at the case's opset."""
-    if getattr(captured, "front_end", None) != EXPORT:
+    if captured.capture != Capture.EXPORT:
         return aten_ops(captured.graph)
     kinds = set()
     for node in captured.graph.nodes:

@@ -29,6 +29,7 @@ from exporter.errors import (
     SymbolicValueError,
     UnsupportedOperatorError,
 )
+from exporter.frontends.base import Capture
 from exporter.program import ONNXProgram
 from exporter.registry import MAX_OPSET, MIN_OPSET, parse_args
 from exporter.stand_in import in_place_of_torch_onnx
@@ -37,6 +38,7 @@ from exporter.version import __version__
 
 __all__ = [
     "__version__",
+    "Capture",
     "DEFAULT_OPSET",
     "MAX_OPSET",
     "MIN_OPSET",

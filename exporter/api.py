@@ -4,7 +4,6 @@ capture -> convert -> optimize -> assemble -> validate -> write."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import logging
 import os
@@ -45,23 +44,18 @@ from exporter.arguments import (
     state_tensors,
     with_keyword_arguments,
 )
-from exporter.capture import EXPORT, Capture, capture, split_list_inputs
-from exporter.capture.export import at_opset, program_axes
-from exporter.capture.export_guards import check_program_guards
-from exporter.capture.traced_sizes import check_traced_axes
 from exporter.capture_choice import capture_choice, captured_or_traced, traced_arguments
-from exporter.convert import Converter
-from exporter.convert_fx import FxConverter
 from exporter.custom_translation import as_table as translation_table
 from exporter.errors import ExportArgumentError
+from exporter.frontends.base import Captured
+from exporter.frontends.torchscript.capture import capture
+from exporter.frontends.torchscript.driver import collect_unconvertible
 from exporter.graph_context import ExportSession
-from exporter.lowering.sequence import SEQUENCE_OPSET
 from exporter.options import OperatorExportTypes, TrainingMode, enum_member
 from exporter.program import NON_STRICT, ONNXProgram
 from exporter.provenance import Provenance, write_doc_strings
 from exporter.registry import REGISTRY
 from exporter.timing import StageTimes
-from exporter.ts_types import blocks_of
 
 logger = logging.getLogger("exporter")
 
@@ -143,25 +137,8 @@ def unconvertible_ops(
     with _exporting(), select_model_mode_for_export(model, training):
         captured = capture(model, args)
     missing: list[str] = []
-    _collect_unconvertible(captured.graph.nodes(), opset, missing)
+    collect_unconvertible(captured.graph.nodes(), opset, missing)
     return captured.graph, missing
-
-
-def _collect_unconvertible(nodes, opset: int, missing: list[str]) -> None:
-    from exporter.convert import PYTHON_OP, python_op_class
-
-    for node in nodes:
-        kind = node.kind()
-        if kind == "prim::Constant":
-            continue
-        if kind == PYTHON_OP and not REGISTRY.is_supported(kind, opset):
-            if getattr(python_op_class(node), "symbolic", None) is None and node.hasAttribute("Subgraph"):
-                _collect_unconvertible(node.g("Subgraph").nodes(), opset, missing)
-            continue
-        if not REGISTRY.is_supported(kind, opset) and kind not in missing:
-            missing.append(kind)
-        for block in blocks_of(node):
-            _collect_unconvertible(block.nodes(), opset, missing)
 
 
 _log_handler: logging.Handler | None = None
@@ -255,7 +232,7 @@ def run_export(
     custom_translation_table: Mapping[Any, Any] | None = None,
     dynamic_shapes: Mapping[str, Any] | Sequence[Any] | None = None,
     provenance_in_model: bool = False,
-    captured: Capture | None = None,
+    captured: Captured | None = None,
     runtime_workarounds: bool | Collection[str] = True,
     check_dynamic_axes: bool = True,
     exported_program_given: bool = False,
@@ -308,13 +285,11 @@ def run_export(
                 captured = captured_or_traced(model, call_args, args, request, choice)
             else:
                 captured = capture(model, args)
-            if dynamo and captured.front_end != EXPORT:  # the fallback's trace, made here or by prepare_capture
+            if dynamo and not captured.capture.dynamo:  # the fallback's trace, made here or by prepare_capture
                 args, request = traced_arguments(model, call_args, dynamic_shapes, requested_axes, input_names)
                 dynamo = False
-            if captured.front_end == EXPORT:
-                captured = at_opset(captured, opset, translations.overloads if translations else ())
-            elif opset < SEQUENCE_OPSET:  # no ONNX sequences: one input per item
-                captured = split_list_inputs(captured)
+            front_end = captured.front_end
+            captured = front_end.at_opset(captured, opset, translations.overloads if translations else ())
         if captured_here:  # PyTorch's trace (or scripted graph) is the floor; our passes over it are not
             times.move(captured.graph_passes_seconds, "capture", "capture passes")
         with times.stage("names"):
@@ -324,13 +299,10 @@ def run_export(
             requested_axes = known_dynamic_axes({**request.axes_by_name(names_in, named_only=dynamo), **requested_axes},
                                                 names_in, names_out, len(captured.user_inputs))
             naming.refuse_complex_boundary(captured, names_in, names_out)
-            axes = normalize_dynamic_axes(requested_axes)
-            static_shapes = not axes
-            traced_check = check_traced_axes(model, args, captured, names_in, axes, check_dynamic_axes)
-            times.move(traced_check.seconds, "names", "dynamic axes check")  # the second trace: apart from names
-            if captured.front_end == EXPORT:
-                axes = program_axes(captured, names_in, names_out, axes)
-                static_shapes = not any(name in axes for name in names_in)  # a data-decided output size is no reason
+            axes, static_shapes = front_end.declared_axes(captured, names_in, names_out,
+                                                          normalize_dynamic_axes(requested_axes))
+            size_check = front_end.size_check(model, args, captured, names_in, axes, check_dynamic_axes)
+            times.move(size_check.seconds, "names", "dynamic axes check")  # a second trace: apart from names
             session = ExportSession(
                 opset=opset,
                 static_shapes=static_shapes,
@@ -345,26 +317,19 @@ def run_export(
         if logger.isEnabledFor(logging.INFO):  # counting the nodes walks the whole graph
             logger.info("converting %d TorchScript nodes at opset %d", len(list(captured.graph.nodes())), opset)
         with times.stage("convert"):
-            converter: FxConverter | Converter
-            if captured.front_end == EXPORT:
-                converter = FxConverter(session)
-                graph = converter.convert_program(captured, inputs + params)
-            else:
-                converter = Converter(session, source_locations=verbose)
-                graph = converter.convert_graph(captured.graph, inputs + params)
+            converter = front_end.driver(session, source_locations=verbose)
+            graph = converter.convert(captured, inputs + params)
             names_in = naming.lay_out_inputs(graph, inputs, params, names_in, export_params)
             feed_names = names_in[:len(captured.user_inputs)]  # each flat argument's input, before unused ones go
             naming.name_outputs(graph, names_out, session)
-        traced_check.refuse()  # once converted: an op the library cannot convert is the first error to fix
-        if captured.front_end == EXPORT:
-            check_program_guards(model, args, captured, names_in, axes, check_dynamic_axes)
+        size_check.refuse(names_in)  # once converted: an op the library cannot convert is the first error to fix
         logger.info("optimizing %d ONNX nodes", len(graph.nodes))
         passes.optimize(
             graph, opset, do_constant_folding=session.fold_params, fold_params=not is_training,
             keep_module_boundaries=bool(export_modules_as_functions), times=times,
         )
         with times.stage("names"):
-            names_in = naming.drop_unused_inputs(graph, names_in, len(params), opset)
+            names_in = naming.drop_unused_inputs(graph, names_in, len(params), opset, front_end.read_at_run_time)
         if provenance_in_model:
             write_doc_strings(graph)
         outline = None
@@ -379,7 +344,7 @@ def run_export(
         )
     with times.stage("result"):
         recorded = Provenance.of(graph) if provenance.RECORD else None
-        program = None if captured.front_end != EXPORT else captured.program
+        program = captured.program  # torch.export's; None for a TorchScript capture
         result = ONNXProgram(
             model_proto, capture=captured, input_names=names_in, output_names=names_out, feed_names=feed_names,
             signature=binding.signature_of(model), provenance=recorded, workarounds=sorted(session.used_workarounds),
@@ -399,7 +364,7 @@ def prepare_capture(
     dynamic_shapes: Mapping[str, Any] | Sequence[Any] | None = None,
     dynamic_axes: Mapping[str, Mapping[int, str]] | Mapping[str, Sequence[int]] | None = None,
     input_names: Sequence[str] | None = None,
-) -> Capture:
+) -> Captured:
     """Capture ``model`` on ``args`` as :func:`export` would (in the ``training`` mode, with
     ``is_in_onnx_export()`` true), for ``export(..., captured=...)`` to reuse: tracing once, exporting many times.
     ``dynamo=True`` captures with torch.export, whose program fixes which axes are dynamic: give ``dynamic_shapes``
@@ -421,16 +386,13 @@ def prepare_capture(
         return capture(model, args)
 
 
-def _unshared(captured: Capture, dynamic_shapes: Any) -> Capture:
-    if not isinstance(captured, Capture):
+def _unshared(captured: Captured, dynamic_shapes: Any) -> Captured:
+    if not isinstance(captured, Captured):
         raise ExportArgumentError(
-            f"captured must be a Capture from exporter.prepare_capture, got {type(captured).__name__}")
+            f"captured must be a Captured from exporter.prepare_capture, got {type(captured).__name__}")
     if dynamic_shapes is not None:
         raise ExportArgumentError("dynamic_shapes is given with a capture: pass it to prepare_capture")
-    if captured.front_end == EXPORT:  # at_opset decomposes a copy of the program
-        return captured
-    # The converter's passes rewrite the TorchScript graph they read: each export gets its own copy.
-    return dataclasses.replace(captured, graph=captured.graph.copy())
+    return captured.front_end.unshared(captured)
 
 
 def pretty_text(model: onnx.ModelProto) -> str:

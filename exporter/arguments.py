@@ -11,10 +11,10 @@ from typing import Any
 import torch
 
 from exporter import binding
-from exporter.capture import flatten, split_args
-from exporter.capture.dynamic_shapes import DynamicRequest, read_dynamic_shapes
-from exporter.capture.export import check_dynamic_shapes, dynamic_shapes_from_axes
 from exporter.errors import ExportArgumentError
+from exporter.frontends.base import flatten, split_args
+from exporter.frontends.export.capture import check_dynamic_shapes, dynamic_shapes_from_axes
+from exporter.frontends.export.dynamic_shapes import DynamicRequest, read_dynamic_shapes
 from exporter.lowering import runtime
 from exporter.options import OperatorExportTypes, TrainingMode
 from exporter.registry import MAX_OPSET, MIN_OPSET
@@ -46,7 +46,7 @@ def check_export_capture_options(operator_export_type: OperatorExportTypes, expo
 
 def dynamic_request(model: Any, args: Any, dynamic_shapes: Any, dynamic_axes: dict, input_names,
                     dynamo: bool) -> DynamicRequest:
-    """``dynamic_shapes`` read for the capture (``exporter/capture/dynamic_shapes.py``: for the TorchScript capture,
+    """``dynamic_shapes`` read for the capture (``exporter/frontends/export/dynamic_shapes.py``: for the TorchScript capture,
     its axes become ``dynamic_axes``), else, for torch.export, ``dynamic_axes`` translated to its form."""
     if dynamic_shapes is not None:
         if dynamic_axes:

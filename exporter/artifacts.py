@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from exporter.capture import EXPORT, Capture, flatten_outputs, split_args
+from exporter.frontends.base import Captured, flatten_outputs, split_args
 from exporter.numerics import compare_arrays
 from exporter.tolerances import DEFAULT_ATOL, DEFAULT_RTOL, Tolerance
 
@@ -75,18 +75,12 @@ class Artifacts:
         pstats.Stats(self._profiler, stream=out).sort_stats("cumulative").print_stats(PROFILE_LINES)
         return out.getvalue()
 
-    def dump_capture(self, captured: Capture) -> None:
+    def dump_capture(self, captured: Captured) -> None:
         """Save the captured program: torch.export's with ``torch.export.save`` (``.pt2``), a TorchScript graph as
         text (``.txt``)."""
         if not self.dump:
             return
-        if captured.front_end == EXPORT:
-            path = self.directory / f"onnx_export_{self.timestamp}.pt2"
-            torch.export.save(captured.program, path)
-        else:
-            path = self.directory / f"onnx_export_{self.timestamp}_torchscript.txt"
-            path.write_text(str(captured.graph))
-        self.written.append(path)
+        self.written.append(captured.front_end.dump(captured, self.directory, f"onnx_export_{self.timestamp}"))
 
     def finish(self, model: Any, program: Any = None, error: BaseException | None = None,
                checks: list[OutputCheck] | None = None) -> None:
@@ -134,10 +128,10 @@ def _report_text(model: Any, program: Any, error: BaseException | None, checks: 
 def _program_lines(program: Any) -> list[str]:
     proto = program.model_proto
     opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in proto.opset_import)
-    front_end = program.capture.front_end if program.capture is not None else "?"
+    capture = program.capture.capture if program.capture is not None else "?"
     ops = collections.Counter(node.op_type if not node.domain else f"{node.domain}::{node.op_type}"
                               for node in proto.graph.node)
-    lines = ["## Model", "", f"- capture: {front_end} (strategy: {program._capture_strategy})",
+    lines = ["## Model", "", f"- capture: {capture} (strategy: {program._capture_strategy})",
              f"- opsets: {opsets}; IR version {proto.ir_version}",
              f"- inputs: {', '.join(i.name for i in proto.graph.input)}",
              f"- outputs: {', '.join(o.name for o in proto.graph.output)}",

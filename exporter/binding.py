@@ -27,8 +27,8 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from exporter.capture import split_args
 from exporter.errors import ExportArgumentError
+from exporter.frontends.base import split_args
 
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
@@ -53,7 +53,7 @@ def bind_for_trace(model: Any, args: Any) -> Any:
     the dict's in ``forward``'s order (what ``**kwargs`` takes last, in the caller's order), passed by name; a
     parameter left out keeps its default, a constant of the model (see the module docstring)."""
     if isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
-        return args  # bound by its schema as it is captured (capture/scripted.py), a None default left a constant
+        return args  # bound by its schema as it is captured (frontends/torchscript/scripted.py), a None default left a constant
     signature = signature_of(model)
     positional, keywords = split_args(args)
     if signature is None:
@@ -98,19 +98,7 @@ def graph_input_values(args: Any, capture: Any) -> list:
     """The arguments as the captured graph's inputs take them: flattened, except that a list argument that is one
     input (a scripted list, an ONNX sequence) stays one list of tensors, whatever its length. A torch.export
     program takes the tensors alone (it specialized the numbers)."""
-    from exporter.capture import EXPORT, flatten
-
-    positional, kwargs = split_args(args)
-    if capture.front_end == EXPORT:
-        return flatten((positional, kwargs))[0]
-    user_inputs = capture.user_inputs
-    out: list = []
-    for argument in list(positional) + list(kwargs.values()):
-        if isinstance(argument, (list, tuple)) and len(out) < len(user_inputs) and isinstance(user_inputs[len(out)], list):
-            out.append(flatten(list(argument), numbers_as_tensors=True)[0])
-        else:
-            out.extend(flatten(argument, numbers_as_tensors=True)[0])
-    return out
+    return capture.front_end.graph_input_values(args, capture)
 
 
 def export_input_names(model: Any, args: Any) -> list[str]:

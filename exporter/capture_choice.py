@@ -5,7 +5,7 @@
 torch.export cannot capture the model (data-dependent control flow, quantized modules' packed parameters: 24 of the
 zoo's models, docs/measurements/2026-12-07-fallback-to-tracing.md), the TorchScript trace instead, with a warning naming torch.export's reason, as
 torch.onnx's ``fallback=True`` did. The trace goes through every check a trace export goes through: its declared
-dynamic axes are traced again at other sizes (``capture/traced_sizes.py``), so the fallback is never a silently fixed
+dynamic axes are traced again at other sizes (``frontends/torchscript/traced_sizes.py``), so the fallback is never a silently fixed
 size. A caller who passed ``dynamo=True`` gets torch.export's refusal; ``dynamo=False``, the trace.
 """
 
@@ -18,10 +18,11 @@ from typing import Any
 import torch
 
 from exporter.arguments import bound_arguments, dynamic_request
-from exporter.capture import Capture, capture
-from exporter.capture.dynamic_shapes import DynamicRequest
-from exporter.capture.export import capture_program
 from exporter.errors import CaptureError, ExportArgumentError
+from exporter.frontends.base import Captured
+from exporter.frontends.export.capture import capture_program
+from exporter.frontends.export.dynamic_shapes import DynamicRequest
+from exporter.frontends.torchscript.capture import capture
 
 
 class _DynamoDefault:
@@ -66,7 +67,7 @@ def capture_choice(dynamo: Any, model: Any = None) -> CaptureChoice:
 
 
 def captured_or_traced(model: Any, call_args: Any, args: Any, request: DynamicRequest,
-                       choice: CaptureChoice) -> Capture:
+                       choice: CaptureChoice) -> Captured:
     """torch.export's capture of ``model`` on ``args`` (bound for it), or, where it refuses and the caller did not
     choose the capture, the trace on ``call_args`` (the call's arguments, unbound), with a warning naming the refusal.
     An export that gets a trace reads the arguments as :func:`traced_arguments` gives them."""

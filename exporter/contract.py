@@ -18,9 +18,9 @@ from exporter import destination
 from exporter.api import prepare_capture, pretty_text, run_export
 from exporter.arguments import with_keyword_arguments
 from exporter.artifacts import Artifacts, check_outputs
-from exporter.capture.export import capture_given_program
 from exporter.capture_choice import DYNAMO_DEFAULT
 from exporter.errors import ExportArgumentError
+from exporter.frontends.export.capture import capture_given_program
 from exporter.options import OperatorExportTypes, TrainingMode
 from exporter.program import ONNXProgram
 

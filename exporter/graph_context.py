@@ -41,8 +41,8 @@ _INT64_OUTPUT_OPS = frozenset({"Shape", "Size", "ArgMax", "ArgMin", "NonZero", "
 
 class NodeFacts:
     """What a symbolic may ask about the op it converts beyond its arguments' values, answered by the front end
-    that captured the graph (:class:`exporter.ts_types.TorchScriptFacts`, :class:`exporter.fx_facts.FxFacts`).
-    ``node`` is the front end's own node; a symbolic never reads it, only these answers (through its
+    that captured the graph (``exporter.frontends.torchscript.facts.TorchScriptFacts``,
+    ``exporter.frontends.export.facts.FxFacts``). ``node`` is the front end's own node; a symbolic never reads it, only these answers (through its
     :class:`GraphContext`)."""
 
     def kind(self, node) -> str:

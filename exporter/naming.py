@@ -8,28 +8,24 @@ nothing reads; this module does the same around the converter's graph.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from exporter import binding, dtypes, ir, passes
-from exporter.capture import EXPORT, Capture, flatten, split_args
-from exporter.capture.export import user_input_placeholders
 from exporter.errors import ExportArgumentError, SymbolicValueError
+from exporter.frontends.base import Captured, flatten, split_args
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import qdq
 
 
-def input_names(model: Any, args: Any, captured: Capture, given: Sequence[str] | None) -> list[str]:
+def input_names(model: Any, args: Any, captured: Captured, given: Sequence[str] | None) -> list[str]:
     """Names of the model's inputs then of its used parameters. As in PyTorch's exporter, ``given`` names the
     inputs and then every parameter and buffer in state_dict order, used or not. The inputs' own names: torch.export's
     for its program (its placeholders', as PyTorch's torch.export-based ONNX exporter names them), else after
     ``forward``'s parameters."""
-    if captured.front_end == EXPORT:
-        user = [node.name for node in user_input_placeholders(captured.program)]
-    else:
-        user = _default_user_input_names(model, args, captured.user_inputs)
+    user = captured.front_end.user_input_names(model, args, captured)
     state_names = captured.state_names or [name for name, _ in captured.params]
     names = user + state_names
     _apply_names(names, given, "input", "inputs, parameters and buffers")
@@ -53,7 +49,7 @@ def _rename_unnamed_clashes(names: list[str], named: int, user_count: int) -> No
             suffix += 1
 
 
-def output_names(captured: Capture, given: Sequence[str] | None) -> list[str]:
+def output_names(captured: Captured, given: Sequence[str] | None) -> list[str]:
     """Names of the graph outputs: ``given`` over the defaults ``output`` (one) or ``output_0``, ``output_1``, ..."""
     count = captured.output_count
     # A quantized output is three ONNX outputs (integers, scale, zero point).
@@ -71,7 +67,7 @@ def refuse_shared_names(names_in: list[str], names_out: list[str]) -> None:
         raise ExportArgumentError(f"input and output names must differ; both name {shared}")
 
 
-def refuse_complex_boundary(captured: Capture, names_in: list[str], names_out: list[str]) -> None:
+def refuse_complex_boundary(captured: Captured, names_in: list[str], names_out: list[str]) -> None:
     """ONNX declares complex element types, but its operators do not compute on them and ONNX Runtime loads no model
     that holds one: a complex input (an :class:`ExportArgumentError`) or output (a value ONNX cannot express: a
     :class:`SymbolicValueError`, as PyTorch's exporter raises) is refused rather than written into a model no one
@@ -90,12 +86,12 @@ def refuse_complex_boundary(captured: Capture, names_in: list[str], names_out: l
             )
 
 
-def output_examples(captured: Capture) -> list[Any]:
+def output_examples(captured: Captured) -> list[Any]:
     """The example outputs as the graph outputs they become, one per ONNX output."""
     return [e for example in captured.example_outputs or [] for e in qdq.boundary_examples(example)]
 
 
-def _default_user_input_names(model: Any, args: Any, user_inputs: list) -> list[str]:
+def default_user_input_names(model: Any, args: Any, user_inputs: list) -> list[str]:
     """Names from ``forward``'s signature when each argument is one tensor or number (or a list that is one input, an
     ONNX sequence), a container's items numbered after it (``past_0``, ``past_1``), what ``**kwargs`` takes by its
     keys; else input_0, input_1, ..."""
@@ -142,14 +138,15 @@ def _apply_names(names: list[str], given: Sequence[str] | None, kind: str, what:
     names[: len(given)] = given
 
 
-def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params: bool):
+def graph_inputs(captured: Captured, names: list[str], axes: dict, export_params: bool):
     """The values the converter starts from: the model's inputs (a quantized one as a :class:`qdq.QTensor`)
     with their ``axes`` named, then the parameters, holding their data when ``export_params``."""
     user_count = len(captured.user_inputs)
     inputs: list[ir.Value | qdq.QTensor] = []
     for name, tensor in zip(names[:user_count], captured.user_inputs, strict=True):
         if isinstance(tensor, list):
-            inputs.append(_sequence_input(name, tensor, captured.graph, len(inputs), axes))
+            number_type = captured.front_end.list_input_number_type(captured, len(inputs))
+            inputs.append(_sequence_input(name, tensor, number_type, axes))
             continue
         shape = list(tensor.shape)
         for axis, dim_name in axes.get(name, {}).items():
@@ -169,17 +166,14 @@ def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params:
     return inputs, params
 
 
-_NUMBER_LIST_TYPES = {"IntType": torch.int64, "FloatType": torch.float64, "BoolType": torch.bool}
-
-
-def _sequence_input(name: str, items: list[torch.Tensor], graph, position: int, axes: dict) -> ir.Value:
+def _sequence_input(name: str, items: list[torch.Tensor], number_type: torch.dtype | None, axes: dict) -> ir.Value:
     """A list input: an ONNX sequence of its items' element type (a list of numbers: int64, double or bool, as
-    PyTorch's exporter feeds them). Its items may have any shape and the list any length at run time."""
+    PyTorch's exporter feeds them; ``number_type``, where the list holds numbers). Its items may have any shape and
+    the list any length at run time."""
     if name in axes:
         raise ExportArgumentError(f"dynamic_axes[{name!r}] names axes of a list input, an ONNX sequence: its items "
                                   "have no fixed shape to make dynamic")
-    element = list(graph.inputs())[position].type().getElementType()
-    types = {t.dtype for t in items} or {_NUMBER_LIST_TYPES.get(element.kind(), torch.get_default_dtype())}
+    types = {t.dtype for t in items} or {number_type or torch.get_default_dtype()}
     if len(types) > 1:
         raise ExportArgumentError(f"the list input {name!r} holds tensors of several element types "
                                   f"({sorted(str(t) for t in types)}); an ONNX sequence holds one")
@@ -187,7 +181,7 @@ def _sequence_input(name: str, items: list[torch.Tensor], graph, position: int, 
     value = ir.Value(name, dtypes.onnx_from_torch(types.pop()), None, kind=ir.SEQUENCE)
     # Items of a list[int]/float/bool are numbers (0-d); the rank of tensor items is taken from the example where
     # they agree, their sizes are left free.
-    value.elem_shape = () if element.kind() in _NUMBER_LIST_TYPES else (
+    value.elem_shape = () if number_type is not None else (
         (None,) * ranks.pop() if len(ranks) == 1 else None)
     return value
 
@@ -220,50 +214,15 @@ def name_outputs(graph: ir.Graph, names: list[str], session: ExportSession) -> N
     graph.outputs = renamed
 
 
-def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int, opset: int) -> list[str]:
+def drop_unused_inputs(graph: ir.Graph, names: list[str], param_count: int, opset: int,
+                       read_at_run_time: Callable[[ir.Value, int], bool]) -> list[str]:
     """Remove the model's own inputs that no node reads, as PyTorch's exporter does, except those it keeps reading at
-    run time even where this converter folded the read (see ``_read_at_run_time_by_torch``), so callers feed the
-    inputs they would feed its model. The names of the inputs left, the ``param_count`` parameters last."""
+    run time even where this converter folded the read (``read_at_run_time``, the capture's front end's), so callers
+    feed the inputs they would feed its model. The names of the inputs left, the ``param_count`` parameters last."""
     user_count = len(names) - param_count
     used = passes.used_values(graph)
     unused = {id(v) for v in graph.inputs[:user_count]
               if id(v) not in used and not v.read_by_folded_op
-              and not (v.argument is not None and _read_at_run_time_by_torch(v.argument, _has_static_shape(v), opset))}
+              and not read_at_run_time(v, opset)}
     graph.inputs = [v for v in graph.inputs if id(v) not in unused]
     return [v.name for v in graph.inputs[:user_count - len(unused)]] + names[user_count:]
-
-
-# TorchScript ops whose argument at this position PyTorch's exporter reads at run time (a Shape node it does not fold)
-# even when the shape is static, so the input stays though this converter folds the read: {kind: (position, the first
-# opset at which PyTorch's exporter folds the read too, None for none)}.
-_READ_AT_RUN_TIME = {"aten::view_as": (1, None), "aten::reshape_as": (1, None), "aten::expand_as": (1, None),
-                     "aten::full_like": (0, None), "aten::copy_": (0, None), "aten::unbind": (0, None),
-                     "aten::Int": (0, None), "aten::_dim_arange": (0, 11)}
-_SHAPE_QUERIES = frozenset({"aten::size", "aten::sym_size", "aten::dim", "aten::numel", "aten::len", "prim::shape"})
-_FILLS = frozenset({"aten::fill_", "aten::fill"})
-
-
-def _has_static_shape(value: ir.Value) -> bool:
-    return value.shape is not None and all(isinstance(dim, int) for dim in value.shape)
-
-
-def _read_at_run_time_by_torch(ts_value, static: bool, opset: int) -> bool:
-    """Whether PyTorch's exporter reads the input ``ts_value`` at run time where this converter folded every read:
-    through ``view_as``/``reshape_as``/``expand_as`` (the other tensor's shape), ``full_like``, ``copy_`` into it,
-    ``unbind`` and ``int()`` of it; through ``_dim_arange`` below opset 11; through ``fill_``
-    with a value computed at run time; through a shape query when its shape has dynamic axes; as an item of a list
-    indexed at a position computed at run time."""
-    for use in ts_value.uses():
-        kind = use.user.kind()
-        position, folded_from = _READ_AT_RUN_TIME.get(kind, (None, None))
-        if position == use.offset and (folded_from is None or opset < folded_from):
-            return True
-        if not static and kind in _SHAPE_QUERIES:
-            return True
-        if kind in _FILLS and use.offset == 0 and use.user.inputsAt(1).node().kind() != "prim::Constant":
-            return True
-        if kind == "prim::ListConstruct" and any(
-                item.user.kind() == "aten::__getitem__" and item.user.inputsAt(1).node().kind() != "prim::Constant"
-                for item in use.user.output().uses()):
-            return True  # an item of a list indexed at a run-time position: PyTorch's exporter makes the list a sequence
-    return False

@@ -24,9 +24,8 @@ import torch
 
 from exporter import binding, destination, tensor_bytes
 from exporter.arguments import shortened
-from exporter.capture import EXPORT, Capture
-from exporter.capture.common import SCALARS, number_tensor
 from exporter.errors import ExportArgumentError
+from exporter.frontends.base import SCALARS, Capture, Captured, number_tensor
 from exporter.provenance import Provenance
 
 # What torch.onnx's ONNXProgram reports as its capture strategy after a non-strict torch.export capture
@@ -48,7 +47,7 @@ class ONNXProgram:
     ``exported_program`` is the ``torch.export.ExportedProgram`` the model was converted from (None for a TorchScript
     capture); ``_capture_strategy`` is ``"TorchExportNonStrictStrategy"`` when this export captured the model with
     non-strict ``torch.export`` (as torch.onnx reports it; None for an ExportedProgram handed in or a TorchScript
-    capture). Beyond torch.onnx: ``capture`` (the :class:`~exporter.capture.Capture` converted), ``input_names`` and
+    capture). Beyond torch.onnx: ``capture`` (the :class:`~exporter.frontends.base.Captured` converted), ``input_names`` and
     ``output_names`` (the graph's, parameters last when they are inputs), ``provenance``, ``workarounds`` (the ONNX
     Runtime workarounds the model depends on), ``stage_seconds`` (wall time per export stage).
     """
@@ -57,7 +56,7 @@ class ONNXProgram:
         self,
         model: onnx.ModelProto | Callable[[], onnx.ModelProto] | str,
         *,
-        capture: Capture | None = None,
+        capture: Captured | None = None,
         input_names: Sequence[str] = (),
         output_names: Sequence[str] = (),
         feed_names: Sequence[str] | None = None,
@@ -267,7 +266,7 @@ class ONNXProgram:
         return feeds
 
     def _flat_arguments(self, args: tuple, kwargs: dict) -> list:
-        export_capture = self.capture is None or self.capture.front_end == EXPORT
+        export_capture = self.capture is None or self.capture.capture is Capture.EXPORT
         call = (*args, dict(kwargs)) if kwargs else tuple(args)
         if self.capture is not None:
             flat = binding.graph_input_values(binding.ordered_by_signature(self._signature, call), self.capture)
@@ -334,8 +333,8 @@ class ONNXProgram:
             initializers = len(self._ir_model.graph.initializers)
             inputs = [str(v.name) for v in self._ir_model.graph.inputs if v.name not in self._ir_model.graph.initializers]
             outputs = [str(v.name) for v in self._ir_model.graph.outputs]
-        front_end = None if self.capture is None else self.capture.front_end
-        return (f"ONNXProgram(opset={opset}, capture={front_end}, inputs={shortened(inputs)}, "
+        capture = None if self.capture is None else self.capture.capture
+        return (f"ONNXProgram(opset={opset}, capture={capture}, inputs={shortened(inputs)}, "
                 f"outputs={shortened(outputs)}, nodes={nodes}, initializers={initializers}, "
                 f"exported_program={'yes' if self.exported_program is not None else 'None'})")
 

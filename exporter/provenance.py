@@ -1,4 +1,5 @@
-"""Provenance: which TorchScript node and value every ONNX node and value of an export came from.
+"""Provenance: which captured node and value (TorchScript's, or an FX node of torch.export's) every ONNX node and value
+of an export came from.
 
 The converter stamps each ONNX node it emits with the TorchScript node being converted, and each value a symbolic
 returns with the TorchScript value it stands for (``ir.Node.origin`` / ``ir.Value.origin``). After assembly,
@@ -13,13 +14,13 @@ import contextlib
 import inspect
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from exporter import ir
-from exporter.local_functions import instance_paths
 
 # Frames in these directories are PyTorch's or this exporter's machinery, not the model's code: the source line
 # reported is the innermost frame outside them.
@@ -39,9 +40,8 @@ def recording(enabled: bool):
         RECORD = saved
 
 
-_LIBRARY_DIRS = (os.path.dirname(inspect.getfile(torch)) + os.sep, os.path.dirname(__file__) + os.sep)
-_TRACED_FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
-_SCRIPTED_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+)')
+LIBRARY_DIRS = (os.path.dirname(inspect.getfile(torch)) + os.sep, os.path.dirname(__file__) + os.sep)
+PYTHON_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+)')  # a Python stack trace's frame
 
 
 @dataclass(frozen=True)
@@ -60,55 +60,22 @@ class Origin:
     stack: str
 
     @classmethod
-    def of(cls, ts_node: torch._C.Node | torch.fx.Node) -> Origin:
-        if isinstance(ts_node, torch.fx.Node):
-            return cls._of_fx(ts_node)
-        # The root module's scope is a bare "__module" (no path): it names no submodule.
-        paths = [p for p in instance_paths(ts_node.scopeName()) if p != "__module"]
-        try:
-            # torch's stubs say SourceRange; the binding returns the range's text
-            stack: str = ts_node.sourceRange()  # type: ignore[assignment]
-        except RuntimeError:  # nodes made by passes have no source range
-            stack = ""
-        return cls(ts_node.kind(), paths[-1] if paths else "", _model_line(stack), stack)
-
-    @classmethod
-    def _of_fx(cls, node: torch.fx.Node) -> Origin:
-        """The origin torch.export recorded for an FX node: its ATen op (for a getitem, the op whose result it
-        takes), the module path of the innermost module that called it, and the stack trace of the call."""
-        from exporter.capture.fx_facts import op_kind, producer_of
-
-        producer = producer_of(node)  # one result of an op with several: that op's
-        kind = op_kind(producer) if producer.op == "call_function" else f"{producer.op}:{producer.target}"
-        modules = producer.meta.get("nn_module_stack") or {}
-        scope = list(modules.values())[-1][0] if modules else ""
-        scope = scope.removeprefix("L['self'].").replace("L['self']", "")
-        stack = producer.meta.get("stack_trace") or ""
-        return cls(kind, scope, _fx_model_line(stack), stack)
+    def of(cls, stamp: Any) -> Origin:
+        """The origin of a node or value stamp, as the front end that made it reads it (:func:`register_reader`)."""
+        return _READERS[type(stamp)](stamp)
 
     def __str__(self) -> str:
         where = f" in {self.scope}" if self.scope else ""
         return f"{self.kind}{where}" + (f" at {self.source}" if self.source else "")
 
 
-def _fx_model_line(stack: str) -> str:
-    """``file:line`` of the innermost frame of a Python stack trace in the model's code (see ``_LIBRARY_DIRS``)."""
-    frames = [f"{m['file']}:{m['line']}" for m in map(_SCRIPTED_FRAME.match, stack.splitlines()) if m]
-    outside = [frame for frame in frames if not frame.startswith(_LIBRARY_DIRS)]
-    return outside[-1] if outside else (frames[-1] if frames else "")
+_READERS: dict[type, Callable[[Any], Origin]] = {}  # stamp type -> its origin: each front end's own
 
 
-def _model_line(stack: str) -> str:
-    """``file:line`` of the innermost frame of ``stack`` in the model's code (see ``_LIBRARY_DIRS``)."""
-    frames = []
-    for line in stack.splitlines():
-        match = _TRACED_FRAME.match(line) or _SCRIPTED_FRAME.match(line)
-        if match:
-            frames.append(f"{match['file']}:{match['line']}")
-    for frame in frames:
-        if not frame.startswith(_LIBRARY_DIRS):
-            return frame
-    return frames[0] if frames else ""
+def register_reader(stamp_type: type, reader: Callable[[Any], Origin]) -> None:
+    """Read the stamps of ``stamp_type`` (a captured node or value) with ``reader``: each front end registers its own
+    (``exporter/frontends/*/origin.py``)."""
+    _READERS[stamp_type] = reader
 
 
 @dataclass
@@ -120,8 +87,8 @@ class Provenance:
     its ONNX element type. :meth:`node` and :meth:`value` give the readable :class:`Origin`.
     """
 
-    nodes: dict[str, torch._C.Node]
-    values: dict[str, tuple[torch._C.Value, int | None]]
+    nodes: dict[str, Any]  # a front end's node stamp (a TorchScript node, an FX node)
+    values: dict[str, tuple[Any, int | None]]  # its value stamp, and the ONNX element type
 
     @classmethod
     def of(cls, graph: ir.Graph) -> Provenance:
@@ -149,8 +116,7 @@ class Provenance:
         entry = self.values.get(name)
         if entry is None:
             return None
-        origin = entry[0]  # an FX node is its own value
-        return Origin.of(origin if isinstance(origin, torch.fx.Node) else origin.node())
+        return Origin.of(entry[0])  # a value's reader reads the node producing it
 
 
 def write_doc_strings(graph: ir.Graph) -> None:

@@ -22,8 +22,8 @@ import torch
 
 from exporter.arguments import bound_arguments, with_keyword_arguments
 from exporter.binding import graph_input_values
-from exporter.capture import split_args
 from exporter.errors import ExportArgumentError
+from exporter.frontends.base import split_args
 from exporter.localization.findings import Agreement, Divergence, Repro, SelectionCheck, VerifyResult
 from exporter.localization.verifier import Verifier
 

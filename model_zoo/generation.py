@@ -32,7 +32,7 @@ import exporter
 _TOKEN_AXES = {0: "batch", 1: "sequence"}
 # A step's new token: one per row. The trace of one token records transformers' one-token branch (no causal mask, GQA
 # packed for a single query), which a declared dynamic sequence would leave wrong for more tokens: the engine refuses
-# to declare it free (exporter/capture/traced_sizes.py), so a step's sequence axis is its example's, 1.
+# to declare it free (exporter/frontends/torchscript/traced_sizes.py), so a step's sequence axis is its example's, 1.
 _STEP_AXES = {0: "batch"}
 _SOURCE_AXES = {0: "batch", 1: "source_sequence"}  # the encoder's input, its states and its attention mask
 

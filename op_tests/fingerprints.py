@@ -29,12 +29,14 @@ import warnings
 
 import torch
 
+from exporter import Capture
 from op_tests.harness import EXPORT_MODES, EXPORT_OPSETS, OPSETS, OpCase, export_arguments, export_modes
 
 _CASES: list[OpCase] = []  # each worker process's own copy of the cases (their inputs are lambdas: not picklable)
 
 
-def export_fingerprint(case: OpCase, opset: int, dynamic: bool, capture: str = "trace", form: bool = False) -> str:
+def export_fingerprint(case: OpCase, opset: int, dynamic: bool, capture: Capture = Capture.TRACE,
+                       form: bool = False) -> str:
     """``sha256:<hex>`` of the ONNX bytes ``case`` exports to, or ``<ErrorType>: <message>`` where the export raises.
     With ``form``, of the graph alone and with the opset left out of the message: what stays equal from one opset to
     the next where the export's form does not change (``op_tests.opset_plan``)."""
@@ -46,7 +48,7 @@ def export_fingerprint(case: OpCase, opset: int, dynamic: bool, capture: str = "
     buffer = io.BytesIO()
     try:
         exporter.export(model, tuple(example), buffer, opset_version=opset, input_names=names, dynamic_axes=axes,
-                        dynamo=capture == "export", check_dynamic_axes=not case.frozen_by_trace)
+                        dynamo=capture == Capture.EXPORT, check_dynamic_axes=not case.frozen_by_trace)
     except Exception as error:  # a refusal is behaviour too: its type and message must not change either
         message = f"{type(error).__name__}: {error}"
         return message.replace(f"opset {opset}", "opset N") if form else message
@@ -60,8 +62,8 @@ def export_fingerprint(case: OpCase, opset: int, dynamic: bool, capture: str = "
 def case_fingerprints(case: OpCase, opsets: tuple[int, ...]) -> dict[str, str]:
     """Every fingerprint of one case: TorchScript at each of ``opsets``, torch.export at the export opsets among
     them, each in the modes the op tests export it in."""
-    exports = [(opset, mode, "trace", "") for opset in opsets for mode in export_modes(case, opset)]
-    exports += [(opset, mode, "export", "/export") for opset in opsets if opset in EXPORT_OPSETS
+    exports = [(opset, mode, Capture.TRACE, "") for opset in opsets for mode in export_modes(case, opset)]
+    exports += [(opset, mode, Capture.EXPORT, "/export") for opset in opsets if opset in EXPORT_OPSETS
                 for mode in export_modes(case, opset, EXPORT_MODES)]
     return {f"{case.name}/opset{opset}/{mode}{suffix}": export_fingerprint(case, opset, mode == "dynamic", capture)
             for opset, mode, capture, suffix in exports}

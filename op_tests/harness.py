@@ -31,6 +31,7 @@ from conformance.pipeline import compare_stage, export_stage, run_stage, session
 from conformance.results import ResultsWriter
 from conformance.schema import capture_choice, case_id, empty_row
 from conformance.verdict import KNOWN_FAILURE
+from exporter import Capture
 from exporter.numerics import Verdict, compare_arrays
 from exporter.registry import MAX_OPSET, MIN_OPSET
 from exporter.tolerances import tolerance_for
@@ -83,7 +84,7 @@ class OpCase:
     compare: str = "values"  # "values", or "distribution" for random outputs (see the module docstring)
     # Why the dynamic export keeps a count the trace fixes (the number of pieces a split makes of a dynamic dim, equal
     # at both size variants): exported with check_dynamic_axes=False, which the engine otherwise refuses (see
-    # exporter/capture/traced_sizes.py); empty for every case the check must pass.
+    # exporter/frontends/torchscript/traced_sizes.py); empty for every case the check must pass.
     frozen_by_trace: str = ""
 
     def known_failures_on(self, provider: str, dynamic: bool) -> dict[int, str]:
@@ -135,17 +136,17 @@ def input_names(count: int) -> list[str]:
 
 
 def _flat_outputs(out: Any) -> list[torch.Tensor]:
-    from exporter.capture import flatten_outputs
+    from exporter.frontends.base import flatten_outputs
 
     return flatten_outputs(out)
 
 
-def caller_feeds(arguments: tuple, names: list[str], capture: str = "trace") -> dict[str, Any]:
+def caller_feeds(arguments: tuple, names: list[str], capture: Capture = Capture.TRACE) -> dict[str, Any]:
     """A size variant's arguments keyed by the names the case gives them at export (``export_arguments``): ONNX
     Runtime is fed by these names (``conformance.pipeline.run_stage``), not by position, so an export that drops an
     unused argument, or binds one to the wrong input, cannot shift the others. As torch.onnx does, a Python number
     is a 0-d input of a TorchScript capture; torch.export's capture holds it as a constant."""
-    return caller_values(arguments, names, numbers=capture != "export")
+    return caller_values(arguments, names, numbers=capture != Capture.EXPORT)
 
 
 def tolerance(case: OpCase, dtype: str) -> Callable[[float], tuple[float, float]]:
@@ -209,18 +210,19 @@ def export_modes(case: OpCase, opset: int, wanted: tuple[str, ...] = ("static", 
     return [mode for mode in modes if mode in wanted] or modes[:1]
 
 
-def export_arguments(case: OpCase, dynamic: bool, capture: str = "trace") -> tuple[tuple, list[str], dict | None]:
+def export_arguments(case: OpCase, dynamic: bool,
+                     capture: Capture = Capture.TRACE) -> tuple[tuple, list[str], dict | None]:
     """The example inputs (size variant 0), input names and dynamic axes ``case`` is exported with. Call it after
     seeding and building the model, as ``run_case`` does, so the inputs are the same draws."""
     example = case.inputs(0)
     names = input_names(len(example))
     axes = case.dynamic_axes(names) if dynamic else None  # by position among all the arguments
-    if capture == "export":  # a torch.export program holds Python numbers as constants: only tensors are inputs
+    if capture == Capture.EXPORT:  # a torch.export program holds Python numbers as constants: only tensors are inputs
         names = [name for name, x in zip(names, example, strict=True) if isinstance(x, torch.Tensor)]
     return example, names, axes
 
 
-def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", capture: str = "trace") -> dict:
+def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", capture: Capture = Capture.TRACE) -> dict:
     """Export ``case`` at ``opset`` and compare ONNX Runtime with PyTorch (on both size variants if dynamic): the
     case's results row (``case_row``). ``capture`` "export" captures with torch.export (``dynamo=True``): a model it
     cannot capture is an ``export_error`` at the capture stage with its reason, and a scripted case is skipped
@@ -231,9 +233,10 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", cap
     model = case.build()
     example, names, axes = export_arguments(case, dynamic, capture)
     scripted = isinstance(model, (torch.jit.ScriptModule, torch.jit.ScriptFunction))
-    row = case_row(case, opset, dynamic, provider, "export" if capture == "export" else "script" if scripted else "trace")
+    row = case_row(case, opset, dynamic, provider,
+                   Capture.EXPORT if capture == Capture.EXPORT else Capture.SCRIPT if scripted else Capture.TRACE)
     row["dtypes"] = sorted({str(t.dtype).replace("torch.", "") for t in example if isinstance(t, torch.Tensor)})
-    if capture == "export" and scripted:
+    if capture == Capture.EXPORT and scripted:
         row.update(status="skipped", stage="capture",
                    reason=f"{type(model).__name__} is a scripted model: torch.export (dynamo=True) takes an nn.Module; "
                           "its TorchScript case covers it")
@@ -241,7 +244,7 @@ def run_case(case: OpCase, opset: int, dynamic: bool, provider: str = "cpu", cap
     buffer = io.BytesIO()
     exported = export_stage(row, lambda captured: exporter.export_program(
         model, tuple(example), buffer, opset_version=opset, input_names=names, dynamic_axes=axes,
-        dynamo=capture == "export", captured=captured, check_dynamic_axes=not case.frozen_by_trace))
+        dynamo=capture == Capture.EXPORT, captured=captured, check_dynamic_axes=not case.frozen_by_trace))
     if exported is not None:
         _check_exported(case, model, exported.model_proto, buffer.getvalue(), dynamic, provider, row,
                         functools.partial(caller_feeds, names=names, capture=capture))
@@ -257,15 +260,15 @@ def note_known_failure(case: OpCase, row: dict) -> None:
         row["reason"] = f"{KNOWN_FAILURE}: {known}"
 
 
-def case_row(case: OpCase, opset: int, dynamic: bool, provider: str, capture: str) -> dict:
+def case_row(case: OpCase, opset: int, dynamic: bool, provider: str, capture: Capture) -> dict:
     """The results row of one op case before it runs (the conformance results schema, kind "op"), as op_tests and the
-    conformance runner both record it. ``capture``: "trace", "script" or "export"; a torch.export case's id ends in
-    '/export' (conformance.schema.case_id)."""
+    conformance runner both record it. ``capture``: its :class:`exporter.Capture` (trace, script or export); a
+    torch.export case's id ends in '/export' (conformance.schema.case_id)."""
     mode = "dynamic" if dynamic else "static"
     row = empty_row()
     row.update(case_id=case_id("op", case.name, opset, mode, provider, capture_choice(capture)), kind="op",
                source="cases", name=case.name, op=case.op, opset=opset, provider=provider, mode=mode,
-               exporter="engine", expected_min_opset=case.min_opset_for(dynamic), capture=capture, comparison="values")
+               exporter="engine", expected_min_opset=case.min_opset_for(dynamic), capture=str(capture), comparison="values")
     return row
 
 

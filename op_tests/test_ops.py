@@ -12,6 +12,7 @@ import os
 import pytest
 import torch
 
+from exporter import Capture
 from op_tests.cases import all_cases
 from op_tests.harness import EXPORT_MODES, EXPORT_OPSETS, OPSETS, export_modes, record, run_case
 from op_tests.opset_plan import load_plan, planned_opsets
@@ -31,9 +32,9 @@ def _params(opsets=OPSETS, modes_wanted=("static", "dynamic"), plan=None):
 PARAMS = list(_params(plan=None if os.environ.get("OP_TESTS_OPSETS") == "all" else load_plan()))
 
 
-def _check(case, opset, dynamic, provider, capture="trace"):
+def _check(case, opset, dynamic, provider, capture=Capture.TRACE):
     row = run_case(case, opset, dynamic, provider, capture=capture)
-    if capture == "trace":
+    if capture == Capture.TRACE:
         record(row)
     min_opset = case.min_opset_for(dynamic)
     if opset < min_opset:
@@ -70,13 +71,13 @@ def test_op_export(case, opset, dynamic):
     """The case through the torch.export capture (``dynamo=True``): the same expectations as through tracing, and
     where torch.export cannot take the model, the export fails with the reason the case declares."""
     if isinstance(case.build(), (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
-        row = run_case(case, opset, dynamic, "cpu", capture="export")
+        row = run_case(case, opset, dynamic, "cpu", capture=Capture.EXPORT)
         assert row["status"] == "skipped", row["status"]
         pytest.skip(row["reason"])  # torch.export takes no ScriptModule (tests/test_dynamo_export.py checks the refusal)
     modes, reason = unsupported_modes(case.name)
     if ("dynamic" if dynamic else "static") in modes and opset >= case.min_opset_for(dynamic):
-        row = run_case(case, opset, dynamic, "cpu", capture="export")
+        row = run_case(case, opset, dynamic, "cpu", capture=Capture.EXPORT)
         assert row["status"] != "pass", (
             f"{case.name} exports through torch.export now: remove it from op_tests/torch_export_limits.py")
         pytest.xfail(reason)
-    _check(case, opset, dynamic, "cpu", capture="export")
+    _check(case, opset, dynamic, "cpu", capture=Capture.EXPORT)

@@ -29,8 +29,8 @@ import torch.onnx  # the peer (tests may call torch.onnx; the engine never does)
 from transformers.utils import ModelOutput
 
 import exporter
-from exporter.capture import flatten_outputs
 from exporter.errors import ExportArgumentError
+from exporter.frontends.base import flatten_outputs
 
 TRACE, EXPORT = "trace", "export"
 # torch.onnx's dynamo exporter orders a trailing dict or kwargs= by the dict's order unless it translates
@@ -442,7 +442,7 @@ def _run_by_name(model: onnx.ModelProto, named: dict[str, Any]) -> list[np.ndarr
 
 
 def _expected(row: Convention, args, kwargs) -> list[np.ndarray]:
-    positional, keywords = exporter.capture.split_args(args)
+    positional, keywords = exporter.frontends.base.split_args(args)
     with torch.no_grad():
         return [o.numpy() for o in flatten_outputs(_model(row)(*positional, **{**keywords, **(kwargs or {})}))]
 

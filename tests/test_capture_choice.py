@@ -220,7 +220,7 @@ def test_the_worker_reuses_one_export_capture_per_mode_and_its_refusal_too():
         fresh, reused = io.BytesIO(), io.BytesIO()
         exporter.export(model, args, fresh, opset_version=opset, input_names=["x"], dynamic_axes=axes, dynamo=True)
         captured = prepared_capture(cache, model, args, dynamo=True, dynamic_axes=axes, input_names=["x"])
-        assert captured.front_end == "export"
+        assert captured.capture == "export"
         exporter.export(model, args, reused, opset_version=opset, input_names=["x"], dynamic_axes=axes, dynamo=True,
                         captured=captured)
         assert fresh.getvalue() == reused.getvalue(), f"opset {opset}"
@@ -231,3 +231,15 @@ def test_the_worker_reuses_one_export_capture_per_mode_and_its_refusal_too():
     with pytest.raises(CaptureError) as again:
         prepared_capture(cache, refused, x, dynamo=True)
     assert again.value is first.value and len(cache) == 3
+
+
+def test_one_word_per_capture_in_the_engine_and_the_results():
+    """``exporter.Capture`` is the capture everywhere; the results schema writes its values (spelled out there so that
+    reading results needs no torch), so a row, a case id and a command line read the same words the engine does."""
+    from conformance import schema
+    from exporter import Capture
+
+    assert [capture.value for capture in Capture] == list(schema.CAPTURES)
+    assert (schema.TRACE, schema.SCRIPT, schema.EXPORT) == (Capture.TRACE, Capture.SCRIPT, Capture.EXPORT)
+    assert json.dumps({"capture": Capture.EXPORT}) == '{"capture": "export"}' and f"{Capture.SCRIPT}" == "script"
+    assert case_id("op", "relu", 17, "static", "cpu", Capture.EXPORT) == "op/relu/opset17/static/cpu/export"

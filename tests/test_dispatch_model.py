@@ -13,7 +13,9 @@ import pytest
 
 import exporter
 
-FAMILIES = sorted(p for p in (pathlib.Path(exporter.__file__).parent / "symbolics").glob("*.py")
+_ROOT = pathlib.Path(exporter.__file__).parent  # the families both captures share, and TorchScript's own
+FAMILIES = sorted(p for folder in (_ROOT / "symbolics", _ROOT / "frontends" / "torchscript" / "symbolics")
+                  for p in folder.glob("*.py")
                   if p.name != "__init__.py")
 
 

@@ -68,9 +68,9 @@ def test_a_value_that_is_no_training_mode_is_an_argument_error(bad):
 
 def test_dynamo_false_traces_and_dynamo_true_captures_with_torch_export():
     data, result = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), dynamo=False)
-    assert data and result.capture.front_end == "trace"
+    assert data and result.capture.capture == "trace"
     data, result = export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), dynamo=True)
-    assert data and result.capture.front_end == "export"
+    assert data and result.capture.capture == "export"
     with pytest.raises(ExportArgumentError, match="dynamo must be"):
         export_bytes(torch.nn.Linear(2, 2), (torch.randn(1, 2),), dynamo=1)
 

@@ -1,9 +1,9 @@
 """Declared dynamic axes are honoured or refused, never silently baked (``export(check_dynamic_axes=True)``).
 
 A trace that froze a declared dynamic size into its graph is refused, naming the input, the axis and the op
-(``exporter/capture/traced_sizes.py``); a torch.export program whose guards fix a size computed from a dynamic dim is
+(``exporter/frontends/torchscript/traced_sizes.py``); a torch.export program whose guards fix a size computed from a dynamic dim is
 refused naming the guard, and one whose guards only exclude some sizes is warned of
-(``exporter/capture/export_guards.py``). Honest models export as before, with no warning."""
+(``exporter/frontends/export/guards.py``). Honest models export as before, with no warning."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import exporter
-import exporter.capture.traced_sizes as traced_sizes
+import exporter.frontends.torchscript.traced_sizes as traced_sizes
 from exporter.errors import DynamicAxesError, UnsupportedOperatorError
 
 

@@ -1,4 +1,4 @@
-"""``dynamic_shapes`` in every form torch.export takes, for both captures (``exporter/capture/dynamic_shapes.py``):
+"""``dynamic_shapes`` in every form torch.export takes, for both captures (``exporter/frontends/export/dynamic_shapes.py``):
 named dims name the ONNX axes, each model runs on ONNX Runtime at other sizes than the example's; and a failed export
 leaves the caller's model and tensors as they were, so the next export in the process works."""
 
@@ -169,7 +169,7 @@ class _FixedRecurrent(_Recurrent):
 
 class _BranchOnBlocks(torch.nn.Module):
     def forward(self, x):
-        if 1 + x.shape[0] // 4 == 3:  # three blocks: another branch at other lengths (export_guards refuses it)
+        if 1 + x.shape[0] // 4 == 3:  # three blocks: another branch at other lengths (the export front end's guards refuse it)
             return x * 2
         return x + 1
 

@@ -43,7 +43,7 @@ def test_resnet18_at_the_opset_asked(opset):
     assert _opset_of(written) == opset
     (actual,) = _run(written, {"x": x})
     np.testing.assert_allclose(actual, model(x).detach().numpy(), rtol=1e-4, atol=1e-4)
-    assert result.capture.front_end == "export"
+    assert result.capture.capture == "export"
 
 
 class _Flatten(torch.nn.Module):
@@ -96,7 +96,7 @@ def test_a_size_computed_from_a_dynamic_axis_stays_computed():
 def test_size_reads_of_a_dynamic_program_need_no_decomposition():
     # sym_size is converted by the FX driver through aten::size's symbolic: counted as missing one, it sent every
     # dynamic program through four more (whole-program) decomposition passes that changed nothing.
-    from exporter.capture.export import _ops_without_symbolics, at_opset, capture_program
+    from exporter.frontends.export.capture import _ops_without_symbolics, at_opset, capture_program
 
     captured = capture_program(_Flatten(), (torch.randn(3, 4, 5), torch.randn(20, 6)),
                                ({0: torch.export.Dim.DYNAMIC}, None))

@@ -15,7 +15,7 @@ import torch
 from torch.export import Dim
 
 import exporter
-from exporter.capture.common import EXPORT, SCRIPT, TRACE
+from exporter import Capture
 from exporter.capture_choice import DYNAMO_DEFAULT, capture_choice
 from exporter.errors import CaptureError, DynamicAxesError
 
@@ -52,7 +52,7 @@ def test_where_torch_export_refuses_the_default_traces_with_its_reason():
                                          r"TorchScript trace instead"):
         result = exporter.export(_BranchOnData(), (x,), data, dynamo=DYNAMO_DEFAULT,
                                  dynamic_shapes={"x": {0: Dim("batch")}})
-    assert result.capture.front_end == TRACE
+    assert result.capture.capture == Capture.TRACE
     assert onnx.load_from_string(data.getvalue()).graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
     wider = torch.rand(5, 4) + 0.1
     np.testing.assert_allclose(_run(data.getvalue(), wider), _BranchOnData()(wider).numpy(), rtol=1e-6)
@@ -71,20 +71,20 @@ def test_the_fallback_trace_is_checked_as_any_trace():
 
 def test_a_model_torch_export_takes_is_captured_by_it_and_a_script_keeps_its_graph():
     model = torch.nn.Linear(4, 2).eval()
-    assert exporter.export(model, (torch.randn(2, 4),), io.BytesIO(), dynamo=DYNAMO_DEFAULT).capture.front_end == EXPORT
+    assert exporter.export(model, (torch.randn(2, 4),), io.BytesIO(), dynamo=DYNAMO_DEFAULT).capture.capture == Capture.EXPORT
     scripted = torch.jit.script(model)
     assert exporter.export(scripted, (torch.randn(2, 4),), io.BytesIO(),
-                           dynamo=DYNAMO_DEFAULT).capture.front_end == SCRIPT
+                           dynamo=DYNAMO_DEFAULT).capture.capture == Capture.SCRIPT
 
 
 def test_a_capture_prepared_with_the_default_falls_back_too_and_exports_as_a_trace():
     x = torch.rand(3, 4) + 0.1
     with pytest.warns(UserWarning, match="TorchScript trace instead"):
         captured = exporter.prepare_capture(_BranchOnData(), (x,), dynamo=DYNAMO_DEFAULT)
-    assert captured.front_end == TRACE
+    assert captured.capture == Capture.TRACE
     data = io.BytesIO()
     result = exporter.export(_BranchOnData(), (x,), data, dynamo=DYNAMO_DEFAULT, captured=captured,
                              input_names=["x"], dynamic_axes={"x": {0: "batch"}})
-    assert result.capture.front_end == TRACE
+    assert result.capture.capture == Capture.TRACE
     wider = torch.rand(5, 4) + 0.1
     np.testing.assert_allclose(_run(data.getvalue(), wider), _BranchOnData()(wider).numpy(), rtol=1e-6)

@@ -56,7 +56,7 @@ def test_the_default_is_torch_export_and_a_program_is_returned_without_f():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
         program = exporter.export(_Double(), (x,))
-    assert isinstance(program, exporter.ONNXProgram) and program.capture.front_end == "export"
+    assert isinstance(program, exporter.ONNXProgram) and program.capture.capture == "export"
     torch.testing.assert_close(program(x)[0], x * 2)
 
 
@@ -82,7 +82,7 @@ def test_export_program_returns_the_program_for_the_torchscript_capture_too():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)  # export_program is ours: no torch.onnx deprecation
         program = exporter.export_program(_Double(), (x,), dynamo=False)
-    assert program.capture.front_end == "trace" and program.exported_program is None
+    assert program.capture.capture == "trace" and program.exported_program is None
     assert program._capture_strategy is None
     torch.testing.assert_close(program(x)[0], x * 2)
 
@@ -154,14 +154,14 @@ def test_a_scripted_model_with_dynamo_true_is_refused_as_torch_onnx_refuses_it()
     scripted = torch.jit.script(_Double())
     with pytest.raises(exporter.errors.ExportArgumentError, match="dynamo=False"):
         exporter.export(scripted, (torch.randn(2),), dynamo=True)
-    assert exporter.export_program(scripted, (torch.randn(2),), dynamo=False).capture.front_end == "script"
+    assert exporter.export_program(scripted, (torch.randn(2),), dynamo=False).capture.capture == "script"
 
 
 def test_a_scripted_model_with_dynamo_left_to_its_default_falls_back_to_its_graph_with_a_warning():
     scripted = torch.jit.script(_Double())
     with pytest.warns(UserWarning, match="torch.export cannot capture a RecursiveScriptModule"):
         program = exporter.export(scripted, (torch.randn(2),))
-    assert program.capture.front_end == "script"
+    assert program.capture.capture == "script"
     (y,) = program(torch.tensor([1.0, 2.0]))
     assert y.tolist() == [2.0, 4.0]
 

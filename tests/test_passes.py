@@ -253,7 +253,7 @@ class _RandomInPlace(torch.nn.Module):
 
 
 def test_random_in_place_ops_are_never_computed_at_export_time():
-    from exporter.convert import foldable_kind
+    from exporter.frontends.torchscript.driver import foldable_kind
 
     buffer = io.BytesIO()
     exporter.export(_RandomInPlace(), (torch.randn(1000),), buffer, opset_version=13, dynamo=False)

@@ -63,7 +63,7 @@ def planted_sigmoid():
 def test_a_correct_fx_export_verifies_clean():
     model, args = _gated_net()
     result = verify(model, args, OPSET, dynamo=True)
-    assert result.export.capture.front_end == "export"
+    assert result.export.capture.capture == "export"
     assert result.ok and result.outputs.ok and result.capture.ok, result.summary()
     assert result.divergence is None and result.first_out_of_tolerance is None
     # conv1+bn (fused), relu, conv2, sigmoid, mul, mean, reshape and the classifier

@@ -11,7 +11,7 @@ import torch
 import exporter
 from conformance.prepared import WorkerState
 from conformance.worker import configure_process
-from exporter.capture import flatten, split_args
+from exporter.frontends.base import flatten, split_args
 from exporter.localization.verifier import Verifier
 from exporter.ort_session import make_session
 

@@ -12,7 +12,7 @@ import torch
 import exporter
 from conformance.prepared import WorkerState
 from conformance.worker import configure_process
-from exporter.capture import flatten, split_args
+from exporter.frontends.base import flatten, split_args
 from exporter.localization.verifier import Verifier
 
 warnings.filterwarnings("ignore")

@@ -1,7 +1,7 @@
 """The captured graph as :func:`exporter.verify` reads it, whichever front end captured it.
 
 The verifier compares ONNX values with the values of the graph the export converted: TorchScript's
-(``exporter.localization.torchscript_graph``) or torch.export's FX graph (``exporter.localization.fx_graph``). A
+(``exporter.frontends.torchscript.graph_reader``) or torch.export's FX graph (``exporter.frontends.export.graph_reader``). A
 *value* is what the export's provenance names for an ONNX value (a TorchScript ``Value``, an FX ``Node``); its *key*
 indexes the arrays a run returns. Only the values computed at the graph's top level are compared: values inside
 TorchScript If/Loop bodies and torch.export cond/while_loop subgraphs are computed by their control-flow op, as a

@@ -14,14 +14,12 @@ import numpy as np
 import onnx
 import torch
 
-from exporter.capture import EXPORT, Capture
+from exporter.frontends.base import Captured
 from exporter.local_functions import free_names
 from exporter.localization.captured import CapturedGraph
 from exporter.localization.findings import Agreement, Divergence, Repro, SelectionCheck, VerifyResult
-from exporter.localization.fx_graph import FxGraph
 from exporter.localization.repro import for_reference, judge, numpy_helper_value_info, write_backend_test
 from exporter.localization.runs import run_onnx, to_numpy
-from exporter.localization.torchscript_graph import TorchScriptGraph
 from exporter.numerics import ARBITER_AGREEMENT, ARBITRATION_WORDS, compare_arrays, judge_by_float64, scale_of
 from exporter.ort_session import make_session
 from exporter.program import ONNXProgram
@@ -65,12 +63,10 @@ def _agreement(name: str, origin: Origin | None, expected: np.ndarray, actual: n
                      verdict.message)
 
 
-def captured_graph(capture: Capture, inputs: list) -> CapturedGraph:
+def captured_graph(capture: Captured, inputs: list) -> CapturedGraph:
     """The graph ``capture`` holds, to be run on ``inputs``: the graph's inputs in order, the model's then its
     parameters (a torch.export capture: the model's tensor inputs, then ``capture.params``)."""
-    if capture.front_end == EXPORT:
-        return FxGraph(capture, inputs)
-    return TorchScriptGraph(capture.graph, inputs)
+    return capture.front_end.graph_reader(capture, inputs)
 
 
 # -- the verifier -----------------------------------------------------------------------------------------------
@@ -115,7 +111,7 @@ class Verifier:
         return pairs
 
     def run(self, eager: Any, judge_selection: bool = False) -> VerifyResult:
-        from exporter.capture import flatten_outputs
+        from exporter.frontends.base import flatten_outputs
 
         pairs = self._pairs()
         # The data a top-k or sort ranks, to tell an exact tie broken otherwise from a wrong selection.

@@ -1,5 +1,6 @@
 """The op library: importing this package registers every built-in symbolic, one module per op family. Families
-never import each other (their shared building blocks are in exporter/lowering/), so the order here is free."""
+never import each other (their shared building blocks are in exporter/lowering/), so the order here is free. The
+families of TorchScript's own ops register with its front end (``exporter/frontends/torchscript/symbolics/``)."""
 
 from exporter.symbolics import (  # noqa: F401
     activations,
@@ -7,14 +8,12 @@ from exporter.symbolics import (  # noqa: F401
     attention,
     casting,
     comparison,
-    control_flow,
     distance,
     elementwise,
     histograms,
     indexing,
     inplace,
     linalg,
-    loop,
     losses,
     math_functions,
     nn,
@@ -22,7 +21,6 @@ from exporter.symbolics import (  # noqa: F401
     onnx_markers,
     optional,
     pooling,
-    prim,
     quantization,
     quantized_modules,
     random,

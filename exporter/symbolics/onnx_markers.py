@@ -4,7 +4,7 @@
   ``ops.symbolic_multi_out`` (its ONNX package) leave in a graph: the ONNX node they describe (domain, op type, attributes, as many outputs
   as dtypes given; the element types and shapes are the marker's, which the capture recorded);
 - ``onnx::RotaryEmbedding`` and ``onnx::Attention`` (PyTorch's ``ops.rotary_embedding`` / ``ops.attention``): the ONNX
-  op of opset 23. Below 23 a torch.export program decomposes them (``exporter/capture/library_ops.py``);
+  op of opset 23. Below 23 a torch.export program decomposes them (``exporter/frontends/export/library_ops.py``);
 - ``transformers::grouped_mm_fallback``, the grouped matmul of transformers' mixture-of-experts layers (its Python
   implementation loops over data-dependent group ends, which torch.export cannot trace).
 """

@@ -20,6 +20,7 @@ import sys
 
 from conformance import arguments
 from conformance.results import ResultsFileError, git_revision, latest_by_case, read_rows, versions
+from conformance.schema import EXPORT, TRACE
 from op_tests.opinfo import expectations
 from op_tests.opinfo.runner import PRIMARY, Plan, run
 from op_tests.opinfo.samples import DTYPES, dtype_name
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                              f"{expectations.OPSETS[0]}-{expectations.OPSETS[1]} (the default: all of them)")
     runner.add_argument("--samples", type=arguments.indices, help="sample indices, e.g. 0-3,7 (default: all)")
     runner.add_argument("--workers", type=arguments.positive_int, default=1)
-    runner.add_argument("--capture", choices=["trace", "export"], default="trace",
+    runner.add_argument("--capture", choices=[TRACE, EXPORT], default=TRACE,
                         help="trace (TorchScript, the default) or export (torch.export: dynamo=True)")
     runner.add_argument("--timeout", type=arguments.positive_float, default=120.0, help="seconds one case may run")
     runner.add_argument("--redo", type=arguments.choice_list(STATUS_ORDER + ("all",)), default=(),

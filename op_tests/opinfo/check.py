@@ -19,6 +19,7 @@ from conformance.feeds import feeds_for, session_inputs
 from conformance.pipeline import compare_stage, export_stage, run_stage, session_stage
 from conformance.prepared import prepared_capture
 from conformance.schema import case_id, empty_row, truncated
+from exporter import Capture
 from exporter.numerics import compare_arrays
 from exporter.registry import MAX_OPSET, MIN_OPSET
 from exporter.tolerances import tolerance_for
@@ -56,7 +57,7 @@ class Prepared:
 
 
 def _outputs(model: torch.nn.Module, args: tuple, seed: int = 0) -> list[np.ndarray]:
-    from exporter.capture import flatten_outputs
+    from exporter.frontends.base import flatten_outputs
 
     torch.manual_seed(seed)
     with torch.no_grad():
@@ -152,11 +153,11 @@ def modes_of(prepared: Prepared) -> tuple[str, ...]:
     return MODES if prepared.partner is not None else MODES[:1]
 
 
-def base_row(prepared: Prepared, opset: int, mode: str, capture: str = "trace") -> dict:
+def base_row(prepared: Prepared, opset: int, mode: str, capture: Capture = Capture.TRACE) -> dict:
     sample = prepared.sample
     row = empty_row()
     row.update(case_id=case_id("op", opinfo_case_name(sample.name, capture), opset, mode, "cpu"), kind="op",
-               source="opinfo", capture=capture,
+               source="opinfo", capture=str(capture),
                name=sample.name, op=sample.opinfo.name, variant=sample.opinfo.variant_test_name,
                sample=sample.index, dtype=dtype_name(sample.dtype), dtypes=[dtype_name(sample.dtype)],
                opset=opset, provider="cpu", mode=mode, exporter="engine", description=sample.describe(),
@@ -167,12 +168,13 @@ def base_row(prepared: Prepared, opset: int, mode: str, capture: str = "trace") 
     return row
 
 
-def opinfo_case_name(name: str, capture: str) -> str:
+def opinfo_case_name(name: str, capture: Capture) -> str:
     """The case name in case ids: the capture's apart from the TorchScript one, so both live in one results file."""
-    return f"opinfo/{name}" if capture == "trace" else f"opinfo-{capture}/{name}"
+    return f"opinfo/{name}" if capture == Capture.TRACE else f"opinfo-{capture}/{name}"
 
 
-def check(prepared: Prepared, opset: int, mode: str, repro_root: str | None = None, capture: str = "trace") -> dict:
+def check(prepared: Prepared, opset: int, mode: str, repro_root: str | None = None,
+          capture: Capture = Capture.TRACE) -> dict:
     """The results row of ``prepared`` exported at ``opset`` in ``mode``, captured by tracing (``trace``) or by
     torch.export (``export``: ``dynamo=True``)."""
     row = base_row(prepared, opset, mode, capture)
@@ -191,13 +193,13 @@ def check(prepared: Prepared, opset: int, mode: str, repro_root: str | None = No
     return row
 
 
-def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str | None, capture: str) -> None:
+def _check(prepared: Prepared, opset: int, mode: str, row: dict, repro_root: str | None, capture: Capture) -> None:
     import exporter
 
     names = input_names(len(prepared.args))
     axes = prepared.dynamic_axes if mode == "dynamic" else None
     buffer = io.BytesIO()
-    dynamo = capture == "export"
+    dynamo = capture == Capture.EXPORT
     traced = (lambda: prepared_capture(prepared.captures, prepared.model, prepared.args)) if not dynamo else None
     exported = export_stage(
         row,

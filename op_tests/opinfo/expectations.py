@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import exporter  # noqa: F401  (registers the built-in symbolics the registry answers for)
 from conformance.arguments import ALL_OPSETS
+from exporter import Capture
 from exporter.registry import REGISTRY
 
 PATH = os.path.join(os.path.dirname(__file__), "expectations.toml")
@@ -50,7 +51,7 @@ class Expectation:
     dtypes: tuple[str, ...] = ("*",)
     # The captures the entry speaks for: a TorchScript capture's entries (this file) or the torch.export capture's
     # (EXPORT_PATH), whose programs reach the converter with other ops (decomposed where no symbolic exists).
-    captures: tuple[str, ...] = ("trace", "script")
+    captures: tuple[str, ...] = (Capture.TRACE, Capture.SCRIPT)
 
     def covers(self, row: dict) -> bool:
         """Whether ``row`` is a case of this entry in either mode: its capture, OpInfo, sample, opset and dtype.
@@ -58,7 +59,7 @@ class Expectation:
         A run chooses all of these, but not the mode (every sample runs static, and dynamic when another sample
         can feed it), so an entry that covers a row of the results yet matches none is stale, and one that covers
         none was not exercised by them."""
-        return (row.get("capture", "trace") in self.captures and fnmatch.fnmatchcase(_key(row), self.op)
+        return (row.get("capture", Capture.TRACE) in self.captures and fnmatch.fnmatchcase(_key(row), self.op)
                 and (self.samples == "*" or row.get("sample") in _indices(self.samples))
                 and self.opsets[0] <= row["opset"] <= self.opsets[1]
                 and ("*" in self.dtypes or row.get("dtype") in self.dtypes))
@@ -115,7 +116,7 @@ def _load(path: str) -> list[Expectation]:
         expectations.append(Expectation(
             op=entry["op"], status=tuple(status), reason=entry["reason"], samples=str(entry.get("samples", "*")),
             opsets=tuple(entry.get("opsets", OPSETS)), modes=tuple(entry.get("modes", MODES)),
-            dtypes=tuple(entry.get("dtypes", ["*"])), captures=tuple(entry.get("captures", ["trace", "script"]))))
+            dtypes=tuple(entry.get("dtypes", ["*"])), captures=tuple(entry.get("captures", [Capture.TRACE, Capture.SCRIPT]))))
     return expectations
 
 
@@ -175,7 +176,7 @@ def draft(rows: list[dict]) -> str:
     """
     all_samples: dict = collections.defaultdict(set)
     groups: dict = collections.defaultdict(lambda: collections.defaultdict(set))
-    captures = {_key(row): row.get("capture", "trace") for row in rows}
+    captures = {_key(row): row.get("capture", Capture.TRACE) for row in rows}
     for row in rows:
         all_samples[(_key(row), row.get("dtype"), row["mode"])].add(row.get("sample"))
         if row["status"] == "mismatch" or needs_no_excuse(row):
@@ -218,7 +219,7 @@ def _ranges(samples: set) -> str:
 def _entry(key, samples, opsets, mode, dtype, status, reason, capture) -> str:
     import json
 
-    captures = f"captures = [{json.dumps(capture)}]\n" if capture == "export" else ""
+    captures = f"captures = [{json.dumps(capture)}]\n" if capture == Capture.EXPORT else ""
     return (f"[[expect]]\nop = {json.dumps(key)}\nsamples = {json.dumps(samples)}\nopsets = [{opsets[0]}, {opsets[1]}]\n"
             f"modes = [{json.dumps(mode)}]\ndtypes = [{json.dumps(dtype)}]\n{captures}status = {json.dumps(status)}\n"
             f"reason = {json.dumps(reason)}\n")

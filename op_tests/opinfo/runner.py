@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from conformance.pool import Job, Pool, WorkerCase, run_jobs, serve_jobs
 from conformance.results import latest_by_case, read_rows
-from conformance.schema import empty_row
+from conformance.schema import TRACE, empty_row
 
 # The dtype name standing for "float32 where the OpInfo lists it, else its first listed dtype" (so every OpInfo,
 # integer- and bool-only ones included, is attempted).
@@ -39,7 +39,7 @@ class Plan:
     timeout_s: float = 120.0
     repro_dir: str | None = None
     redo: tuple[str, ...] = ()  # statuses (or "all") whose recorded cases run again (after a fix)
-    capture: str = "trace"  # "trace" (TorchScript) or "export" (torch.export, dynamo=True)
+    capture: str = TRACE  # TRACE (TorchScript) or EXPORT (torch.export, dynamo=True): exporter.Capture's words
     static_fields: dict = field(default_factory=dict)
 
 
@@ -141,7 +141,7 @@ def _known_row(row: dict, skip: frozenset[str], plan: Plan) -> Iterator[WorkerCa
         yield WorkerCase(row["case_id"], plan.timeout_s, lambda: row)
 
 
-def _case_id(name: str, opset: int, mode: str, capture: str = "trace") -> str:
+def _case_id(name: str, opset: int, mode: str, capture: str = TRACE) -> str:
     from conformance.schema import case_id
     from op_tests.opinfo.check import opinfo_case_name
 

@@ -12,9 +12,9 @@ import numpy as np
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 
-from exporter.capture.common import Capture
-from exporter.capture.export import state_tensor
-from exporter.capture.fx_facts import op_kind, producer_of, schema_arguments
+from exporter.frontends.base import Captured
+from exporter.frontends.export.capture import state_tensor
+from exporter.frontends.export.facts import op_kind, producer_of, schema_arguments
 from exporter.localization.captured import CapturedGraph
 from exporter.localization.runs import to_numpy
 from exporter.localization.selections import (
@@ -35,7 +35,7 @@ class FxGraph(CapturedGraph):
     """``capture.program``'s graph run on ``inputs``: the model's tensor inputs in order, then the capture's
     parameters and buffers (``capture.params``), as the ONNX model's graph inputs and initializers hold them."""
 
-    def __init__(self, capture: Capture, inputs: list[torch.Tensor]):
+    def __init__(self, capture: Captured, inputs: list[torch.Tensor]):
         program = capture.program
         self.module: torch.fx.GraphModule = program.graph_module
         self.graph: torch.fx.Graph = self.module.graph

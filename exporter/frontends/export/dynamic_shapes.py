@@ -8,7 +8,7 @@ or None; torch.onnx also takes a str, a name for a ``Dim.DYNAMIC`` axis. Read ag
 - the spec handed to torch.export: a str as ``Dim.DYNAMIC``, and so is a named ``Dim`` with no range of its own that
   no derived dim is made from (torch.export refuses a plain ``Dim`` whose whole default range the code does not take,
   such as a recurrent layer's guard ``seq != 1``; ``Dim.DYNAMIC`` takes the range the code admits, which the export
-  then judges, ``export_guards.py``); a Dim with a range, or the root of a derived dim, is passed as given;
+  then judges, ``guards.py``); a Dim with a range, or the root of a derived dim, is passed as given;
 - the ONNX name of each named axis (a str, a Dim's name, a derived dim's expression), by flat tensor argument;
 - for the TorchScript capture, which has no dims of its own, every dynamic axis (``Dim.AUTO`` too) as ``dynamic_axes``
   would declare it, unnamed ones after their input (``x_dim_0``); a Dim's range is not checked by a trace.
@@ -25,8 +25,8 @@ from torch.export.dynamic_shapes import _DerivedDim, _DimHint
 from torch.utils import _pytree as pytree
 
 from exporter import binding
-from exporter.capture.common import SCALARS, split_args
 from exporter.errors import ExportArgumentError
+from exporter.frontends.base import SCALARS, split_args
 
 Dim = torch.export.Dim
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from exporter.ts_types import blocks_of
+from exporter.frontends.torchscript.facts import blocks_of
 
 
 def erase_exception_branches(graph: torch._C.Graph) -> None:

@@ -38,8 +38,8 @@ from torch.export.graph_signature import InputKind
 from torch.utils._sympy.numbers import int_oo
 from torch.utils._sympy.printers import PythonPrinter
 
-from exporter.capture.common import flatten, split_args
 from exporter.errors import DynamicAxesError
+from exporter.frontends.base import flatten, split_args
 from exporter.provenance import Origin
 
 # The sizes each dim is probed at: every size up to 128, then powers of two and their neighbours up to 2**20.

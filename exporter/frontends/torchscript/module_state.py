@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from exporter.errors import CaptureError
-from exporter.ts_types import blocks_of
+from exporter.frontends.torchscript.facts import blocks_of
 
 
 def thread_assigned_attributes(graph: torch._C.Graph) -> None:

@@ -15,6 +15,7 @@ from onnx import TensorProto
 from exporter import ir
 from exporter.dtypes import BOOL, INT64
 from exporter.errors import OnnxExporterError, SymbolicValueError
+from exporter.frontends.torchscript.facts import declared_element_type
 from exporter.lowering import optional
 from exporter.lowering.control_flow import (
     NUMBER_DTYPES,
@@ -27,7 +28,6 @@ from exporter.lowering.control_flow import (
 from exporter.lowering.core import constant_value, require_opset
 from exporter.lowering.sequence import SEQUENCE_OPSET, as_sequence, has_sequences
 from exporter.registry import symbolic, unsupported
-from exporter.ts_types import declared_element_type
 
 _INT64_MAX = 2**63 - 1
 SEQUENCE_LOOP_OPSET = 13  # Loop-11 carries tensors only; sequence types joined its V at Loop-13

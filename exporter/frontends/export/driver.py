@@ -1,10 +1,10 @@
 """The FX driver: one symbolic call per node of a torch.export program's ATen graph, building the in-memory ONNX graph
-with the same op library as the TorchScript driver (``convert.py``).
+with the same op library as the TorchScript driver (``frontends/torchscript/driver.py``).
 
 Each ``call_function`` node of an ATen op calls the symbolic registered for its op (``aten::add`` for
 ``aten.add.Tensor``) with every schema argument in order, defaults filled in, as a TorchScript node holds them; dtype,
 layout and memory-format arguments are passed as TorchScript passes them (ScalarType codes, ints). What the symbolics
-ask about the node beyond its arguments, :class:`exporter.capture.fx_facts.FxFacts` answers. Nodes whose arguments are
+ask about the node beyond its arguments, :class:`exporter.frontends.export.facts.FxFacts` answers. Nodes whose arguments are
 all known at export time are computed with PyTorch (a constant), as the TorchScript driver folds them.
 """
 
@@ -17,24 +17,23 @@ import torch
 from torch.export.graph_signature import InputKind
 
 from exporter import dtypes, ir, provenance
-from exporter.capture.common import Capture
-from exporter.capture.export import ASSERTION_OPS, SYMBOLIC_NUMBERS, SYMBOLIC_OF, state_tensor, user_outputs
-from exporter.capture.fx_facts import FX_FACTS, op_kind, returns_several, schema_arguments, value_type
-from exporter.convert import any_empty, call_symbolic, copy_type, foldable_kind
+from exporter.conversion_core import Symbolics, annotate, any_empty, call_symbolic, copy_type, foldable_kind
 from exporter.errors import UnsupportedOperatorError
+from exporter.frontends.base import Captured, Driver
+from exporter.frontends.export.capture import ASSERTION_OPS, SYMBOLIC_NUMBERS, SYMBOLIC_OF, state_tensor, user_outputs
+from exporter.frontends.export.facts import FX_FACTS, op_kind, returns_several, schema_arguments, value_type
 from exporter.graph_context import ExportSession, GraphContext
-from exporter.registry import REGISTRY
 
 
-class FxConverter:
+class FxConverter(Driver):
     def __init__(self, session: ExportSession):
         session.facts = FX_FACTS
         self.session = session
         self.record = provenance.RECORD
         self.node_scopes: dict[str, str] = {}
-        self._symbolics: dict[str, Any] = {}
+        self._symbolics = Symbolics(session)
 
-    def convert_program(self, captured: Capture, input_values: list[ir.Value]) -> ir.Graph:
+    def convert(self, captured: Captured, input_values: list) -> ir.Graph:
         """The ONNX graph of ``captured.program``: ``input_values`` are the user inputs then the parameters, as
         ``naming.graph_inputs`` makes them for ``captured``."""
         program = captured.program
@@ -66,7 +65,7 @@ class FxConverter:
         raise AssertionError("an FX graph without an output node")
 
     # -- the program's boundary -----------------------------------------------------------------------------------
-    def _bind_placeholders(self, g: GraphContext, captured: Capture, input_values: list[ir.Value]) -> dict:
+    def _bind_placeholders(self, g: GraphContext, captured: Captured, input_values: list[ir.Value]) -> dict:
         program = captured.program
         user_values = iter(input_values[:len(captured.user_inputs)])
         params = {name: value for (name, _), value in zip(captured.params, input_values[len(captured.user_inputs):],
@@ -157,7 +156,7 @@ class FxConverter:
         g.node = node
         g.scope = _scope_prefix(node)
         first_new = len(g.graph.nodes)
-        symbolic = translated or self._lookup(SYMBOLIC_OF.get(target, SYMBOLIC_OF.get(kind, kind)))
+        symbolic = translated or self._symbolics.lookup(SYMBOLIC_OF.get(target, SYMBOLIC_OF.get(kind, kind)))
         result = call_symbolic(g, symbolic, kind, args)
         if result is None and any(isinstance(v, torch.Tensor) for v in _recorded(node)):
             raise UnsupportedOperatorError(kind, self.session.opset, reason="its symbolic returned None")
@@ -241,7 +240,7 @@ class FxConverter:
         container, index = env[node.args[0]], node.args[1]
         if isinstance(container, ir.Value):
             g.node = node
-            item = call_symbolic(g, self._lookup("aten::__getitem__"), "aten::__getitem__", [container, index])
+            item = call_symbolic(g, self._symbolics.lookup("aten::__getitem__"), "aten::__getitem__", [container, index])
         else:
             item = container[index]
             if isinstance(item, ir.Value):
@@ -277,12 +276,6 @@ class FxConverter:
         target = node.target
         return table.symbolic(target, target.name() if isinstance(target, torch._ops.OpOverload) else op_kind(node))
 
-    def _lookup(self, kind: str):
-        found = self._symbolics.get(kind)
-        if found is None:
-            found = self._symbolics[kind] = REGISTRY.lookup(kind, self.session.opset)
-        return found
-
     def _bind(self, node: torch.fx.Node, result: Any, env: dict) -> None:
         recorded = node.meta.get("val")
         if isinstance(result, (tuple, list)) and isinstance(recorded, (tuple, list)):
@@ -298,11 +291,10 @@ class FxConverter:
     def _annotate(self, value: ir.Value, example: Any) -> None:
         """Fill in what the program recorded and the symbolic left unknown: element type and sizes."""
         elem, shape = value_type(example, True)
-        if value.dtype is None and elem is not None:
-            value.dtype = elem
-        if value.shape is None and shape is not None and value.kind == ir.TENSOR:
-            value.shape = shape if self.session.static_shapes else tuple(
+        if shape is not None and (value.kind != ir.TENSOR or not self.session.static_shapes):
+            shape = None if value.kind != ir.TENSOR else tuple(
                 d if isinstance(d, int) and not _is_symbolic(example, i) else None for i, d in enumerate(shape))
+        annotate(value, elem, shape)
 
 
 def _local_output(g: GraphContext, result: Any) -> ir.Value:

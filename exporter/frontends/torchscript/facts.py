@@ -1,5 +1,5 @@
 """Facts about TorchScript values that the converter and the symbolics both read: a value's ONNX element type,
-shape and whether it is a Python number. It sits below ``convert.py`` so symbolics need not import the converter."""
+shape and whether it is a Python number. It sits below the driver so symbolics need not import the converter."""
 
 from __future__ import annotations
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import torch
 
-import exporter.capture.module_state as module_state
-import exporter.capture.mutation as mutation
-import exporter.capture.script_passes as script_passes
-from exporter.capture.common import Capture
+import exporter.frontends.torchscript.module_state as module_state
+import exporter.frontends.torchscript.mutation as mutation
+import exporter.frontends.torchscript.script_passes as script_passes
 from exporter.errors import CaptureError
+from exporter.frontends.base import Captured
 
 
 def as_given(flat: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -22,7 +22,7 @@ def as_given(flat: list[torch.Tensor]) -> list[torch.Tensor]:
     return [tensor.detach().clone() for tensor in flat]
 
 
-def finish(graph, module_c, flat, prefix, state_dict, outputs=None, traced: bool = False) -> Capture:
+def finish(graph, module_c, flat, prefix, state_dict, outputs=None, traced: bool = False) -> Captured:
     """The capture of ``graph``, flattened and cleaned up for conversion (``traced``: a trace, not a scripted
     graph)."""
     began = time.perf_counter()
@@ -45,7 +45,7 @@ def finish(graph, module_c, flat, prefix, state_dict, outputs=None, traced: bool
     torch._C._jit_pass_lower_all_tuples(graph)
     mutation.functionalize(graph)  # ends with dead code elimination
     state_names = list({id(tensor): name for name, tensor in reversed(state_dict.items())}.values())[::-1]
-    return Capture(graph=graph, user_inputs=list(flat), params=params, example_outputs=outputs,
+    return Captured(graph=graph, user_inputs=list(flat), params=params, example_outputs=outputs,
                    state_names=state_names, graph_passes_seconds=time.perf_counter() - began)
 
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import torch
 
-from exporter.capture.common import SCALARS, SCRIPT, Capture, flatten, number_tensor
-from exporter.capture.flat_graph import as_given, finish
-from exporter.capture.warning_filter import quiet_torchscript
 from exporter.errors import CaptureError, ExportArgumentError
+from exporter.frontends.base import SCALARS, Capture, Captured, flatten, number_tensor
+from exporter.frontends.torchscript.flat_graph import as_given, finish
+from exporter.frontends.torchscript.warning_filter import quiet_torchscript
 
 
-def capture_scripted(model, graph, module_c, positional, kwargs, state_dict) -> Capture:
+def capture_scripted(model, graph, module_c, positional, kwargs, state_dict) -> Captured:
     """A scripted model's own graph; a Python number argument stays a graph input (a 0-d tensor), as in PyTorch's
     exporter, and so does a list argument (one input: an ONNX sequence, see :func:`split_list_inputs`)."""
     _check_no_none_arguments(positional, kwargs)
@@ -39,7 +39,7 @@ def capture_scripted(model, graph, module_c, positional, kwargs, state_dict) -> 
     # Captured before the example run: a forward that assigns module attributes changes them, and the export
     # starts from their values at the time of the call, as PyTorch's exporter does.
     captured = finish(graph, module_c, flat, "", state_dict)
-    captured.front_end = SCRIPT
+    captured.capture = Capture.SCRIPT
     try:
         with quiet_torchscript(), torch.no_grad():
             captured.example_outputs = _scripted_example_outputs(model(*positional))
@@ -114,7 +114,7 @@ def _script_arguments(model, positional: tuple, kwargs: dict) -> tuple:
     return tuple(args)
 
 
-def split_list_inputs(captured: Capture) -> Capture:
+def split_list_inputs(captured: Captured) -> Captured:
     """The capture with each list input (a scripted ``list[int]``/``list[Tensor]`` argument, one ONNX sequence input
     from opset 11) split into one graph input per element, gathered by a ``prim::ListConstruct`` where the list was
     used: how such an argument can be an input where ONNX has no sequences (below opset 11), with the list's length

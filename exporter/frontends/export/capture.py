@@ -1,5 +1,5 @@
 """The torch.export front end: ``torch.export.export`` captures the model as an ExportedProgram, whose functional ATen
-graph the FX driver (``exporter/convert_fx.py``) converts through the same op library as the TorchScript captures.
+graph the FX driver (``exporter/frontends/export/driver.py``) converts through the same op library as the TorchScript captures.
 
 No ``torch.jit`` function runs on this path. The program is decomposed only where the op library has no symbolic for
 an op at the target opset: an op with a symbolic is kept whole (``conv2d``, ``layer_norm``, ``scaled_dot_product_attention``
@@ -27,10 +27,10 @@ from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
 from torch.utils._sympy.numbers import int_oo
 
-from exporter.capture.common import EXPORT, Capture, flatten, split_args
-from exporter.capture.library_ops import library_implementation, onnx_op_decomposition
-from exporter.capture.recurrent import recurrent_layers_whole
 from exporter.errors import CaptureError, DynamicAxesError, ExportArgumentError, UnsupportedOperatorError
+from exporter.frontends.base import Capture, Captured, flatten, split_args
+from exporter.frontends.export.library_ops import library_implementation, onnx_op_decomposition
+from exporter.frontends.export.recurrent import recurrent_layers_whole
 from exporter.registry import REGISTRY
 
 # Ops torch.export leaves in a program that assert facts about its inputs (shapes, ranges, metadata) at run time.
@@ -57,7 +57,7 @@ SYMBOLIC_OF = {
 }
 
 
-def capture_program(model: Any, args: Any, dynamic_shapes: Any) -> Capture:
+def capture_program(model: Any, args: Any, dynamic_shapes: Any) -> Captured:
     """Capture ``model`` called with ``args`` (positional arguments and an optional trailing dict of keyword
     arguments) with ``torch.export.export`` (non-strict). The program is decomposed for an opset by
     :func:`at_opset`, so one capture serves exports at several opsets."""
@@ -201,7 +201,7 @@ def _dynamic_axes_of(axes) -> list[int]:
     return [axis for axis, dim in items if dim is not None and not isinstance(dim, int) and dim != _DimHint.STATIC()]
 
 
-def at_opset(captured: Capture, opset: int, keep: Collection = ()) -> Capture:
+def at_opset(captured: Captured, opset: int, keep: Collection = ()) -> Captured:
     """``captured`` with its program functionalized (in-place ops made functional), then decomposed where the op
     library has no symbolic at ``opset``, and only there (the capture itself is left as it is). The ops of ``keep``
     (those a custom_translation_table converts) are never decomposed."""
@@ -357,7 +357,7 @@ def _kind_of(op) -> str:
     return op.name().partition(".")[0]
 
 
-def capture_given_program(program, args: Any) -> tuple[Capture, Any]:
+def capture_given_program(program, args: Any) -> tuple[Captured, Any]:
     """The capture of an ExportedProgram handed in as the model, converted as it was captured, and the example
     arguments it is converted with: ``args`` (positional arguments and a trailing dict of keyword arguments) when
     given, else the program's own example inputs."""
@@ -375,7 +375,7 @@ def capture_given_program(program, args: Any) -> tuple[Capture, Any]:
 SYMBOLIC_NUMBERS = {torch.SymInt: torch.int64, torch.SymFloat: torch.float32, torch.SymBool: torch.bool}
 
 
-def _capture_of(program, positional: tuple, kwargs: dict) -> Capture:
+def _capture_of(program, positional: tuple, kwargs: dict) -> Captured:
     signature = program.graph_signature
     placeholders = [node for node in program.graph.nodes if node.op == "placeholder"]
     params = []
@@ -392,18 +392,18 @@ def _capture_of(program, positional: tuple, kwargs: dict) -> Capture:
         elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             params.append((spec.target, state_tensor(program, spec.target)))
         elif spec.kind not in (InputKind.CONSTANT_TENSOR, InputKind.TOKEN):  # constants stay constants; effect
-            # tokens order side effects (convert_fx.py drops the assertions they order)
+            # tokens order side effects (its driver drops the assertions they order)
             raise CaptureError(f"the exported program takes a {spec.kind.name} input ({spec.target}), which ONNX "
                                "cannot hold (a script object or an effect token)")
     tensors: list[torch.Tensor | list[torch.Tensor]] = [
         t for t in flatten((positional, kwargs))[0] if isinstance(t, torch.Tensor)]
     if len(tensors) != user_examples:
         raise CaptureError(f"the exported program takes {user_examples} of the {len(tensors)} tensor arguments")
-    # Every parameter and buffer, used or not, as PyTorch's exporter counts them for input_names (see Capture).
+    # Every parameter and buffer, used or not, as PyTorch's exporter counts them for input_names (see Captured).
     state_names = list(program.state_dict.keys())
     state_names += [name for name, _ in params if name not in program.state_dict]
-    return Capture(graph=program.graph, user_inputs=tensors, params=params, example_outputs=_example_outputs(program),
-                   state_names=state_names, front_end=EXPORT, program=program)
+    return Captured(graph=program.graph, user_inputs=tensors, params=params, example_outputs=_example_outputs(program),
+                   state_names=state_names, capture=Capture.EXPORT, program=program)
 
 
 def state_tensor(program, target: str) -> torch.Tensor:
@@ -460,13 +460,13 @@ def dynamic_shapes_from_axes(model: torch.nn.Module, args: Any, axes_by_position
     return shapes
 
 
-def program_axes(captured: Capture, names_in: list[str], names_out: list[str],
+def program_axes(captured: Captured, names_in: list[str], names_out: list[str],
                  axes: dict[str, dict[int, str]]) -> dict[str, dict[int, str]]:
     """The dynamic axes of the ONNX model, by input and output name: every symbolic dim of the program's user inputs
     (named as ``axes`` names it, else after its symbol: ``s77``), and every symbolic output dim (named as the input
     dim it is, else after its expression: ``u0`` for a size the data decides, ``2*s77``).
     An axis ``axes`` asks for that the program holds static is an error: the model's code fixed its size (the
-    program's guards on the symbolic ones are ``export_guards``'s)."""
+    program's guards on the symbolic ones are ``guards``'s)."""
     program = captured.program
     user = user_input_placeholders(program)
     result = {name: dict(dims) for name, dims in axes.items()}

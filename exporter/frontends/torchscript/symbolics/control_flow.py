@@ -14,6 +14,7 @@ from onnx import TensorProto
 from exporter import dtypes, ir
 from exporter.dtypes import BOOL, DOUBLE, INT64
 from exporter.errors import SymbolicValueError
+from exporter.frontends.torchscript.facts import declared_element_type, ts_value_type
 from exporter.lowering import optional
 from exporter.lowering.control_flow import (
     NUMBER_DTYPES,
@@ -27,7 +28,6 @@ from exporter.lowering.core import cast, constant_value, dim_size
 from exporter.lowering.numbers import extremum
 from exporter.lowering.sequence import sequence_length
 from exporter.registry import symbolic, unsupported
-from exporter.ts_types import declared_element_type, ts_value_type
 
 
 def _declared_dtype(ts_value) -> int | None:

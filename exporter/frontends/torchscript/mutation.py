@@ -26,7 +26,7 @@ import functools
 
 import torch
 
-from exporter.ts_types import KINDS_WITH_BLOCKS
+from exporter.frontends.torchscript.facts import KINDS_WITH_BLOCKS
 
 _SCATTER_BACK_KINDS = {
     "aten::select", "aten::slice", "aten::narrow", "aten::view", "aten::reshape", "aten::flatten",

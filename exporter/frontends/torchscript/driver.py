@@ -1,4 +1,5 @@
-"""Convert: one symbolic call per TorchScript node, building the in-memory ONNX graph.
+"""The TorchScript driver: one symbolic call per TorchScript node, building the in-memory ONNX graph (the lookup, the
+call and the folding policy it shares with the FX driver are ``exporter.conversion_core``'s).
 
 Nodes whose inputs are all Python or tensor constants are evaluated with PyTorch itself (TorchScript-level
 constant folding: shape arithmetic on static shapes, constant tensors), so the ONNX graph only carries
@@ -8,35 +9,47 @@ what really depends on the inputs or parameters.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
 from exporter import dtypes, ir, provenance
-from exporter.capture import MODE_FRAME
-from exporter.capture.mutation import is_in_place
-from exporter.errors import OnnxExporterError, SymbolicValueError, UnsupportedOperatorError
+from exporter.conversion_core import (
+    NOT_EVALUATED,
+    TAKES_OPTIONALS,
+    Symbolics,
+    annotate,
+    any_empty,
+    call_symbolic,
+    copy_type,
+    foldable_kind,
+    is_constant,
+)
+from exporter.errors import OnnxExporterError, UnsupportedOperatorError
+from exporter.frontends.base import Captured, Driver
+from exporter.frontends.torchscript.capture import MODE_FRAME
+from exporter.frontends.torchscript.facts import (
+    TORCHSCRIPT_FACTS,
+    blocks_of,
+    declared_element_type,
+    outputs_of,
+    ts_value_type,
+)
+from exporter.frontends.torchscript.mutation import is_in_place
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.lowering import optional, qdq
 from exporter.options import OperatorExportTypes
 from exporter.registry import REGISTRY
-from exporter.ts_types import TORCHSCRIPT_FACTS, declared_element_type, outputs_of, ts_value_type
 
 ATEN_DOMAIN = "org.pytorch.aten"
 PYTHON_OP = "prim::PythonOp"
 
-# Ops never evaluated at export time even when their inputs are constant.
-_NOT_FOLDABLE_WORDS = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "empty", "poisson",
-                       "exponential", "geometric", "cauchy")
-# In-place ops whose result is not a function of their arguments' values (uninitialized or shared memory).
-_NOT_FOLDABLE_KINDS = frozenset({"aten::resize_", "aten::resize_as_", "aten::set_"})
 _FACTORIES_OF_SELF_TYPE = frozenset({"aten::new_zeros", "aten::new_ones", "aten::new_full"})
 _COLLECTION_KINDS = frozenset({"prim::ListConstruct", "prim::TupleConstruct"})
 
 
-class Converter:
+class Converter(Driver):
     def __init__(self, session: ExportSession, source_locations: bool = False):
         self.session = session
         self.source_locations = source_locations  # verbose export: node doc_strings name the model's source line
@@ -46,7 +59,10 @@ class Converter:
         # ONNX node name -> TorchScript scope of the node it came from (export_modules_as_functions groups by it).
         self.node_scopes: dict[str, str] = {}
         self.record = provenance.RECORD  # stamp ONNX nodes and values with their TorchScript origin
-        self._symbolics: dict[str, Callable] = {}  # op kind -> its symbolic at the session's opset, as looked up
+        self._symbolics = Symbolics(session)  # op kind -> its symbolic at the session's opset, as looked up
+
+    def convert(self, captured: Captured, input_values: list) -> ir.Graph:
+        return self.convert_graph(captured.graph, input_values)
 
     # -- graphs and blocks ------------------------------------------------------------------------------
     def convert_graph(self, ts_graph, input_values: list[ir.Value | qdq.QTensor]) -> ir.Graph:
@@ -130,13 +146,13 @@ class Converter:
             env[output.unique()] = output.toIValue()
             return
         args = [env[node.inputsAt(i).unique()] for i in range(node.inputsSize())]
-        if kind in _COLLECTION_KINDS and all(_is_constant(a) for a in args):
+        if kind in _COLLECTION_KINDS and all(is_constant(a) for a in args):
             env[node.output().unique()] = args  # a list of values known at export time is one (a Conv's strides)
             return
         known = _known_arguments(node, args)
         if known is not None:
             folded = _evaluate_with_torch(node, known)
-            if folded is not _NOT_EVALUATED:
+            if folded is not NOT_EVALUATED:
                 self._bind(node, folded, env)
                 return
         if self.session.static_shapes:
@@ -186,17 +202,11 @@ class Converter:
         kind = node.kind()
         table = self.session.translations  # the caller's custom_translation_table, by schema name ("aten::add.Tensor")
         translated = table.symbolic(None, node.schema().partition("(")[0]) if table is not None else None
-        result = call_symbolic(g, translated or self._lookup(kind), kind, args)
+        result = call_symbolic(g, translated or self._symbolics.lookup(kind), kind, args)
         if result is None and any(o.type().kind() == "TensorType" for o in outputs_of(node)):
             # As documented, a symbolic returns None when it cannot convert this use of the op.
             raise UnsupportedOperatorError(kind, self.session.opset, reason="its symbolic returned None")
         return _keep_in_place_type(g, kind, args, result)
-
-    def _lookup(self, kind: str):
-        found = self._symbolics.get(kind)
-        if found is None:
-            found = self._symbolics[kind] = REGISTRY.lookup(kind, self.session.opset)
-        return found
 
     # -- torch.autograd.Function calls ------------------------------------------------------------------
     def _convert_python_op(self, g: GraphContext, node, args: list[Any], export_type: int) -> Any:
@@ -254,22 +264,14 @@ class Converter:
 
     def _annotate(self, value: ir.Value, ts_value) -> None:
         elem, shape, is_number = ts_value_type(ts_value, self.session.static_shapes)
-        if value.dtype is None and elem is not None:
-            value.dtype = elem
-        if value.shape is None and shape is not None:
-            value.shape = shape
+        annotate(value, elem, shape)
         if is_number:  # a scripted model's int/float/bool input too
             value.is_number = True
 
 
-# TorchScript ops that take an optional value (kind ir.OPTIONAL) as it is; any other op receiving one is refused.
-_TAKES_OPTIONALS = frozenset({"aten::__is__", "aten::__isnot__", "prim::unchecked_cast", "aten::_unwrap_optional",
-                              "prim::unchecked_unwrap_optional", "prim::Loop"})
-
-
 # Where an optional input may go as it is: ``is None`` tests and refinements, a loop carrying it, a block or the
 # graph returning it (If and Loop then pass an optional on).
-_OPTIONAL_INPUT_USES = _TAKES_OPTIONALS | {"prim::Return"}
+_OPTIONAL_INPUT_USES = TAKES_OPTIONALS | {"prim::Return"}
 
 
 def _optional_input(ts_input) -> bool:
@@ -392,11 +394,6 @@ def _infer_missing_shapes(g: GraphContext, node, new_nodes: list, result: Any) -
         infer_local_shapes(new_nodes, g.opset, g.session.used_domains)
 
 
-def copy_type(value: ir.Value, like: ir.Value) -> ir.Value:
-    value.dtype, value.shape, value.kind, value.elem_shape = like.dtype, like.shape, like.kind, like.elem_shape
-    return value
-
-
 @functools.lru_cache(maxsize=4096)
 def _scope_prefix(scope: str) -> str:
     """Node-name prefix from the module path: scope ``__module.model/.../__module.model.a.lin`` -> ``/a/lin/``."""
@@ -406,54 +403,6 @@ def _scope_prefix(scope: str) -> str:
         return ""
     paths = instance_paths(scope)
     return f"/{paths[-1].replace('.', '/')}/" if paths else "/"
-
-
-_NOT_EVALUATED = object()
-
-
-def _is_constant(arg: Any) -> bool:
-    if isinstance(arg, ir.Value):
-        return False
-    if isinstance(arg, (list, tuple)):
-        return all(_is_constant(a) for a in arg)
-    return True
-
-
-def call_symbolic(g: GraphContext, symbolic_fn: Callable, kind: str, args: list[Any]) -> Any:
-    """Call ``symbolic_fn`` (the op library's conversion of ``kind``) on ``args``, whichever front end captured the
-    op: optional arguments only where the op takes them, quantized ones dequantized unless the symbolic takes them
-    as they are, and the symbolic's own errors prefixed with the op."""
-    has_optional, has_quantized = _special_arguments(args)
-    if has_optional and kind not in _TAKES_OPTIONALS:
-        raise SymbolicValueError(
-            f"{kind} receives a value that may be None at run time (an Optional[Tensor] input, or a value a "
-            "branch or loop may set to None); only `is None` tests and the value refined by one "
-            "(`if x is not None: ...x...`) are supported"
-        )
-    if has_quantized:
-        args = qdq.constants_as_qtensors(g, args)
-    try:
-        if (has_quantized and kind not in qdq.STRUCTURAL_OPS
-                and not getattr(symbolic_fn, "takes_quantized", False)):
-            return qdq.call_on_dequantized(g, symbolic_fn, args)
-        return symbolic_fn(g, *args)
-    except OnnxExporterError as error:
-        if isinstance(error, UnsupportedOperatorError) or str(error).startswith(kind):
-            raise
-        raise type(error)(f"{kind}: {error}") from error
-
-
-def _special_arguments(args: list[Any]) -> tuple[bool, bool]:
-    """(whether an argument, or an item of a list argument, is an optional; whether a quantized tensor is among the
-    arguments, at any depth): one pass, as every symbolic call asks both."""
-    has_optional = has_quantized = False
-    for arg in args:
-        for item in arg if isinstance(arg, (list, tuple)) else (arg,):
-            if optional.is_optional(item):
-                has_optional = True
-            elif qdq.contains_quantized(item) or qdq.is_quantized_constant(item):
-                has_quantized = True
-    return has_optional, has_quantized
 
 
 def _keep_in_place_type(g: GraphContext, kind: str, args: list[Any], result: Any) -> Any:
@@ -481,16 +430,7 @@ def _known_arguments(node, args: list[Any]) -> list[Any] | None:
         if args[0].kind != ir.TENSOR or args[0].dtype not in dtypes.ONNX_TO_TORCH:
             return None
         args = [torch.empty(0, dtype=dtypes.torch_from_onnx(args[0].dtype)), *args[1:]]
-    return args if all(_is_constant(a) for a in args) else None
-
-
-@functools.cache
-def foldable_kind(kind: str) -> bool:
-    """Whether a node of ``kind`` whose inputs are all constants may be computed at export time. In-place ops may:
-    the mutation pass has made the graph functional (every later use reads the op's result, not its input), so
-    such an op is computed on a copy of its input, as its symbolic computes a new value."""
-    return (kind.startswith("aten::") and kind not in _NOT_FOLDABLE_KINDS
-            and not any(w in kind for w in _NOT_FOLDABLE_WORDS))
+    return args if all(is_constant(a) for a in args) else None
 
 
 def _empty_results(node, args: list[Any]) -> tuple | None:
@@ -523,38 +463,23 @@ def _empty_results(node, args: list[Any]) -> tuple | None:
     return tuple(results) if results else None
 
 
-def any_empty(args: list[Any]) -> bool:
-    """Whether an argument, or an item of a list argument, is a tensor with no elements."""
-    for arg in args:
-        for item in arg if isinstance(arg, (list, tuple)) else (arg,):
-            if isinstance(item, (ir.Value, torch.Tensor)) and _is_empty(item):
-                return True
-    return False
-
-
-def _is_empty(x: ir.Value | torch.Tensor) -> bool:
-    if isinstance(x, torch.Tensor):
-        return x.numel() == 0
-    return x.shape is not None and 0 in x.shape
-
-
 def _fixed_size(x: ir.Value | torch.Tensor) -> bool:
     """A constant, a parameter, or a graph input (whose sizes a static export fixes): never sized by traced data."""
     return isinstance(x, torch.Tensor) or x.const is not None or x.producer is None
 
 
 def _evaluate_with_torch(node, args: list[Any]) -> Any:
-    """Run a constant aten node eagerly; _NOT_EVALUATED when PyTorch cannot (unknown overload, error)."""
+    """Run a constant aten node eagerly; NOT_EVALUATED when PyTorch cannot (unknown overload, error)."""
     try:
         schema = node.schema()
     except RuntimeError:
-        return _NOT_EVALUATED
+        return NOT_EVALUATED
     op, keyword_only = _eager_op(schema)
     if op is None:
-        return _NOT_EVALUATED
+        return NOT_EVALUATED
     if is_in_place(node.kind()):
         if not (args and isinstance(args[0], torch.Tensor)):
-            return _NOT_EVALUATED
+            return NOT_EVALUATED
         args = [args[0].clone(), *args[1:]]  # the constant itself stays as it is (see _foldable_kind)
     positional = [value for value, keyword in zip(args, keyword_only, strict=True) if not keyword]
     keywords = {keyword: value for value, keyword in zip(args, keyword_only, strict=True) if keyword}
@@ -562,7 +487,7 @@ def _evaluate_with_torch(node, args: list[Any]) -> Any:
         with torch.no_grad():
             return op(*positional, **keywords)
     except Exception:
-        return _NOT_EVALUATED
+        return NOT_EVALUATED
 
 
 @functools.lru_cache(maxsize=1024)
@@ -581,3 +506,20 @@ def _eager_op(schema: str) -> tuple[Any, tuple[str, ...]]:
     except RuntimeError:
         return None, ()
     return op, tuple(argument.name if argument.kwarg_only else "" for argument in arguments)
+
+
+def collect_unconvertible(nodes, opset: int, missing: list[str]) -> None:
+    """Add to ``missing`` each op kind among ``nodes`` (and the blocks and traced autograd.Function subgraphs within)
+    that has no symbolic at ``opset``: ``exporter.unconvertible_ops``."""
+    for node in nodes:
+        kind = node.kind()
+        if kind == "prim::Constant":
+            continue
+        if kind == PYTHON_OP and not REGISTRY.is_supported(kind, opset):
+            if getattr(python_op_class(node), "symbolic", None) is None and node.hasAttribute("Subgraph"):
+                collect_unconvertible(node.g("Subgraph").nodes(), opset, missing)
+            continue
+        if not REGISTRY.is_supported(kind, opset) and kind not in missing:
+            missing.append(kind)
+        for block in blocks_of(node):
+            collect_unconvertible(block.nodes(), opset, missing)

@@ -44,12 +44,12 @@ from typing import Any
 
 import torch
 
-from exporter.capture.common import TRACE, Capture, flatten, split_args
-from exporter.capture.torchscript import capture
-from exporter.capture.warning_filter import silenced
 from exporter.errors import DynamicAxesError
+from exporter.frontends.base import Capture, Captured, flatten, split_args
+from exporter.frontends.torchscript.capture import capture
+from exporter.frontends.torchscript.facts import blocks_of
+from exporter.frontends.torchscript.warning_filter import silenced
 from exporter.provenance import Origin
-from exporter.ts_types import blocks_of
 
 # The second sizes tried, in order, from the example's size n: twice it (sizes that were multiples of one another, or
 # of a block size, stay so), else one more (a model that takes no size beyond its example's double, such as a table of
@@ -92,13 +92,13 @@ class TraceCheck:
             raise DynamicAxesError(self.frozen + " (check_dynamic_axes=False writes the model as traced)")
 
 
-def check_traced_axes(model: Any, args: Any, captured: Capture, names_in: list[str], axes: dict[str, dict[int, str]],
+def check_traced_axes(model: Any, args: Any, captured: Captured, names_in: list[str], axes: dict[str, dict[int, str]],
                       enabled: bool = True) -> TraceCheck:
     """Whether the trace froze a declared dynamic input axis into its graph (see the module docstring); nothing
     where not ``enabled``. ``names_in`` names the graph inputs in order, ``axes`` the declared dynamic axes by name.
     Made before the graph is converted (the converter's passes rewrite it). The verdict is kept on ``captured``
     (shared by the copies an export makes of it), so a capture exported many times is checked once."""
-    if not enabled or captured.front_end != TRACE:
+    if not enabled or captured.capture is not Capture.TRACE:
         return TraceCheck()
     declared = _declared_axes(captured, names_in, axes)
     if not declared:
@@ -112,7 +112,7 @@ def check_traced_axes(model: Any, args: Any, captured: Capture, names_in: list[s
     return TraceCheck(time.perf_counter() - began, verdicts[key])
 
 
-def _declared_axes(captured: Capture, names_in: list[str], axes: dict[str, dict[int, str]]) -> list[Axis]:
+def _declared_axes(captured: Captured, names_in: list[str], axes: dict[str, dict[int, str]]) -> list[Axis]:
     declared = []
     for position, (name, example) in enumerate(zip(names_in, captured.user_inputs, strict=False)):
         if name not in axes or not isinstance(example, torch.Tensor):
@@ -124,7 +124,7 @@ def _declared_axes(captured: Capture, names_in: list[str], axes: dict[str, dict[
     return declared
 
 
-def _verdict(model, args, captured: Capture, declared: list[Axis]) -> str | None:
+def _verdict(model, args, captured: Captured, declared: list[Axis]) -> str | None:
     """None where the trace honours ``declared``, else why not, in words."""
     with _randomness_kept() as same_randomness:
         for second_size in SECOND_SIZES:
@@ -158,7 +158,7 @@ def _verdict(model, args, captured: Capture, declared: list[Axis]) -> str | None
     return _message(culprits, difference, second_size)
 
 
-def _traced(model, args, grown: list[Axis], second_size) -> Capture | None:
+def _traced(model, args, grown: list[Axis], second_size) -> Captured | None:
     """The capture of ``model`` with the ``grown`` axes at their second size, the example repeated along them (None
     where tracing fails); its warnings are not shown (the first trace showed the model's)."""
     positional, kwargs = split_args(args)

@@ -21,12 +21,12 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-import exporter.capture.mutation as mutation
-from exporter.capture.common import Capture, flatten, flatten_outputs, split_args
-from exporter.capture.flat_graph import as_given, finish
-from exporter.capture.scripted import capture_scripted
-from exporter.capture.warning_filter import quiet_torchscript
+import exporter.frontends.torchscript.mutation as mutation
 from exporter.errors import CaptureError, ExportArgumentError
+from exporter.frontends.base import Captured, flatten, flatten_outputs, split_args
+from exporter.frontends.torchscript.flat_graph import as_given, finish
+from exporter.frontends.torchscript.scripted import capture_scripted
+from exporter.frontends.torchscript.warning_filter import quiet_torchscript
 
 _WRAPPER_PREFIX = "model."
 
@@ -47,7 +47,7 @@ class _FlatCall(torch.nn.Module):
         return self.last_outputs
 
 
-def capture(model: Any, args: Any) -> Capture:
+def capture(model: Any, args: Any) -> Captured:
     """Capture ``model`` called with ``args`` as a flat TorchScript graph (see module docstring). The model's buffers
     and tensor attributes, and the tensors of ``args``, are left as they were, whatever its run changed in place (see
     :class:`_StateKept`)."""
@@ -127,7 +127,7 @@ def _buffers_and_tensor_attributes(model: Any) -> Iterator[torch.Tensor]:
                     if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter))
 
 
-def _capture(model: Any, args: Any) -> Capture:
+def _capture(model: Any, args: Any) -> Captured:
     positional, kwargs = split_args(args)
     if isinstance(model, torch.jit.ScriptFunction):
         return capture_scripted(model, model.graph, None, positional, kwargs, state_dict={})
@@ -154,7 +154,7 @@ def _state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return dict(model.state_dict(keep_vars=True))
 
 
-def _capture_traced(model: torch.nn.Module, positional: tuple, kwargs: dict) -> Capture:
+def _capture_traced(model: torch.nn.Module, positional: tuple, kwargs: dict) -> Captured:
     flat, rebuild = flatten((positional, kwargs), numbers_as_tensors=True)
     given = as_given(flat)
     wrapper = _FlatCall(model, rebuild)
@@ -177,7 +177,7 @@ def _capture_traced(model: torch.nn.Module, positional: tuple, kwargs: dict) -> 
     return captured
 
 
-def _capture_traced_graph(model: torch.nn.Module, positional: tuple, kwargs: dict) -> Capture:
+def _capture_traced_graph(model: torch.nn.Module, positional: tuple, kwargs: dict) -> Captured:
     """Trace straight to a graph whose inputs are the flat arguments followed by the parameters and buffers.
 
     Several times faster than ``torch.jit.trace``, which first builds a ScriptModule mirroring every submodule;

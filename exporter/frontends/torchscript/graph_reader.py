@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from exporter.frontends.torchscript.facts import blocks_of, inputs_of
 from exporter.localization.captured import CapturedGraph
 from exporter.localization.runs import to_numpy
 from exporter.localization.selections import (
@@ -22,7 +23,6 @@ from exporter.localization.selections import (
     Step,
     selections,
 )
-from exporter.ts_types import blocks_of, inputs_of
 
 _QUANTIZED_SCALAR_TYPES = frozenset({"QUInt8", "QInt8", "QInt32"})
 _INTEGRAL_SCALAR_TYPES = ("Long", "Int", "Short", "Char", "Byte", "Bool")

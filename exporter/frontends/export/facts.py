@@ -1,4 +1,4 @@
-"""Facts about torch.export's FX nodes that the converter and the symbolics read, as ``exporter/ts_types.py`` gives
+"""Facts about torch.export's FX nodes that the converter and the symbolics read, as ``exporter/frontends/torchscript/facts.py`` gives
 them for TorchScript: a node's op and overload, its schema's arguments, and what the program recorded of its
 values (``node.meta["val"]``: fake tensors with their dtype and shape, symbolic dims as SymInts)."""
 
