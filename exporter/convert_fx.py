@@ -25,6 +25,10 @@ from exporter.errors import UnsupportedOperatorError
 from exporter.graph_context import ExportSession, GraphContext
 from exporter.registry import REGISTRY
 
+# The higher-order ops of control flow, by the converter method that makes their ONNX If, Loop or Scan.
+_CONTROL_FLOW = {torch.ops.higher_order.cond: "_cond", torch.ops.higher_order.while_loop: "_while_loop",
+                 torch.ops.higher_order.scan: "_scan"}
+
 
 class FxConverter:
     def __init__(self, session: ExportSession):
@@ -126,10 +130,10 @@ class FxConverter:
         if target is torch.ops.higher_order.with_effects:
             env[node] = self._effect(node)
             return
-        if target in (torch.ops.higher_order.cond, torch.ops.higher_order.while_loop):
+        if target in _CONTROL_FLOW:
             g.node = node
             g.scope = _scope_prefix(node)
-            control = self._cond if target is torch.ops.higher_order.cond else self._while_loop
+            control = getattr(self, _CONTROL_FLOW[target])
             first_new = len(g.graph.nodes)
             self._bind(node, control(g, node, env), env)
             self._stamp(g.graph.nodes[first_new:], node)  # the If or Loop (its bodies' nodes name their own)
@@ -208,6 +212,26 @@ class FxConverter:
                               "loop_body", env, then=env[cond_graph])
         results = g.op("Loop", None, condition, *initial, body_g=body, outputs=len(initial))
         return _typed_like(results, initial)
+
+    def _scan(self, g: GraphContext, node: torch.fx.Node, env: dict) -> tuple:
+        """``scan(combine_graph, init, xs, additional)``: ONNX Scan over axis 0 of each of ``xs``, carrying ``init``;
+        its results are the final carries, then each per-step output stacked on axis 0 (as torch's). The additional
+        inputs are read from the enclosing graph."""
+        combine, init, xs, additional = node.args
+        opset = self.session.opset
+        if opset < 9:  # opset 8's Scan takes a batch axis first and no scan axes
+            raise UnsupportedOperatorError("higher_order.scan", opset, reason="ONNX Scan over axis 0 needs opset 9")
+        init = [g.value(_materialize(value, env, opset)) for value in _operand_list(init)]
+        xs = [g.value(_materialize(value, env, opset)) for value in _operand_list(xs)]
+        additional = [_materialize(value, env, opset) for value in _operand_list(additional)]
+        carried_in = [self._loop_input("carried", value.dtype, _loose_shape(example))
+                      for value, example in zip(init, _recorded(node), strict=False)]
+        slices_in = [self._loop_input("slice", value.dtype, _loose_shape(arg.meta.get("val"))[1:])
+                     for value, arg in zip(xs, _operand_list(node.args[2]), strict=True)]
+        body = self._subgraph(g, env[combine], [*carried_in, *slices_in, *additional], [*carried_in, *slices_in],
+                              "scan_body", env)
+        results = g.op("Scan", *init, *xs, body_g=body, num_scan_inputs_i=len(xs), outputs=len(body.outputs))
+        return _typed_like(results, body.outputs)
 
     def _subgraph(self, g: GraphContext, module: torch.fx.GraphModule, bound: list[Any], inputs: list[ir.Value],
                   name: str, env: dict, then: torch.fx.GraphModule | None = None) -> ir.Graph:

@@ -415,3 +415,25 @@ def test_a_batch_of_three_stays_dynamic(kind, batch_first):
     expected = torch.utils._pytree.tree_leaves(model(x))
     for got, want in zip(_run(written, {"x": x}), expected, strict=True):
         np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+class _RunningSum(torch.nn.Module):
+    """``torch.ops.higher_order.scan``: a carried running sum of the rows of ``x``, and each step's row scaled by an
+    additional input (read from outside the body) stacked."""
+
+    def forward(self, x, bias):
+        def step(total, row, scale):
+            return [total + row, row * scale]
+
+        final, rows = torch.ops.higher_order.scan(step, [torch.zeros_like(x[0])], [x], additional_inputs=[bias * 2])
+        return final, rows
+
+
+@pytest.mark.parametrize("opset", [9, 20])
+def test_torch_scan_becomes_an_onnx_scan_over_the_first_axis(opset):
+    model = _RunningSum()
+    rows = torch.export.Dim("rows")
+    result, written = _export(model, (torch.randn(3, 4), torch.randn(4)), opset,
+                              dynamic_shapes={"x": {0: rows}, "bias": None})
+    assert [node.op_type for node in onnx.load_from_string(written).graph.node].count("Scan") == 1
+    _check_feeds(model, result, written, [(torch.randn(5, 4), torch.randn(4)), (torch.randn(1, 4), torch.randn(4))])
