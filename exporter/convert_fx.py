@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch.export.graph_signature import InputKind
 
-from exporter import dtypes, ir, provenance
+from exporter import complex_numbers, dtypes, ir, provenance
 from exporter.capture.common import Capture
 from exporter.capture.export import ASSERTION_OPS, SYMBOLIC_NUMBERS, SYMBOLIC_OF, state_tensor, user_outputs
 from exporter.capture.fx_facts import FX_FACTS, op_kind, returns_several, schema_arguments, value_type
@@ -108,7 +108,7 @@ class FxConverter:
             example = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
             if isinstance(example, tuple(SYMBOLIC_NUMBERS)):
                 value = self._number_output(g, value, SYMBOLIC_NUMBERS[type(example)])
-            outputs.append(value if isinstance(value, ir.Value) else g.const(value))
+            outputs.append(value if isinstance(value, ir.Value) else g.const(dtypes.real_view(value)))
         return outputs
 
     @staticmethod
@@ -153,6 +153,10 @@ class FxConverter:
         if translated is None and not any(_holds_value(arg) for arg in args) and (
                 foldable_kind(kind) or target in SYMBOLIC_OF):
             env[node] = self._evaluate(node, env)
+            return
+        if complex_numbers.touches_complex(node):  # held as real views: their own op family
+            g.node = node
+            env[node] = complex_numbers.convert(g, node, env)
             return
         empty = _empty_results(node, args)
         if empty is not None:
@@ -217,17 +221,18 @@ class FxConverter:
         """``scan(combine_graph, init, xs, additional)``: ONNX Scan over axis 0 of each of ``xs``, carrying ``init``;
         its results are the final carries, then each per-step output stacked on axis 0 (as torch's). The additional
         inputs are read from the enclosing graph."""
-        combine, init, xs, additional = node.args
+        combine, init_args, xs_args, additional_args = node.args
         opset = self.session.opset
         if opset < 9:  # opset 8's Scan takes a batch axis first and no scan axes
             raise UnsupportedOperatorError("higher_order.scan", opset, reason="ONNX Scan over axis 0 needs opset 9")
-        init = [g.value(_materialize(value, env, opset)) for value in _operand_list(init)]
-        xs = [g.value(_materialize(value, env, opset)) for value in _operand_list(xs)]
-        additional = [_materialize(value, env, opset) for value in _operand_list(additional)]
+        scanned = _operand_list(xs_args)
+        init = [g.value(_materialize(value, env, opset)) for value in _operand_list(init_args)]
+        xs = [g.value(_materialize(value, env, opset)) for value in scanned]
+        additional = [_materialize(value, env, opset) for value in _operand_list(additional_args)]
         carried_in = [self._loop_input("carried", value.dtype, _loose_shape(example))
                       for value, example in zip(init, _recorded(node), strict=False)]
-        slices_in = [self._loop_input("slice", value.dtype, _loose_shape(arg.meta.get("val"))[1:])
-                     for value, arg in zip(xs, _operand_list(node.args[2]), strict=True)]
+        slices_in = [self._loop_input("slice", value.dtype, _loose_shape(_recorded_value(arg))[1:])
+                     for value, arg in zip(xs, scanned, strict=True)]
         body = self._subgraph(g, env[combine], [*carried_in, *slices_in, *additional], [*carried_in, *slices_in],
                               "scan_body", env)
         results = g.op("Scan", *init, *xs, body_g=body, num_scan_inputs_i=len(xs), outputs=len(body.outputs))
@@ -349,7 +354,11 @@ def _typed_like(results: ir.Value | tuple, values: list[ir.Value]) -> tuple:
     return results
 
 
-def _loose_shape(example: Any) -> tuple | None:
+def _recorded_value(arg: Any) -> Any:
+    return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+
+
+def _loose_shape(example: Any) -> tuple:
     """A loop-carried value's shape: the sizes the program records as fixed, the others unknown."""
     if not isinstance(example, torch.Tensor):
         return ()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from onnx import TensorProto
@@ -103,6 +105,14 @@ def tensor_to_numpy(tensor: torch.Tensor) -> np.ndarray:
 
         return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
     return tensor.numpy()
+
+
+def real_view(tensor: Any) -> Any:
+    """A complex tensor as an ONNX model holds it (``torch.view_as_real``: a trailing axis of 2, real part then
+    imaginary part; conjugation resolved), as torch.onnx holds it; anything else as it is."""
+    if isinstance(tensor, torch.Tensor) and tensor.is_complex():
+        return torch.view_as_real(tensor.resolve_conj())
+    return tensor
 
 
 def onnx_from_numpy(dtype: np.dtype) -> int:

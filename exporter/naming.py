@@ -148,6 +148,7 @@ def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params:
     user_count = len(captured.user_inputs)
     inputs: list[ir.Value | qdq.QTensor] = []
     for name, tensor in zip(names[:user_count], captured.user_inputs, strict=True):
+        tensor = dtypes.real_view(tensor)  # a complex input of a torch.export capture (a TorchScript one is refused)
         if isinstance(tensor, list):
             inputs.append(_sequence_input(name, tensor, captured.graph, len(inputs), axes))
             continue
@@ -162,6 +163,7 @@ def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params:
             inputs.append(ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(shape)))
     params = []
     for name, (_, tensor) in zip(names[user_count:], captured.params, strict=True):
+        tensor = dtypes.real_view(tensor)
         array = dtypes.tensor_to_numpy(tensor.detach().cpu())
         value = ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(tensor.shape), is_param=True)
         value.const = array if export_params else None

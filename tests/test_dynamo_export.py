@@ -437,3 +437,44 @@ def test_torch_scan_becomes_an_onnx_scan_over_the_first_axis(opset):
                               dynamic_shapes={"x": {0: rows}, "bias": None})
     assert [node.op_type for node in onnx.load_from_string(written).graph.node].count("Scan") == 1
     _check_feeds(model, result, written, [(torch.randn(5, 4), torch.randn(4)), (torch.randn(1, 4), torch.randn(4))])
+
+
+class _ComplexArithmetic(torch.nn.Module):
+    """Complex inputs, weights, constants and outputs (held as real views with a trailing axis of 2, as torch.onnx
+    holds them): sums, products with a complex number, a complex tensor and a real one, and a magnitude."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.complex(torch.randn(3), torch.randn(3)))
+
+    def forward(self, x, scale):
+        shifted = x + torch.complex(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([-1.0, 0.5, 2.0]))
+        product = (shifted * self.weight) * (2 - 3j) - x * scale
+        return product, product.abs()
+
+
+@pytest.mark.parametrize("opset", [13, 20])
+def test_complex_tensors_are_exported_as_their_real_views(opset):
+    model = _ComplexArithmetic()
+    x = torch.complex(torch.randn(2, 3), torch.randn(2, 3))
+    program, written = _export(model, (x, torch.randn(2, 3)), opset)
+    assert [i.type.tensor_type.elem_type for i in onnx.load_from_string(written).graph.input] == [onnx.TensorProto.FLOAT] * 2
+    for feeds in [(x, torch.randn(2, 3)), (torch.complex(torch.randn(2, 3), torch.randn(2, 3)), torch.randn(2, 3))]:
+        product, magnitude = model(*feeds)
+        got = program(*feeds)  # the program converts a complex argument into its real view
+        np.testing.assert_allclose(got[0].numpy(), torch.view_as_real(product).detach().numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got[1].numpy(), magnitude.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_an_op_on_complex_tensors_with_no_real_view_form_is_refused():
+    with pytest.raises(UnsupportedOperatorError, match="aten::exp on complex tensors"):
+        _export(_Unary(torch.exp), (torch.complex(torch.randn(3), torch.randn(3)),), 20)
+
+
+class _Unary(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
