@@ -165,7 +165,7 @@ def graph_inputs(captured: Capture, names: list[str], axes: dict, export_params:
     for name, (_, tensor) in zip(names[user_count:], captured.params, strict=True):
         tensor = dtypes.real_view(tensor)
         array = dtypes.tensor_to_numpy(tensor.detach().cpu())
-        value = ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(tensor.shape), is_param=True)
+        value = ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), dtypes.onnx_shape(tensor), is_param=True)
         value.const = array if export_params else None
         params.append(value)
     return inputs, params

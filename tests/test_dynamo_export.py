@@ -478,3 +478,24 @@ class _Unary(torch.nn.Module):
 
     def forward(self, x):
         return self.fn(x)
+
+
+class _Float4Weights(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        # bytes 0x21, 0xA7: two 4-bit floats each, the first in the low bits: 0.5, 1.0, then 6.0, -1.0
+        self.register_buffer("packed", torch.tensor([0x21, 0xA7], dtype=torch.uint8).view(torch.float4_e2m1fn_x2))
+
+    def forward(self, x):
+        return self.packed, x + 1
+
+
+def test_float4_weights_are_float4e2m1_with_each_4_bit_float_counted():
+    import onnx.reference
+
+    program = exporter.export(_Float4Weights(), (torch.randn(2),), dynamo=True, opset_version=23)
+    output = program.model_proto.graph.output[0]
+    assert output.type.tensor_type.elem_type == onnx.TensorProto.FLOAT4E2M1
+    assert [d.dim_value for d in output.type.tensor_type.shape.dim] == [4]
+    packed, _ = onnx.reference.ReferenceEvaluator(program.model_proto).run(None, {"x": np.zeros(2, np.float32)})
+    assert packed.astype(np.float32).tolist() == [0.5, 1.0, 6.0, -1.0]
