@@ -219,6 +219,10 @@ def export_program(
     return program
 
 
+# The start of each of those warnings, as a ``warnings.filterwarnings`` message pattern (for callers that filter them).
+DYNAMIC_AXES_WARNINGS = r"(# 'dynamic_axes' is not recommended|from_dynamic_axes_to_dynamic_shapes is deprecated)"
+
+
 def _warn_dynamic_axes_translated() -> None:
     """torch.onnx's two warnings for ``dynamic_axes`` with a torch.export capture (it translates them to dynamic
     shapes, as we do), worded as torch.onnx words them: callers and PyTorch's suite filter and match on the text."""
