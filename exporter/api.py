@@ -298,7 +298,8 @@ def run_export(
             naming.refuse_shared_names(names_in, names_out)
             requested_axes = known_dynamic_axes({**request.axes_by_name(names_in, named_only=dynamo), **requested_axes},
                                                 names_in, names_out, len(captured.user_inputs))
-            naming.refuse_complex_boundary(captured, names_in, names_out)
+            if not front_end.holds_complex_as_real_views:
+                naming.refuse_complex_boundary(captured, names_in, names_out)
             axes, static_shapes = front_end.declared_axes(captured, names_in, names_out,
                                                           normalize_dynamic_axes(requested_axes))
             size_check = front_end.size_check(model, args, captured, names_in, axes, check_dynamic_axes)

@@ -184,6 +184,8 @@ def export_program(
         captured, args = capture_given_program(model, with_keyword_arguments(args, kwargs))
         # its module cannot change mode (the program was captured in one): exported as it is
         model, kwargs, dynamic_shapes, training = model.module(), None, None, TrainingMode.PRESERVE
+    if program_contract and not exported_program and dynamic_shapes is None and dynamic_axes is not None:
+        _warn_dynamic_axes_translated()
     artifacts = Artifacts(artifacts_dir, report=report, profile=profile, dump=dump_exported_program, verbose=verbose)
     program = None
     try:
@@ -215,6 +217,22 @@ def export_program(
         raise
     artifacts.finish(model, program, checks=program.verification)
     return program
+
+
+# The start of each of those warnings, as a ``warnings.filterwarnings`` message pattern (for callers that filter them).
+DYNAMIC_AXES_WARNINGS = r"(# 'dynamic_axes' is not recommended|from_dynamic_axes_to_dynamic_shapes is deprecated)"
+
+
+def _warn_dynamic_axes_translated() -> None:
+    """torch.onnx's two warnings for ``dynamic_axes`` with a torch.export capture (it translates them to dynamic
+    shapes, as we do), worded as torch.onnx words them: callers and PyTorch's suite filter and match on the text."""
+    warnings.warn("# 'dynamic_axes' is not recommended when dynamo=True, and may lead to 'torch._dynamo.exc.UserError: "
+                  "Constraints violated.' Supply the 'dynamic_shapes' argument instead if export is unsuccessful.",
+                  UserWarning, stacklevel=3)
+    warnings.warn("from_dynamic_axes_to_dynamic_shapes is deprecated and will be removed in a future release. This "
+                  "function converts 'dynamic_axes' format (including custom axis names) to 'dynamic_shapes' format. "
+                  "Instead of relying on this conversion, provide 'dynamic_shapes' directly with custom names.",
+                  DeprecationWarning, stacklevel=3)
 
 
 def _save_as_torch_onnx(program: ONNXProgram, f: Any, export_params: bool, as_inputs: bool, external_data: bool):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from onnx import TensorProto
@@ -33,6 +35,8 @@ TORCH_TO_ONNX: dict[torch.dtype, int] = {
     torch.float8_e4m3fnuz: TensorProto.FLOAT8E4M3FNUZ,
     torch.float8_e5m2: TensorProto.FLOAT8E5M2,
     torch.float8_e5m2fnuz: TensorProto.FLOAT8E5M2FNUZ,
+    # two 4-bit floats per byte (the first in the low bits, as ONNX packs FLOAT4E2M1): ONNX counts each of them
+    torch.float4_e2m1fn_x2: TensorProto.FLOAT4E2M1,
 }
 ONNX_TO_TORCH: dict[int, torch.dtype] = {v: k for k, v in TORCH_TO_ONNX.items()}
 
@@ -62,6 +66,7 @@ _SCALAR_TYPE_CODES = [
     torch.float64, None, torch.complex64, torch.complex128, torch.bool, None, None, None, torch.bfloat16,
     None, None, None, None, None, None, None,  # 16-22: packed and bit types
     torch.float8_e5m2, torch.float8_e4m3fn, torch.float8_e5m2fnuz, torch.float8_e4m3fnuz,
+    *[None] * 18, torch.float4_e2m1fn_x2,  # 27-44: unsigned, bit and e8m0 types; 45
 ]
 
 
@@ -102,7 +107,32 @@ def tensor_to_numpy(tensor: torch.Tensor) -> np.ndarray:
         import ml_dtypes
 
         return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    if tensor.dtype == torch.float4_e2m1fn_x2:  # one element per 4 bits, unpacked (onnx packs them again)
+        import ml_dtypes
+
+        packed = tensor.view(torch.uint8).numpy()
+        unpacked = np.stack([packed & 0xF, packed >> 4], axis=-1).reshape(onnx_shape(tensor))
+        return unpacked.view(ml_dtypes.float4_e2m1fn)
     return tensor.numpy()
+
+
+def onnx_shape(tensor: torch.Tensor) -> tuple:
+    """The shape ONNX gives ``tensor`` (a meta or fake tensor too): its own, but a complex tensor's real view has a
+    trailing axis of 2 and a float4_e2m1fn_x2 tensor's last axis counts each of the two 4-bit floats in a byte."""
+    shape = tuple(tensor.shape)
+    if tensor.is_complex():
+        return (*shape, 2)
+    if tensor.dtype == torch.float4_e2m1fn_x2:
+        return (*shape[:-1], shape[-1] * 2) if shape else (2,)
+    return shape
+
+
+def real_view(tensor: Any) -> Any:
+    """A complex tensor as an ONNX model holds it (``torch.view_as_real``: a trailing axis of 2, real part then
+    imaginary part; conjugation resolved), as torch.onnx holds it; anything else as it is."""
+    if isinstance(tensor, torch.Tensor) and tensor.is_complex():
+        return torch.view_as_real(tensor.resolve_conj())
+    return tensor
 
 
 def onnx_from_numpy(dtype: np.dtype) -> int:

@@ -144,6 +144,7 @@ def graph_inputs(captured: Captured, names: list[str], axes: dict, export_params
     user_count = len(captured.user_inputs)
     inputs: list[ir.Value | qdq.QTensor] = []
     for name, tensor in zip(names[:user_count], captured.user_inputs, strict=True):
+        tensor = dtypes.real_view(tensor)  # a complex input of a torch.export capture (a TorchScript one is refused)
         if isinstance(tensor, list):
             number_type = captured.front_end.list_input_number_type(captured, len(inputs))
             inputs.append(_sequence_input(name, tensor, number_type, axes))
@@ -159,8 +160,9 @@ def graph_inputs(captured: Captured, names: list[str], axes: dict, export_params
             inputs.append(ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(shape)))
     params = []
     for name, (_, tensor) in zip(names[user_count:], captured.params, strict=True):
+        tensor = dtypes.real_view(tensor)
         array = dtypes.tensor_to_numpy(tensor.detach().cpu())
-        value = ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), tuple(tensor.shape), is_param=True)
+        value = ir.Value(name, dtypes.onnx_from_torch(tensor.dtype), dtypes.onnx_shape(tensor), is_param=True)
         value.const = array if export_params else None
         params.append(value)
     return inputs, params

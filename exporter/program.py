@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -24,6 +25,7 @@ import torch
 
 from exporter import binding, destination, tensor_bytes
 from exporter.arguments import shortened
+from exporter.dtypes import real_view
 from exporter.errors import ExportArgumentError
 from exporter.frontends.base import SCALARS, Capture, Captured, number_tensor
 from exporter.provenance import Provenance
@@ -103,6 +105,7 @@ class ONNXProgram:
                 self._ir_model = ir.load(self._source)  # external tensors stay in their file until read
             else:
                 self._ir_model = ir.serde.deserialize_model(self._assembled_proto())
+            _intern_axis_names(self._ir_model.graph)
         return self._ir_model
 
     @model.setter
@@ -210,11 +213,18 @@ class ONNXProgram:
             self._session_dir.cleanup()
             self._session_dir = None
 
-    def _new_session(self) -> Any:
-        import onnxruntime as ort
+    def initialize_inference_session(self, initializer: Callable[[str | bytes], Any] | None = None) -> None:
+        """Make the ONNX Runtime session calls run on now, as torch.onnx's method: ``initializer`` takes the model
+        (serialized bytes, or a file path past 1.5 GiB) and returns an ``onnxruntime.InferenceSession`` (by default a
+        CPU session). Calls use it until :meth:`release`."""
+        self.release()
+        self._session = (initializer or _cpu_session)(self._session_model())
 
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
+    def _new_session(self) -> Any:
+        return _cpu_session(self._session_model())
+
+    def _session_model(self) -> str | bytes:
+        """The model as a session takes it: serialized, or a file path when its weights are too large for that."""
         if self._ir_model is None and isinstance(self._source, str):
             model: str | bytes = self._source
         elif self._initializer_bytes() > LARGE_MODEL_BYTES:
@@ -223,7 +233,7 @@ class ONNXProgram:
             self.save(model, external_data=True)
         else:
             model = self._widened_float8_outputs(self.model_proto).SerializeToString()
-        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        return model
 
     def _widened_float8_outputs(self, proto: onnx.ModelProto) -> onnx.ModelProto:
         """``proto`` with each 8-bit float output cast to float32 (exactly: every such value is a float32), which
@@ -257,7 +267,8 @@ class ONNXProgram:
         renamed = [name for name in graph_inputs if name not in self.input_names]
         if renamed and len(renamed) == len(flat):  # a caller renamed the inputs through .model: fed by position
             names = renamed
-        feeds = {name: value for name, value in zip(names, flat, strict=True) if name in graph_inputs}
+        # a complex argument is fed as its real view, as the model holds it (exporter/complex_numbers.py)
+        feeds = {name: real_view(value) for name, value in zip(names, flat, strict=True) if name in graph_inputs}
         if self.capture is not None:
             params = dict(zip(self.input_names[len(self._feed_names):], (t for _, t in self.capture.params),
                               strict=False))
@@ -357,6 +368,26 @@ def _initializers_as_asked(model: Any, include: bool, as_inputs: bool):
         if as_inputs:
             model.graph.inputs.clear()
             model.graph.inputs.extend(inputs)
+
+
+def _intern_axis_names(graph: Any) -> None:
+    """Give the graph's inputs and outputs interned axis names: the name a caller wrote in ``dynamic_axes`` or a
+    ``Dim`` (a literal, interned by Python) is then the very string the model holds, as with torch.onnx, whose model
+    keeps the caller's objects (PyTorch's suite checks ``shape[0].value is "batch"``)."""
+    import onnx_ir as ir
+
+    for value in (*graph.inputs, *graph.outputs):
+        if value.shape is not None and any(isinstance(dim, ir.SymbolicDim) for dim in value.shape):
+            value.shape = ir.Shape([sys.intern(dim.value) if isinstance(dim, ir.SymbolicDim) and dim.value else dim
+                                    for dim in value.shape])
+
+
+def _cpu_session(model: str | bytes) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
 def _ort_value(value: Any) -> Any:

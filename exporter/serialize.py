@@ -12,6 +12,7 @@ import torch
 from onnx import helper, numpy_helper
 
 from exporter import ir
+from exporter.dtypes import onnx_shape
 from exporter.tensor_bytes import StreamedWeights, fill_tensor
 from exporter.version import __version__
 
@@ -109,7 +110,7 @@ def output_shapes(graph: ir.Graph, axes: dict, example_outputs: list[Any]) -> di
     # Not strict: an output with no example (none recorded, or fewer) keeps the graph's own shape below.
     for value, example in zip(graph.outputs, example_outputs, strict=False):
         if value.kind == ir.TENSOR and isinstance(example, torch.Tensor):
-            static_shapes[value.name] = tuple(example.shape)
+            static_shapes[value.name] = onnx_shape(example)
     shapes = {}
     for value in graph.outputs:
         if static:

@@ -19,6 +19,7 @@ import torch
 
 import exporter
 import exporter.frontends.torchscript.traced_sizes as traced_sizes
+from exporter.contract import DYNAMIC_AXES_WARNINGS
 from exporter.errors import DynamicAxesError, UnsupportedOperatorError
 
 
@@ -142,6 +143,7 @@ def test_an_honest_dynamic_model_exports_with_no_warning(capture):
     axes = {"x": {0: "batch", 2: "length"}, "y": {0: "batch", 2: "width"}}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=DYNAMIC_AXES_WARNINGS)  # torch.onnx's own, for dynamic_axes
         written = _export(model, (x, y), input_names=["x", "y"], dynamic_axes=axes, dynamo=capture == "export")
     x, y = torch.randn(3, 3, 9), torch.randn(3, 4, 2)
     got = _run(written, {"x": x, "y": y})
@@ -291,4 +293,5 @@ def test_a_guard_excluding_some_sizes_the_model_takes_is_a_warning(length, exclu
 def test_an_ops_own_condition_on_a_size_is_no_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=DYNAMIC_AXES_WARNINGS)  # torch.onnx's own, for dynamic_axes
         _export(_Regroup(), (torch.randn(2, 6),), input_names=["x"], dynamic_axes=SEQUENCE, dynamo=True)

@@ -15,6 +15,7 @@ import torch
 import torchvision
 
 import exporter
+from exporter.contract import DYNAMIC_AXES_WARNINGS
 from exporter.errors import CaptureError, ExportArgumentError, UnsupportedOperatorError
 
 
@@ -158,6 +159,7 @@ def test_a_wider_example_that_reproduces_the_given_one_is_kept(opset):
     tokens, mask, past = torch.randn(2, 1), torch.ones(2, 6), torch.randn(2, 5)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no bound to warn of: the program's ranges are the wider example's
+        warnings.filterwarnings("ignore", message=DYNAMIC_AXES_WARNINGS)  # torch.onnx's own, for dynamic_axes
         _, written = _export(_DecodeLike(), (tokens, mask, past), opset, input_names=["tokens", "mask", "past"],
                              dynamic_axes={"tokens": {1: "new"}, "mask": {1: "total"}, "past": {1: "past"}})
     for new, cached in ((1, 5), (1, 8), (3, 4)):
@@ -415,3 +417,87 @@ def test_a_batch_of_three_stays_dynamic(kind, batch_first):
     expected = torch.utils._pytree.tree_leaves(model(x))
     for got, want in zip(_run(written, {"x": x}), expected, strict=True):
         np.testing.assert_allclose(got, want.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+class _RunningSum(torch.nn.Module):
+    """``torch.ops.higher_order.scan``: a carried running sum of the rows of ``x``, and each step's row scaled by an
+    additional input (read from outside the body) stacked."""
+
+    def forward(self, x, bias):
+        def step(total, row, scale):
+            return [total + row, row * scale]
+
+        final, rows = torch.ops.higher_order.scan(step, [torch.zeros_like(x[0])], [x], additional_inputs=[bias * 2])
+        return final, rows
+
+
+@pytest.mark.parametrize("opset", [9, 20])
+def test_torch_scan_becomes_an_onnx_scan_over_the_first_axis(opset):
+    model = _RunningSum()
+    rows = torch.export.Dim("rows")
+    result, written = _export(model, (torch.randn(3, 4), torch.randn(4)), opset,
+                              dynamic_shapes={"x": {0: rows}, "bias": None})
+    assert [node.op_type for node in onnx.load_from_string(written).graph.node].count("Scan") == 1
+    _check_feeds(model, result, written, [(torch.randn(5, 4), torch.randn(4)), (torch.randn(1, 4), torch.randn(4))])
+
+
+class _ComplexArithmetic(torch.nn.Module):
+    """Complex inputs, weights, constants and outputs (held as real views with a trailing axis of 2, as torch.onnx
+    holds them): sums, products with a complex number, a complex tensor and a real one, and a magnitude."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.complex(torch.randn(3), torch.randn(3)))
+
+    def forward(self, x, scale):
+        shifted = x + torch.complex(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([-1.0, 0.5, 2.0]))
+        product = (shifted * self.weight) * (2 - 3j) - x * scale
+        return product, product.abs()
+
+
+@pytest.mark.parametrize("opset", [13, 20])
+def test_complex_tensors_are_exported_as_their_real_views(opset):
+    model = _ComplexArithmetic()
+    x = torch.complex(torch.randn(2, 3), torch.randn(2, 3))
+    program, written = _export(model, (x, torch.randn(2, 3)), opset)
+    assert [i.type.tensor_type.elem_type for i in onnx.load_from_string(written).graph.input] == [onnx.TensorProto.FLOAT] * 2
+    for feeds in [(x, torch.randn(2, 3)), (torch.complex(torch.randn(2, 3), torch.randn(2, 3)), torch.randn(2, 3))]:
+        product, magnitude = model(*feeds)
+        got = program(*feeds)  # the program converts a complex argument into its real view
+        np.testing.assert_allclose(got[0].numpy(), torch.view_as_real(product).detach().numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got[1].numpy(), magnitude.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_an_op_on_complex_tensors_with_no_real_view_form_is_refused():
+    with pytest.raises(UnsupportedOperatorError, match="aten::exp on complex tensors"):
+        _export(_Unary(torch.exp), (torch.complex(torch.randn(3), torch.randn(3)),), 20)
+
+
+class _Unary(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+class _Float4Weights(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        # bytes 0x21, 0xA7: two 4-bit floats each, the first in the low bits: 0.5, 1.0, then 6.0, -1.0
+        self.register_buffer("packed", torch.tensor([0x21, 0xA7], dtype=torch.uint8).view(torch.float4_e2m1fn_x2))
+
+    def forward(self, x):
+        return self.packed, x + 1
+
+
+def test_float4_weights_are_float4e2m1_with_each_4_bit_float_counted():
+    import onnx.reference
+
+    program = exporter.export(_Float4Weights(), (torch.randn(2),), dynamo=True, opset_version=23)
+    output = program.model_proto.graph.output[0]
+    assert output.type.tensor_type.elem_type == onnx.TensorProto.FLOAT4E2M1
+    assert [d.dim_value for d in output.type.tensor_type.shape.dim] == [4]
+    packed, _ = onnx.reference.ReferenceEvaluator(program.model_proto).run(None, {"x": np.zeros(2, np.float32)})
+    assert packed.astype(np.float32).tolist() == [0.5, 1.0, 6.0, -1.0]

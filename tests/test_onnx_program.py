@@ -231,3 +231,30 @@ def test_a_model_past_2_gib_without_f_is_staged_with_external_data(tmp_path, mon
 
     gc.collect()
     assert not os.path.exists(staged)  # the program's staging folder goes with it
+
+
+def test_a_session_made_by_the_caller_runs_the_calls():
+    """``initialize_inference_session(initializer)``: the caller's function makes the session from the serialized
+    model (torch.onnx's InputObserver passes its own)."""
+    program = _program()
+    made = []
+
+    def make(model):
+        made.append(type(model))
+        return ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+
+    program.initialize_inference_session(make)
+    x = torch.randn(3, 32)
+    got = program(x)
+    assert made == [bytes]
+    torch.manual_seed(0)
+    expected = _Block().eval()(x)
+    for actual, want in zip(got, expected, strict=True):
+        torch.testing.assert_close(actual, want, rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_axes_with_a_torch_export_capture_warn_as_torch_onnx_and_keep_the_axis_names():
+    batch = "batch_size"
+    with pytest.warns(DeprecationWarning, match="from_dynamic_axes_to_dynamic_shapes is deprecated"):
+        program = _program(input_names=["x"], dynamic_axes={"x": {0: batch}})
+    assert program.model.graph.inputs[0].shape[0].value is batch  # the caller's own string, as torch.onnx's model

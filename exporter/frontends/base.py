@@ -107,6 +107,9 @@ class FrontEnd(ABC):
     here are the whole seam between the pipeline and a capture."""
 
     captures: tuple[Capture, ...]  # the captures this front end makes
+    # Whether the driver holds complex tensors as their real views (a trailing axis of 2, as torch.onnx does); where
+    # it does not, a complex input or output is refused before conversion.
+    holds_complex_as_real_views = False
 
     @abstractmethod
     def output_count(self, captured: Captured) -> int:

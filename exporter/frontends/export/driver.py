@@ -16,13 +16,17 @@ from typing import Any
 import torch
 from torch.export.graph_signature import InputKind
 
-from exporter import dtypes, ir, provenance
+from exporter import complex_numbers, dtypes, ir, provenance
 from exporter.conversion_core import Symbolics, annotate, any_empty, call_symbolic, copy_type, foldable_kind
 from exporter.errors import UnsupportedOperatorError
 from exporter.frontends.base import Captured, Driver
 from exporter.frontends.export.capture import ASSERTION_OPS, SYMBOLIC_NUMBERS, SYMBOLIC_OF, state_tensor, user_outputs
 from exporter.frontends.export.facts import FX_FACTS, op_kind, returns_several, schema_arguments, value_type
 from exporter.graph_context import ExportSession, GraphContext
+
+# The higher-order ops of control flow, by the converter method that makes their ONNX If, Loop or Scan.
+_CONTROL_FLOW = {torch.ops.higher_order.cond: "_cond", torch.ops.higher_order.while_loop: "_while_loop",
+                 torch.ops.higher_order.scan: "_scan"}
 
 
 class FxConverter(Driver):
@@ -103,7 +107,7 @@ class FxConverter(Driver):
             example = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
             if isinstance(example, tuple(SYMBOLIC_NUMBERS)):
                 value = self._number_output(g, value, SYMBOLIC_NUMBERS[type(example)])
-            outputs.append(value if isinstance(value, ir.Value) else g.const(value))
+            outputs.append(value if isinstance(value, ir.Value) else g.const(dtypes.real_view(value)))
         return outputs
 
     @staticmethod
@@ -125,10 +129,10 @@ class FxConverter(Driver):
         if target is torch.ops.higher_order.with_effects:
             env[node] = self._effect(node)
             return
-        if target in (torch.ops.higher_order.cond, torch.ops.higher_order.while_loop):
+        if target in _CONTROL_FLOW:
             g.node = node
             g.scope = _scope_prefix(node)
-            control = self._cond if target is torch.ops.higher_order.cond else self._while_loop
+            control = getattr(self, _CONTROL_FLOW[target])
             first_new = len(g.graph.nodes)
             self._bind(node, control(g, node, env), env)
             self._stamp(g.graph.nodes[first_new:], node)  # the If or Loop (its bodies' nodes name their own)
@@ -148,6 +152,10 @@ class FxConverter(Driver):
         if translated is None and not any(_holds_value(arg) for arg in args) and (
                 foldable_kind(kind) or target in SYMBOLIC_OF):
             env[node] = self._evaluate(node, env)
+            return
+        if complex_numbers.touches_complex(node):  # held as real views: their own op family
+            g.node = node
+            env[node] = complex_numbers.convert(g, node, env)
             return
         empty = _empty_results(node, args)
         if empty is not None:
@@ -207,6 +215,27 @@ class FxConverter(Driver):
                               "loop_body", env, then=env[cond_graph])
         results = g.op("Loop", None, condition, *initial, body_g=body, outputs=len(initial))
         return _typed_like(results, initial)
+
+    def _scan(self, g: GraphContext, node: torch.fx.Node, env: dict) -> tuple:
+        """``scan(combine_graph, init, xs, additional)``: ONNX Scan over axis 0 of each of ``xs``, carrying ``init``;
+        its results are the final carries, then each per-step output stacked on axis 0 (as torch's). The additional
+        inputs are read from the enclosing graph."""
+        combine, init_args, xs_args, additional_args = node.args
+        opset = self.session.opset
+        if opset < 9:  # opset 8's Scan takes a batch axis first and no scan axes
+            raise UnsupportedOperatorError("higher_order.scan", opset, reason="ONNX Scan over axis 0 needs opset 9")
+        scanned = _operand_list(xs_args)
+        init = [g.value(_materialize(value, env, opset)) for value in _operand_list(init_args)]
+        xs = [g.value(_materialize(value, env, opset)) for value in scanned]
+        additional = [_materialize(value, env, opset) for value in _operand_list(additional_args)]
+        carried_in = [self._loop_input("carried", value.dtype, _loose_shape(example))
+                      for value, example in zip(init, _recorded(node), strict=False)]
+        slices_in = [self._loop_input("slice", value.dtype, _loose_shape(_recorded_value(arg))[1:])
+                     for value, arg in zip(xs, scanned, strict=True)]
+        body = self._subgraph(g, env[combine], [*carried_in, *slices_in, *additional], [*carried_in, *slices_in],
+                              "scan_body", env)
+        results = g.op("Scan", *init, *xs, body_g=body, num_scan_inputs_i=len(xs), outputs=len(body.outputs))
+        return _typed_like(results, body.outputs)
 
     def _subgraph(self, g: GraphContext, module: torch.fx.GraphModule, bound: list[Any], inputs: list[ir.Value],
                   name: str, env: dict, then: torch.fx.GraphModule | None = None) -> ir.Graph:
@@ -317,7 +346,11 @@ def _typed_like(results: ir.Value | tuple, values: list[ir.Value]) -> tuple:
     return results
 
 
-def _loose_shape(example: Any) -> tuple | None:
+def _recorded_value(arg: Any) -> Any:
+    return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+
+
+def _loose_shape(example: Any) -> tuple:
     """A loop-carried value's shape: the sizes the program records as fixed, the others unknown."""
     if not isinstance(example, torch.Tensor):
         return ()

@@ -32,6 +32,7 @@ class _GuardCheck(SizeCheck):
 
 class ExportFrontEnd(FrontEnd):
     captures = (Capture.EXPORT,)
+    holds_complex_as_real_views = True
 
     def output_count(self, captured: Captured) -> int:
         assert captured.example_outputs is not None  # the torch.export capture records its outputs
