@@ -23,22 +23,41 @@ from typing import Any
 import numpy as np
 import torch
 
+from exporter.errors import ExportArgumentError
 from exporter.generation.export import cache_names, export_generation_graph, export_prefill
 from exporter.generation.greedy import as_past, greedy, output_names, prompt_mask
-from exporter.generation.wrappers import takes_positions
+from exporter.generation.wrappers import DecodeStep, takes_positions
 
 STATIC_OPSET = 24
 
 
+def _one_position_layer(max_cache_len: int) -> Any:
+    """A transformers ``StaticLayer`` that writes a step's one position at its count of written positions, the
+    index one element long as the graph states it: the layer's own update indexes with ``arange(new length) +
+    count``, whose length some models' traces leave run-time (a key reshaped with -1), where the export can only
+    keep a general scatter. A decode step writes one position, so the two agree."""
+    from transformers.cache_utils import StaticLayer  # type: ignore[import-not-found]
+
+    class OnePositionLayer(StaticLayer):
+        def update(self, key_states, value_states, *args, **kwargs):
+            position = self.cumulative_length.reshape(1)  # a view: counted up only once it is written
+            self.keys.index_copy_(2, position, key_states)
+            self.values.index_copy_(2, position, value_states)
+            self.cumulative_length.add_(1)
+            return self.keys, self.values
+
+    return OnePositionLayer(max_cache_len=max_cache_len)
+
+
 def fixed_cache(buffers: tuple[torch.Tensor, ...], position: torch.Tensor) -> Any:
-    """A transformers cache of full-length ``StaticLayer``s over copies of ``buffers`` ([layer 0 key, layer 0 value,
+    """A transformers cache of full-length static layers over copies of ``buffers`` ([layer 0 key, layer 0 value,
     ...], each (batch, heads, max_cache_len, head size)), ``position`` positions already written. Copies: the layer
     writes in place, and the step's inputs are the caller's."""
-    from transformers.cache_utils import Cache, StaticLayer  # type: ignore[import-not-found]
+    from transformers.cache_utils import Cache
 
     layers = []
     for keys, values in zip(buffers[0::2], buffers[1::2], strict=True):
-        layer = StaticLayer(max_cache_len=keys.shape[2])
+        layer = _one_position_layer(keys.shape[2])
         layer.lazy_initialization(keys, values)
         layer.keys, layer.values = keys.clone(), values.clone()
         layer.cumulative_length = position.clone()
@@ -72,14 +91,28 @@ def static_step_axes(layers: int) -> tuple[tuple[list[str], list[str]], dict[str
     return (inputs, ["logits", *present_names]), axes
 
 
+def _refuse_unless_the_step_agrees(model: torch.nn.Module, step: tuple, present: tuple[torch.Tensor, ...]) -> None:
+    """Refuse a model whose attention cannot read a fixed buffer: run in PyTorch, the static step must give the
+    growing-cache step's logits on the example. Some models place their window relative to the cache's length
+    (GPT-Neo's local attention slices its causal table at ``key_length - query_length``), which a buffer longer
+    than the tokens seen moves; their static step would be a silently wrong export of a faithful trace."""
+    token, mask, length = step[:3]
+    with torch.no_grad():
+        static = StaticDecodeStep(model).eval()(*step)[0]
+        growing = DecodeStep(model).eval()(token, mask[:, :int(length) + 1], *present)[0]
+    if not torch.allclose(static, growing, rtol=1e-4, atol=1e-5):
+        gap = (static - growing).abs().max().item()
+        raise ExportArgumentError(f"{type(model).__name__}: its attention does not read a fixed-size cache as it "
+                                  f"reads a growing one (the static step's logits differ by {gap:.3g} in PyTorch); "
+                                  "export it with export_for_generation (a growing cache)")
+
+
 def export_static_for_generation(model: torch.nn.Module, prompt: torch.Tensor, directory: str, max_cache_len: int,
                                  opset: int = STATIC_OPSET, dynamo: bool = False) -> tuple[str, str]:
     """Export ``model`` (a transformers causal LM in eval mode) as ``prefill.onnx`` (the growing-cache prefill) and
     ``decode_static.onnx`` (a step on buffers of ``max_cache_len`` positions) in ``directory`` (made if missing),
     traced on ``prompt`` and one step after it; returns both paths."""
     if max_cache_len <= prompt.shape[1]:
-        from exporter.errors import ExportArgumentError
-
         raise ExportArgumentError(f"max_cache_len ({max_cache_len}) must exceed the example prompt's length "
                                   f"({prompt.shape[1]}): the step writes one position past it")
     prefill_path, present = export_prefill(model, prompt, torch.ones_like(prompt), directory, opset, dynamo)
@@ -87,10 +120,11 @@ def export_static_for_generation(model: torch.nn.Module, prompt: torch.Tensor, d
     buffers = tuple(torch.nn.functional.pad(x, (0, 0, 0, max_cache_len - length)) for x in present)
     mask = torch.zeros(batch, max_cache_len, dtype=torch.int64)
     mask[:, :length + 1] = 1
+    step = (prompt[:, -1:], mask, torch.tensor(length), *buffers)
+    _refuse_unless_the_step_agrees(model, step, present)
     names, axes = static_step_axes(len(buffers) // 2)
     path = os.path.join(directory, "decode_static.onnx")
-    export_generation_graph(StaticDecodeStep(model), (prompt[:, -1:], mask, torch.tensor(length), *buffers), path,
-                            names, axes, opset, dynamo)
+    export_generation_graph(StaticDecodeStep(model), step, path, names, axes, opset, dynamo)
     return prefill_path, path
 
 

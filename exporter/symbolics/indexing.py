@@ -324,12 +324,21 @@ def index_copy(g, self, dim, index, source):
 TENSOR_SCATTER_OPSET = 24
 
 
+def _one_position(g, index, source, axis: int) -> bool:
+    """Whether an index_copy writes one position: its index holds one, or its source is one long on the axis
+    (index_copy takes as many indices as the source has positions there)."""
+    if g.dims(index) in ([1], []):
+        return True
+    source_dims = g.dims(source)
+    return source_dims is not None and len(source_dims) > axis and source_dims[axis] == 1
+
+
 @symbolic("aten::index_copy", "aten::index_copy_", since=TENSOR_SCATTER_OPSET)
 def index_copy_tensor_scatter(g, self, dim, index, source):
     """index_copy of one position along an axis past the batch: TensorScatter, the index as every row's start."""
     rank = require_rank(g, self)
     axis = normalize_dim(int(constant_value(dim)), rank) if rank else 0
-    if rank < 2 or axis == 0 or g.dims(index) not in ([1], []) or g.dtype(source) != g.dtype(self):
+    if rank < 2 or axis == 0 or not _one_position(g, index, source, axis) or g.dtype(source) != g.dtype(self):
         return index_copy(g, self, dim, index, source)
     start = cast(g, reshape_to(g, g.value(index), [1]), INT64)
     starts = g.op("Expand", start, slice_op(g, shape_of(g, self), [0], [0], [1]))
