@@ -26,6 +26,7 @@ from exporter.generation.wrappers import DecoderStep, DecodeStep, Encoder, First
 Axes = dict[int, str]
 
 _TOKENS = {0: "batch", 1: "sequence"}
+CUMSUM_OPSET = 11  # a prefill's positions from its mask: CumSum from here, a triangular MatMul below
 _STEP = {0: "batch"}
 _SOURCE = {0: "batch", 1: "source_sequence"}
 
@@ -101,12 +102,13 @@ def export_prefill(model: torch.nn.Module, prompt: torch.Tensor, mask: torch.Ten
     """Export ``model``'s prefill as ``prefill.onnx`` in ``directory`` (made if missing): ``input_ids``,
     ``attention_mask`` -> ``logits``, ``present.N.key/value``. Returns its path and the example's cache."""
     os.makedirs(directory, exist_ok=True)
+    prefill = Prefill(model, positions_by_matmul=opset < CUMSUM_OPSET)
     with torch.no_grad():
-        example_past = Prefill(model).eval()(prompt, mask)[1:]
+        example_past = prefill.eval()(prompt, mask)[1:]
     _, present_names = cache_names(len(example_past) // 2)
     axes = {"input_ids": _TOKENS, "attention_mask": _TOKENS, "logits": _TOKENS,
             **_same(present_names, cache_axes("sequence"))}
-    path = export_generation_graph(Prefill(model), (prompt, mask), os.path.join(directory, "prefill.onnx"),
+    path = export_generation_graph(prefill, (prompt, mask), os.path.join(directory, "prefill.onnx"),
                                    (["input_ids", "attention_mask"], ["logits", *present_names]), axes, opset, dynamo)
     return path, example_past
 

@@ -26,7 +26,7 @@ import torch
 from exporter.errors import ExportArgumentError
 from exporter.generation.export import cache_names, export_generation_graph, export_prefill
 from exporter.generation.greedy import as_past, greedy, output_names, prompt_mask
-from exporter.generation.wrappers import DecodeStep, takes_positions
+from exporter.generation.wrappers import DecodeStep, last_position, takes_positions
 
 STATIC_OPSET = 24
 
@@ -75,8 +75,7 @@ class StaticDecodeStep(torch.nn.Module):
     def forward(self, input_ids, attention_mask, cache_position, *past):
         cache = fixed_cache(past, cache_position)
         # generate's position for the new token: the count of attended tokens before it (the buffer's tail is 0)
-        positions = {"position_ids": attention_mask.long().sum(-1, keepdim=True) - 1} if takes_positions(
-            self.model) else {}
+        positions = {"position_ids": last_position(attention_mask)} if takes_positions(self.model) else {}
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, use_cache=True,
                          **positions)
         return (out.logits, *[tensor for layer in cache.layers for tensor in (layer.keys, layer.values)])

@@ -35,10 +35,22 @@ def growing_cache(tensors: tuple[torch.Tensor, ...] = ()) -> Any:
     return cache
 
 
-def mask_positions(attention_mask: torch.Tensor) -> torch.Tensor:
-    """``generate``'s positions for a 2-D mask: the count of attended tokens up to each, minus one; 0 where padded."""
-    positions = attention_mask.long().cumsum(-1) - 1
-    return positions.masked_fill(attention_mask == 0, 0)
+def mask_positions(attention_mask: torch.Tensor, by_matmul: bool = False) -> torch.Tensor:
+    """``generate``'s positions for a 2-D mask: the count of attended tokens up to each, minus one; 0 where padded.
+    The count is a cumsum (ONNX CumSum, opset 11), or with ``by_matmul`` the mask times an upper-triangular matrix
+    of ones (exact in float32 for prompts under 2**24 tokens), for opsets below 11."""
+    if by_matmul:
+        steps = torch.arange(attention_mask.shape[-1], device=attention_mask.device)
+        upper = (steps[:, None] <= steps[None, :]).to(torch.float32)
+        counts = (attention_mask.to(torch.float32) @ upper).to(torch.int64)
+    else:
+        counts = attention_mask.long().cumsum(-1)
+    return (counts - 1).masked_fill(attention_mask == 0, 0)
+
+
+def last_position(attention_mask: torch.Tensor) -> torch.Tensor:
+    """The new token's position (batch, 1) when the mask's last entry is it: the count of attended tokens, minus 1."""
+    return attention_mask.long().sum(-1, keepdim=True) - 1
 
 
 def takes_positions(model: torch.nn.Module) -> bool:
@@ -51,30 +63,32 @@ def _position_kwargs(model: torch.nn.Module, positions: torch.Tensor) -> dict[st
 
 
 class Prefill(torch.nn.Module):
-    """(input_ids, attention_mask) -> (logits, *present): the prompt's pass, which starts the cache."""
+    """(input_ids, attention_mask) -> (logits, *present): the prompt's pass, which starts the cache. With
+    ``positions_by_matmul`` its positions take no CumSum (see ``mask_positions``)."""
 
-    def __init__(self, model: torch.nn.Module):
+    def __init__(self, model: torch.nn.Module, positions_by_matmul: bool = False):
         super().__init__()
         self.model = model
+        self.positions_by_matmul = positions_by_matmul
 
     def forward(self, input_ids, attention_mask):
+        positions = mask_positions(attention_mask, self.positions_by_matmul)
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=growing_cache(),
-                         use_cache=True, **_position_kwargs(self.model, mask_positions(attention_mask)))
+                         use_cache=True, **_position_kwargs(self.model, positions))
         return (out.logits, *cache_tensors(out.past_key_values))
 
 
 class DecodeStep(torch.nn.Module):
-    """(input_ids, attention_mask, *past) -> (logits, *present): one step, the cache passed in and out as tensors;
-    ``attention_mask`` covers the past and the new token."""
+    """(input_ids, attention_mask, *past) -> (logits, *present): one step (one new token), the cache passed in and
+    out as tensors; ``attention_mask`` covers the past and the new token."""
 
     def __init__(self, model: torch.nn.Module):
         super().__init__()
         self.model = model
 
     def forward(self, input_ids, attention_mask, *past):
-        positions = mask_positions(attention_mask)[:, -input_ids.shape[1]:]
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=growing_cache(past),
-                         use_cache=True, **_position_kwargs(self.model, positions))
+                         use_cache=True, **_position_kwargs(self.model, last_position(attention_mask)))
         return (out.logits, *cache_tensors(out.past_key_values))
 
 
