@@ -201,6 +201,14 @@ def test_the_cache_is_named_as_the_ecosystem_names_it():
     assert present == ["present.0.encoder.key", "present.0.encoder.value"]
 
 
+def test_a_static_cache_too_short_for_the_example_step_is_refused_before_anything_is_written(tmp_path):
+    model = _generating_model("hf_llama")
+    prompt = torch.full((1, 8), FIRST_TOKEN, dtype=torch.int64)
+    with pytest.raises(ExportArgumentError, match="max_cache_len"):
+        export_static_for_generation(model, prompt, str(tmp_path), max_cache_len=8, opset=STATIC_OPSET, dynamo=False)
+    assert not list(tmp_path.iterdir())
+
+
 def _gemma3_text() -> torch.nn.Module:
     """Gemma3's text model (not in the zoo): a sliding window of 4 on layer 0, global attention on layer 1, as the
     model alternates them; prompts of 7 and 8 steps run well past the window."""
