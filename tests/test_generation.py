@@ -167,7 +167,7 @@ def test_static_cache_greedy_decoding_matches_pytorch(name, dynamo, tmp_path):
     if name in STATIC_REFUSED:
         with pytest.raises(ExportArgumentError, match="does not read a fixed-size cache"):
             export_static_for_generation(model, traced_on, str(tmp_path), 16, opset=STATIC_OPSET, dynamo=dynamo)
-        assert not list(tmp_path.glob("decode_static.onnx"))
+        assert not list(tmp_path.iterdir())
         return
     prefill, decode = export_static_for_generation(model, traced_on, str(tmp_path), max_cache_len=16,
                                                    opset=STATIC_OPSET, dynamo=dynamo)

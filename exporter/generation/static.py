@@ -26,7 +26,7 @@ import torch
 from exporter.errors import ExportArgumentError
 from exporter.generation.export import cache_names, export_generation_graph, export_prefill
 from exporter.generation.greedy import as_past, greedy, output_names, prompt_mask
-from exporter.generation.wrappers import DecodeStep, last_position, takes_positions
+from exporter.generation.wrappers import DecodeStep, Prefill, last_position, takes_positions
 
 STATIC_OPSET = 24
 
@@ -114,13 +114,15 @@ def export_static_for_generation(model: torch.nn.Module, prompt: torch.Tensor, d
     if max_cache_len <= prompt.shape[1]:
         raise ExportArgumentError(f"max_cache_len ({max_cache_len}) must exceed the example prompt's length "
                                   f"({prompt.shape[1]}): the step writes one position past it")
-    prefill_path, present = export_prefill(model, prompt, torch.ones_like(prompt), directory, opset, dynamo)
+    with torch.no_grad():
+        present = Prefill(model).eval()(prompt, torch.ones_like(prompt))[1:]
     batch, length = prompt.shape
     buffers = tuple(torch.nn.functional.pad(x, (0, 0, 0, max_cache_len - length)) for x in present)
     mask = torch.zeros(batch, max_cache_len, dtype=torch.int64)
     mask[:, :length + 1] = 1
     step = (prompt[:, -1:], mask, torch.tensor(length), *buffers)
-    _refuse_unless_the_step_agrees(model, step, present)
+    _refuse_unless_the_step_agrees(model, step, present)  # before either graph is written
+    prefill_path, _ = export_prefill(model, prompt, torch.ones_like(prompt), directory, opset, dynamo)
     names, axes = static_step_axes(len(buffers) // 2)
     path = os.path.join(directory, "decode_static.onnx")
     export_generation_graph(StaticDecodeStep(model), step, path, names, axes, opset, dynamo)
