@@ -45,6 +45,15 @@ def op_matrix(session: nox.Session) -> None:
 
 
 @nox.session
+def generation(session: nox.Session) -> None:
+    """Static-cache generation (opset 24, both captures) for every decoder-only architecture of the model zoo, 8
+    greedy tokens through ONNX Runtime against generate (CI runs a representative few): tests/test_generation.py."""
+    install(session)
+    session.env.update(GENERATION_ARCHITECTURES="all")
+    session.run("python", "-m", "pytest", "-n", _workers(), "-q", *(session.posargs or ["tests/test_generation.py"]))
+
+
+@nox.session
 def opinfo(session: nox.Session) -> None:
     """The full OpInfo matrix: every OpInfo of torch's op_db, every sample, opsets 7-26, static and dynamic, into
     ``results/opinfo.jsonl`` (resumable: cases already there are kept), its op x opset HTML report (with the

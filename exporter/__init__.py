@@ -7,7 +7,7 @@ Opsets 7 to 26 (default 20). Our own engine: it captures with torch.export or To
 symbolic functions; it never calls PyTorch's own ONNX exporter.
 """
 
-from exporter import errors
+from exporter import errors, generation  # generation: prefill/decode-step graphs and loops (docs/generation.md)
 from exporter import symbolics as _symbolics  # noqa: F401  (registers the built-in symbolics)
 from exporter.api import (
     OperatorExportTypes,
@@ -55,6 +55,7 @@ __all__ = [
     "export",
     "export_program",
     "export_to_pretty_string",
+    "generation",
     "in_place_of_torch_onnx",
     "is_in_onnx_export",
     "prepare_capture",

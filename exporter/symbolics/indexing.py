@@ -317,6 +317,36 @@ def index_copy(g, self, dim, index, source):
     return scatter_elements(g, self, dim, _index_along(g, index, dim, rank, shape_of(g, source)), source)
 
 
+# TensorScatter (24) writes an update into a fixed buffer along one axis at a per-batch-row start: a KV-cache write
+# (transformers' static cache copies a step's key into its buffer with index_copy_(2, position, key)). It states an
+# index_copy exactly when the index is one position (the same start for every row, a run of one) on an axis past the
+# batch; a longer index could be any positions, not a run, so it keeps the scatter.
+TENSOR_SCATTER_OPSET = 24
+
+
+def _one_position(g, index, source, axis: int) -> bool:
+    """Whether an index_copy writes one position: its index holds one, or its source is one long on the axis
+    (index_copy takes as many indices as the source has positions there)."""
+    if g.dims(index) in ([1], []):
+        return True
+    source_dims = g.dims(source)
+    return source_dims is not None and len(source_dims) > axis and source_dims[axis] == 1
+
+
+@symbolic("aten::index_copy", "aten::index_copy_", since=TENSOR_SCATTER_OPSET)
+def index_copy_tensor_scatter(g, self, dim, index, source):
+    """index_copy of one position along an axis past the batch: TensorScatter, the index as every row's start."""
+    rank = require_rank(g, self)
+    axis = normalize_dim(int(constant_value(dim)), rank) if rank else 0
+    if rank < 2 or axis == 0 or not _one_position(g, index, source, axis) or g.dtype(source) != g.dtype(self):
+        return index_copy(g, self, dim, index, source)
+    start = cast(g, reshape_to(g, g.value(index), [1]), INT64)
+    starts = g.op("Expand", start, slice_op(g, shape_of(g, self), [0], [0], [1]))
+    out = g.op("TensorScatter", self, source, starts, axis_i=axis)
+    out.dtype, out.shape = g.dtype(self), g.dims(self)
+    return out
+
+
 @symbolic("aten::index_reduce", "aten::index_reduce_")
 def index_reduce(g, self, dim, index, source, reduce, include_self=True):
     """index_reduce(dim, index, source, reduce, include_self): scatter_reduce with the index laid along dim and

@@ -175,6 +175,13 @@ CASES = [
            fn=lambda x, i, s: x.index_copy(0, i, s)),
     OpCase("index_copy", lambda k: (_r(2 + k, 5, dtype=torch.int64), _perm(5, 3), _r(2 + k, 3, dtype=torch.int64)),
            sample="dim1_int64", min_opset=9, fn=lambda x, i, s: x.index_copy(1, i, s)),
+    # a static KV cache's write: one position along the sequence axis of a (batch, heads, max_len, head size) buffer,
+    # TensorScatter from opset 24 (ScatterElements below); the position is an input, as a decode step's is
+    OpCase("index_copy", lambda k: (_r(2 + k, 2, 6, 4), torch.tensor([3 + k]), _r(2 + k, 2, 1, 4)),
+           sample="kv_cache_write", min_opset=9, fn=lambda x, i, s: x.index_copy(2, i, s)),
+    OpCase("index_copy", lambda k: (_r(2 + k, 6, 4, dtype=torch.int64), torch.tensor([5 - k]),
+                                    _r(2 + k, 1, 4, dtype=torch.int64)),
+           sample="kv_cache_write_int64_dim1", min_opset=9, fn=lambda x, i, s: x.index_copy(1, i, s)),
     OpCase("index_fill", lambda k: (_r(4, 3 + k), _perm(4, 2)), min_opset=9, fn=lambda x, i: x.index_fill(0, i, -1.5)),
     OpCase("index_fill", lambda k: (_r(3 + k, 4, dtype=torch.int32), _perm(4, 2)), sample="dim1_int32", min_opset=9,
            fn=lambda x, i: x.index_fill(-1, i, 9)),
