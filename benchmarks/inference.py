@@ -6,7 +6,7 @@ with ``dynamo=True`` (the yardstick; its own default optimization on). Every fil
 ``ORT_ENABLE_ALL`` on the CPU with one thread and with all cores (and on CUDA where PyTorch sees a GPU and ONNX Runtime
 has the provider; else the CUDA column says why it is skipped), its outputs compared with PyTorch's on the same
 inputs, and its latency measured in rounds that alternate the files in one process: each round runs every file
-``--runs-per-round`` times; a file's latency is the median of its rounds' mean run times. Ratios are ours over the
+``--runs-per-round`` times; a file's latency is the median of its rounds' mean run times, wall and CPU. Ratios are ours over the
 faster of torch.onnx's two files at the same opset and setting. Node counts and file sizes (external data included)
 come with each file.
 """
@@ -119,9 +119,12 @@ def settings() -> dict[str, tuple[str, int] | str]:
 
 
 def latencies_ms(paths: dict[str, str], case: Case, expected: list[torch.Tensor], provider: str, threads: int,
-                 rounds: int, runs_per_round: int) -> tuple[dict[str, float], dict[str, dict]]:
-    """Median over rounds of each file's mean run time, the files alternating; and each file's output check (or
-    why it did not run)."""
+                 rounds: int, runs_per_round: int) -> tuple[dict[str, float], dict[str, float], dict[str, dict]]:
+    """Median over rounds of each file's mean run time (wall, and CPU), the files alternating; and each file's
+    output check (or why it did not run). CPU time is the calling thread's with one intra-op thread (ONNX Runtime
+    then runs every kernel on it), the process's otherwise: on a shared machine it counts the work, not the waits
+    for a core, so it is the steadier measure there."""
+    clock = time.thread_time if threads == 1 and provider == "CPUExecutionProvider" else time.process_time
     runners, checks = {}, {}
     for side, path in paths.items():
         try:
@@ -132,18 +135,22 @@ def latencies_ms(paths: dict[str, str], case: Case, expected: list[torch.Tensor]
         except Exception as error:  # a file ONNX Runtime refuses is a result of the benchmark
             checks[side] = {"outputs_ok": False, "output_error": f"{type(error).__name__}: {str(error)[:200]}"}
     samples: dict[str, list[float]] = {side: [] for side in runners}
+    cpu: dict[str, list[float]] = {side: [] for side in runners}
     for _ in range(rounds):
         for side, (session, feeds) in runners.items():
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), clock()
             for _ in range(runs_per_round):
                 session.run(None, feeds)
             samples[side].append((time.perf_counter() - start) * 1e3 / runs_per_round)
-    return {side: statistics.median(values) for side, values in samples.items()}, checks
+            cpu[side].append((clock() - cpu_start) * 1e3 / runs_per_round)
+    return ({side: statistics.median(values) for side, values in samples.items()},
+            {side: statistics.median(values) for side, values in cpu.items()}, checks)
 
 
 def bench_one(name: str, opset: int, rounds: int, runs_per_round: int, sides=SIDES) -> dict:
     case = MODELS[name]()
-    row: dict = {"model": name, "opset": opset, "files": {}, "latency_ms": {}, "ratios": {}}
+    row: dict = {"model": name, "opset": opset, "files": {}, "latency_ms": {}, "cpu_ms": {}, "ratios": {},
+                 "cpu_ratios": {}}
     with torch.no_grad():
         expected = _flat(case.model(*case.args))
     with tempfile.TemporaryDirectory() as folder:
@@ -163,8 +170,9 @@ def bench_one(name: str, opset: int, rounds: int, runs_per_round: int, sides=SID
             if isinstance(how, str):
                 row["latency_ms"][setting] = how
                 continue
-            times, checks = latencies_ms(paths, case, expected, *how, rounds, runs_per_round)
-            row["latency_ms"][setting] = times
+            times, cpu, checks = latencies_ms(paths, case, expected, *how, rounds, runs_per_round)
+            row["latency_ms"][setting], row["cpu_ms"][setting] = times, cpu
+            row["cpu_ratios"][setting] = ratios(cpu)
             for side, check in checks.items():
                 row["files"][side].setdefault("checks", {})[setting] = check
             row["ratios"][setting] = ratios(times)
@@ -185,7 +193,8 @@ def _cell(row: dict, setting: str, side: str) -> str:
         return "-"
     if side in times:
         check = row["files"][side].get("checks", {}).get(setting, {})
-        return f"{times[side]:.3g}" + ("" if check.get("outputs_ok") else " (wrong)")
+        return (f"{times[side]:.3g} ({row['cpu_ms'][setting][side]:.3g})"
+                + ("" if check.get("outputs_ok") else " (wrong)"))
     return "fail"
 
 
@@ -199,14 +208,16 @@ def markdown(rows: list[dict]) -> str:
         if skipped and len(skipped) == 1 and all(isinstance(r["latency_ms"].get(setting), str) for r in rows):
             lines.append(next(iter(skipped)))
             continue
-        lines += ["| model | opset | " + " | ".join(LABELS[s] for s in SIDES) + " | ours TS / best torch.onnx | "
+        lines += ["Each cell: wall ms (CPU ms). Ratios: ours / the faster of torch.onnx's two files, wall (CPU).\n",
+                  "| model | opset | " + " | ".join(LABELS[s] for s in SIDES) + " | ours TS / best torch.onnx | "
                   "ours export / best torch.onnx |", "|---|---|" + "---|" * (len(SIDES) + 2)]
         for row in rows:
-            ratio = row["ratios"].get(setting, {})
+            ratio, cpu = row["ratios"].get(setting, {}), row["cpu_ratios"].get(setting, {})
             cells = [_cell(row, setting, side) for side in SIDES]
-            cells += [f"{ratio[side]:.2f}" if side in ratio else "-" for side in OURS]
+            cells += [f"{ratio[side]:.2f} ({cpu[side]:.2f})" if side in ratio else "-" for side in OURS]
             lines.append(f"| {row['model']} | {row['opset']} | " + " | ".join(cells) + " |")
-        lines.append(summary(rows, setting))
+        lines.append(summary(rows, setting, "ratios", "wall"))
+        lines.append(summary(rows, setting, "cpu_ratios", "CPU"))
     lines += ["\n### Nodes and file size (MB)\n",
               "| model | opset | " + " | ".join(LABELS[s] for s in SIDES) + " |", "|---|---|" + "---|" * len(SIDES)]
     for row in rows:
@@ -227,13 +238,13 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines).strip() + "\n"
 
 
-def summary(rows: list[dict], setting: str) -> str:
+def summary(rows: list[dict], setting: str, key: str, what: str) -> str:
     parts = []
     for side in OURS:
-        values = [row["ratios"][setting][side] for row in rows if side in row["ratios"].get(setting, {})]
+        values = [row[key][setting][side] for row in rows if side in row[key].get(setting, {})]
         if values:
-            parts.append(f"{LABELS[side]}: median ratio {statistics.median(values):.2f}, max {max(values):.2f} "
-                         f"({len(values)} rows)")
+            parts.append(f"{LABELS[side]}: median {what} ratio {statistics.median(values):.2f}, max "
+                         f"{max(values):.2f} ({len(values)} rows)")
     return "\n" + "; ".join(parts) if parts else ""
 
 

@@ -35,6 +35,9 @@ def test_latencies_and_ratios_against_the_faster_of_torch_onnx(row):
         assert set(times) == set(SIDES) and all(t > 0 for t in times.values())
         best_peer = min(times[side] for side in PEERS)
         assert row["ratios"][setting] == {side: times[side] / best_peer for side in OURS}
+        cpu = row["cpu_ms"][setting]
+        assert set(cpu) == set(SIDES) and all(t > 0 for t in cpu.values())
+        assert row["cpu_ratios"][setting] == {side: cpu[side] / min(cpu[p] for p in PEERS) for side in OURS}
 
 
 def test_cuda_is_measured_only_where_there_is_a_device(row):
@@ -44,8 +47,8 @@ def test_cuda_is_measured_only_where_there_is_a_device(row):
 
 def test_markdown_lists_each_setting_with_ratios(row):
     text = markdown([row])
-    ratio = row["ratios"]["cpu_1_thread"]["ours_ts"]
-    assert "### ONNX Runtime latency, cpu 1 thread" in text and f"| {ratio:.2f} |" in text
+    ratio, cpu = row["ratios"]["cpu_1_thread"]["ours_ts"], row["cpu_ratios"]["cpu_1_thread"]["ours_ts"]
+    assert "### ONNX Runtime latency, cpu 1 thread" in text and f"| {ratio:.2f} ({cpu:.2f}) |" in text
     assert f"| tiny_mlp | 20 | {row['files']['ours_ts']['node_count']} / " in text
 
 
