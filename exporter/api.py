@@ -25,7 +25,6 @@ from exporter import (
     passes,
     provenance,
     serialize,
-    shape_annotation,
     tensor_bytes,
     validate,
 )
@@ -472,8 +471,6 @@ def _assemble_check_write(graph, session, examples, f, params_as_inputs, axes, o
             )
             if outline is not None:
                 outline(model_proto)
-            elif session.fold_params:  # an optimized export: the runtime's fusions need the values' ranks
-                shape_annotation.annotate(model_proto, apart.declared(model_proto) if apart else model_proto)
         if verbose:
             print(pretty_text(model_proto if apart is None else apart.full_model(model_proto)), file=sys.stdout)
         logger.info("checking and writing the model")
