@@ -122,7 +122,8 @@ def _whisper_encoder() -> Case:
     config = transformers.WhisperConfig(vocab_size=VOCAB, d_model=HIDDEN, encoder_layers=LAYERS, decoder_layers=1,
                                         encoder_attention_heads=HEADS, decoder_attention_heads=HEADS,
                                         encoder_ffn_dim=FFN, decoder_ffn_dim=FFN, num_mel_bins=80,
-                                        max_source_positions=SEQUENCE, use_cache=False)
+                                        max_source_positions=SEQUENCE, use_cache=False, pad_token_id=0,
+                                        bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
     encoder = transformers.WhisperModel(config).eval().get_encoder()
     model = Plain(encoder, ("input_features",), "last_hidden_state").eval()
     g = torch.Generator().manual_seed(0)
