@@ -184,9 +184,12 @@ def gate(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Export-speed and graph-quality benchmarks against torch.onnx (dynamo=False)."""
+    """Export-speed and graph-quality benchmarks against torch.onnx (dynamo=False) (arguments after ``--`` go to
+    ``python -m benchmarks``), then the inference benchmark: ONNX Runtime latency of our files against both of
+    torch.onnx's exporters' (``python -m benchmarks.inference``, opsets 20 and 23; results/bench/inference.md)."""
     install(session)
     session.run("python", "-m", "benchmarks", *session.posargs)
+    session.run("python", "-m", "benchmarks.inference", "--opsets", "20", "23")
 
 
 # What mypy resolves the engine's imports against (each ships its own types); the lock pins their versions.

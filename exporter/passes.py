@@ -1,5 +1,6 @@
 """Graph optimizations on the in-memory ONNX graph: constant folding, identity removal, dead-code elimination,
-Conv+BatchNormalization fusion, merging of Transposes and of nested Concats, and de-duplication of equal constants."""
+Conv+BatchNormalization fusion, merging of Transposes and of nested Concats, common subexpression elimination, and
+de-duplication of equal constants."""
 
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ def optimize(graph: ir.Graph, opset: int, do_constant_folding: bool, fold_params
     if not keep_module_boundaries:
         run(merge_transposes)
         run(merge_concats)
+        if do_constant_folding:
+            run(eliminate_common_subexpressions)
     run(remove_dead_nodes)
     if not keep_module_boundaries:
         run(deduplicate_constants)
@@ -349,6 +352,49 @@ def _concat_axis(node: ir.Node) -> int | None:
         return axis
     rank = node.outputs[0].rank
     return None if rank is None else axis + rank
+
+
+def eliminate_common_subexpressions(graph: ir.Graph) -> None:
+    """Let a node that computes what an earlier node of its graph computes (one op, equal attributes, the same
+    input values) read that node's outputs instead. Symbolics recompute shapes and their pieces for each use
+    (Shape -> Gather -> Unsqueeze per dimension read: 24 Shape nodes in a 4-layer BERT); ONNX values are immutable,
+    so the first computation serves every reader. Random ops, custom domains and nodes with subgraphs keep their
+    own nodes, as does a node whose output is a graph output. The duplicate is left to dead-code elimination."""
+    outputs = {id(v) for v in graph.outputs}
+    seen: dict[tuple, ir.Node] = {}
+    replacements: dict[int, ir.Value] = {}
+    for node in graph.nodes:
+        for sub in graph.subgraphs_of(node):
+            eliminate_common_subexpressions(sub)
+        key = _expression_key(graph, node, replacements)
+        if key is None:
+            continue
+        twin = seen.setdefault(key, node)
+        if twin is not node and not any(id(v) in outputs for v in node.outputs):
+            replacements.update((id(mine), theirs) for mine, theirs in zip(node.outputs, twin.outputs, strict=True))
+    if replacements:
+        _rewire(graph, replacements)
+
+
+def _expression_key(graph: ir.Graph, node: ir.Node, replacements: dict[int, ir.Value]) -> tuple | None:
+    """What ``node`` computes, as a key (None for a node that must keep its own outputs): its op, attributes, and
+    input values (each read through the replacements found so far, so chains of duplicates merge)."""
+    if node.domain or node.op_type in _NON_DETERMINISTIC or node.op_type == "Constant" or graph.subgraphs_of(node):
+        return None
+    attrs = []
+    for name, value in sorted(node.attrs.items()):
+        if isinstance(value, np.ndarray):
+            value = (value.dtype.str, value.shape, value.tobytes())
+        elif isinstance(value, list):
+            value = tuple(value)
+        attrs.append((name, node.attr_types.get(name), value))
+    inputs = tuple(None if v is None else id(replacements.get(id(v), v)) for v in node.inputs)
+    try:
+        key = (node.op_type, len(node.outputs), inputs, tuple(attrs))
+        hash(key)
+    except TypeError:  # an attribute of a kind with no value equality (a graph, a list of tensors): kept apart
+        return None
+    return key
 
 
 def eliminate_identities(graph: ir.Graph) -> None:

@@ -308,3 +308,49 @@ def test_an_inference_batchnorm_of_constants_computes_with_its_running_statistic
     exporter.export(model, (x,), buffer, opset_version=opset, input_names=["x"], dynamo=False)
     session = ort.InferenceSession(buffer.getvalue(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(session.run(None, {"x": x.numpy()})[0], model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _op(op_type: str, name: str, *inputs: ir.Value, **attrs) -> ir.Node:
+    node = ir.Node(op_type, list(inputs), [ir.Value(name)], attrs, name=name)
+    node.outputs[0].producer = node
+    return node
+
+
+def test_repeated_computations_share_the_first_and_chains_of_them_merge():
+    x = ir.Value("x", dtype=onnx.TensorProto.FLOAT, shape=(2, 3))
+    shape_a, shape_b, shape_c = (_op("Shape", name, x) for name in ("shape_a", "shape_b", "shape_c"))
+    index = _constant("index", np.array(1, np.int64))
+    gather_a = _op("Gather", "gather_a", shape_a.outputs[0], index.outputs[0], axis=0)
+    gather_b = _op("Gather", "gather_b", shape_b.outputs[0], index.outputs[0], axis=0)
+    other_axis = _op("Gather", "other_axis", shape_b.outputs[0], index.outputs[0], axis=-1)
+    noise_a, noise_b = _op("RandomNormalLike", "noise_a", x), _op("RandomNormalLike", "noise_b", x)
+    reader = _reader("out", gather_a.outputs[0], gather_b.outputs[0], other_axis.outputs[0])
+    noise = _reader("noise", noise_a.outputs[0], noise_b.outputs[0])
+    graph = ir.Graph("g", inputs=[x], outputs=[reader.outputs[0], noise.outputs[0], shape_c.outputs[0]],
+                     nodes=[shape_a, shape_b, shape_c, index, gather_a, gather_b, other_axis, noise_a, noise_b, reader,
+                            noise])
+    passes.eliminate_common_subexpressions(graph)
+    passes.remove_dead_nodes(graph)
+    assert [v.producer.name for v in reader.inputs] == ["gather_a", "gather_a", "other_axis"]
+    assert other_axis.inputs[0].producer.name == "shape_a"  # its input's duplicate was replaced too
+    assert [v.producer.name for v in noise.inputs] == ["noise_a", "noise_b"]  # random draws stay apart
+    assert [n.name for n in graph.nodes if n.op_type == "Shape"] == ["shape_a", "shape_c"]  # a graph output's stays
+
+
+def test_common_subexpression_elimination_keeps_a_models_results_and_shrinks_it():
+    class Dims(torch.nn.Module):
+        def forward(self, x):
+            return x.reshape(x.size(0), -1) + x.reshape(x.size(0), -1).sum(1, keepdim=True) * x.size(1)
+
+    x = torch.randn(2, 3, 4)
+    f = {optimize: io.BytesIO() for optimize in (True, False)}
+    for optimize, target in f.items():
+        exporter.export(Dims(), (x,), target, opset_version=17, dynamo=False, input_names=["x"],
+                        dynamic_axes={"x": [0, 1, 2]}, optimize=optimize)
+    counts = {k: collections.Counter(n.op_type for n in onnx.load_from_string(v.getvalue()).graph.node)
+              for k, v in f.items()}
+    assert counts[True]["Shape"] < counts[False]["Shape"]
+    for target in f.values():
+        session = ort.InferenceSession(target.getvalue(), providers=["CPUExecutionProvider"])
+        for sample in (x, torch.randn(3, 5, 2)):
+            np.testing.assert_allclose(session.run(None, {"x": sample.numpy()})[0], Dims()(sample).numpy(), rtol=1e-6)
