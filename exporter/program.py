@@ -267,7 +267,7 @@ class ONNXProgram:
         renamed = [name for name in graph_inputs if name not in self.input_names]
         if renamed and len(renamed) == len(flat):  # a caller renamed the inputs through .model: fed by position
             names = renamed
-        # a complex argument is fed as its real view, as the model holds it (exporter/complex_numbers.py)
+        # a complex argument is fed as its real view, as the model holds it (exporter/frontends/export/complex_numbers.py)
         feeds = {name: real_view(value) for name, value in zip(names, flat, strict=True) if name in graph_inputs}
         if self.capture is not None:
             params = dict(zip(self.input_names[len(self._feed_names):], (t for _, t in self.capture.params),

@@ -30,6 +30,11 @@ def in_package(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
+def is_above_the_api(module: str) -> bool:
+    """The generation helpers (exporter.generation) export prefill and decode steps through the public API."""
+    return in_package(module, "exporter.generation")
+
+
 def is_front_end(module: str) -> bool:
     return module == "exporter.frontends" or any(in_package(module, package) for package in FRONT_END_PACKAGES)
 
@@ -40,7 +45,7 @@ def _import_graph() -> dict[str, set[str]]:
     return import_graph((LIBRARY,))
 
 
-UPPER = PIPELINE | {name for name in _import_graph() if is_front_end(name)}
+UPPER = PIPELINE | {name for name in _import_graph() if is_front_end(name) or is_above_the_api(name)}
 LOWER = sorted(name for name in _import_graph() if name not in UPPER)
 
 

@@ -16,10 +16,11 @@ from typing import Any
 import torch
 from torch.export.graph_signature import InputKind
 
-from exporter import complex_numbers, dtypes, ir, provenance
+from exporter import dtypes, ir, provenance
 from exporter.conversion_core import Symbolics, annotate, any_empty, call_symbolic, copy_type, foldable_kind
 from exporter.errors import UnsupportedOperatorError
 from exporter.frontends.base import Captured, Driver
+from exporter.frontends.export import complex_numbers
 from exporter.frontends.export.capture import ASSERTION_OPS, SYMBOLIC_NUMBERS, SYMBOLIC_OF, state_tensor, user_outputs
 from exporter.frontends.export.facts import FX_FACTS, op_kind, returns_several, schema_arguments, value_type
 from exporter.graph_context import ExportSession, GraphContext
