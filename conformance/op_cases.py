@@ -1,7 +1,7 @@
-"""The hand-written operator cases of ``op_tests/cases``, run by the conformance runner as cases of kind "op".
+"""The hand-written operator cases of ``opcases``, run by the conformance runner as cases of kind "op".
 
-Their rows are the ones ``op_tests`` writes (``op_tests.harness.run_case``), so the report's op x opset matrix
-reads the same thing whichever ran them. The full tier runs every case at every opset 7-20. The quick tier runs a
+Their rows are the ones ``op_tests`` writes (both run them through ``conformance.op_runner.run_case``), so the
+report's op x opset matrix reads the same thing whichever ran them. The full tier runs every case at every opset 7-20. The quick tier runs a
 deterministic subset that keeps the main job within its 3-minute budget on 2 cores (every case at every opset is
 ~15,000 cases, about 3 minutes of CPU by itself): each case, static and (where it has one) dynamic, at the lowest
 opset it claims, static and dynamic each (proving the claims, in the oldest operator forms), at 11 (Clip, Pad and Slice
@@ -13,20 +13,10 @@ symbolics switch between.
 
 from __future__ import annotations
 
-import functools
-
 from conformance.arguments import ALL_OPSETS
 
 QUICK_OPSETS = (11, 16, 18, 20)
 COST = 0.05  # relative to a resnet50 model case: op cases sort after the models, which keeps the run's tail short
-
-
-@functools.lru_cache(maxsize=1)
-def by_name() -> dict:
-    """Every OpCase by its name (``op_tests.cases`` rejects duplicate names)."""
-    from op_tests.cases import all_cases
-
-    return {case.name: case for case in all_cases()}
 
 
 def quick_opsets(case) -> tuple[int, ...]:
@@ -43,7 +33,8 @@ def modes_at(case, opset: int) -> tuple[str, ...]:
 
 def run(case: dict, row: dict) -> None:
     """Run the op case described by the conformance ``case`` and fill ``row`` with its result."""
-    from op_tests.harness import run_case
+    from conformance.op_runner import run_case
+    from opcases import by_name
 
     capture = "export" if case.get("capture") == "export" else "trace"
     op_row = run_case(by_name()[case["name"]], case["opset"], case["mode"] == "dynamic", case["provider"], capture)

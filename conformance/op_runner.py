@@ -1,10 +1,6 @@
-"""The per-operator test harness: one OpCase per op sample, run at an opset, static or dynamic, on a provider.
-
-A case names its op (``name``, used in test ids), builds a model (a function of tensors or a module),
-and makes sample inputs for two size variants: variant 0 is exported, variant 1 (different sizes on the
-axes that should be dynamic) is fed to the dynamic export as a second check. Axes whose sizes differ between
-the variants become the dynamic axes. Below ``min_opset`` the case must raise UnsupportedOperatorError naming
-that minimum.
+"""The op-case runner: one ``opcases.OpCase`` exported at an opset, static or dynamic, on a provider, and compared
+with PyTorch; its results row. The pytest tier (``op_tests/test_ops.py``) and the conformance runner
+(``conformance.op_cases``) both run cases through ``run_case``, so their rows read the same.
 
 Outputs are compared value by value (``compare="values"``), except for random ops (``compare="distribution"``):
 ONNX Runtime draws its own numbers, so those are compared by shape, dtype and distribution, with a two-sample
@@ -17,121 +13,21 @@ from __future__ import annotations
 
 import functools
 import io
-import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
 from conformance.feeds import caller_values
+from conformance.onnx_schemas import schema_problems
 from conformance.pipeline import compare_stage, export_stage, run_stage, session_stage
-from conformance.results import ResultsWriter
 from conformance.schema import capture_choice, case_id, empty_row
 from conformance.verdict import KNOWN_FAILURE
 from exporter.numerics import Verdict, compare_arrays
-from exporter.registry import MAX_OPSET, MIN_OPSET
 from exporter.tolerances import tolerance_for
-from op_tests.schemas import schema_problems
-
-OPSETS = tuple(range(MIN_OPSET, MAX_OPSET + 1))
-# The opsets and modes at which the op cases run under the torch.export capture. By default opsets 18 (where
-# dynamo=True callers are) and the newest, each case once at each: dynamic where it has a dynamic variant (symbolic shapes are where torch.export's
-# programs differ most), else static. OP_TESTS_EXPORT_OPSETS=all (or a comma-separated list) and
-# OP_TESTS_EXPORT_MODES=static,dynamic widen it.
-EXPORT_OPSETS = OPSETS if os.environ.get("OP_TESTS_EXPORT_OPSETS") == "all" else tuple(
-    int(opset) for opset in os.environ.get("OP_TESTS_EXPORT_OPSETS", f"18,{MAX_OPSET}").split(","))
-EXPORT_MODES = tuple(os.environ.get("OP_TESTS_EXPORT_MODES", "dynamic").split(","))
-
-
-
-def no_kernel_from_22(op_type: str) -> dict[int, str]:
-    """Known failures at opsets 22 and up of a case whose export needs ``op_type``, which ONNX Runtime 1.31 has no
-    kernel for at its opset-22 version: the export is refused naming opset 21 (``exporter.lowering.runtime``)."""
-    return {opset: f"refused: ONNX Runtime 1.31 has no kernel for {op_type}-22 (exporter.lowering.runtime."
-                   "NO_KERNEL_FROM_22); opset 21 exports it" for opset in range(22, MAX_OPSET + 1)}
-
-
-# ONNX Runtime's CUDA provider refuses what its CPU provider computes (seen on an NVIDIA H200 and an H100 with
-# onnxruntime-gpu 1.31.1, 2026-11-27, at every opset that exports the model): a reduction over an empty axis
-# without keepdims.
-CUDA_EMPTY_REDUCTION = ("ONNX Runtime's CUDA reductions refuse an empty axis without keepdims: 'Can't reduce on dim "
-                        "with value of 0 if 'keepdims' is false'; the CPU provider computes the same model right")
-
-
-@dataclass
-class OpCase:
-    op: str  # the ATen op under test, without namespace, e.g. "gather" or "max_pool2d"
-    inputs: Callable[[int], tuple]  # size variant (0 or 1) -> positional example inputs
-    sample: str = ""  # what this sample exercises, e.g. "negative_dim"; part of the test id
-    fn: Callable[..., Any] | None = None  # a function of the inputs ...
-    module: Callable[[], torch.nn.Module] | None = None  # ... or a module factory
-    min_opset: int = 7  # lowest opset that must export and run
-    dynamic_min_opset: int | None = None  # lowest opset for the dynamic export, when above min_opset
-    rtol: float | None = None  # overrides of the per-dtype tolerance, with a reason
-    atol: float | None = None
-    tolerance_reason: str = ""
-    dynamic: bool = True  # False when dynamic shapes make no sense for this op
-    known_failures: dict[int, str] = field(default_factory=dict)  # opset -> reason naming the ONNX/ORT limitation
-    # opset -> reason, for failures of the dynamic export alone where the static one passes (a dynamic export that
-    # the exporter refuses is ``dynamic_min_opset``'s, not a known failure)
-    dynamic_known_failures: dict[int, str] = field(default_factory=dict)
-    # opset -> reason naming the gap of ONNX Runtime's CUDA provider, seen on a GPU, where its CPU provider passes
-    cuda_known_failures: dict[int, str] = field(default_factory=dict)
-    compare: str = "values"  # "values", or "distribution" for random outputs (see the module docstring)
-    # Why the dynamic export keeps a count the trace fixes (the number of pieces a split makes of a dynamic dim, equal
-    # at both size variants): exported with check_dynamic_axes=False, which the engine otherwise refuses (see
-    # exporter/capture/traced_sizes.py); empty for every case the check must pass.
-    frozen_by_trace: str = ""
-
-    def known_failures_on(self, provider: str, dynamic: bool) -> dict[int, str]:
-        """The expected failures on ``provider`` of the static or dynamic export: ``known_failures``, the dynamic
-        export's own too, and on CUDA ``cuda_known_failures`` too."""
-        known = {**self.known_failures, **(self.dynamic_known_failures if dynamic else {})}
-        return {**known, **self.cuda_known_failures} if provider == "cuda" else known
-
-    def min_opset_for(self, dynamic: bool) -> int:
-        """The lowest opset that must export and run, static or dynamic (static exports may bake sizes in)."""
-        return max(self.min_opset, self.dynamic_min_opset or 0) if dynamic else self.min_opset
-
-    @property
-    def name(self) -> str:
-        return f"{self.op}_{self.sample}" if self.sample else self.op
-
-    def build(self) -> torch.nn.Module:
-        if self.module is not None:
-            return self.module().eval()
-        return FunctionModule(self.fn).eval()
-
-    def dynamic_axes(self, names: list[str]) -> dict[str, list[int]]:
-        first, second = self.inputs(0), self.inputs(1)
-        axes: dict[str, list[int]] = {}
-        for name, a, b in zip(names, first, second, strict=True):
-            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim():
-                differing = [i for i in range(a.dim()) if a.shape[i] != b.shape[i]]
-                if differing:
-                    axes[name] = differing
-        return axes
-
-    def has_dynamic_variant(self) -> bool:
-        return self.dynamic and bool(self.dynamic_axes([f"input_{i}" for i in range(len(self.inputs(0)))]))
-
-
-class FunctionModule(torch.nn.Module):
-    """A module whose forward is ``fn`` of its inputs."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
-
-
-def input_names(count: int) -> list[str]:
-    return [f"input_{i}" for i in range(count)]
+from opcases import OpCase, input_names
 
 
 def _flat_outputs(out: Any) -> list[torch.Tensor]:
@@ -199,14 +95,6 @@ def compare_distributions(expected: list[np.ndarray], actual: list[np.ndarray]) 
             return Verdict(False, f"output {index}: distributions differ: two-sample KS D={statistic:.3f} > "
                                   f"{critical:.3f} (alpha {KS_ALPHA})", comparison="distribution")
     return Verdict(True, comparison="distribution: shape, dtype and two-sample KS " + ", ".join(statistics))
-
-
-def export_modes(case: OpCase, opset: int, wanted: tuple[str, ...] = ("static", "dynamic")) -> list[str]:
-    """The modes the op tests export ``case`` in at ``opset``: static, and dynamic where the case has a dynamic
-    variant and ``opset`` is at least its ``min_opset``; of those the ``wanted`` ones, or else the first (so every
-    case runs at every opset)."""
-    modes = ["static", "dynamic"] if case.has_dynamic_variant() and opset >= case.min_opset else ["static"]
-    return [mode for mode in modes if mode in wanted] or modes[:1]
 
 
 def export_arguments(case: OpCase, dynamic: bool, capture: str = "trace") -> tuple[tuple, list[str], dict | None]:
@@ -306,25 +194,3 @@ def _check_exported(case: OpCase, model: torch.nn.Module, onnx_model, onnx_bytes
     compare_stage(row, verdicts)
     if case.compare == "distribution":  # the errors of values drawn apart measure nothing
         row.update(max_abs_error=None, max_rel_error=None, rtol=None, atol=None)
-
-
-def results_path() -> str | None:
-    return os.environ.get("OP_TESTS_RESULTS")
-
-
-def record(row: dict) -> None:
-    """Append an op case's row (the conformance results schema) to $OP_TESTS_RESULTS's per-worker part file."""
-    path = results_path()
-    if path:
-        write_row(path, row)
-
-
-def write_row(path: str, row: dict) -> None:
-    """Append ``row`` to this pytest worker's part of ``path`` (the session's end joins the parts)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    _writer(f"{path}.{worker}.part").append(row)
-
-
-@functools.lru_cache(maxsize=4)
-def _writer(path: str) -> ResultsWriter:
-    return ResultsWriter(path)

@@ -12,10 +12,11 @@ import os
 import pytest
 import torch
 
-from op_tests.cases import all_cases
-from op_tests.harness import EXPORT_MODES, EXPORT_OPSETS, OPSETS, export_modes, record, run_case
+from conformance.op_runner import run_case
 from op_tests.opset_plan import load_plan, planned_opsets
-from op_tests.torch_export_limits import unsupported_modes
+from op_tests.recording import record
+from op_tests.torch_export_limits import EXPORT_MODES, EXPORT_OPSETS, unsupported_modes
+from opcases import OPSETS, all_cases, export_modes
 
 CASES = all_cases()
 

@@ -4,7 +4,7 @@ nn.TransformerEncoderLayer, embedding, embedding_bag."""
 import torch
 import torch.nn.functional as F
 
-from op_tests.harness import OpCase
+from opcases import OpCase
 
 
 def _qkv(k, batch=2, heads=2, length=4, source=4, size=8):

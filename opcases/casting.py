@@ -3,7 +3,7 @@ scripted code (where TorchScript records no result type) and the dtypes PyTorch'
 
 import torch
 
-from op_tests.harness import OpCase
+from opcases import OpCase
 
 
 def floats(k):

@@ -2,7 +2,7 @@
 
 import torch
 
-from op_tests.harness import OpCase
+from opcases import OpCase
 
 BITWISE_INT = 18  # ONNX BitwiseAnd/Or/Xor arrive at opset 18
 

@@ -6,7 +6,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from op_tests.harness import OpCase
+from opcases import OpCase
 
 
 def _rows(k):

@@ -3,7 +3,7 @@ cross and det."""
 
 import torch
 
-from op_tests.harness import OpCase
+from opcases import OpCase
 
 
 def _r(*shape):

@@ -7,7 +7,7 @@ Size variant 1 changes the batch (and the spatial size of the n-d cases), and ta
 import torch
 import torch.nn.functional as F
 
-from op_tests.harness import OpCase
+from opcases import OpCase
 
 
 def _classes(spatial=(), classes=4, ignored=None):

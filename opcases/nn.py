@@ -2,7 +2,7 @@
 
 import torch
 
-from op_tests.harness import OpCase
+from opcases import OpCase
 
 CASES = [
     OpCase("conv2d", lambda k: (torch.randn(1 + k, 3, 10 + k, 12),),

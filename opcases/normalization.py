@@ -3,7 +3,7 @@
 import torch
 import torch.nn.functional as F
 
-from op_tests.harness import OpCase
+from opcases import OpCase
 
 
 def _with_affine(module):

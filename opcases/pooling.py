@@ -3,7 +3,7 @@
 import torch
 import torch.nn.functional as F
 
-from op_tests.harness import OpCase
+from opcases import OpCase
 
 CASES = [
     OpCase("max_pool2d", lambda k: (torch.randn(1 + k, 2, 9, 9),), fn=lambda x: F.max_pool2d(x, 3, 2)),

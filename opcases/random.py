@@ -5,7 +5,7 @@ output holds a few thousand draws so that the test can tell distributions apart.
 
 import torch
 
-from op_tests.harness import OpCase, no_kernel_from_22
+from opcases import OpCase, no_kernel_from_22
 
 
 def _grid(k, dtype=torch.float32):

@@ -10,7 +10,7 @@ are covered by the batch-dynamic cases).
 import torch
 import torch.nn.functional as F
 
-from op_tests.harness import OpCase
+from opcases import OpCase
 
 
 def _image(batch_growth=1, spatial_growth=0, channels=2, height=5, width=6):

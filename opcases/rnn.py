@@ -6,7 +6,7 @@ either is baked in.
 
 import torch
 
-from op_tests.harness import OPSETS, OpCase
+from opcases import OPSETS, OpCase
 
 
 class _WithState(torch.nn.Module):

@@ -2,7 +2,7 @@
 
 import torch
 
-from op_tests.harness import OpCase
+from opcases import OpCase
 
 
 class _ListInLoop(torch.nn.Module):
@@ -11,15 +11,6 @@ class _ListInLoop(torch.nn.Module):
         for i in range(x.size(0)):
             pieces.append(x[i] * i)
         return torch.stack(pieces, 1), torch.cat(pieces, 0)
-
-
-class _ListIndexedInLoop(torch.nn.Module):
-    def forward(self, x):
-        parts = x.split(2, 0)
-        acc = torch.zeros_like(parts[0])
-        for i in range(len(parts)):
-            acc = acc + parts[-1 - i] * i
-        return acc
 
 
 class _LenOfGrowingList(torch.nn.Module):
@@ -145,7 +136,4 @@ CASES = [
            module=lambda: torch.jit.script(_ListInLoop())),
     OpCase("append", lambda k: (torch.randn(2 + k, 3),), sample="len_of_growing_list", dynamic_min_opset=13,
            module=lambda: torch.jit.script(_LenOfGrowingList())),
-    # A list of known length indexed at a run-time position needs no sequence: it is stacked and gathered.
-    OpCase("__getitem__", lambda k: (torch.randn(8, 3),), sample="run_time_index",
-           module=lambda: torch.jit.script(_ListIndexedInLoop()), dynamic=False),
 ]

@@ -2,7 +2,7 @@
 
 import torch
 
-from op_tests.harness import OpCase
+from opcases import OpCase
 
 
 def _distinct(k, *shape):

@@ -9,7 +9,7 @@ not the export, departs from PyTorch, the case's known failure says so and names
 import torch
 import torch.nn.functional as F
 
-from op_tests.harness import OPSETS, OpCase
+from opcases import OPSETS, OpCase
 
 _INF = float("inf")
 _NAN = float("nan")

@@ -6,7 +6,7 @@ with constant arguments the converter folds it. ``empty`` contents are undefined
 
 import torch
 
-from op_tests.harness import OPSETS, OpCase
+from opcases import OPSETS, OpCase
 
 
 def _r(*shape, dtype=torch.float32):
@@ -22,13 +22,6 @@ class _Range(torch.nn.Module):
 
     def forward(self, x):
         return torch.range(1, x.size(0), 2)
-
-
-class _SizesAsTensor(torch.nn.Module):
-    """Scripted, because tracing records torch.tensor of Python numbers as a constant."""
-
-    def forward(self, x):
-        return torch.tensor([x.size(0), x.size(1)])
 
 
 class _DimArange(torch.nn.Module):
@@ -75,9 +68,6 @@ CASES = [
     OpCase("eye", lambda k: (_r(3 + k, 2),), fn=lambda x: torch.eye(x.size(0)), dynamic_min_opset=9),
     OpCase("eye", lambda k: (_r(3 + k, 2),), sample="rectangular_int", fn=lambda x: torch.eye(2, x.size(0), dtype=torch.int64),
            dynamic_min_opset=9),
-    OpCase("scalar_tensor", lambda k: (_r(3 + k, 2),), fn=lambda x: x * torch.scalar_tensor(x.size(0))),
-    OpCase("tensor", lambda k: (_r(3 + k, 2),), module=lambda: torch.jit.script(_SizesAsTensor())),
-    OpCase("tensor", lambda k: (_r(3 + k, 2),), sample="constant", fn=lambda x: x + torch.tensor([1.0, 2.0])),
     OpCase("logspace", lambda k: (_r(3 + k, 2),), fn=lambda x: x[:1, :1] + torch.logspace(-1.5, 2.0, 5, base=3.0)),
     OpCase("_dim_arange", lambda k: (_r(3 + k, 2),), module=lambda: torch.jit.script(_DimArange()),
            dynamic_min_opset=9),

@@ -7,7 +7,7 @@ depend on rounding rather than on the export.
 import torch
 from torchvision import ops
 
-from op_tests.harness import OPSETS, OpCase, no_kernel_from_22
+from opcases import OPSETS, OpCase, no_kernel_from_22
 
 
 def _boxes(count, generator):

@@ -12,7 +12,7 @@ import pathlib
 
 PROJECT = pathlib.Path(__file__).resolve().parents[1]
 LIBRARY = "exporter"
-HARNESS = ("conformance", "op_tests", "model_zoo", "reports", "benchmarks")
+HARNESS = ("opcases", "model_zoo", "conformance", "reports", "op_tests", "benchmarks")
 
 
 def module_name(path: pathlib.Path) -> str:

@@ -258,9 +258,9 @@ def test_cuda_cases_compare_with_pytorch_on_the_gpu_except_where_pytorch_cannot_
 def test_a_cuda_provider_gap_is_a_known_failure_on_cuda_only():
     """An op case's ``cuda_known_failures`` (a gap of ONNX Runtime's CUDA provider, seen on a GPU) excuses that
     provider's failure at that opset; the same failure on the CPU provider still fails the run."""
+    from conformance.op_runner import case_row, note_known_failure
     from conformance.verdict import is_failure
-    from op_tests.cases import all_cases
-    from op_tests.harness import case_row, note_known_failure
+    from opcases import all_cases
 
     (case,) = [c for c in all_cases() if c.name == "interpolate_nearest_3d"]
 

@@ -109,8 +109,8 @@ def test_zoo_models_pass_on_cuda(name, opset, tmp_path):
 
 
 def test_op_cases_run_on_the_cuda_provider():
-    from op_tests.cases import all_cases
-    from op_tests.harness import run_case
+    from conformance.op_runner import run_case
+    from opcases import all_cases
 
     (case,) = [c for c in all_cases() if c.name == "matmul_2d_2d"]
     row = run_case(case, 13, True, "cuda")

@@ -178,7 +178,8 @@ def swapping_inputs(export, a: str, b: str):
 
 def test_the_op_case_harness_reports_an_export_with_its_input_names_swapped_as_a_mismatch(monkeypatch):
     import exporter
-    from op_tests.harness import OpCase, run_case
+    from conformance.op_runner import run_case
+    from opcases import OpCase
 
     case = OpCase("sub", lambda k: (torch.randn(2 + k, 3), torch.randn(2 + k, 3)), sample="feed_by_name",
                   fn=lambda x, y: x - 2 * y)

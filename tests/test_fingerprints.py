@@ -8,7 +8,7 @@ import json
 import torch
 
 from op_tests import fingerprints
-from op_tests.harness import OpCase
+from opcases import OpCase
 
 RELU = OpCase("relu", lambda k: (torch.randn(2 + k, 3),), fn=torch.relu)
 GRID_SAMPLE = OpCase("grid_sampler", lambda k: (torch.randn(1, 1, 3 + k, 3), torch.rand(1, 2, 2, 2) * 2 - 1),

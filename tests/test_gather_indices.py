@@ -15,7 +15,7 @@ from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
 import exporter
-from op_tests.harness import FunctionModule
+from opcases import FunctionModule
 
 
 class Gather(OpRun):

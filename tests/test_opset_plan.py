@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from op_tests.harness import OPSETS, OpCase
 from op_tests.opset_plan import load_plan, planned_opsets
+from opcases import OPSETS, OpCase
 
 ABS = OpCase("abs", lambda k: (torch.randn(2 + k, 3),), fn=torch.abs)
 LATE = OpCase("late", lambda k: (torch.randn(2 + k, 3),), fn=torch.abs, min_opset=11, dynamic_min_opset=13,

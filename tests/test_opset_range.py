@@ -16,9 +16,9 @@ from conformance.arguments import ALL_OPSETS
 from exporter.errors import ExportArgumentError
 from exporter.registry import MAX_OPSET, MIN_OPSET
 from exporter.serialize import ir_version_for
-from op_tests.harness import OPSETS as OP_TEST_OPSETS
 from op_tests.opinfo.check import OPSETS as OPINFO_OPSETS
 from op_tests.opinfo.expectations import OPSETS as EXPECTATION_OPSETS
+from opcases import OPSETS as OP_TEST_OPSETS
 from reports.results import OPSETS as REPORT_OPSETS
 
 

@@ -3,7 +3,7 @@ a right one."""
 
 import numpy as np
 
-from op_tests.harness import compare_distributions
+from conformance.op_runner import compare_distributions
 
 
 def test_same_distribution_passes():

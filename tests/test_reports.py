@@ -1,7 +1,7 @@
 """Tests of the HTML coverage report (reports/): classification, aggregation, baseline comparison, CLI, page.
 
-Fixtures: real op rows come from running a few op cases through ``op_tests.harness.run_case``/``record``, exactly
-as ``pytest op_tests`` does. The engine passes those, so rows for the failure kinds the report must tell apart
+Fixtures: real op rows come from running a few op cases through ``conformance.op_runner.run_case`` and
+``op_tests.recording.record``, exactly as ``pytest op_tests`` does. The engine passes those, so rows for the failure kinds the report must tell apart
 (kernel missing, checker error, mismatch, ...) and the model/example rows of the conformance runner are written
 by hand in the documented results schema, with error texts in the form the exporter and ONNX Runtime produce.
 """
@@ -32,7 +32,9 @@ def real_op_rows(tmp_dir: str) -> list[dict]:
     import torch
     import torch.nn.functional as F
 
-    from op_tests.harness import OpCase, record, run_case
+    from conformance.op_runner import run_case
+    from op_tests.recording import record
+    from opcases import OpCase
 
     cases = [
         OpCase("linear", lambda k: (torch.randn(2 + k, 5),), module=lambda: torch.nn.Linear(5, 3)),

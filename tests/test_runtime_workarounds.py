@@ -17,7 +17,7 @@ from onnx.reference import ReferenceEvaluator
 import exporter
 from exporter.lowering.runtime import WORKAROUNDS
 from exporter.ort_session import make_session
-from op_tests.harness import FunctionModule
+from opcases import FunctionModule
 from tests.workaround_probes import Probe, all_probes
 
 PROBES = all_probes()

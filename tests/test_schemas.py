@@ -1,4 +1,4 @@
-"""op_tests.schemas, which the op tests run on every case they export at every opset 7-20: it names what the
+"""conformance.onnx_schemas, which the op tests run on every case they export at every opset 7-20: it names what the
 ONNX schema of the node's opset does not define, including what onnx.checker lets through."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import torch.nn.functional as F
 from onnx import TensorProto, helper
 
 import exporter
+from conformance.onnx_schemas import schema_problems
 from exporter.registry import MAX_OPSET, MIN_OPSET
-from op_tests.schemas import schema_problems
 
 
 def _model(node: onnx.NodeProto, opset: int) -> onnx.ModelProto:
