@@ -1,14 +1,14 @@
 """The hand-written operator cases of ``opcases``, run by the conformance runner as cases of kind "op".
 
 Their rows are the ones ``op_tests`` writes (both run them through ``conformance.op_runner.run_case``), so the
-report's op x opset matrix reads the same thing whichever ran them. The full tier runs every case at every opset 7-20. The quick tier runs a
-deterministic subset that keeps the main job within its 3-minute budget on 2 cores (every case at every opset is
-~15,000 cases, about 3 minutes of CPU by itself): each case, static and (where it has one) dynamic, at the lowest
-opset it claims, static and dynamic each (proving the claims, in the oldest operator forms), at 11 (Clip, Pad and Slice
-take inputs where they took attributes; Squeeze, Unsqueeze, ReduceSum and Split still take attributes), at 16
-(those take inputs too), at 18 (every Reduce* takes axes as an input, Split its num_outputs; the Bitwise ops,
-Resize's antialias, Mish) and at 20 (the highest: GridSample's N-D form, Gelu): the eras of operator forms that the
-symbolics switch between.
+report's op x opset matrix reads the same thing whichever ran them. The full tier runs every case at every opset
+7-20. The quick tier runs a deterministic subset that keeps the main job within its 3-minute budget on 2 cores (every
+case at every opset is ~15,000 cases, about 3 minutes of CPU by itself): each case, static and (where it has one)
+dynamic, at the lowest opset it claims, static and dynamic each (proving the claims, in the oldest operator forms),
+at 11 (Clip, Pad and Slice take inputs where they took attributes; Squeeze, Unsqueeze, ReduceSum and Split still take
+attributes), at 16 (those take inputs too), at 18 (every Reduce* takes axes as an input, Split its num_outputs; the
+Bitwise ops, Resize's antialias, Mish) and at 20 (the highest: GridSample's N-D form, Gelu): the eras of operator
+forms that the symbolics switch between.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Cases of ``exporter/symbolics/advanced_indexing.py``."""
+"""Cases of ``exporter/symbolics/advanced_indexing.py``: ``x[indices]`` read and written with tensor indices and bool
+masks (``aten::index``, ``aten::index_put``)."""
 
 from __future__ import annotations
 

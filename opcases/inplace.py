@@ -1,4 +1,5 @@
-"""Cases of ``exporter/symbolics/inplace.py``."""
+"""Cases of ``exporter/symbolics/inplace.py``: assignment into views of scripted and traced code (``copy_``,
+``select_scatter``, ``slice_scatter``, ``set_``) once the mutation pass has made it functional."""
 
 from __future__ import annotations
 

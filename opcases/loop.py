@@ -1,4 +1,5 @@
-"""Cases of ``exporter/symbolics/loop.py``."""
+"""Cases of ``exporter/symbolics/loop.py``: scripted ``for`` and ``while`` loops (``prim::Loop``), nested with branches
+or over Python numbers only. TorchScript's capture only: torch.export takes no ScriptModule."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Cases of ``exporter/symbolics/math_functions.py``."""
+"""Cases of ``exporter/symbolics/math_functions.py``: element-wise math functions (roots, exponentials, logarithms,
+trigonometric and hyperbolic functions, ...), moved here from ``elementwise`` with their family."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Cases of ``exporter/symbolics/prim.py``."""
+"""Cases of ``exporter/symbolics/prim.py``: TorchScript's lists, tuples and numbers and the conversions between them
+(``aten::tensor``, ``prim::ListConstruct``, ``__getitem__`` of a list, ``.item()``)."""
 
 from __future__ import annotations
 

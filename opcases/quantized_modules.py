@@ -1,4 +1,5 @@
-"""Cases of ``exporter/symbolics/quantized_modules.py``."""
+"""Cases of ``exporter/symbolics/quantized_modules.py``: the ``quantized::`` ops of PyTorch's quantized modules (QDQ
+form). TorchScript's capture only (see ``op_tests/torch_export_limits.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Cases of ``exporter/symbolics/rearrange.py``."""
+"""Cases of ``exporter/symbolics/rearrange.py``: narrow, flips and rolls, padding, shuffles, sliding windows and the
+other rearrangements of a tensor's elements, moved here from ``shape`` with their family."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Cases of ``exporter/symbolics/rounding.py``."""
+"""Cases of ``exporter/symbolics/rounding.py``: rounding, element-wise minimum and maximum, and clamping, moved here
+from ``elementwise`` with their family."""
 
 from __future__ import annotations
 
