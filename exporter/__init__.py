@@ -15,11 +15,13 @@ command lines (``python -m exporter``, ``python -m conformance``) check their ar
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 from exporter.version import __version__
 
-# Each public name -> the module that defines it (a module's own name: that module).
+# Each public name -> the module that defines it ("errors" is that module itself).
 _HOMES = {
     "errors": "exporter.errors",
     **dict.fromkeys(("OperatorExportTypes", "TrainingMode", "disable_log", "enable_log", "is_in_onnx_export",
@@ -48,9 +50,23 @@ def __getattr__(name: str) -> Any:
                 raise
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
     module = importlib.import_module(home)
-    value = module if home == f"{__name__}.{name}" else getattr(module, name)
+    value = module if name == "errors" else getattr(module, name)
     globals()[name] = value
     return value
+
+
+class _Package(types.ModuleType):
+    """The package's module object. Importing a submodule makes it an attribute of its package; ``verify`` the
+    function is defined by ``exporter.verify`` the module, so once anything imports that module, ``exporter.verify``
+    would be the module, not the function, where the eager imports left the function. The function stays."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "verify" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __dir__() -> list[str]:

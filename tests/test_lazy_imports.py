@@ -66,7 +66,7 @@ def test_every_public_name_is_its_home_module_s(name):
     home = exporter._HOMES.get(name)
     if home is not None:
         module = importlib.import_module(home)
-        assert value is (module if home == f"exporter.{name}" else getattr(module, name))
+        assert value is (module if name == "errors" else getattr(module, name))
 
 
 def test_an_unknown_name_is_an_attribute_error():
@@ -85,3 +85,13 @@ def test_the_registry_reads_full_when_entered_directly():
     from exporter.registry import REGISTRY
 
     assert int(count) == len(REGISTRY.names())
+
+
+def test_verify_stays_the_function_once_its_module_is_imported():
+    """``exporter.verify`` the function is defined by the module of the same name, whose import would make the
+    package attribute the module (a localization that calls ``exporter.verify`` then fails: 'module' object is
+    not callable)."""
+    code = "import exporter.verify, exporter\nprint(callable(exporter.verify), exporter.verify.__module__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.split() == ["True", "exporter.verify"], done.stderr[-2000:]
