@@ -73,7 +73,7 @@ def test_op_export(case, opset, dynamic):
     if isinstance(case.build(), (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
         row = run_case(case, opset, dynamic, "cpu", capture="export")
         assert row["status"] == "skipped", row["status"]
-        pytest.skip(row["reason"])  # torch.export takes no ScriptModule (tests/test_dynamo_export.py checks the refusal)
+        pytest.skip(row["reason"])  # torch.export takes no ScriptModule (tests/engine/test_dynamo_export.py checks the refusal)
     modes, reason = unsupported_modes(case.name)
     if ("dynamic" if dynamic else "static") in modes and opset >= case.min_opset_for(dynamic):
         row = run_case(case, opset, dynamic, "cpu", capture="export")

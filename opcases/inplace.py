@@ -58,7 +58,7 @@ CASES = [
            fn=_assign_row),
     # Static only: with a dynamic row count, writing at the loop index cuts the tensor at a run-time position,
     # which needs Slice with input bounds (opset 10); the harness has no dynamic-only minimum opset, so
-    # tests/test_scripting.py checks the dynamic export (passes from 10, the right error below).
+    # tests/engine/test_scripting.py checks the dynamic export (passes from 10, the right error below).
     OpCase("select_scatter", lambda k: (torch.randn(4 + k, 3),), sample="loop_index", dynamic=False,
            module=lambda: torch.jit.script(_LoopRowAssignment())),
     OpCase("slice_scatter", lambda k: (torch.randn(3, 4 + k), torch.randn(2, 2)), sample="block",

@@ -1,6 +1,6 @@
 """Cases of ``exporter/symbolics/optional.py``: ``x is None`` on an ``Optional[Tensor]`` that a branch sets, refined
 back to a tensor (``prim::unchecked_cast``). Only scripted code holds optionals (TorchScript's capture; torch.export
-takes no ScriptModule); ``tests/test_optional.py`` covers optional inputs, outputs and loops."""
+takes no ScriptModule); ``tests/engine/test_optional.py`` covers optional inputs, outputs and loops."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import ast
 import functools
 import pathlib
 
-PROJECT = pathlib.Path(__file__).resolve().parents[1]
+PROJECT = pathlib.Path(__file__).resolve().parents[2]
 LIBRARY = "exporter"
 HARNESS = ("opcases", "model_zoo", "conformance", "reports", "op_tests", "benchmarks")
 

@@ -1,5 +1,5 @@
 """The project's packages in layers, each importing only the layers below it: the flow is one way, from the engine
-up to the tests. Every import counts (``tests.import_graph``: lazy and type-only ones too).
+up to the tests. Every import counts (``tests.architecture.import_graph``: lazy and type-only ones too).
 
     exporter                      the engine
     opcases, model_zoo            what the harness runs: the op cases (one module per symbolic family) and the models
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.import_graph import PROJECT, imports, project_modules
+from tests.architecture.import_graph import PROJECT, imports, project_modules
 
 LAYERS = (("exporter",), ("opcases", "model_zoo"), ("conformance",), ("reports",), ("op_tests", "benchmarks"),
           ("tests",))
@@ -52,5 +52,5 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     source = tmp_path / "upward.py"
     source.write_text("def run():\n    from op_tests.torch_export_limits import unsupported_modes\n")
     modules = {**project_modules(), "conformance.upward": source}
-    monkeypatch.setattr("tests.test_import_direction.project_modules", lambda: modules)
+    monkeypatch.setattr("tests.architecture.test_import_direction.project_modules", lambda: modules)
     assert upward_imports("conformance") == ["conformance.upward -> op_tests.torch_export_limits"]

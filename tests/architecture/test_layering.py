@@ -1,6 +1,6 @@
 """The engine's layers and the project's import graph, checked on the source: the symbolics (and the modules they
 build on) never import the converter or the public API, the library never imports the harness, and no import circle
-runs through the engine or through the harness. Every import counts (see ``tests.import_graph``): the ones inside
+runs through the engine or through the harness. Every import counts (see ``tests.architecture.import_graph``): the ones inside
 functions, the ones under ``if TYPE_CHECKING:`` and the package roots too."""
 
 from __future__ import annotations
@@ -11,7 +11,15 @@ import pathlib
 
 import pytest
 
-from tests.import_graph import HARNESS, LIBRARY, import_circle, import_graph, imports, project_modules, reaches
+from tests.architecture.import_graph import (
+    HARNESS,
+    LIBRARY,
+    import_circle,
+    import_graph,
+    imports,
+    project_modules,
+    reaches,
+)
 
 # The top of the flow: what builds ONNX graphs from TorchScript ones and what users call (the package root is the
 # public facade over the API and verify; verify's machinery, exporter.localization, exports the model it verifies).

@@ -18,7 +18,7 @@ import pytest
 import exporter
 from conformance.results import sole_writer
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _imported(*arguments: str) -> tuple[set[str], subprocess.CompletedProcess]:

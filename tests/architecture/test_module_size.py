@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from tests.import_graph import project_modules
+from tests.architecture.import_graph import project_modules
 
 MAX_LINES = 600
 PACKAGES = ("exporter", "conformance", "op_tests", "reports")

@@ -11,7 +11,7 @@ import tomllib
 
 import setuptools
 
-from tests.import_graph import PROJECT, imports, project_modules
+from tests.architecture.import_graph import PROJECT, imports, project_modules
 
 # Files in a package directory that the code never reads: documentation for whoever reads the repository.
 NOT_DATA = ("*.py", "*.pyc", "*.md")

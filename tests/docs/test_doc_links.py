@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Documents of the repository, not of its tools' folders (virtual environments, nox's, results of runs).
 DOCUMENTS = sorted(path.relative_to(ROOT).as_posix() for path in ROOT.rglob("*.md")
                    if not any(part.startswith(".") or part == "results" for part in path.relative_to(ROOT).parts))

@@ -1,7 +1,7 @@
 """Every operator the torch.onnx documentation lists as supported has a symbolic at the lowest opset ONNX can
 express it, or a recorded reason why ONNX 7-16 cannot.
 
-The lists are read from the reference documents (copied from ``../shared/reference`` into ``tests/data/torch_onnx_docs``): the 1.0 and
+The lists are read from the reference documents (copied from ``../shared/reference`` into ``tests/docs/data/torch_onnx_docs``): the 1.0 and
 1.5 docs list the operators in their "Supported operators" section. The 1.13 docs have no list of their own (they
 point to a generated table of TorchScript operators that is not part of the reference), which the last test checks.
 """

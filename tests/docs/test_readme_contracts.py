@@ -9,7 +9,7 @@ import warnings
 
 import onnx
 
-README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _section_blocks(heading: str) -> list[str]:

@@ -19,7 +19,7 @@ from exporter.__main__ import EXAMPLE, build_parser, main
 from exporter.registry import REGISTRY
 from tests.conftest import run_onnx
 
-PROJECT = pathlib.Path(__file__).resolve().parents[1]
+PROJECT = pathlib.Path(__file__).resolve().parents[2]
 
 
 class TwoInputNet(torch.nn.Module):
@@ -50,7 +50,7 @@ def test_help_runs_as_a_module():
 
 def test_exports_a_model_built_by_a_function_with_names_and_dynamic_axes(tmp_path, capsys):
     target = tmp_path / "net.onnx"
-    status = main(["tests.test_cli:build_two_input_net", "--input-shape", "2,4", "--input-shape", "3",
+    status = main(["tests.engine.test_cli:build_two_input_net", "--input-shape", "2,4", "--input-shape", "3",
                    "-o", str(target), "--opset", "11", "--input-names", "x", "y", "--output-names", "z",
                    "--dynamic-axis", "x:0:batch", "--dynamic-axis", "z:0"])
     assert status == 0 and "wrote" in capsys.readouterr().out
@@ -65,21 +65,21 @@ def test_exports_a_model_built_by_a_function_with_names_and_dynamic_axes(tmp_pat
 
 
 def test_exports_a_model_instance(tmp_path):
-    assert main(["tests.test_cli:SHARED_INSTANCE", "--input-shape", "1,3", "-o", str(tmp_path / "m.onnx")]) == 0
+    assert main(["tests.engine.test_cli:SHARED_INSTANCE", "--input-shape", "1,3", "-o", str(tmp_path / "m.onnx")]) == 0
     assert (tmp_path / "m.onnx").exists()
 
 
 def test_list_unconvertible_prints_every_missing_op_and_fails(monkeypatch, capsys):
     builtin = {k: v for k, v in REGISTRY._builtin.items() if k not in ("aten::linear", "aten::add")}
     monkeypatch.setattr(REGISTRY, "_builtin", builtin)
-    status = main(["tests.test_cli:build_two_input_net", "--input-shape", "2,4", "--input-shape", "3",
+    status = main(["tests.engine.test_cli:build_two_input_net", "--input-shape", "2,4", "--input-shape", "3",
                    "--list-unconvertible"])
     assert status == 1
     assert set(capsys.readouterr().out.split()) == {"aten::linear", "aten::add"}
 
 
 def test_list_unconvertible_succeeds_when_everything_converts(capsys):
-    status = main(["tests.test_cli:build_two_input_net", "--input-shape", "2,4", "--input-shape", "3",
+    status = main(["tests.engine.test_cli:build_two_input_net", "--input-shape", "2,4", "--input-shape", "3",
                    "--list-unconvertible", "--opset", "9"])
     assert status == 0 and "every op converts at opset 9" in capsys.readouterr().err
 
@@ -87,19 +87,19 @@ def test_list_unconvertible_succeeds_when_everything_converts(capsys):
 def test_a_failed_export_exits_1_with_the_error_and_writes_nothing(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(REGISTRY, "_builtin", {k: v for k, v in REGISTRY._builtin.items() if k != "aten::linear"})
     target = tmp_path / "net.onnx"
-    status = main(["tests.test_cli:build_two_input_net", "--input-shape", "2,4", "--input-shape", "3",
+    status = main(["tests.engine.test_cli:build_two_input_net", "--input-shape", "2,4", "--input-shape", "3",
                    "-o", str(target)])
     assert status == 1 and "UnsupportedOperatorError" in capsys.readouterr().err
     assert not target.exists()
 
 
 @pytest.mark.parametrize("argv", [
-    ["tests.test_cli:nothing_here", "--input-shape", "2", "-o", "x.onnx"],
+    ["tests.engine.test_cli:nothing_here", "--input-shape", "2", "-o", "x.onnx"],
     ["no_colon", "--input-shape", "2", "-o", "x.onnx"],
-    ["tests.test_cli:build_two_input_net", "--input-shape", "2,x", "-o", "x.onnx"],
-    ["tests.test_cli:build_two_input_net", "--input-shape", "2,4", "--dynamic-axis", "x:first", "-o", "x.onnx"],
-    ["tests.test_cli:build_two_input_net", "--input-shape", "2,4"],
-    ["tests.test_cli:build_two_input_net", "--input-shape", "2,4", "-o", "x.onnx", "--opset", "21"],
+    ["tests.engine.test_cli:build_two_input_net", "--input-shape", "2,x", "-o", "x.onnx"],
+    ["tests.engine.test_cli:build_two_input_net", "--input-shape", "2,4", "--dynamic-axis", "x:first", "-o", "x.onnx"],
+    ["tests.engine.test_cli:build_two_input_net", "--input-shape", "2,4"],
+    ["tests.engine.test_cli:build_two_input_net", "--input-shape", "2,4", "-o", "x.onnx", "--opset", "21"],
 ])
 def test_bad_command_lines_are_usage_errors(argv):
     with pytest.raises(SystemExit) as stopped:
@@ -110,7 +110,7 @@ def test_bad_command_lines_are_usage_errors(argv):
 def test_an_option_the_export_refuses_is_a_usage_error_and_writes_nothing(tmp_path, capsys):
     target = tmp_path / "net.onnx"
     with pytest.raises(SystemExit) as stopped:
-        main(["tests.test_cli:build_two_input_net", "--input-shape", "2,4", "--input-shape", "3", "-o", str(target),
+        main(["tests.engine.test_cli:build_two_input_net", "--input-shape", "2,4", "--input-shape", "3", "-o", str(target),
               "--dynamic-axis", "input:0:batch"])
     assert stopped.value.code == 2 and "key input for dynamic axes is not a valid input/output name" in capsys.readouterr().err
     assert not target.exists()

@@ -33,7 +33,7 @@ import torch.onnx  # the peer (tests may call torch.onnx; the engine never does)
 import exporter
 from exporter.errors import CaptureError, ExportArgumentError, UnsupportedOperatorError
 from exporter.registry import MAX_OPSET, MIN_OPSET
-from tests.test_api_parity import DropNorm
+from tests.engine.test_api_parity import DropNorm
 
 TM = torch.onnx.TrainingMode
 OET = torch.onnx.OperatorExportTypes

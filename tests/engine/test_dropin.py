@@ -1,5 +1,5 @@
 """Drop-in for torch.onnx callers (issue 19): their calls, enums, inputs, outputs, warnings and files behave as with
-torch.onnx.export(dynamo=False). Each test names the caller's habit it covers; tests/test_differential_torch_onnx.py
+torch.onnx.export(dynamo=False). Each test names the caller's habit it covers; tests/engine/test_differential_torch_onnx.py
 runs the same calls through both exporters side by side.
 """
 

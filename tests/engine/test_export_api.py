@@ -17,9 +17,9 @@ import torch
 import exporter
 from exporter.errors import CaptureError, CheckerError, ExportArgumentError, OnnxExporterError, UnsupportedOperatorError
 from tests.conftest import export_bytes, run_onnx
-from tests.test_differential_torch_onnx import LinearOfABuffer
+from tests.engine.test_differential_torch_onnx import LinearOfABuffer
 
-PROJECT = pathlib.Path(__file__).resolve().parents[1]
+PROJECT = pathlib.Path(__file__).resolve().parents[2]
 
 
 class TwoLayer(torch.nn.Module):

@@ -17,7 +17,7 @@ from exporter.errors import (
     SymbolicValueError,
     UnsupportedOperatorError,
 )
-from tests.test_script_modules import _export
+from tests.engine.test_script_modules import _export
 
 
 def _session(proto: onnx.ModelProto) -> ort.InferenceSession:

@@ -18,7 +18,7 @@ import exporter
 from exporter.lowering.runtime import WORKAROUNDS
 from exporter.ort_session import make_session
 from opcases import FunctionModule
-from tests.workaround_probes import Probe, all_probes
+from tests.engine.workaround_probes import Probe, all_probes
 
 PROBES = all_probes()
 

@@ -445,7 +445,7 @@ def test_a_list_read_other_than_by_stack_is_a_split_scan_output_at_opset_11():
     """Loop-11 carries no sequences: a list the loop grows by one append per iteration is its scan output, split back
     into a sequence after it (SplitToSequence) where something other than stack reads the list, here len(), when the
     items' shape is known. The trip count is computed at run time; a static one unrolls the loop
-    (tests/test_script_modules.py)."""
+    (tests/engine/test_script_modules.py)."""
     model = torch.jit.script(AppendedListAlsoMeasured())
     proto = _export(model, (torch.randn(4, 3),), 11, input_names=["x"], dynamic_axes={"x": [0]})
     assert {"Loop", "SplitToSequence", "SequenceLength"} <= _op_types(proto)

@@ -17,7 +17,7 @@ from exporter.localization.repro import judge
 from exporter.localization.verifier import Verifier
 from exporter.registry import REGISTRY
 from exporter.verify import Agreement
-from tests.backend_tests import run_backend_test
+from tests.engine.backend_tests import run_backend_test
 
 PLANTED_SCOPE = "layer3.1.conv2"
 OPSET = 14

@@ -13,7 +13,7 @@ import exporter
 from exporter import verify
 from exporter.localization.verifier import Verifier
 from exporter.registry import REGISTRY
-from tests.backend_tests import run_backend_test
+from tests.engine.backend_tests import run_backend_test
 
 OPSET = 17
 

@@ -1,4 +1,4 @@
-"""Tiny workers for the pool's own tests (tests/test_pool.py): module-level, so that a spawned process imports them.
+"""Tiny workers for the pool's own tests (tests/harness/test_pool.py): module-level, so that a spawned process imports them.
 
 A job's payload is ``{"cases": [(key, action), ...], "limit_s": seconds, "out": results file}`` (and
 ``"die_before_cases": True`` for a job whose set-up kills its worker); each action is a function below that returns

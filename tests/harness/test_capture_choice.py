@@ -20,7 +20,7 @@ from conformance.results import read_rows
 from conformance.runner import rerun_command
 from conformance.schema import SCRIPTED_BEFORE_CAPTURE_FIELD, case_id, default_capture
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXTRA = "tests.conformance_models:entries"
 
 

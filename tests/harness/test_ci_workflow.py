@@ -18,7 +18,7 @@ from conformance.__main__ import build_parser as conformance_parser
 from conformance.gate import build_parser as gate_parser
 from reports.__main__ import build_parser as reports_parser
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "gpu-conformance.yml"
 
 
@@ -66,7 +66,7 @@ def test_a_gpu_job_runs_every_test_marked_cuda():
     import tomllib
 
     from op_tests import test_ops
-    from tests import test_cuda
+    from tests.harness import test_cuda
 
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
     assert any(m.startswith("cuda:") for m in declared), "--strict-markers rejects an undeclared marker"

@@ -31,7 +31,7 @@ def TOL(scale: float) -> tuple[float, float]:
     return 1e-3, 1e-5
 
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(autouse=True)
@@ -107,7 +107,7 @@ def test_an_export_with_its_input_names_swapped_is_a_mismatch(tmp_path, monkeypa
     """The graph reads its inputs the other way round from the names it gives them, as an export that binds two
     arguments to each other's inputs writes it: fed by position the run would agree with PyTorch; fed by the caller's
     names it computes y - 2 x."""
-    from tests.test_feeds import swapping_inputs
+    from tests.harness.test_feeds import swapping_inputs
 
     monkeypatch.setattr(exporter, "export_program", swapping_inputs(exporter.export_program, "x", "y"))
     (case,) = _cases(["test_subtracts_twice"])

@@ -16,7 +16,7 @@ import pytest
 from conformance.__main__ import build_parser, main
 from conformance.gate import build_parser as gate_parser
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXTRA = "tests.conformance_models:entries"
 
 

@@ -238,7 +238,7 @@ def test_an_empty_run_fails_the_gate_with_a_one_line_reason(tmp_path, baseline, 
 
 
 def test_the_users_empty_partial_run_fails_on_the_command_line(tmp_path):
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     _write(tmp_path / "EMPTY.jsonl", [])
     done = subprocess.run([sys.executable, "-m", "conformance", "gate", str(tmp_path / "EMPTY.jsonl"), "--partial"],
                           cwd=root, env={**os.environ, "PYTHONPATH": root}, capture_output=True, text=True, timeout=300)

@@ -1,5 +1,5 @@
 """The worker pool itself (conformance.pool), with real spawned processes running the tiny workers of
-tests/pool_workers.py: time limits, deaths, workers that cannot start, resuming a job, rows written as cases end."""
+tests/harness/pool_workers.py: time limits, deaths, workers that cannot start, resuming a job, rows written as cases end."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from conformance import pool as pool_module
 from conformance.pool import Job, Pool, run_jobs
-from tests import pool_workers
+from tests.harness import pool_workers
 
 
 def _failure_row(key: str, status: str, error: str) -> dict:
@@ -18,7 +18,7 @@ def _failure_row(key: str, status: str, error: str) -> dict:
 
 def _pool(out, serve=pool_workers.serve, workers: int = 1) -> Pool:
     return Pool(out=str(out), workers=workers, serve=serve, serve_args=(), failure_row=_failure_row,
-                startup_check="python -c 'import tests.pool_workers'")
+                startup_check="python -c 'import tests.harness.pool_workers'")
 
 
 def _job(name: str, out, cases: list[tuple[str, str]], limit_s: float = 30.0, skip=frozenset()) -> Job:
@@ -52,7 +52,7 @@ def test_a_worker_dying_mid_case_gets_a_crash_row_and_a_fresh_worker_runs_the_re
 def test_workers_that_cannot_start_stop_the_run_saying_how_to_see_why(tmp_path):
     out = tmp_path / "r.jsonl"
     with pytest.raises(RuntimeError, match=r"workers cannot start: 3 in a row died \(exit code 3\); run "
-                                           r"`python -c 'import tests.pool_workers'` to see why"):
+                                           r"`python -c 'import tests.harness.pool_workers'` to see why"):
         run_jobs(_pool(out, serve=pool_workers.cannot_start), [_job("model", out, [("a", "pass")])])
     assert not out.exists() or _rows(out) == []
 

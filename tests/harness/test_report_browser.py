@@ -15,7 +15,7 @@ import pytest
 from reports.browser import Chromium, ensure_chromium, run_headless
 from reports.build import build_report
 from reports.results import OPSETS
-from tests.test_reports import (
+from tests.harness.test_reports import (
     crafted_model_rows,
     crafted_op_rows,
     real_op_rows,
@@ -25,7 +25,7 @@ from tests.test_reports import (
 
 pytestmark = pytest.mark.browser
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCREENSHOT = os.path.join(REPO, "results", "report_screenshot.png")
 
 

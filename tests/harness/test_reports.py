@@ -441,7 +441,7 @@ def test_a_partial_report_says_partial_and_lists_what_it_did_not_run(tmp_path):
     write_jsonl(str(tmp_path / "b.jsonl"), [CPU16, CPU9, ALEXNET])
     done = subprocess.run([sys.executable, "-m", "conformance", "report", "r.jsonl", "--baseline", "b.jsonl", "--partial",
                            "--out", "out"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
+                          env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))})
     assert done.returncode == 0, done.stderr
     page = (tmp_path / "out" / "report.html").read_text()
     assert ('id="gate-badge">Release gate: PASS · 0 regressions (against the baseline, partial run: 1 of its 3 cases '
@@ -540,7 +540,7 @@ def test_empty_and_sparse_inputs_still_build(tmp_path):
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "reports", *args], capture_output=True, text=True, timeout=300,
-                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def test_cli_prints_the_html_path_last(fixture_dir, tmp_path):
@@ -589,7 +589,7 @@ def test_a_localized_mismatch_shows_node_scope_source_growth_and_repro(tmp_path)
 def test_the_readme_supported_ops_table_is_what_the_registry_declares():
     from reports.__main__ import main
 
-    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "README.md")
     assert main(["supported-ops", "--readme", readme, "--check"]) == 0
 
 
@@ -684,7 +684,7 @@ def test_the_measurements_hold_the_generated_torch_suite_section_where_the_gener
 
     assert "--measurements MEASUREMENTS.md" in BEGIN
     assert build_parser().parse_args(["torch-suite", "j.xml", "--measurements", "M.md"]).measurements == "M.md"
-    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "MEASUREMENTS.md"),
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "MEASUREMENTS.md"),
               encoding="utf-8") as handle:
         measurements = handle.read()
     assert measurements.count(BEGIN) == 1 and measurements.count(END) == 1

@@ -12,7 +12,7 @@ import pytest
 from benchmarks.__main__ import bench_one, markdown_table
 from reports.build import build_report
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")

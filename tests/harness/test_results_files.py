@@ -16,7 +16,7 @@ import pytest
 
 from conformance.results import ResultsFileError, ResultsWriter, read_rows, sole_writer
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXTRA = "tests.conformance_models:entries"
 A, B = "example/test_add_one/opset13/static/cpu", "example/test_add_one/opset13/dynamic/cpu"
 
@@ -159,7 +159,7 @@ def test_the_recorded_revision_is_the_engines_wherever_the_run_starts(tmp_path, 
 
     from conformance.results import git_revision
 
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     engine_head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
                                  text=True, check=True).stdout.strip()
     other = tmp_path / "other_repository"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from tests.workaround_probes import Probe
+from tests.engine.workaround_probes import Probe
 
 
 def _doubles():

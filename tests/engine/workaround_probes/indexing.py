@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from tests.workaround_probes import Probe
+from tests.engine.workaround_probes import Probe
 
 PROBES = [
     Probe("nonzero_as_comparison", fn=lambda x: torch.nonzero(x),
