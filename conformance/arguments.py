@@ -11,9 +11,9 @@ import argparse
 import os
 
 # exporter.registry's MIN_OPSET to MAX_OPSET, written out so that command lines parse without importing the exporter
-# (and torch: 6 s); tests/test_opset_range.py holds the two equal.
+# (and torch: 6 s); tests/architecture/test_opset_range.py holds the two equal.
 ALL_OPSETS = tuple(range(7, 27))
-KINDS = ("model", "example", "op")  # what a conformance case runs: a zoo model, a docs example, an op_tests case
+KINDS = ("model", "example", "op")  # what a conformance case runs: a zoo model, a docs example, an op case (opcases)
 
 
 class StrictParser(argparse.ArgumentParser):

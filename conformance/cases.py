@@ -75,8 +75,10 @@ def _zoo_subjects() -> list[_Subject]:
 
 @functools.lru_cache(maxsize=1)
 def _op_subjects() -> tuple[_Subject, ...]:
+    from opcases import all_cases
+
     return tuple(_Subject("op", case.name, "op", op_cases.COST, op_cases.quick_opsets(case),
-                          functools.partial(op_cases.modes_at, case)) for case in op_cases.by_name().values())
+                          functools.partial(op_cases.modes_at, case)) for case in all_cases())
 
 
 def _dynamic_only(subject: _Subject) -> _Subject:

@@ -1,33 +1,23 @@
-"""The hand-written operator cases of ``op_tests/cases``, run by the conformance runner as cases of kind "op".
+"""The hand-written operator cases of ``opcases``, run by the conformance runner as cases of kind "op".
 
-Their rows are the ones ``op_tests`` writes (``op_tests.harness.run_case``), so the report's op x opset matrix
-reads the same thing whichever ran them. The full tier runs every case at every opset 7-20. The quick tier runs a
-deterministic subset that keeps the main job within its 3-minute budget on 2 cores (every case at every opset is
-~15,000 cases, about 3 minutes of CPU by itself): each case, static and (where it has one) dynamic, at the lowest
-opset it claims, static and dynamic each (proving the claims, in the oldest operator forms), at 11 (Clip, Pad and Slice
-take inputs where they took attributes; Squeeze, Unsqueeze, ReduceSum and Split still take attributes), at 16
-(those take inputs too), at 18 (every Reduce* takes axes as an input, Split its num_outputs; the Bitwise ops,
-Resize's antialias, Mish) and at 20 (the highest: GridSample's N-D form, Gelu): the eras of operator forms that the
-symbolics switch between.
+Their rows are the ones ``op_tests`` writes (both run them through ``conformance.op_runner.run_case``), so the
+report's op x opset matrix reads the same thing whichever ran them. The full tier runs every case at every opset
+7-20. The quick tier runs a deterministic subset that keeps the main job within its 3-minute budget on 2 cores (every
+case at every opset is ~15,000 cases, about 3 minutes of CPU by itself): each case, static and (where it has one)
+dynamic, at the lowest opset it claims, static and dynamic each (proving the claims, in the oldest operator forms),
+at 11 (Clip, Pad and Slice take inputs where they took attributes; Squeeze, Unsqueeze, ReduceSum and Split still take
+attributes), at 16 (those take inputs too), at 18 (every Reduce* takes axes as an input, Split its num_outputs; the
+Bitwise ops, Resize's antialias, Mish) and at 20 (the highest: GridSample's N-D form, Gelu): the eras of operator
+forms that the symbolics switch between.
 """
 
 from __future__ import annotations
-
-import functools
 
 from conformance.arguments import ALL_OPSETS
 from conformance.schema import EXPORT, TRACE
 
 QUICK_OPSETS = (11, 16, 18, 20)
 COST = 0.05  # relative to a resnet50 model case: op cases sort after the models, which keeps the run's tail short
-
-
-@functools.lru_cache(maxsize=1)
-def by_name() -> dict:
-    """Every OpCase by its name (``op_tests.cases`` rejects duplicate names)."""
-    from op_tests.cases import all_cases
-
-    return {case.name: case for case in all_cases()}
 
 
 def quick_opsets(case) -> tuple[int, ...]:
@@ -44,7 +34,8 @@ def modes_at(case, opset: int) -> tuple[str, ...]:
 
 def run(case: dict, row: dict) -> None:
     """Run the op case described by the conformance ``case`` and fill ``row`` with its result."""
-    from op_tests.harness import run_case
+    from conformance.op_runner import run_case
+    from opcases import by_name
 
     capture = EXPORT if case.get("capture") == EXPORT else TRACE
     op_row = run_case(by_name()[case["name"]], case["opset"], case["mode"] == "dynamic", case["provider"], capture)

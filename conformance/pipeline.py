@@ -1,6 +1,6 @@
 """The one pipeline of an exported case, stage by stage: export, ONNX Runtime session, runs, comparison.
 
-Op tests (``op_tests.harness``), OpInfo samples (``op_tests.opinfo.check``) and model cases (``conformance.worker``)
+Op cases (``conformance.op_runner``), OpInfo samples (``op_tests.opinfo.check``) and model cases (``conformance.worker``)
 fill their results row (``conformance.schema.empty_row``) through these stages, so a failure reads the same whichever
 of them meets it. Each stage records what it reached in the row and returns what the next stage needs, or None when
 the case stops there, the row then holding the status, the stage and the error:

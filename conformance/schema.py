@@ -29,7 +29,7 @@ STAGES = ("setup", "capture", "convert", "checker", "ort_load", "ort_run", "accu
 FIELDS = {
     "case_id": "unique id: '{kind}/{name}/opset{opset}/{mode}/{provider}', with '/export' appended for the torch.export "
                "capture (``run --capture export``), so the two captures' rows of one case can share a results file",
-    "kind": "'model' (torchvision, transformers), 'example' (the documentation's examples) or 'op' (an op_tests case)",
+    "kind": "'model' (torchvision, transformers), 'example' (the documentation's examples) or 'op' (an op case of opcases/)",
     "dtypes": "op rows: the dtypes of the example inputs",
     "name": "model zoo entry name (torchvision model name, hf_<architecture> for transformers, or the example's name)",
     "family": "classification | segmentation | detection | video | optical_flow | quantized_classification | "
@@ -67,7 +67,7 @@ FIELDS = {
     "started_at": "ISO-8601 UTC time the case started",
     "duration_s": "wall time of the whole case, export and checks included",
     # op rows
-    "source": "op rows: 'cases' (hand-written, op_tests/cases) or 'opinfo' (PyTorch's OpInfo samples)",
+    "source": "op rows: 'cases' (hand-written, opcases/) or 'opinfo' (PyTorch's OpInfo samples)",
     "op": "op rows: the op name (ATen op of a case, OpInfo name of a sample)",
     "variant": "OpInfo rows: the OpInfo's variant_test_name ('' for the default)",
     "sample": "OpInfo rows: index of the sample input (stable: samples are generated under a fixed seed)",

@@ -17,15 +17,18 @@ import importlib
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+from exporter.opsets import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET
+from exporter.options import TrainingMode
+from exporter.version import __version__
 
-import exporter
-from exporter.errors import ExportArgumentError, OnnxExporterError
+if TYPE_CHECKING:
+    import torch
 
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
-           "int64": torch.int64, "int32": torch.int32, "bool": torch.bool}
+# torch is imported after the arguments are parsed (``--help`` and a bad option answer at once): these are the
+# names of torch's dtypes that --input-dtype takes.
+_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "bool")
 
 
 # resnet18's forward takes ``x``: inputs are named after forward's parameters unless --input-names says otherwise.
@@ -36,8 +39,8 @@ EXAMPLE = ("python -m exporter torchvision.models:resnet18 --input-shape 1,3,224
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m exporter",
-        description=f"Export a PyTorch model to ONNX (opsets {exporter.MIN_OPSET}-{exporter.MAX_OPSET}, default "
-                    f"{exporter.DEFAULT_OPSET}) with the TorchScript-era exporter semantics of PyTorch.",
+        description=f"Export a PyTorch model to ONNX (opsets {MIN_OPSET}-{MAX_OPSET}, default "
+                    f"{DEFAULT_OPSET}) with the TorchScript-era exporter semantics of PyTorch.",
         epilog=f"Example: {EXAMPLE}",
     )
     parser.add_argument("model", help="module:callable naming a model instance, or a class/function building one")
@@ -46,14 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="shape of one example input, e.g. 1,3,224,224 (repeat for each input; 'scalar' for 0-d)")
     parser.add_argument("--input-dtype", choices=sorted(_DTYPES), default="float32",
                         help="element type of the example inputs (default float32)")
-    parser.add_argument("--opset", type=int, choices=range(exporter.MIN_OPSET, exporter.MAX_OPSET + 1),
-                        default=exporter.DEFAULT_OPSET, metavar="N",
-                        help=f"ONNX opset, {exporter.MIN_OPSET}-{exporter.MAX_OPSET} (default {exporter.DEFAULT_OPSET})")
+    parser.add_argument("--opset", type=int, choices=range(MIN_OPSET, MAX_OPSET + 1), default=DEFAULT_OPSET, metavar="N",
+                        help=f"ONNX opset, {MIN_OPSET}-{MAX_OPSET} (default {DEFAULT_OPSET})")
     parser.add_argument("--input-names", nargs="+", metavar="NAME", help="graph input names, in order")
     parser.add_argument("--output-names", nargs="+", metavar="NAME", help="graph output names, in order")
     parser.add_argument("--dynamic-axis", action="append", type=_dynamic_axis, default=[], metavar="NAME:AXIS[:DIM]",
                         help="make axis AXIS of input/output NAME dynamic, named DIM (repeatable)")
-    parser.add_argument("--training", choices=[m.name.lower() for m in exporter.TrainingMode], default="eval",
+    parser.add_argument("--training", choices=[m.name.lower() for m in TrainingMode], default="eval",
                         help="export mode (default eval)")
     parser.add_argument("--no-constant-folding", action="store_true", help="do not fold constants")
     parser.add_argument("--dynamo", action="store_true",
@@ -61,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--list-unconvertible", action="store_true",
                         help="list the ops that cannot be converted at --opset instead of exporting")
     parser.add_argument("--verbose", action="store_true", help="print the exported graph and log the stages")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {exporter.__version__}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
 
 
@@ -88,6 +90,8 @@ def _dynamic_axis(text: str) -> tuple[str, int, str | None]:
 
 def load_model(spec: str) -> Any:
     """The model ``module:callable`` names: an instance as it is, else the result of calling it, in eval mode."""
+    import torch
+
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"model must be given as module:callable, got {spec!r}")
@@ -108,6 +112,8 @@ def dynamic_axes(entries: Sequence[tuple[str, int, str | None]]) -> dict[str, di
 
 
 def _example_inputs(shapes: Sequence[tuple[int, ...]], dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    import torch
+
     if dtype.is_floating_point:
         return tuple(torch.randn(shape).to(dtype) for shape in shapes)
     if dtype == torch.bool:
@@ -120,12 +126,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
     if not options.list_unconvertible and not options.output:
         parser.error("-o/--output is required unless --list-unconvertible is given")
+    import torch
+
+    import exporter
+    from exporter.errors import ExportArgumentError, OnnxExporterError
+
     try:
         model = load_model(options.model)
     except (ImportError, AttributeError, ValueError, TypeError) as error:
         parser.error(f"cannot load the model {options.model!r}: {type(error).__name__}: {error}")
-    args = _example_inputs(options.input_shape, _DTYPES[options.input_dtype])
-    training = exporter.TrainingMode[options.training.upper()]
+    args = _example_inputs(options.input_shape, getattr(torch, options.input_dtype))
+    training = TrainingMode[options.training.upper()]
     try:
         if options.list_unconvertible:
             return _list_unconvertible(model, args, training, options.opset)
@@ -147,7 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _list_unconvertible(model: Any, args: tuple, training: exporter.TrainingMode, opset: int) -> int:
+def _list_unconvertible(model: Any, args: tuple, training: TrainingMode, opset: int) -> int:
+    import exporter
+
     _, ops = exporter.unconvertible_ops(model, args, training=training, opset_version=opset)
     for op in ops:
         print(op)

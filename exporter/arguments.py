@@ -16,10 +16,8 @@ from exporter.frontends.base import flatten, split_args
 from exporter.frontends.export.capture import check_dynamic_shapes, dynamic_shapes_from_axes
 from exporter.frontends.export.dynamic_shapes import DynamicRequest, read_dynamic_shapes
 from exporter.lowering import runtime
+from exporter.opsets import DEFAULT_OPSET, MAX_OPSET, MIN_OPSET
 from exporter.options import OperatorExportTypes, TrainingMode
-from exporter.registry import MAX_OPSET, MIN_OPSET
-
-DEFAULT_OPSET = 20  # the default of PyTorch's TorchScript exporter in torch 2.13
 
 
 def shortened(names: list[str], limit: int = 8) -> str:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import enum
 from typing import Any, TypeVar
 
-from exporter.errors import ExportArgumentError
-
 
 class TrainingMode(enum.IntEnum):
     """In which mode the model is exported (same members as PyTorch's ONNX ``TrainingMode``)."""
@@ -43,4 +41,6 @@ def enum_member(enum_type: type[_Enum], value: Any, parameter: str) -> _Enum:
     if isinstance(value, int) and not isinstance(value, bool) and value in enum_type._value2member_map_:
         return enum_type(value)
     members = ", ".join(enum_type.__members__)
+    from exporter.errors import ExportArgumentError  # here: the enums are read before torch is imported (__main__)
+
     raise ExportArgumentError(f"{parameter} must be a {enum_type.__name__} ({members}), got {value!r}")

@@ -12,6 +12,7 @@ Dispatch still calls it, but the support queries (``is_supported``, ``supported_
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +21,7 @@ import torch
 
 from exporter import ir
 from exporter.errors import SymbolicValueError, UnsupportedOperatorError
-
-MIN_OPSET = 7
-# The newest opset ONNX Runtime 1.31 (the lock's) implements: it refuses a model importing 27 or above.
-MAX_OPSET = 26
+from exporter.opsets import MAX_OPSET, MIN_OPSET
 
 
 @dataclass(frozen=True)
@@ -33,10 +31,35 @@ class Variant:
     refuses: bool = False  # a refusal: ``fn`` raises for every input from ``since`` up to the next variant
 
 
+# The op library, whose modules register the built-in symbolics (``@symbolic``) as they are imported. The package root
+# imports nothing eagerly (exporter/__init__.py), so the registry imports the library itself the first time its
+# built-in table is read: whoever reads the registry reads it full, however the engine was entered. Not at import
+# time: the library imports modules that import this one, which may be the module being imported.
+_BUILTIN_LIBRARY = "exporter.symbolics"
+_library_imported = False
+
+
+def _import_library() -> None:
+    global _library_imported
+    if not _library_imported:
+        _library_imported = True  # first: the library's own registrations read the table while it is imported
+        importlib.import_module(_BUILTIN_LIBRARY)
+
+
 class SymbolicRegistry:
     def __init__(self) -> None:
-        self._builtin: dict[str, list[Variant]] = {}
+        self._builtin_table: dict[str, list[Variant]] = {}
         self._custom: dict[str, list[Variant]] = {}
+
+    @property
+    def _builtin(self) -> dict[str, list[Variant]]:
+        """The built-in variants by op name, the op library imported first (see ``_import_library``)."""
+        _import_library()
+        return self._builtin_table
+
+    @_builtin.setter
+    def _builtin(self, table: dict[str, list[Variant]]) -> None:
+        self._builtin_table = table
 
     def register(self, name: str, since: int, fn: Callable, *, custom: bool = False, refuses: bool = False) -> None:
         table = self._custom if custom else self._builtin

@@ -3,8 +3,8 @@
     python -m op_tests.fingerprints --out FILE [--opsets 7-20] [--processes 2]
     python -m op_tests.fingerprints compare A B
 
-The first form exports every case of ``op_tests.cases`` the way the op tests do (``harness.run_case``: seeded, the
-same inputs, names and dynamic axes), in every mode the op tests export it at each opset (``harness.export_modes``):
+The first form exports every case of ``opcases`` the way the op tests do (``conformance.op_runner.run_case``: seeded, the
+same inputs, names and dynamic axes), in every mode the op tests export it at each opset (``opcases.export_modes``):
 through TorchScript at every opset asked for, static and dynamic; through torch.export (``dynamo=True``) at the op
 tests' ``EXPORT_OPSETS`` and ``EXPORT_MODES`` among them. It records one line per export: the sha256 of the ONNX
 bytes written, or, where the export raises, the error's type and message. It runs no ONNX Runtime. The second form
@@ -30,7 +30,9 @@ import warnings
 import torch
 
 from exporter import Capture
-from op_tests.harness import EXPORT_MODES, EXPORT_OPSETS, OPSETS, OpCase, export_arguments, export_modes
+from conformance.op_runner import export_arguments
+from op_tests.torch_export_limits import EXPORT_MODES, EXPORT_OPSETS
+from opcases import OPSETS, OpCase, export_modes
 
 _CASES: list[OpCase] = []  # each worker process's own copy of the cases (their inputs are lambdas: not picklable)
 
@@ -70,7 +72,7 @@ def case_fingerprints(case: OpCase, opsets: tuple[int, ...]) -> dict[str, str]:
 
 
 def _load_cases() -> None:
-    from op_tests.cases import all_cases
+    from opcases import all_cases
 
     warnings.simplefilter("ignore")  # the cases' deprecation warnings say nothing about the bytes
     torch.set_num_threads(1)  # one core per process

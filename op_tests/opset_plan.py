@@ -27,14 +27,14 @@ import warnings
 
 import torch
 
-from op_tests.harness import OPSETS, OpCase, export_modes
+from opcases import OPSETS, OpCase, export_modes
 
 PLAN_PATH = os.path.join(os.path.dirname(__file__), "opset_plan.json")
 _CASES: list[OpCase] = []
 
 
 def _load_cases() -> None:
-    from op_tests.cases import all_cases
+    from opcases import all_cases
 
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)

@@ -16,10 +16,10 @@ import os
 import pytest
 import torch
 
-from op_tests.harness import results_path, write_row
 from op_tests.opinfo import expectations
 from op_tests.opinfo.check import MODES, OPSETS, check, modes_of, prepare
 from op_tests.opinfo.samples import opinfos_by_key, samples
+from op_tests.recording import results_path, write_row
 
 # Samples per OpInfo searched for a dynamic partner: enough for most ops, cheap to generate.
 PARTNER_SEARCH = 24

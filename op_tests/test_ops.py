@@ -13,10 +13,11 @@ import pytest
 import torch
 
 from exporter import Capture
-from op_tests.cases import all_cases
-from op_tests.harness import EXPORT_MODES, EXPORT_OPSETS, OPSETS, export_modes, record, run_case
+from conformance.op_runner import run_case
 from op_tests.opset_plan import load_plan, planned_opsets
-from op_tests.torch_export_limits import unsupported_modes
+from op_tests.recording import record
+from op_tests.torch_export_limits import EXPORT_MODES, EXPORT_OPSETS, unsupported_modes
+from opcases import OPSETS, all_cases, export_modes
 
 CASES = all_cases()
 
@@ -73,7 +74,7 @@ def test_op_export(case, opset, dynamic):
     if isinstance(case.build(), (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
         row = run_case(case, opset, dynamic, "cpu", capture=Capture.EXPORT)
         assert row["status"] == "skipped", row["status"]
-        pytest.skip(row["reason"])  # torch.export takes no ScriptModule (tests/test_dynamo_export.py checks the refusal)
+        pytest.skip(row["reason"])  # torch.export takes no ScriptModule (tests/engine/test_dynamo_export.py checks the refusal)
     modes, reason = unsupported_modes(case.name)
     if ("dynamic" if dynamic else "static") in modes and opset >= case.min_opset_for(dynamic):
         row = run_case(case, opset, dynamic, "cpu", capture=Capture.EXPORT)

@@ -1,5 +1,5 @@
-"""What the torch.export capture (``dynamo=True``) cannot take among the op cases, with why: one table, reviewed in
-one place. ``test_op_export`` requires each listed export to fail (at capture, refused by the converter, or by the
+"""Where the op tests run the torch.export capture (``dynamo=True``), and what it cannot take among the op cases,
+with why: one table, reviewed in one place. ``test_op_export`` requires each listed export to fail (at capture, refused by the converter, or by the
 ONNX checker: never a written model) and fails when one passes, so an entry leaves the table when torch.export or
 the engine learns the case.
 
@@ -9,6 +9,19 @@ limit unless it says the engine's.
 """
 
 from __future__ import annotations
+
+import os
+
+from exporter.registry import MAX_OPSET
+from opcases import OPSETS
+
+# The opsets and modes at which the op cases run under the torch.export capture. By default opsets 18 (where
+# dynamo=True callers are) and the newest, each case once at each: dynamic where it has a dynamic variant (symbolic shapes are where torch.export's
+# programs differ most), else static. OP_TESTS_EXPORT_OPSETS=all (or a comma-separated list) and
+# OP_TESTS_EXPORT_MODES=static,dynamic widen it.
+EXPORT_OPSETS = OPSETS if os.environ.get("OP_TESTS_EXPORT_OPSETS") == "all" else tuple(
+    int(opset) for opset in os.environ.get("OP_TESTS_EXPORT_OPSETS", f"18,{MAX_OPSET}").split(","))
+EXPORT_MODES = tuple(os.environ.get("OP_TESTS_EXPORT_MODES", "dynamic").split(","))
 
 BOTH, DYNAMIC = ("static", "dynamic"), ("dynamic",)
 

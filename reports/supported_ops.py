@@ -6,7 +6,7 @@ that is above 7; then the ops registered only to be refused (no opset exports th
 declaration of ``exporter/lowering/runtime.py``. Opset forms: what the exporter emits differently from opset 17 up,
 one row per entry of ``opset_forms.toml``.
 ``python -m reports supported-ops --doc docs/operators.md`` rewrites the tables between their markers; ``--check``
-exits 1 when the document's tables are not what the exporter declares (tests/test_reports.py runs it).
+exits 1 when the document's tables are not what the exporter declares (tests/harness/test_reports.py runs it).
 """
 
 from __future__ import annotations

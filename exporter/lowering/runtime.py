@@ -7,7 +7,7 @@ it replaces. A symbolic or building block asks ``applies(g, WORKAROUND)`` only w
 at hand, so the export records exactly the workarounds its model depends on (``ONNXProgram.workarounds``).
 
 ``exporter.export(..., runtime_workarounds=False)`` emits the plain ONNX form everywhere (a set of names keeps just
-those). ``tests/test_runtime_workarounds.py`` exports each workaround's probe in plain form and shows that the runtime
+those). ``tests/engine/test_runtime_workarounds.py`` exports each workaround's probe in plain form and shows that the runtime
 still fails it: when a runtime release closes a gap, that test fails and names the workaround to remove.
 """
 

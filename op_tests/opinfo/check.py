@@ -16,6 +16,7 @@ import torch
 
 from conformance.arbitration import Disagreement, ReferenceEvaluatorRun, arbitrate
 from conformance.feeds import feeds_for, session_inputs
+from conformance.op_runner import caller_feeds
 from conformance.pipeline import compare_stage, export_stage, run_stage, session_stage
 from conformance.prepared import prepared_capture
 from conformance.schema import case_id, empty_row, truncated
@@ -23,8 +24,8 @@ from exporter import Capture
 from exporter.numerics import compare_arrays
 from exporter.registry import MAX_OPSET, MIN_OPSET
 from exporter.tolerances import tolerance_for
-from op_tests.harness import caller_feeds, input_names
 from op_tests.opinfo.samples import OpSample, dtype_name, dynamic_partner
+from opcases import input_names
 
 OPSETS = tuple(range(MIN_OPSET, MAX_OPSET + 1))
 MODES = ("static", "dynamic")
