@@ -31,11 +31,12 @@ class Variant:
     refuses: bool = False  # a refusal: ``fn`` raises for every input from ``since`` up to the next variant
 
 
-# The op library, whose modules register the built-in symbolics (``@symbolic``) as they are imported. The package root
+# The op library (the families every capture shares, and the TorchScript front end's own: prim, control flow, loops),
+# whose modules register the built-in symbolics (``@symbolic``) as they are imported. The package root
 # imports nothing eagerly (exporter/__init__.py), so the registry imports the library itself the first time its
 # built-in table is read: whoever reads the registry reads it full, however the engine was entered. Not at import
 # time: the library imports modules that import this one, which may be the module being imported.
-_BUILTIN_LIBRARY = "exporter.symbolics"
+_BUILTIN_LIBRARY = ("exporter.symbolics", "exporter.frontends.torchscript.symbolics")
 _library_imported = False
 
 
@@ -43,7 +44,8 @@ def _import_library() -> None:
     global _library_imported
     if not _library_imported:
         _library_imported = True  # first: the library's own registrations read the table while it is imported
-        importlib.import_module(_BUILTIN_LIBRARY)
+        for package in _BUILTIN_LIBRARY:
+            importlib.import_module(package)
 
 
 class SymbolicRegistry:

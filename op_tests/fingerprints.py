@@ -29,8 +29,8 @@ import warnings
 
 import torch
 
-from exporter import Capture
 from conformance.op_runner import export_arguments
+from exporter import Capture
 from op_tests.torch_export_limits import EXPORT_MODES, EXPORT_OPSETS
 from opcases import OPSETS, OpCase, export_modes
 

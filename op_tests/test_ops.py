@@ -12,8 +12,8 @@ import os
 import pytest
 import torch
 
-from exporter import Capture
 from conformance.op_runner import run_case
+from exporter import Capture
 from op_tests.opset_plan import load_plan, planned_opsets
 from op_tests.recording import record
 from op_tests.torch_export_limits import EXPORT_MODES, EXPORT_OPSETS, unsupported_modes
