@@ -16,7 +16,8 @@ no mask, ``is_causal`` (top-left aligned in both), or a boolean mask (True = att
 does (measured with ONNX Runtime 1.31.1). A float mask stays decomposed: ONNX Runtime's Attention takes a mask
 value equal to the type's lowest (transformers' mask value) for -inf, so a query whose every key holds it gets 0
 where PyTorch (and onnx.reference) average the values. So do 3-D inputs (Attention reads 3-D as heads packed in the
-last axis), dropout (refused) and types other than float, float16 and double.
+last axis), dropout (a training-mode Dropout's keep mask on the weights, from opset 12; grouped heads repeated for
+it) and types other than float, float16 and double.
 """
 
 from __future__ import annotations
