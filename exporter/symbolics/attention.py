@@ -81,8 +81,8 @@ def _dropout(g, weights, p: float):
     """PyTorch's ``dropout(weights, p, train=True)``: each weight kept with probability 1 - p and scaled by
     1 / (1 - p); p = 1 drops every weight (zeros, not 0 / 0). The keep mask is the second output of a training-mode
     Dropout (opset 12; the random ops' RandomUniformLike has no ONNX Runtime kernel from 22): ONNX Runtime 1.31's
-    basic graph optimizations delete a Dropout whose mask is unread, whatever its ``training_mode``, unless its
-    output is a graph output (measured: attention weights came back undropped), so the mask is read and applied."""
+    basic graph optimizations delete a Dropout whose mask is unread between Softmax and MatMul, whatever its
+    ``training_mode`` (measured: attention weights came back undropped), so the mask is read and applied."""
     require_opset(g, _DROPOUT_TRAINING_MODE_OPSET, "attention dropout (Dropout's training_mode)")
     if p >= 1:
         return g.op("Mul", weights, scalar_like(g, 0.0, weights))
