@@ -47,10 +47,10 @@ def op_matrix(session: nox.Session) -> None:
 @nox.session
 def generation(session: nox.Session) -> None:
     """Static-cache generation (opset 24, both captures) for every decoder-only architecture of the model zoo, 8
-    greedy tokens through ONNX Runtime against generate (CI runs a representative few): tests/test_generation.py."""
+    greedy tokens through ONNX Runtime against generate (CI runs a representative few): tests/engine/test_generation.py."""
     install(session)
     session.env.update(GENERATION_ARCHITECTURES="all")
-    session.run("python", "-m", "pytest", "-n", _workers(), "-q", *(session.posargs or ["tests/test_generation.py"]))
+    session.run("python", "-m", "pytest", "-n", _workers(), "-q", *(session.posargs or ["tests/engine/test_generation.py"]))
 
 
 @nox.session

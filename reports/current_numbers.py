@@ -4,7 +4,7 @@ every dated campaign file beside it.
 A campaign file (``YYYY-MM-DD-<topic>.md``) holds the measurements of one campaign as they were recorded, each entry
 with its date and commit; ``current.toml`` names, for each kind of number, the latest value and the campaign that
 measured it. ``python -m reports current-numbers`` rewrites ``current.md``; ``--check`` exits 1 when it is not what
-the data and the folder say (tests/test_measurements.py runs it).
+the data and the folder say (tests/docs/test_measurements.py runs it).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from exporter.symbolics import (  # noqa: F401
     activations,
     advanced_indexing,
     attention,
+    block_quantization,
     casting,
     comparison,
     distance,

@@ -16,7 +16,8 @@ no mask, ``is_causal`` (top-left aligned in both), or a boolean mask (True = att
 does (measured with ONNX Runtime 1.31.1). A float mask stays decomposed: ONNX Runtime's Attention takes a mask
 value equal to the type's lowest (transformers' mask value) for -inf, so a query whose every key holds it gets 0
 where PyTorch (and onnx.reference) average the values. So do 3-D inputs (Attention reads 3-D as heads packed in the
-last axis), dropout (refused) and types other than float, float16 and double.
+last axis), dropout (a training-mode Dropout's keep mask on the weights, from opset 12; grouped heads repeated for
+it) and types other than float, float16 and double.
 """
 
 from __future__ import annotations
@@ -53,9 +54,10 @@ from exporter.registry import parse_args, symbolic, unsupported
 
 
 # -- scaled dot-product attention ------------------------------------------------------------------------------
-def attend(g, query, key, value, additive_mask=None, scale=None, safe=False):
+def attend(g, query, key, value, additive_mask=None, scale=None, safe=False, dropout_p=0.0):
     """softmax(query @ key^T * scale + mask) @ value over the last two axes, and the attention weights; with
-    ``safe``, a query whose every score is -inf (every key masked) gets weights of 0 (``safe_softmax``)."""
+    ``safe``, a query whose every score is -inf (every key masked) gets weights of 0 (``safe_softmax``); with
+    ``dropout_p``, the weights go through a training-mode Dropout first, as PyTorch's math kernel does."""
     key_rank = require_rank(g, key)  # query and key may differ in rank: their batch dims broadcast
     key_t = g.op("Transpose", key, perm_i=list(range(key_rank - 2)) + [key_rank - 1, key_rank - 2])
     scores = g.op("MatMul", query, key_t)
@@ -67,7 +69,28 @@ def attend(g, query, key, value, additive_mask=None, scale=None, safe=False):
         weights = safe_softmax(g, g.set_type(scores, dtype=g.dtype(query), shape=(None,) * rank), rank - 1)
     else:
         weights = g.op("Softmax", scores, axis_i=rank - 1)
+    if dropout_p > 0:
+        weights = _dropout(g, weights, dropout_p)
     return g.op("MatMul", weights, value), weights
+
+
+_DROPOUT_TRAINING_MODE_OPSET = 12
+
+
+def _dropout(g, weights, p: float):
+    """PyTorch's ``dropout(weights, p, train=True)``: each weight kept with probability 1 - p and scaled by
+    1 / (1 - p); p = 1 drops every weight (zeros, not 0 / 0). The keep mask is the second output of a training-mode
+    Dropout (opset 12; the random ops' RandomUniformLike has no ONNX Runtime kernel from 22): ONNX Runtime 1.31's
+    basic graph optimizations delete a Dropout whose mask is unread between Softmax and MatMul, whatever its
+    ``training_mode`` (measured: attention weights came back undropped), so the mask is read and applied."""
+    require_opset(g, _DROPOUT_TRAINING_MODE_OPSET, "attention dropout (Dropout's training_mode)")
+    if p >= 1:
+        return g.op("Mul", weights, scalar_like(g, 0.0, weights))
+    _, keep = g.op("Dropout", weights, g.const(p, g.dtype(weights)), g.const(True), outputs=2)
+    keep.dtype, keep.shape = BOOL, g.shape(weights)
+    out = g.op("Mul", g.op("Mul", weights, cast(g, keep, g.dtype(weights))), scalar_like(g, 1.0 / (1.0 - p), weights))
+    out.dtype, out.shape = g.dtype(weights), g.shape(weights)
+    return out
 
 
 def safe_softmax(g, scores, axis):
@@ -133,14 +156,14 @@ def _arange(g, size):
 @symbolic("aten::scaled_dot_product_attention")
 @parse_args("v", "v", "v", "v", "f", "b", "v", "b")
 def scaled_dot_product_attention(g, query, key, value, attn_mask, dropout_p, is_causal, scale=None, enable_gqa=False):
-    if dropout_p > 0:
-        raise unsupported(g.op_kind, g.opset, "attention dropout is random in PyTorch even in eval mode")
+    """The decomposed form. Dropout (random in PyTorch whatever the module's mode) is a training-mode Dropout on the
+    weights, compared by distribution as every random op."""
     if enable_gqa and _head_count(g, query) != _head_count(g, key):
         raise unsupported(g.op_kind, g.opset, "grouped-query attention (enable_gqa with fewer key/value heads than "
                                               "query heads) needs opset >= 23, ONNX's Attention")
     mask = causal_mask(g, query, key) if is_causal else attn_mask
     added = additive_mask(g, mask, query) if mask is not None else None
-    out, _ = attend(g, query, key, value, added, constant_value(scale), safe=True)
+    out, _ = attend(g, query, key, value, added, constant_value(scale), safe=True, dropout_p=dropout_p)
     return out
 
 
@@ -150,14 +173,32 @@ def scaled_dot_product_attention_op(g, query, key, value, attn_mask, dropout_p, 
                                     enable_gqa=False):
     """Attention-23 where it states the call exactly (see the module docstring), else the decomposed form."""
     if dropout_p > 0 or not _attention_states(g, query, key, value, attn_mask):
+        if enable_gqa:
+            key, value = (_repeat_heads(g, x, _head_count(g, query)) for x in (key, value))
         return scaled_dot_product_attention.__wrapped__(g, query, key, value, attn_mask, dropout_p, is_causal, scale,
-                                                        enable_gqa)
+                                                        False)
     scale = constant_value(scale)
     attrs = {"is_causal_i": int(bool(is_causal)), **({} if scale is None else {"scale_f": float(scale)})}
     masks = [_mask_rows_of_query(g, attn_mask, query)] if attn_mask is not None and not is_causal else []
     out = g.op("Attention", query, key, value, *masks, **attrs)
     dims = g.dims(query) or [None] * 4
     out.dtype, out.shape = g.dtype(query), (*dims[:3], (g.dims(value) or [None] * 4)[3])
+    return out
+
+
+def _repeat_heads(g, x, query_heads):
+    """``x.repeat_interleave(query_heads // heads, dim=-3)``, as PyTorch's enable_gqa shares each key/value head with
+    a group of query heads: [B, H, S, E] -> [B, H, G, S, E] (Expand) -> [B, H * G, S, E]. Attention-23 states this
+    itself; here it is the decomposed form's (dropout, a float mask)."""
+    heads = _head_count(g, x)
+    if heads == query_heads:
+        return x
+    if not isinstance(heads, int) or not isinstance(query_heads, int) or require_rank(g, x) != 4:
+        raise unsupported(g.op_kind, g.opset, "grouped-query attention in the decomposed form needs 4-D inputs with "
+                                              "head counts known at export time")
+    grouped = g.op("Expand", unsqueeze(g, x, [2]), g.const([1, 1, query_heads // heads, 1, 1], torch.int64))
+    out = reshape(g, grouped, [0, query_heads, dim_size(g, x, 2), dim_size(g, x, 3)])
+    out.dtype = g.dtype(x)
     return out
 
 

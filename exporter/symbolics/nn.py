@@ -154,11 +154,15 @@ def dropout(g, input, p, train):
 @symbolic("aten::dropout", "aten::dropout_", since=12)
 @parse_args("v", "f", "b")
 def dropout_training_mode(g, input, p, train):
-    """Plain dropout as ONNX's Dropout with ``training_mode`` (opset 12); the other forms keep their own mask."""
+    """Plain dropout as ONNX's Dropout with ``training_mode`` (opset 12); the other forms keep their own mask. Its
+    keep mask is read and applied (x * mask * 1 / (1 - p)): ONNX Runtime 1.31's graph optimizations delete a Dropout
+    whose mask is unread between Softmax and MatMul (measured: softmax(x) -> dropout -> matmul ran undropped)."""
     trivial = _trivial_dropout(g, input, p, train)
     if trivial is not None:
         return trivial
-    out, _ = g.op("Dropout", input, g.const(p, g.dtype(input)), g.const(True), outputs=2)
+    _, keep = g.op("Dropout", input, g.const(p, g.dtype(input)), g.const(True), outputs=2)
+    keep.dtype, keep.shape = TensorProto.BOOL, g.shape(input)
+    out = g.op("Mul", g.op("Mul", input, cast(g, keep, g.dtype(input))), scalar_like(g, 1.0 / (1.0 - p), input))
     out.dtype, out.shape = g.dtype(input), g.shape(input)
     return out
 
