@@ -4,10 +4,13 @@ axis (Softmax-1..12 flatten everything after ``axis``; from opset 13 it takes on
 
 from __future__ import annotations
 
+import torch
+
 from exporter import dtypes
 from exporter.dtypes import DOUBLE, FLOAT
-from exporter.lowering.arithmetic import typed_scalar
-from exporter.lowering.core import cast, normalize_dim, require_rank, reshape, torch_dtype_arg
+from exporter.lowering.arithmetic import clamp_value, typed_scalar
+from exporter.lowering.comparison import equal, less
+from exporter.lowering.core import cast, normalize_dim, reduce_op, require_rank, reshape, torch_dtype_arg
 from exporter.lowering.runtime import ACTIVATIONS_DECOMPOSED_FOR_DOUBLE, applies
 from exporter.registry import MAX_OPSET, MIN_OPSET
 
@@ -65,3 +68,28 @@ def softmax_op(g, op_type, x, dim, dtype):
 
 def times(g, x, factor):
     return x if factor == 1.0 else g.op("Mul", x, typed_scalar(g, factor, x))
+
+
+def safe_softmax(g, scores, axis):
+    """PyTorch's ``_safe_softmax``: softmax along ``axis``, except that a row whose every score is -inf gets 0
+    rather than the NaN of exp(-inf) / 0; a row holding NaN stays NaN.
+
+    float and double from opset 9: a row is fully masked exactly when its maximum is -inf, so one reduction finds
+    those rows and one Where clears them after a plain Softmax (two passes over the scores besides the softmax, where
+    the form below makes five: measured in ONNX Runtime, see docs/measurements/2026-12-07-inference.md). Before
+    Where (opset 9), and for the half types (ONNX Runtime's CPU Where and ReduceMax kernels do not all take them),
+    the scores are clamped to the lowest finite value of their type, which makes a fully masked row finite, so
+    multiplying by 0 clears it.
+    """
+    rank = require_rank(g, scores)
+    lowest = typed_scalar(g, float(torch.finfo(dtypes.torch_from_onnx(g.dtype(scores))).min), scores)
+    if g.opset >= 9 and g.dtype(scores) in (dtypes.FLOAT, dtypes.DOUBLE):
+        row_max = reduce_op(g, "ReduceMax", scores, [normalize_dim(axis, rank)], True)
+        fully_masked = equal(g, row_max, typed_scalar(g, float("-inf"), scores))
+        weights = softmax_op(g, "Softmax", scores, axis, None)
+        return g.op("Where", fully_masked, typed_scalar(g, 0, scores), weights)
+    masked = cast(g, less(g, scores, lowest), g.dtype(scores))  # 1 exactly where a score is -inf
+    fully_masked = reduce_op(g, "ReduceMin", masked, [normalize_dim(axis, rank)], True)
+    clamped = g.set_type(clamp_value(g, scores, lowest, None), dtype=g.dtype(scores), shape=g.shape(scores))
+    weights = softmax_op(g, "Softmax", clamped, axis, None)
+    return g.op("Mul", weights, g.op("Sub", typed_scalar(g, 1, scores), fully_masked))

@@ -29,14 +29,12 @@ import torch
 
 from exporter import dtypes
 from exporter.dtypes import BOOL, INT64
-from exporter.lowering.activations import softmax_op
-from exporter.lowering.arithmetic import clamp_value, typed_scalar
-from exporter.lowering.comparison import equal, less
+from exporter.lowering.activations import safe_softmax
+from exporter.lowering.comparison import equal
 from exporter.lowering.core import (
     cast,
     constant_value,
     dim_size,
-    normalize_dim,
     reduce_op,
     require_opset,
     require_rank,
@@ -91,31 +89,6 @@ def _dropout(g, weights, p: float):
     out = g.op("Mul", g.op("Mul", weights, cast(g, keep, g.dtype(weights))), scalar_like(g, 1.0 / (1.0 - p), weights))
     out.dtype, out.shape = g.dtype(weights), g.shape(weights)
     return out
-
-
-def safe_softmax(g, scores, axis):
-    """PyTorch's ``_safe_softmax``: softmax along ``axis``, except that a row whose every score is -inf gets 0
-    rather than the NaN of exp(-inf) / 0; a row holding NaN stays NaN.
-
-    float and double from opset 9: a row is fully masked exactly when its maximum is -inf, so one reduction finds
-    those rows and one Where clears them after a plain Softmax (two passes over the scores besides the softmax, where
-    the form below makes five: measured in ONNX Runtime, see docs/measurements/2026-12-07-inference.md). Before
-    Where (opset 9), and for the half types (ONNX Runtime's CPU Where and ReduceMax kernels do not all take them),
-    the scores are clamped to the lowest finite value of their type, which makes a fully masked row finite, so
-    multiplying by 0 clears it.
-    """
-    rank = require_rank(g, scores)
-    lowest = typed_scalar(g, float(torch.finfo(dtypes.torch_from_onnx(g.dtype(scores))).min), scores)
-    if g.opset >= 9 and g.dtype(scores) in (dtypes.FLOAT, dtypes.DOUBLE):
-        row_max = reduce_op(g, "ReduceMax", scores, [normalize_dim(axis, rank)], True)
-        fully_masked = equal(g, row_max, typed_scalar(g, float("-inf"), scores))
-        weights = softmax_op(g, "Softmax", scores, axis, None)
-        return g.op("Where", fully_masked, typed_scalar(g, 0, scores), weights)
-    masked = cast(g, less(g, scores, lowest), g.dtype(scores))  # 1 exactly where a score is -inf
-    fully_masked = reduce_op(g, "ReduceMin", masked, [normalize_dim(axis, rank)], True)
-    clamped = g.set_type(clamp_value(g, scores, lowest, None), dtype=g.dtype(scores), shape=g.shape(scores))
-    weights = softmax_op(g, "Softmax", clamped, axis, None)
-    return g.op("Mul", weights, g.op("Sub", typed_scalar(g, 1, scores), fully_masked))
 
 
 def _scale(g, query, scale):
