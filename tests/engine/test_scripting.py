@@ -163,6 +163,29 @@ def test_inplace_assignment_with_dynamic_rows(opset):
     _expect_same(model, proto, (torch.randn(6, 4), torch.randn(4)))
 
 
+class ReadsAViewAfterItsBaseChanges(torch.nn.Module):
+    """Views taken before their base is changed in place, read after it: they share its memory, so they read the new
+    values (a view of a view too). The export once read the old ones: a silently wrong cache-write position."""
+
+    def forward(self, x, buffer, rows):
+        c = x.clone()
+        position = c.reshape(1)
+        flipped = c.unsqueeze(0).t()
+        c.add_(1)
+        written = buffer.index_copy(0, position, rows)
+        return written, flipped * 2
+
+
+@pytest.mark.parametrize("scripted", [False, True], ids=["traced", "scripted"])
+@pytest.mark.parametrize("opset", [9, 13, MAX_OPSET])
+def test_a_view_taken_before_an_in_place_change_reads_the_new_values(opset, scripted):
+    model = torch.jit.script(ReadsAViewAfterItsBaseChanges()) if scripted else ReadsAViewAfterItsBaseChanges()
+    args = (torch.tensor(2), torch.zeros(5, 3), torch.ones(1, 3))
+    proto = _export(model, args, opset)
+    _expect_same(model, proto, args)
+    _expect_same(model, proto, (torch.tensor(0), torch.randn(5, 3), torch.randn(1, 3)))
+
+
 class AssignsIntoATensorItMade(torch.nn.Module):
     """Changes in place tensors it makes from Python data: the trace records those as constants, by reference."""
 

@@ -13,11 +13,13 @@ list defined outside the loop. This pass rewrites each mutation into out-of-plac
 * a mutated view is written back through its chain of views (``select`` -> ``aten::select_scatter``,
   ``slice`` -> ``aten::slice_scatter``, reshapes, transposes) up to the tensor it views, the *root*;
 * later uses of the root (and of the views in the chain) read the new values instead;
+* a view of a mutated value taken before the mutation and read after it (``pos = c.reshape(1); c.add_(1)``) shares
+  its memory: it is taken again from the new value, and its later reads read that;
 * a root defined outside the loop or branch that mutates it is threaded through the control flow node:
   a loop carries it, an ``if`` returns it from both branches.
 
-Known limits: views of a root created before a mutation and read after it (other than those in the mutated
-chain) keep their old value; mutation through an argument other than the first (``out=``) is not handled.
+Known limit: mutation through an argument other than the first (``out=``) is not handled. Like the write-back, this
+takes ``reshape``/``flatten`` for views, as they are of the contiguous tensors a trace records.
 """
 
 from __future__ import annotations
@@ -64,13 +66,13 @@ def _functionalize_block(graph, block) -> dict:
             sub_escapes = [_functionalize_block(graph, sub) for sub in node.blocks()]
             if any(sub_escapes):
                 for root, new_value in _thread_through(node, sub_escapes):
-                    _update(block, node, [(root, new_value)], escaping)
+                    _update(graph, block, node, [(root, new_value)], escaping)
         if not _may_mutate(kind):  # most nodes: one set lookup, no further calls into TorchScript
             continue
         if _mutates_first_input(node):
-            _update(block, node, _write_back(graph, node), escaping)
+            _update(graph, block, node, _write_back(graph, node), escaping)
         elif _mutates_list_without_returning_it(node):
-            _update(block, node, [(node.inputsAt(0), _functional_list_update(graph, node))], escaping)
+            _update(graph, block, node, [(node.inputsAt(0), _functional_list_update(graph, node))], escaping)
     return escaping
 
 
@@ -199,7 +201,7 @@ def _constant_list(value):
     return None
 
 
-def _update(block, node, updates: list[tuple], escaping: dict) -> None:
+def _update(graph, block, node, updates: list[tuple], escaping: dict) -> None:
     """Make uses of each old value after ``node``'s rewrite read the new value; record roots that escape.
 
     ``escaping`` maps a root's ``unique()`` to (root, its latest value in ``block``).
@@ -210,12 +212,36 @@ def _update(block, node, updates: list[tuple], escaping: dict) -> None:
             user = use.user
             if _within(user, block) and _top_level_in(user, block).isAfter(last):
                 user.replaceInput(use.offset, new)
+    _retake_views(graph, block, updates, last)
     root, new_root = updates[-1]
     for key, (outer, latest) in list(escaping.items()):
         if latest.unique() == root.unique():  # a later mutation of a root this block already mutated
             escaping[key] = (outer, new_root)
     if not _defined_in(root, block):
         escaping[root.unique()] = (root, new_root)
+
+
+def _retake_views(graph, block, updates: list[tuple], last) -> None:
+    """Views in ``block`` of an updated value, taken before the update and read after ``last``, taken again from the
+    new value (and views of those views, in turn): a view shares its base's memory, so it reads what was written. A
+    view read only through views of it is taken again too; the dead-code pass drops what nothing reads."""
+    rewritten = {old.unique() for old, _ in updates}
+    pending, anchor = list(updates), last
+    while pending:
+        old, new = pending.pop()
+        for use in list(old.uses()):
+            view = use.user
+            if (use.offset != 0 or view.kind() not in _SCATTER_BACK_KINDS or view.owningBlock() != block
+                    or view.output().unique() in rewritten or not last.isAfter(view)):
+                continue
+            later = [read for read in view.output().uses()
+                     if _within(read.user, block) and _top_level_in(read.user, block).isAfter(last)]
+            retaken = _insert_after(graph, anchor, view.kind(), [new, *list(view.inputs())[1:]])
+            anchor = retaken.node()
+            for read in later:
+                read.user.replaceInput(read.offset, retaken)
+            rewritten.add(view.output().unique())
+            pending.append((view.output(), retaken))
 
 
 def _within(node, block) -> bool:
