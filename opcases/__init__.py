@@ -111,6 +111,15 @@ class FunctionModule(torch.nn.Module):
         return self.fn(*args)
 
 
+def random_tensor(*shape, dtype=torch.float32) -> torch.Tensor:
+    """A random example input: normal floats, booleans by sign, integers in [-5, 5)."""
+    if dtype == torch.bool:
+        return torch.randn(*shape) > 0
+    if dtype.is_floating_point:
+        return torch.randn(*shape).to(dtype)
+    return torch.randint(-5, 5, shape, dtype=dtype)
+
+
 def input_names(count: int) -> list[str]:
     return [f"input_{i}" for i in range(count)]
 

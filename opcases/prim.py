@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from opcases import OpCase
-from opcases.tensor_factories import _r
+from opcases import OpCase, random_tensor
 
 
 class _TensorOfLoopBuiltList(torch.nn.Module):
@@ -42,15 +41,15 @@ class _SizesAsTensor(torch.nn.Module):
 
 
 CASES = [
-    OpCase("__getitem__", lambda k: (_r(2 + k, 3, 4 + k),), sample="scripted_sizes_list",
+    OpCase("__getitem__", lambda k: (random_tensor(2 + k, 3, 4 + k),), sample="scripted_sizes_list",
            module=lambda: torch.jit.script(_SizesItems())),
-    OpCase("contiguous", lambda k: (_r(2 + k, 3),), fn=lambda x: x.t().contiguous()),
+    OpCase("contiguous", lambda k: (random_tensor(2 + k, 3),), fn=lambda x: x.t().contiguous()),
     # Dynamic: the loop runs at run time; a list read other than by stack is a split scan output from 11.
     OpCase("tensor", lambda k: (torch.randn(3 + k, 2),), sample="loop_built_list", dynamic_min_opset=11,
            module=lambda: torch.jit.script(_TensorOfLoopBuiltList())),
-    OpCase("scalar_tensor", lambda k: (_r(3 + k, 2),), fn=lambda x: x * torch.scalar_tensor(x.size(0))),
-    OpCase("tensor", lambda k: (_r(3 + k, 2),), module=lambda: torch.jit.script(_SizesAsTensor())),
-    OpCase("tensor", lambda k: (_r(3 + k, 2),), sample="constant", fn=lambda x: x + torch.tensor([1.0, 2.0])),
+    OpCase("scalar_tensor", lambda k: (random_tensor(3 + k, 2),), fn=lambda x: x * torch.scalar_tensor(x.size(0))),
+    OpCase("tensor", lambda k: (random_tensor(3 + k, 2),), module=lambda: torch.jit.script(_SizesAsTensor())),
+    OpCase("tensor", lambda k: (random_tensor(3 + k, 2),), sample="constant", fn=lambda x: x + torch.tensor([1.0, 2.0])),
     # A list of known length indexed at a run-time position needs no sequence: it is stacked and gathered.
     OpCase("__getitem__", lambda k: (torch.randn(8, 3),), sample="run_time_index",
            module=lambda: torch.jit.script(_ListIndexedInLoop()), dynamic=False),

@@ -6,15 +6,7 @@ with constant arguments the converter folds it. ``empty`` contents are undefined
 
 import torch
 
-from opcases import OPSETS, OpCase
-
-
-def _r(*shape, dtype=torch.float32):
-    if dtype == torch.bool:
-        return torch.randn(*shape) > 0
-    if dtype.is_floating_point:
-        return torch.randn(*shape).to(dtype)
-    return torch.randint(-5, 5, shape, dtype=dtype)
+from opcases import OPSETS, OpCase, random_tensor
 
 
 class _Range(torch.nn.Module):
@@ -32,44 +24,44 @@ class _DimArange(torch.nn.Module):
 
 
 CASES = [
-    OpCase("zeros", lambda k: (_r(2 + k, 3),), fn=lambda x: x + torch.zeros(x.size(0), 3)),
-    OpCase("zeros", lambda k: (_r(2 + k, 3),), sample="int64", fn=lambda x: torch.zeros(x.shape, dtype=torch.int64)),
-    OpCase("ones", lambda k: (_r(2, 3 + k),), fn=lambda x: torch.ones(x.size(1), 2, dtype=torch.float64)),
-    OpCase("ones", lambda k: (_r(2, 3 + k),), sample="bool", fn=lambda x: torch.ones(x.size(1), dtype=torch.bool)),
-    OpCase("full", lambda k: (_r(2 + k, 3),), fn=lambda x: torch.full((x.size(0), 2), 1.5)),
-    OpCase("full", lambda k: (_r(2 + k, 3),), sample="int_fill", fn=lambda x: torch.full((x.size(0),), 7)),
-    OpCase("full", lambda k: (_r(2 + k, 3),), sample="dtype_arg", fn=lambda x: torch.full((2, x.size(0)), 3, dtype=torch.int32)),
-    OpCase("full", lambda k: (_r(2 + k, 3),), sample="bool_dtype", fn=lambda x: torch.full(x.shape, 1, dtype=torch.bool)),
-    OpCase("empty", lambda k: (_r(2 + k, 3),), fn=lambda x: torch.empty(x.size(0), 4).fill_(2.0)),
-    OpCase("zeros_like", lambda k: (_r(2 + k, 3),), fn=lambda x: torch.zeros_like(x)),
-    OpCase("zeros_like", lambda k: (_r(2 + k, 3, dtype=torch.int32),), sample="dtype", fn=lambda x: torch.zeros_like(x, dtype=torch.float64)),
-    OpCase("ones_like", lambda k: (_r(2 + k, 3, dtype=torch.int64),), fn=lambda x: torch.ones_like(x)),
-    OpCase("full_like", lambda k: (_r(2 + k, 3),), fn=lambda x: torch.full_like(x, -2.5)),
-    OpCase("full_like", lambda k: (_r(2 + k, 3, dtype=torch.bool),), sample="bool", fn=lambda x: torch.full_like(x, 0)),
-    OpCase("empty_like", lambda k: (_r(2 + k, 3),), fn=lambda x: torch.empty_like(x).fill_(1.0) * 0 + torch.empty_like(x).zero_()),
-    OpCase("new_zeros", lambda k: (_r(2 + k, 3, dtype=torch.float64),), fn=lambda x: x.new_zeros((x.size(0), 2))),
-    OpCase("new_ones", lambda k: (_r(2 + k, 3, dtype=torch.int32),), fn=lambda x: x.new_ones(x.shape)),
-    OpCase("new_full", lambda k: (_r(2 + k, 3),), fn=lambda x: x.new_full((3, x.size(0)), 4.0)),
-    OpCase("new_empty", lambda k: (_r(2 + k, 3),), fn=lambda x: x.new_empty((x.size(0),)).fill_(3.0)),
-    OpCase("arange", lambda k: (_r(4 + k, 2),), fn=lambda x: torch.arange(x.size(0)),
+    OpCase("zeros", lambda k: (random_tensor(2 + k, 3),), fn=lambda x: x + torch.zeros(x.size(0), 3)),
+    OpCase("zeros", lambda k: (random_tensor(2 + k, 3),), sample="int64", fn=lambda x: torch.zeros(x.shape, dtype=torch.int64)),
+    OpCase("ones", lambda k: (random_tensor(2, 3 + k),), fn=lambda x: torch.ones(x.size(1), 2, dtype=torch.float64)),
+    OpCase("ones", lambda k: (random_tensor(2, 3 + k),), sample="bool", fn=lambda x: torch.ones(x.size(1), dtype=torch.bool)),
+    OpCase("full", lambda k: (random_tensor(2 + k, 3),), fn=lambda x: torch.full((x.size(0), 2), 1.5)),
+    OpCase("full", lambda k: (random_tensor(2 + k, 3),), sample="int_fill", fn=lambda x: torch.full((x.size(0),), 7)),
+    OpCase("full", lambda k: (random_tensor(2 + k, 3),), sample="dtype_arg", fn=lambda x: torch.full((2, x.size(0)), 3, dtype=torch.int32)),
+    OpCase("full", lambda k: (random_tensor(2 + k, 3),), sample="bool_dtype", fn=lambda x: torch.full(x.shape, 1, dtype=torch.bool)),
+    OpCase("empty", lambda k: (random_tensor(2 + k, 3),), fn=lambda x: torch.empty(x.size(0), 4).fill_(2.0)),
+    OpCase("zeros_like", lambda k: (random_tensor(2 + k, 3),), fn=lambda x: torch.zeros_like(x)),
+    OpCase("zeros_like", lambda k: (random_tensor(2 + k, 3, dtype=torch.int32),), sample="dtype", fn=lambda x: torch.zeros_like(x, dtype=torch.float64)),
+    OpCase("ones_like", lambda k: (random_tensor(2 + k, 3, dtype=torch.int64),), fn=lambda x: torch.ones_like(x)),
+    OpCase("full_like", lambda k: (random_tensor(2 + k, 3),), fn=lambda x: torch.full_like(x, -2.5)),
+    OpCase("full_like", lambda k: (random_tensor(2 + k, 3, dtype=torch.bool),), sample="bool", fn=lambda x: torch.full_like(x, 0)),
+    OpCase("empty_like", lambda k: (random_tensor(2 + k, 3),), fn=lambda x: torch.empty_like(x).fill_(1.0) * 0 + torch.empty_like(x).zero_()),
+    OpCase("new_zeros", lambda k: (random_tensor(2 + k, 3, dtype=torch.float64),), fn=lambda x: x.new_zeros((x.size(0), 2))),
+    OpCase("new_ones", lambda k: (random_tensor(2 + k, 3, dtype=torch.int32),), fn=lambda x: x.new_ones(x.shape)),
+    OpCase("new_full", lambda k: (random_tensor(2 + k, 3),), fn=lambda x: x.new_full((3, x.size(0)), 4.0)),
+    OpCase("new_empty", lambda k: (random_tensor(2 + k, 3),), fn=lambda x: x.new_empty((x.size(0),)).fill_(3.0)),
+    OpCase("arange", lambda k: (random_tensor(4 + k, 2),), fn=lambda x: torch.arange(x.size(0)),
            dynamic_min_opset=9),
-    OpCase("arange", lambda k: (_r(4 + k, 2),), sample="start_step", fn=lambda x: torch.arange(1, x.size(0) * 2, 3),
+    OpCase("arange", lambda k: (random_tensor(4 + k, 2),), sample="start_step", fn=lambda x: torch.arange(1, x.size(0) * 2, 3),
            dynamic_min_opset=9),
-    OpCase("arange", lambda k: (_r(4 + k, 2),), sample="float", fn=lambda x: torch.arange(0.5, x.size(0), 0.25),
+    OpCase("arange", lambda k: (random_tensor(4 + k, 2),), sample="float", fn=lambda x: torch.arange(0.5, x.size(0), 0.25),
            dynamic_min_opset=9),
-    OpCase("arange", lambda k: (_r(4 + k, 2),), sample="dtype", fn=lambda x: torch.arange(x.size(0), dtype=torch.float32),
+    OpCase("arange", lambda k: (random_tensor(4 + k, 2),), sample="dtype", fn=lambda x: torch.arange(x.size(0), dtype=torch.float32),
            dynamic_min_opset=9),
-    OpCase("arange", lambda k: (_r(4 + k, 2),), sample="negative_step", fn=lambda x: torch.arange(x.size(0), -2, -1),
+    OpCase("arange", lambda k: (random_tensor(4 + k, 2),), sample="negative_step", fn=lambda x: torch.arange(x.size(0), -2, -1),
            dynamic_min_opset=9),
-    OpCase("range", lambda k: (_r(4 + k, 2),), module=lambda: torch.jit.script(_Range()),
+    OpCase("range", lambda k: (random_tensor(4 + k, 2),), module=lambda: torch.jit.script(_Range()),
            dynamic_min_opset=9),
-    OpCase("linspace", lambda k: (_r(4 + k, 2),), fn=lambda x: torch.linspace(0, x.size(0), 7)),
-    OpCase("linspace", lambda k: (_r(4 + k, 2),), sample="descending", fn=lambda x: torch.linspace(x.size(0), -1, 4, dtype=torch.float64)),
-    OpCase("eye", lambda k: (_r(3 + k, 2),), fn=lambda x: torch.eye(x.size(0)), dynamic_min_opset=9),
-    OpCase("eye", lambda k: (_r(3 + k, 2),), sample="rectangular_int", fn=lambda x: torch.eye(2, x.size(0), dtype=torch.int64),
+    OpCase("linspace", lambda k: (random_tensor(4 + k, 2),), fn=lambda x: torch.linspace(0, x.size(0), 7)),
+    OpCase("linspace", lambda k: (random_tensor(4 + k, 2),), sample="descending", fn=lambda x: torch.linspace(x.size(0), -1, 4, dtype=torch.float64)),
+    OpCase("eye", lambda k: (random_tensor(3 + k, 2),), fn=lambda x: torch.eye(x.size(0)), dynamic_min_opset=9),
+    OpCase("eye", lambda k: (random_tensor(3 + k, 2),), sample="rectangular_int", fn=lambda x: torch.eye(2, x.size(0), dtype=torch.int64),
            dynamic_min_opset=9),
-    OpCase("logspace", lambda k: (_r(3 + k, 2),), fn=lambda x: x[:1, :1] + torch.logspace(-1.5, 2.0, 5, base=3.0)),
-    OpCase("_dim_arange", lambda k: (_r(3 + k, 2),), module=lambda: torch.jit.script(_DimArange()),
+    OpCase("logspace", lambda k: (random_tensor(3 + k, 2),), fn=lambda x: x[:1, :1] + torch.logspace(-1.5, 2.0, 5, base=3.0)),
+    OpCase("_dim_arange", lambda k: (random_tensor(3 + k, 2),), module=lambda: torch.jit.script(_DimArange()),
            dynamic_min_opset=9),
 ]
 
