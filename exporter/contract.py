@@ -1,7 +1,7 @@
-"""The public entry points: :func:`export`, with the signature, defaults and return values of our torch's
-``torch.onnx.export`` (both of its contracts), and :func:`export_program`, the same call returning the program for
-both captures (what the harness, the CLI and :func:`exporter.verify` call). The pipeline itself is
-``exporter.api.run_export``; the artifacts torch.onnx's debugging options ask for are ``exporter.artifacts``'.
+"""The public entry points: :func:`export`, with the signature, defaults and return values of PyTorch's own ONNX
+export function in our torch (both of its contracts), and :func:`export_program`, the same call returning the program
+for both captures (what the harness, the CLI and :func:`exporter.verify` call). The pipeline itself is
+``exporter.api.run_export``; the artifacts PyTorch's debugging options ask for are ``exporter.artifacts``'.
 """
 
 from __future__ import annotations

@@ -50,17 +50,17 @@ def _marked_node(g, inputs, op_type, onnx_dtypes, attr_keys, attr_types, attr_po
     attributes = {}
     for key, kind, (start, end) in zip(attr_keys, attr_types, attr_pos, strict=True):
         if kind not in _SUFFIXES:
-            raise SymbolicValueError(f"torch.onnx.ops marker for {op_type}: unknown attribute type {kind!r}")
+            raise SymbolicValueError(f"PyTorch's ONNX marker op for {op_type}: unknown attribute type {kind!r}")
         values = list(pools[kind[0]][start:end])
         attributes[f"{key}_{_SUFFIXES[kind]}"] = values if len(kind) == 2 else values[0]
     if domain in ("", "ai.onnx"):
-        check_same_definition(g, op_type, version, who=f"a torch.onnx.ops marker (version {version})",
+        check_same_definition(g, op_type, version, who=f"PyTorch's ONNX marker op (version {version})",
                               input_types=[None if i is None else g.dtype(i) for i in inputs])
         name = op_type
     else:
         known = g.session.custom_opsets.setdefault(domain, version or 1)
         if version is not None and known != version:
-            raise SymbolicValueError(f"domain {domain!r} is imported at version {known}; a torch.onnx.ops marker "
+            raise SymbolicValueError(f"domain {domain!r} is imported at version {known}; PyTorch's ONNX marker op "
                                      f"asks for version {version}")
         name = f"{domain}::{op_type}"
     results = g.op(name, *inputs, outputs=len(onnx_dtypes), **attributes)
